@@ -1,0 +1,68 @@
+import convict from 'convict';
+import { parseDuration, parseDurationList } from './duration.js';
+
+/**
+ * Custom convict formats. `coerce` never throws: it hands anything it cannot parse to `validate`,
+ * whose message convict reports together with the setting name and the raw value.
+ */
+let registered = false;
+
+export function registerFormats(): void {
+  if (registered) return;
+  registered = true;
+  convict.addFormats({
+    duration: {
+      coerce: (value: unknown) => (typeof value === 'string' ? (parseDuration(value) ?? value) : value),
+      validate: (value: unknown) => {
+        if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
+          throw new Error('must be a duration such as 500ms, 15s, 3m or 6h');
+        }
+      },
+    },
+    'duration-list': {
+      coerce: (value: unknown) => (typeof value === 'string' ? (parseDurationList(value) ?? value) : value),
+      validate: (value: unknown) => {
+        const ok = Array.isArray(value) && value.length > 0 && value.every((ms) => Number.isInteger(ms) && ms > 0);
+        if (!ok) throw new Error('must be a comma-separated list of positive durations such as 15s,30s,3m');
+      },
+    },
+    'positive-int': {
+      coerce: (value: unknown) => (typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value),
+      validate: (value: unknown) => {
+        if (!Number.isInteger(value) || (value as number) < 1) throw new Error('must be a whole number ≥ 1');
+      },
+    },
+    'optional-positive-int': {
+      coerce: (value: unknown) => (value === '' ? null : typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value),
+      validate: (value: unknown) => {
+        if (value !== null && (!Number.isInteger(value) || (value as number) < 1)) {
+          throw new Error('must be a whole number ≥ 1, or empty for the default');
+        }
+      },
+    },
+    fraction: {
+      coerce: (value: unknown) => (typeof value === 'string' && value.trim() !== '' ? Number(value) : value),
+      validate: (value: unknown) => {
+        if (typeof value !== 'number' || !(value >= 0 && value <= 1)) throw new Error('must be a number from 0 to 1');
+      },
+    },
+    'amqp-url': {
+      validate: (value: unknown) => {
+        let url: URL;
+        try {
+          url = new URL(String(value));
+        } catch {
+          throw new Error('must be an amqp:// or amqps:// URL');
+        }
+        if (url.protocol !== 'amqp:' && url.protocol !== 'amqps:') throw new Error('must be an amqp:// or amqps:// URL');
+      },
+    },
+    'topology-prefix': {
+      validate: (value: unknown) => {
+        if (typeof value !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/.test(value)) {
+          throw new Error('must be 1-100 characters of letters, digits, ".", "_" or "-", starting with a letter or digit');
+        }
+      },
+    },
+  });
+}

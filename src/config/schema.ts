@@ -1,0 +1,115 @@
+/**
+ * Every setting: default, doc, format, env var. README's configuration table is generated from this
+ * object (`npm run docs:config`), so the two cannot drift. Durations are held in milliseconds.
+ */
+export const configSchema = {
+  amqpUrl: {
+    doc: 'Broker URL. Credentials in it are never logged.',
+    format: 'amqp-url',
+    default: 'amqp://localhost',
+    env: 'AMQP_URL',
+    sensitive: true,
+  },
+  topologyPrefix: {
+    doc: 'Every exchange and queue name derives from it: exchange P, queues P.work, P.dead, P.delay.NN.',
+    format: 'topology-prefix',
+    default: 'callback-relay',
+    env: 'TOPOLOGY_PREFIX',
+  },
+  delayMode: {
+    doc: '`plugin` (x-delayed-message exchange), `queues` (plugin-free TTL delay levels), `auto` (plugin if the broker has it).',
+    format: ['auto', 'plugin', 'queues'],
+    default: 'auto',
+    env: 'DELAY_MODE',
+  },
+  queueType: {
+    doc: 'Type of the work, dead-letter and delay queues: `quorum` (replicated, delivery limit) or `classic`.',
+    format: ['quorum', 'classic'],
+    default: 'quorum',
+    env: 'QUEUE_TYPE',
+  },
+  deliveryLimit: {
+    doc: 'Quorum queues only: deliveries of one message (worker crashes, lost channels) before the broker dead-letters it to P.dead.',
+    format: 'positive-int',
+    default: 10,
+    env: 'DELIVERY_LIMIT',
+  },
+  retrySchedule: {
+    doc: 'Delays before attempts 2, 3, …; units ms/s/m/h.',
+    format: 'duration-list',
+    default: [15e3, 15e3, 30e3, 18e4, 6e5, 12e5, 18e5, 18e5, 18e5, 36e5, 108e5, 108e5, 108e5, 216e5, 216e5],
+    env: 'RETRY_SCHEDULE',
+  },
+  maxAttempts: {
+    doc: 'Total attempts including the first; past the end of the schedule its last delay repeats. Empty: schedule length + 1.',
+    format: 'optional-positive-int',
+    default: null as number | null,
+    env: 'MAX_ATTEMPTS',
+  },
+  retryJitter: {
+    doc: 'Random spread applied to each scheduled delay, as a fraction (0.1 = ±10%). 0 disables it.',
+    format: 'fraction',
+    default: 0.1,
+    env: 'RETRY_JITTER',
+  },
+  retryAfterMax: {
+    doc: 'Upper clamp for a receiver\'s Retry-After (seconds or HTTP date); the lower clamp is 1s.',
+    format: 'duration',
+    default: 216e5,
+    env: 'RETRY_AFTER_MAX',
+  },
+  httpTimeout: {
+    doc: 'Per attempt, whole request (connect, headers and body).',
+    format: 'duration',
+    default: 10e3,
+    env: 'HTTP_TIMEOUT',
+  },
+  successBody: {
+    doc: 'If set, a 2xx answer counts as success only when its body (trimmed) equals this string, e.g. `success`.',
+    format: String,
+    default: '',
+    env: 'SUCCESS_BODY',
+  },
+  responseBodyLimit: {
+    doc: 'Bytes of a response body read at most (then discarded); a longer body is cut off.',
+    format: 'positive-int',
+    default: 65_536,
+    env: 'RESPONSE_BODY_LIMIT',
+  },
+  maxPayloadBytes: {
+    doc: 'Largest accepted message (the encoded wire JSON), enforced at publish and at consume.',
+    format: 'positive-int',
+    default: 1_048_576,
+    env: 'MAX_PAYLOAD_BYTES',
+  },
+  prefetch: {
+    doc: 'Unacknowledged deliveries per worker, which is also its concurrency.',
+    format: 'positive-int',
+    default: 100,
+    env: 'PREFETCH',
+  },
+  drainTimeout: {
+    doc: 'On SIGTERM/SIGINT, how long in-flight deliveries may finish before the worker closes; unfinished ones return to the queue.',
+    format: 'duration',
+    default: 15e3,
+    env: 'DRAIN_TIMEOUT',
+  },
+  publishTimeout: {
+    doc: 'How long a publish waits for the broker\'s confirm (including while disconnected) before it rejects.',
+    format: 'duration',
+    default: 10e3,
+    env: 'PUBLISH_TIMEOUT',
+  },
+  publishBufferLimit: {
+    doc: 'Publishes waiting for a confirm at most; beyond it publish() rejects at once instead of buffering.',
+    format: 'positive-int',
+    default: 1_000,
+    env: 'PUBLISH_BUFFER_LIMIT',
+  },
+  logLevel: {
+    doc: 'pino log level.',
+    format: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+    default: 'info',
+    env: 'LOG_LEVEL',
+  },
+};

@@ -1,0 +1,44 @@
+import { randomUUID } from 'node:crypto';
+import type { ConsumeMessage } from 'amqplib';
+import { validateCallback, type Callback } from '../message/callback.js';
+import { HEADER, readAttempt, readString } from '../message/headers.js';
+
+/** A decoded, valid callback and the retry state its headers carry. */
+export interface Delivery {
+  id: string;
+  callback: Callback;
+  /** The number of the attempt about to be made (1-based). */
+  attempt: number;
+  /** ISO time of attempt 1, when there was one. */
+  firstAttemptAt: string | undefined;
+}
+
+export type Decoded = { ok: true; delivery: Delivery } | { ok: false; id: string; attempt: number; error: string };
+
+/**
+ * Step 1: message → delivery. Never throws: a message that is too large, not JSON or not a valid
+ * callback comes back as `{ ok: false }` with the reason, for the dead-letter queue.
+ */
+export function decode(message: ConsumeMessage, maxPayloadBytes: number): Decoded {
+  const headers = message.properties.headers;
+  const attempt = readAttempt(headers);
+  const fallbackId = typeof message.properties.messageId === 'string' && message.properties.messageId !== '' ? message.properties.messageId : undefined;
+  const failed = (error: string): Decoded => ({ ok: false, id: fallbackId ?? randomUUID(), attempt, error });
+  if (message.content.length > maxPayloadBytes) {
+    return failed(`message is ${message.content.length} bytes, over the limit of ${maxPayloadBytes} (MAX_PAYLOAD_BYTES)`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(message.content.toString('utf8'));
+  } catch (error) {
+    return failed(`not JSON: ${(error as Error).message}`);
+  }
+  let callback: Callback;
+  try {
+    callback = validateCallback(parsed);
+  } catch (error) {
+    return failed((error as Error).message);
+  }
+  const id = callback.id ?? fallbackId ?? randomUUID();
+  return { ok: true, delivery: { id, callback, attempt, firstAttemptAt: readString(headers, HEADER.firstAttemptAt) } };
+}

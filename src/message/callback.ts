@@ -1,0 +1,71 @@
+import { RelayError } from '../errors.js';
+
+export const METHODS = ['POST', 'PUT', 'PATCH'] as const;
+export type CallbackMethod = (typeof METHODS)[number];
+
+/** A callback as it travels in a message body (the wire contract). */
+export interface Callback {
+  /** Stable id, sent as `webhook-id`; defaults to the AMQP `message_id`, else a new UUID. */
+  id?: string;
+  /** http or https target. */
+  url: string;
+  /** Any JSON value, sent as the request body. */
+  body: unknown;
+  /** Extra request headers. */
+  headers?: Record<string, string>;
+  /** Default POST. */
+  method?: CallbackMethod;
+}
+
+export const MAX_URL_LENGTH = 4_096;
+export const MAX_ID_LENGTH = 256;
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+// Headers the relay owns: framing and hop-by-hop ones would corrupt the request, the rest are ours.
+const RESERVED = /^(host|content-length|content-type|transfer-encoding|connection|keep-alive|upgrade|te|trailer|proxy-.*|webhook-.*|x-callback-.*)$/i;
+
+const invalid = (field: string, problem: string): RelayError =>
+  new RelayError('CR_ERR_INVALID_CALLBACK', `${field}: ${problem}`, { field });
+
+/**
+ * Checks a decoded callback against the wire contract and returns it typed. Throws
+ * `CR_ERR_INVALID_CALLBACK` with `field` set to the first offending field.
+ */
+export function validateCallback(value: unknown): Callback {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalid('callback', 'must be a JSON object');
+  const input = value as Record<string, unknown>;
+  for (const key of Object.keys(input)) {
+    if (!['id', 'url', 'body', 'headers', 'method'].includes(key)) throw invalid(key, 'is not a callback field (id, url, body, headers, method)');
+  }
+  validateUrl(input.url);
+  if (!('body' in input) || input.body === undefined) throw invalid('body', 'is required (any JSON value, null included)');
+  if (input.id !== undefined && (typeof input.id !== 'string' || input.id.length === 0 || input.id.length > MAX_ID_LENGTH)) {
+    throw invalid('id', `must be a non-empty string of at most ${MAX_ID_LENGTH} characters`);
+  }
+  if (input.method !== undefined && !METHODS.includes(input.method as CallbackMethod)) throw invalid('method', `must be one of ${METHODS.join(', ')}`);
+  if (input.headers !== undefined) validateHeaders(input.headers);
+  return input as unknown as Callback;
+}
+
+function validateUrl(url: unknown): void {
+  if (typeof url !== 'string' || url === '') throw invalid('url', 'is required and must be a string');
+  if (url.length > MAX_URL_LENGTH) throw invalid('url', `is longer than ${MAX_URL_LENGTH} characters`);
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw invalid('url', `is not a valid URL: ${JSON.stringify(url.slice(0, 100))}`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw invalid('url', `must be http or https, not ${parsed.protocol.slice(0, -1)}`);
+}
+
+function validateHeaders(headers: unknown): void {
+  if (typeof headers !== 'object' || headers === null || Array.isArray(headers)) throw invalid('headers', 'must be an object of name → string value');
+  for (const [name, value] of Object.entries(headers)) {
+    const field = `headers.${name}`;
+    if (!TOKEN.test(name)) throw invalid(field, 'is not a valid header name');
+    if (RESERVED.test(name)) throw invalid(field, 'is set by the relay and cannot be overridden');
+    if (typeof value !== 'string') throw invalid(field, 'must be a string');
+    if (/[\r\n\0]/.test(value)) throw invalid(field, 'must not contain CR, LF or NUL');
+    if (value.length > 8_192) throw invalid(field, 'is longer than 8192 characters');
+  }
+}

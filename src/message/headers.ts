@@ -1,0 +1,43 @@
+/**
+ * AMQP header names of the wire contract. Retry state travels here, never in the message body, so the
+ * body a producer published is the body that reaches the DLQ, byte for byte.
+ */
+export const HEADER = {
+  /** On P.work messages: the number of the attempt this delivery will be (absent = 1). */
+  attempt: 'x-callback-attempt',
+  firstAttemptAt: 'x-callback-first-attempt-at',
+  lastAttemptAt: 'x-callback-last-attempt-at',
+  lastStatus: 'x-callback-last-status',
+  lastError: 'x-callback-last-error',
+  /** On P.dead messages: `exhausted` | `rejected` | `invalid`. */
+  reason: 'x-callback-reason',
+  /** On P.dead messages: attempts made. */
+  attempts: 'x-callback-attempts',
+  /** Plugin mode: the delay in ms, read by the x-delayed-message exchange. */
+  delay: 'x-delay',
+} as const;
+
+/** Broker-added headers that must not be copied forward, or they grow with every retry. */
+const BROKER_HEADERS = ['x-death', 'x-first-death-exchange', 'x-first-death-queue', 'x-first-death-reason', 'x-last-death-exchange', 'x-last-death-queue', 'x-last-death-reason', 'x-delivery-count', HEADER.delay];
+
+/** Headers to carry into a republished copy: the producer's own, minus what the broker added. */
+export function carriedHeaders(headers: Record<string, unknown> | undefined): Record<string, unknown> {
+  const kept: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    if (!BROKER_HEADERS.includes(name)) kept[name] = value;
+  }
+  return kept;
+}
+
+/** Reads the attempt number from headers; anything missing or unreadable counts as the first attempt. */
+export function readAttempt(headers: Record<string, unknown> | undefined): number {
+  const value = Number(headers?.[HEADER.attempt]);
+  return Number.isInteger(value) && value >= 1 ? value : 1;
+}
+
+export function readString(headers: Record<string, unknown> | undefined, name: string): string | undefined {
+  const value = headers?.[name];
+  if (typeof value === 'string') return value;
+  if (Buffer.isBuffer(value)) return value.toString('utf8');
+  return undefined;
+}

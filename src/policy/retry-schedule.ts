@@ -1,0 +1,12 @@
+/**
+ * The delay before the attempt that follows `failedAttempt` (1-based). Entry i of the schedule is the
+ * delay before attempt i + 2; past its end the last entry repeats, so MAX_ATTEMPTS may exceed it.
+ */
+export function scheduledDelay(schedule: readonly number[], failedAttempt: number): number {
+  if (schedule.length === 0) throw new RangeError('retry schedule is empty');
+  if (!Number.isInteger(failedAttempt) || failedAttempt < 1) throw new RangeError(`attempt must be ≥ 1, got ${failedAttempt}`);
+  return schedule[Math.min(failedAttempt, schedule.length) - 1] as number;
+}
+
+/** Whether another attempt may follow `failedAttempt` when `maxAttempts` are allowed in all. */
+export const hasAttemptsLeft = (failedAttempt: number, maxAttempts: number): boolean => failedAttempt < maxAttempts;

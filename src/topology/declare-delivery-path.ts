@@ -1,0 +1,34 @@
+import type { Channel } from 'amqplib';
+import type { DelayMode } from './delay-mode.js';
+import { queueArguments } from './queue-arguments.js';
+import type { TopologyNames } from './topology-names.js';
+
+export interface DeliveryPathOptions {
+  mode: DelayMode;
+  queueType: 'quorum' | 'classic';
+  deliveryLimit: number;
+}
+
+/**
+ * Exchange P, work queue P.work bound with `deliver`, and dead-letter queue P.dead. P.work
+ * dead-letters into P.dead, so a message that keeps crashing workers is parked once it passes the
+ * delivery limit: https://www.rabbitmq.com/docs/quorum-queues#poison-message-handling
+ */
+export async function declareDeliveryPath(channel: Channel, names: TopologyNames, options: DeliveryPathOptions): Promise<void> {
+  await channel.assertQueue(names.deadQueue, { durable: true, arguments: queueArguments({ type: options.queueType }) });
+  await channel.assertQueue(names.workQueue, {
+    durable: true,
+    arguments: queueArguments({
+      type: options.queueType,
+      deadLetter: { exchange: '', routingKey: names.deadQueue },
+      deliveryLimit: options.deliveryLimit,
+    }),
+  });
+  if (options.mode === 'plugin') {
+    // The plugin's exchange routes like its x-delayed-type once a message's x-delay has elapsed.
+    await channel.assertExchange(names.exchange, 'x-delayed-message', { durable: true, arguments: { 'x-delayed-type': 'direct' } });
+  } else {
+    await channel.assertExchange(names.exchange, 'direct', { durable: true });
+  }
+  await channel.bindQueue(names.workQueue, names.exchange, names.routingKey);
+}

@@ -1,0 +1,36 @@
+import type { Channel } from 'amqplib';
+import { RelayError } from '../errors.js';
+import { declareDelayLevels } from './declare-delay-levels.js';
+import { declareDeliveryPath } from './declare-delivery-path.js';
+import type { DelayMode } from './delay-mode.js';
+import type { BrokerFeatures } from './queue-arguments.js';
+import type { TopologyNames } from './topology-names.js';
+
+export interface TopologyOptions {
+  names: TopologyNames;
+  mode: DelayMode;
+  queueType: 'quorum' | 'classic';
+  deliveryLimit: number;
+  broker: BrokerFeatures;
+}
+
+/**
+ * Declares everything, idempotently; run on every (re)connect as a channel setup. Quorum delay
+ * queues need message TTL with at-least-once dead-lettering (3.10+); older brokers get classic ones.
+ */
+export async function declareTopology(channel: Channel, options: TopologyOptions): Promise<void> {
+  const { names, mode, queueType, deliveryLimit, broker } = options;
+  try {
+    await declareDeliveryPath(channel, names, { mode, queueType, deliveryLimit });
+    if (mode === 'queues') {
+      await declareDelayLevels(channel, names, queueType === 'quorum' && broker.quorumDeadLettering ? 'quorum' : 'classic');
+    }
+  } catch (error) {
+    throw new RelayError(
+      'CR_ERR_TOPOLOGY',
+      `could not declare the topology of prefix "${names.exchange}" (${(error as Error).message}). ` +
+        'If it already exists with other settings (DELAY_MODE, QUEUE_TYPE, DELIVERY_LIMIT), use another TOPOLOGY_PREFIX or delete the old one.',
+      { cause: error },
+    );
+  }
+}

@@ -1,0 +1,24 @@
+import { delayRoutingKey, levelDelaySeconds } from './delay-levels.js';
+import type { DelayMode } from './delay-mode.js';
+import type { TopologyNames } from './topology-names.js';
+
+/** The plugin keeps x-delay in an unsigned 32-bit integer of milliseconds. */
+export const MAX_PLUGIN_DELAY_MS = 2 ** 32 - 1;
+
+export interface Route {
+  exchange: string;
+  routingKey: string;
+  /** Headers the route needs (x-delay in plugin mode). */
+  headers: Record<string, unknown>;
+}
+
+/** Where to publish a message so that it reaches P.work after `delayMs`. */
+export function deliveryRoute(names: TopologyNames, mode: DelayMode, delayMs: number): Route {
+  const now: Route = { exchange: names.exchange, routingKey: names.routingKey, headers: {} };
+  if (mode === 'plugin') {
+    const ms = Math.min(Math.round(delayMs), MAX_PLUGIN_DELAY_MS);
+    return ms > 0 ? { ...now, headers: { 'x-delay': ms } } : now;
+  }
+  const seconds = levelDelaySeconds(delayMs);
+  return seconds > 0 ? { exchange: names.delayExchange, routingKey: delayRoutingKey(seconds), headers: {} } : now;
+}

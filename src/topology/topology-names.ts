@@ -1,0 +1,31 @@
+import { DELAY_LEVELS } from './delay-levels.js';
+
+/** Every exchange and queue name, derived from the one prefix P. */
+export interface TopologyNames {
+  /** Exchange producers publish to (routing key `deliver`). x-delayed-message in plugin mode, else direct. */
+  exchange: string;
+  routingKey: 'deliver';
+  /** The queue workers consume. */
+  workQueue: string;
+  /** Dead-letter queue operators inspect and replay from. */
+  deadQueue: string;
+  /** Queues mode: entry exchange of the delay levels (topic; routing key = the delay's bits). */
+  delayExchange: string;
+  /** Queues mode: exchange and queue of level n (TTL 2^n s). */
+  delayLevel: (level: number) => string;
+  /** Queues mode: every level name, highest first. */
+  delayLevels: string[];
+}
+
+export function topologyNames(prefix: string): TopologyNames {
+  const delayLevel = (level: number): string => `${prefix}.delay.${String(level).padStart(2, '0')}`;
+  return {
+    exchange: prefix,
+    routingKey: 'deliver',
+    workQueue: `${prefix}.work`,
+    deadQueue: `${prefix}.dead`,
+    delayExchange: `${prefix}.delay`,
+    delayLevel,
+    delayLevels: Array.from({ length: DELAY_LEVELS }, (_, i) => delayLevel(DELAY_LEVELS - 1 - i)),
+  };
+}

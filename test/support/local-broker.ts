@@ -1,0 +1,100 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import amqplib from 'amqplib';
+
+/** A throwaway RabbitMQ node: its own node name, ports and data directory, removed on stop. */
+export interface LocalBroker {
+  url: string;
+  /** Stops the node process and starts it again on the same data (a real broker restart). */
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const CANDIDATES = [process.env.RABBITMQ_SERVER_BIN, '/usr/lib/rabbitmq/bin/rabbitmq-server', '/usr/sbin/rabbitmq-server'];
+
+export function findRabbitmqServer(): string | undefined {
+  const onPath = spawnSync('sh', ['-c', 'command -v rabbitmq-server'], { encoding: 'utf8' }).stdout.trim();
+  return [...CANDIDATES, onPath].find((path): path is string => !!path && existsSync(path));
+}
+
+const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+
+export async function startLocalBroker(bin: string): Promise<LocalBroker> {
+  const dir = mkdtempSync(join(tmpdir(), 'callback-relay-broker-'));
+  const [amqpPort, distPort] = [await freePort(), await freePort()];
+  const node = `cr-test-${process.pid}-${amqpPort}@localhost`;
+  writeFileSync(join(dir, 'rabbitmq.conf'), `listeners.tcp.default = 127.0.0.1:${amqpPort}\nloopback_users = none\n`);
+  writeFileSync(join(dir, 'enabled_plugins'), '[].\n');
+  const env = {
+    ...process.env,
+    HOME: dir,
+    RABBITMQ_NODENAME: node,
+    RABBITMQ_NODE_PORT: String(amqpPort),
+    RABBITMQ_DIST_PORT: String(distPort),
+    RABBITMQ_MNESIA_BASE: join(dir, 'mnesia'),
+    RABBITMQ_LOG_BASE: join(dir, 'log'),
+    RABBITMQ_CONFIG_FILE: join(dir, 'rabbitmq.conf'),
+    RABBITMQ_ENABLED_PLUGINS_FILE: join(dir, 'enabled_plugins'),
+    RABBITMQ_PID_FILE: join(dir, 'pid'),
+  };
+  const url = `amqp://guest:guest@127.0.0.1:${amqpPort}`;
+  let child: ChildProcess | undefined;
+
+  async function boot(): Promise<void> {
+    child = spawn(bin, [], { env, stdio: 'ignore', detached: true });
+    await waitUntilUp(url, child);
+  }
+
+  async function halt(): Promise<void> {
+    const running = child;
+    if (!running || running.exitCode !== null) return;
+    const exited = new Promise((resolve) => running.once('exit', resolve));
+    try {
+      process.kill(-running.pid!, 'SIGTERM');
+    } catch {
+      return;
+    }
+    const timer = setTimeout(() => process.kill(-running.pid!, 'SIGKILL'), 20_000);
+    await exited;
+    clearTimeout(timer);
+  }
+
+  await boot();
+  return {
+    url,
+    restart: async () => {
+      await halt();
+      await boot();
+    },
+    stop: async () => {
+      await halt();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function waitUntilUp(url: string, child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 90_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`rabbitmq-server exited with code ${child.exitCode} during startup`);
+    try {
+      const connection = await amqplib.connect(url);
+      await connection.close();
+      return;
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+  }
+  throw new Error('rabbitmq-server did not accept connections within 90 s');
+}
