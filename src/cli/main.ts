@@ -1,0 +1,27 @@
+#!/usr/bin/env node
+import { isRelayError } from '../errors.js';
+import { PUBLISH_USAGE, publishCommand } from './publish-command.js';
+
+const USAGE = `usage: callback-relay <command>
+
+commands:
+  publish     publish one callback (see: callback-relay publish --help)
+
+Settings come from environment variables (AMQP_URL, TOPOLOGY_PREFIX, …); see README.`;
+
+const [command, ...rest] = process.argv.slice(2);
+try {
+  if (command === 'publish') {
+    if (rest.includes('--help') || rest.includes('-h')) process.stdout.write(`${PUBLISH_USAGE}\n`);
+    else await publishCommand(rest);
+  } else if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+    process.stdout.write(`${USAGE}\n`);
+  } else {
+    process.stderr.write(`unknown command ${JSON.stringify(command)}\n${USAGE}\n`);
+    process.exitCode = 2;
+  }
+} catch (error) {
+  const code = isRelayError(error) ? ` [${error.code}]` : '';
+  process.stderr.write(`callback-relay${code}: ${(error as Error).message}\n`);
+  process.exitCode = isRelayError(error, 'CR_ERR_CONFIG') || isRelayError(error, 'CR_ERR_INVALID_CALLBACK') ? 2 : 1;
+}

@@ -1,0 +1,61 @@
+import { afterEach, expect, it } from 'vitest';
+import { describeEachMode, sleep } from '../support/modes.js';
+import { startReceiver, type Receiver } from '../support/receiver.js';
+import { startRelay, type RelayFixture } from '../support/relay.js';
+import { spawnWorker, type WorkerProcess } from '../support/worker-process.js';
+
+let relay: RelayFixture | undefined;
+let receiver: Receiver | undefined;
+let worker: WorkerProcess | undefined;
+afterEach(async () => {
+  if (worker && worker.child.exitCode === null) worker.child.kill('SIGKILL');
+  await relay?.cleanup();
+  await receiver?.close();
+  relay = receiver = worker = undefined;
+});
+
+const idsSince = (receiver: Receiver, since: number): Set<string> =>
+  new Set(receiver.requests.filter((r) => r.at >= since).map((r) => String(r.headers['webhook-id'])));
+
+describeEachMode('worker failure', (mode) => {
+  it('a worker SIGKILLed with deliveries in flight: a second worker delivers them all', async () => {
+    receiver = await startReceiver(() => ({ status: 200, delayMs: 1_000 }));
+    relay = await startRelay({ DELAY_MODE: mode, PREFETCH: '10' });
+    const ids = await Promise.all(Array.from({ length: 40 }, (_, i) => relay!.publisher.publish({ url: `${receiver!.origin}/slow/${i}`, body: i }).then((r) => r.id)));
+    worker = spawnWorker(relay.config);
+    await worker.consuming;
+    await receiver.waitFor((r) => r.length >= 10);
+    worker.child.kill('SIGKILL');
+    await worker.exited;
+    const killedAt = Date.now();
+    await relay.startWorker();
+    await receiver.waitFor(() => idsSince(receiver!, killedAt).size === ids.length, 60_000);
+    expect(idsSince(receiver, killedAt)).toEqual(new Set(ids));
+    await sleep(1_500);
+    expect(await relay.messageCount(relay.names.workQueue)).toBe(0);
+    expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
+  });
+
+  it('SIGTERM drains: in-flight deliveries finish, the rest stay queued, exit within the drain timeout', async () => {
+    receiver = await startReceiver(() => ({ status: 200, delayMs: 800 }));
+    relay = await startRelay({ DELAY_MODE: mode, PREFETCH: '5', DRAIN_TIMEOUT: '5s' });
+    const ids = await Promise.all(Array.from({ length: 30 }, (_, i) => relay!.publisher.publish({ url: `${receiver!.origin}/d/${i}`, body: i }).then((r) => r.id)));
+    worker = spawnWorker(relay.config);
+    await worker.consuming;
+    await receiver.waitFor((r) => r.length >= 5);
+    const termAt = Date.now();
+    worker.child.kill('SIGTERM');
+    const code = await worker.exited;
+    expect(code).toBe(0);
+    expect(Date.now() - termAt).toBeLessThan(5_000);
+    expect(worker.output()).toContain('worker stopped');
+    expect(worker.output()).not.toContain('drain timeout');
+    const deliveredBeforeStop = receiver.requests.length;
+    const queued = await relay.messageCount(relay.names.workQueue);
+    expect(queued + deliveredBeforeStop).toBe(ids.length);
+    await relay.startWorker();
+    await receiver.waitFor((r) => new Set(r.map((x) => x.headers['webhook-id'])).size === ids.length, 30_000);
+    await sleep(1_000);
+    expect(receiver.requests).toHaveLength(ids.length);
+  });
+});
