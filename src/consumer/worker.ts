@@ -4,6 +4,7 @@ import type { RelayConfig } from '../config/load-config.js';
 import type { Logger } from '../logger.js';
 import type { Random } from '../policy/jitter.js';
 import { connectTopology } from '../topology/connect-topology.js';
+import { applyTopology } from '../topology/declare-once.js';
 import { sleep } from '../util/with-timeout.js';
 import { createDecider } from './decide.js';
 import { createHttpAgent } from './deliver.js';
@@ -42,6 +43,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
 
   async function start(): Promise<void> {
     const topology = await connectTopology(config, logger, abort.signal);
+    await applyTopology(config.amqpUrl, topology);
     const handle = createMessageHandler({
       names: topology.names,
       mode: topology.mode,

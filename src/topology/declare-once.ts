@@ -3,16 +3,26 @@ import type { RelayConfig } from '../config/load-config.js';
 import type { Logger } from '../logger.js';
 import { connectTopology, type ResolvedTopology } from './connect-topology.js';
 
-/** Declares the topology once and disconnects (`npm run topology`); gives up after `timeoutMs` without a broker. */
-export async function declareOnce(config: RelayConfig, logger: Logger, timeoutMs = 30_000): Promise<ResolvedTopology> {
-  const topology = await connectTopology(config, logger, AbortSignal.timeout(timeoutMs));
-  const connection = await amqplib.connect(config.amqpUrl);
+/**
+ * Declares `topology` on a short-lived connection. Workers do this once before consuming so that a
+ * conflicting topology (`CR_ERR_TOPOLOGY`) stops them at start instead of looping through reconnects.
+ */
+export async function applyTopology(url: string, topology: ResolvedTopology): Promise<void> {
+  const connection = await amqplib.connect(url);
+  connection.on('error', () => {});
   try {
     const channel = await connection.createChannel();
+    channel.on('error', () => {});
     await topology.declare(channel);
     await channel.close();
   } finally {
     await connection.close().catch(() => {});
   }
+}
+
+/** Declares the topology once and disconnects (`npm run topology`); gives up after `timeoutMs` without a broker. */
+export async function declareOnce(config: RelayConfig, logger: Logger, timeoutMs = 30_000): Promise<ResolvedTopology> {
+  const topology = await connectTopology(config, logger, AbortSignal.timeout(timeoutMs));
+  await applyTopology(config.amqpUrl, topology);
   return topology;
 }

@@ -1,0 +1,84 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/load-config.js';
+import { createLogger } from '../../src/logger.js';
+import { createPublisher } from '../../src/producer/publisher.js';
+import { startReceiver, type Receiver } from '../support/receiver.js';
+import { startRelay, type RelayFixture } from '../support/relay.js';
+import { configEnv } from '../support/worker-process.js';
+
+const run = promisify(execFile);
+let relay: RelayFixture | undefined;
+let receiver: Receiver | undefined;
+afterEach(async () => {
+  await relay?.cleanup();
+  await receiver?.close();
+  relay = receiver = undefined;
+});
+
+describe('producer', () => {
+  it('rejects invalid callbacks naming the field and publishes nothing', async () => {
+    relay = await startRelay({ MAX_PAYLOAD_BYTES: '1000' });
+    await relay.publisher.publish({ url: 'http://127.0.0.1:9/warm-up', body: 1 });
+    await expect(relay.publisher.publish({ url: 'ftp://x/y', body: 1 })).rejects.toMatchObject({ code: 'CR_ERR_INVALID_CALLBACK', field: 'url' });
+    await expect(relay.publisher.publish({ url: 'http://x/', body: 'x'.repeat(2000) })).rejects.toMatchObject({ field: 'body' });
+    await expect(relay.publisher.publish({ url: 'http://x/', body: 1, headers: { 'x-a': 'v\r\nInjected: 1' } })).rejects.toMatchObject({ field: 'headers.x-a' });
+    const circular: Record<string, unknown> = {};
+    circular.self = circular;
+    await expect(relay.publisher.publish({ url: 'http://x/', body: circular })).rejects.toMatchObject({ field: 'body' });
+    await expect(relay.publisher.publish({ url: 'http://x/', body: 1 }, { delay: -5 })).rejects.toMatchObject({ field: 'delay' });
+    expect(await relay.messageCount(relay.names.workQueue)).toBe(1);
+  });
+
+  it('writes the wire contract: JSON body with id, message_id, content type, persistent', async () => {
+    relay = await startRelay();
+    const { id } = await relay.publisher.publish({ url: 'http://127.0.0.1:9/x', body: { a: [1] }, method: 'PATCH' });
+    const message = await relay.channel.get(relay.names.workQueue, { noAck: true });
+    expect(message && JSON.parse(message.content.toString())).toEqual({ id, url: 'http://127.0.0.1:9/x', body: { a: [1] }, method: 'PATCH' });
+    expect(message?.properties).toMatchObject({ messageId: id, contentType: 'application/json', deliveryMode: 2 });
+  });
+
+  it('honours a first-attempt delay', async () => {
+    receiver = await startReceiver(() => ({ status: 200 }));
+    relay = await startRelay();
+    await relay.startWorker();
+    const publishedAt = Date.now();
+    await relay.publisher.publish({ url: `${receiver.origin}/later`, body: 1 }, { delay: 2_000 });
+    await relay.publisher.publish({ url: `${receiver.origin}/now`, body: 1 });
+    await receiver.waitFor((r) => r.length === 2, 10_000);
+    expect(receiver.requests.map((r) => r.path)).toEqual(['/now', '/later']);
+    expect(receiver.requests[1]!.at - publishedAt).toBeGreaterThanOrEqual(1_900);
+  });
+
+  it('rejects with CR_ERR_PUBLISH_TIMEOUT when the broker is unreachable, and bounds its buffer', async () => {
+    const config = loadConfig({ AMQP_URL: 'amqp://guest:guest@127.0.0.1:1', PUBLISH_TIMEOUT: '1s', PUBLISH_BUFFER_LIMIT: '2', LOG_LEVEL: 'silent' });
+    const publisher = createPublisher(config, createLogger('silent'));
+    try {
+      const started = Date.now();
+      const first = publisher.publish({ url: 'http://x/', body: 1 });
+      const second = publisher.publish({ url: 'http://x/', body: 2 });
+      await expect(publisher.publish({ url: 'http://x/', body: 3 })).rejects.toMatchObject({ code: 'CR_ERR_BUFFER_FULL' });
+      await expect(first).rejects.toMatchObject({ code: 'CR_ERR_PUBLISH_TIMEOUT' });
+      await expect(second).rejects.toMatchObject({ code: 'CR_ERR_PUBLISH_TIMEOUT' });
+      expect(Date.now() - started).toBeLessThan(3_000);
+    } finally {
+      await publisher.close();
+    }
+    await expect(publisher.publish({ url: 'http://x/', body: 1 })).rejects.toMatchObject({ code: 'CR_ERR_CLOSED' });
+  });
+
+  it('CLI: publishes and prints the id; bad input exits 2 naming the flag and publishes nothing', async () => {
+    relay = await startRelay();
+    const env = { ...process.env, ...configEnv(relay.config) };
+    const cli = ['--import', 'tsx', 'src/cli/main.ts', 'publish'];
+    const ok = await run(process.execPath, [...cli, '--url', 'http://127.0.0.1:9/cli', '--data', '{"a":1}', '--header', 'X-Tenant: acme', '--id', 'cli-1'], { env });
+    expect(ok.stdout.trim()).toBe('published cli-1');
+    const message = await relay.channel.get(relay.names.workQueue, { noAck: true });
+    expect(message && JSON.parse(message.content.toString())).toEqual({ id: 'cli-1', url: 'http://127.0.0.1:9/cli', body: { a: 1 }, headers: { 'X-Tenant': 'acme' } });
+    const bad = await run(process.execPath, [...cli, '--url', 'http://127.0.0.1:9/cli', '--data', '{oops'], { env }).catch((error) => error);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/CR_ERR_INVALID_CALLBACK.*--data: is not valid JSON/);
+    expect(await relay.messageCount(relay.names.workQueue)).toBe(0);
+  });
+});
