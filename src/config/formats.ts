@@ -1,5 +1,6 @@
 import convict from 'convict';
-import { parseDuration, parseDurationList } from './duration.js';
+import { MAX_LEVEL_DELAY_MS as MAX_DELAY_MS } from '../topology/delay-levels.js';
+import { formatDuration, parseDuration, parseDurationList } from './duration.js';
 
 /**
  * Custom convict formats. `coerce` never throws: it hands anything it cannot parse to `validate`,
@@ -19,17 +20,32 @@ export function registerFormats(): void {
         }
       },
     },
+    'positive-duration': {
+      coerce: (value: unknown) => (typeof value === 'string' ? (parseDuration(value) ?? value) : value),
+      validate: (value: unknown) => {
+        if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_DELAY_MS) {
+          throw new Error(`must be a duration from 1ms to ${formatDuration(MAX_DELAY_MS)}, such as 500ms, 15s, 3m or 6h`);
+        }
+      },
+    },
     'duration-list': {
       coerce: (value: unknown) => (typeof value === 'string' ? (parseDurationList(value) ?? value) : value),
       validate: (value: unknown) => {
-        const ok = Array.isArray(value) && value.length > 0 && value.every((ms) => Number.isInteger(ms) && ms > 0);
-        if (!ok) throw new Error('must be a comma-separated list of positive durations such as 15s,30s,3m');
+        const ok = Array.isArray(value) && value.length > 0 && value.every((ms) => Number.isInteger(ms) && ms > 0 && ms <= MAX_DELAY_MS);
+        if (!ok) throw new Error(`must be a comma-separated list of durations from 1ms to ${formatDuration(MAX_DELAY_MS)}, such as 15s,30s,3m`);
       },
     },
     'positive-int': {
       coerce: (value: unknown) => (typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value),
       validate: (value: unknown) => {
         if (!Number.isInteger(value) || (value as number) < 1) throw new Error('must be a whole number ≥ 1');
+      },
+    },
+    prefetch: {
+      coerce: (value: unknown) => (typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value),
+      validate: (value: unknown) => {
+        // basic.qos carries prefetch-count as an unsigned 16-bit integer.
+        if (!Number.isInteger(value) || (value as number) < 1 || (value as number) > 65_535) throw new Error('must be a whole number from 1 to 65535');
       },
     },
     'optional-positive-int': {
@@ -52,9 +68,9 @@ export function registerFormats(): void {
         try {
           url = new URL(String(value));
         } catch {
-          throw new Error('must be an amqp:// or amqps:// URL');
+          throw new Error('must be an amqp:// or amqps:// URL with a host');
         }
-        if (url.protocol !== 'amqp:' && url.protocol !== 'amqps:') throw new Error('must be an amqp:// or amqps:// URL');
+        if ((url.protocol !== 'amqp:' && url.protocol !== 'amqps:') || url.host === '') throw new Error('must be an amqp:// or amqps:// URL with a host');
       },
     },
     'topology-prefix': {

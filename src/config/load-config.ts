@@ -22,12 +22,11 @@ const envName = (key: string): string => (configSchema as Record<string, { env: 
  * Reads and validates every setting from `env` (default: `process.env`). Throws `CR_ERR_CONFIG`
  * naming each bad setting by its env var and the offending value, before anything connects.
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<RelayConfig> = {}): RelayConfig {
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): RelayConfig {
   registerFormats();
   let raw: Raw;
   try {
     const config = convict(configSchema, { env, args: [] });
-    config.load(overrides);
     config.validate({ allowed: 'strict' });
     raw = config.getProperties() as Raw;
   } catch (error) {

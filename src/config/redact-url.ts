@@ -1,10 +1,10 @@
-/** The URL with any password replaced by `***`, safe to log. Unparseable input is fully masked. */
+/**
+ * The text with any credentials of a URL replaced by `***`, safe to log. Everything before the last
+ * `@` is masked, so even input that does not parse as a URL leaks no password (it may mask more).
+ */
 export function redactUrl(text: string): string {
-  try {
-    const url = new URL(text);
-    if (url.password) url.password = '***';
-    return url.toString();
-  } catch {
-    return text.includes('@') ? '***' : text;
-  }
+  const at = text.lastIndexOf('@');
+  if (at === -1) return text;
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(text)?.[0] ?? '';
+  return `${scheme}***${text.slice(at)}`;
 }

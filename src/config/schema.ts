@@ -54,13 +54,13 @@ export const configSchema = {
   },
   retryAfterMax: {
     doc: 'Upper clamp for a receiver\'s Retry-After (seconds or HTTP date); the lower clamp is 1s.',
-    format: 'duration',
+    format: 'positive-duration',
     default: 216e5,
     env: 'RETRY_AFTER_MAX',
   },
   httpTimeout: {
     doc: 'Per attempt, whole request (connect, headers and body).',
-    format: 'duration',
+    format: 'positive-duration',
     default: 10e3,
     env: 'HTTP_TIMEOUT',
   },
@@ -84,7 +84,7 @@ export const configSchema = {
   },
   prefetch: {
     doc: 'Unacknowledged deliveries per worker, which is also its concurrency.',
-    format: 'positive-int',
+    format: 'prefetch',
     default: 100,
     env: 'PREFETCH',
   },
@@ -96,7 +96,7 @@ export const configSchema = {
   },
   publishTimeout: {
     doc: 'How long a publish waits for the broker\'s confirm (including while disconnected) before it rejects.',
-    format: 'duration',
+    format: 'positive-duration',
     default: 10e3,
     env: 'PUBLISH_TIMEOUT',
   },

@@ -9,9 +9,24 @@ export function parseRetryAfter(value: string | undefined, nowMs: number): numbe
   if (value === undefined) return undefined;
   const text = value.trim();
   if (/^\d+$/.test(text)) return Number(text) * 1_000;
-  if (!/[a-z]/i.test(text)) return undefined;
-  const at = Date.parse(text);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
+  const at = parseHttpDate(text);
+  return at === undefined ? undefined : Math.max(0, at - nowMs);
+}
+
+const DAY = '(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)';
+const MONTH = '(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)';
+const TIME = '\\d{2}:\\d{2}:\\d{2}';
+// The three forms RFC 9110 §5.6.7 lets a recipient accept; anything looser (Date.parse takes
+// "next 10") must fall back to the schedule, not become an immediate retry.
+const IMF_FIXDATE = new RegExp(`^${DAY}, \\d{2} ${MONTH} \\d{4} ${TIME} GMT$`);
+const RFC850 = new RegExp(`^${DAY}[a-z]*, \\d{2}-${MONTH}-\\d{2} ${TIME} GMT$`);
+const ASCTIME = new RegExp(`^${DAY} ${MONTH} [ \\d]\\d ${TIME} \\d{4}$`);
+
+function parseHttpDate(text: string): number | undefined {
+  let at = Number.NaN;
+  if (IMF_FIXDATE.test(text) || RFC850.test(text)) at = Date.parse(text);
+  else if (ASCTIME.test(text)) at = Date.parse(`${text} GMT`);
+  return Number.isNaN(at) ? undefined : at;
 }
 
 /** Keeps a receiver-requested delay within [RETRY_AFTER_MIN_MS, maxMs]. */

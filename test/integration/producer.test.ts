@@ -36,7 +36,7 @@ describe('producer', () => {
     const { id } = await relay.publisher.publish({ url: 'http://127.0.0.1:9/x', body: { a: [1] }, method: 'PATCH' });
     const message = await relay.channel.get(relay.names.workQueue, { noAck: true });
     expect(message && JSON.parse(message.content.toString())).toEqual({ id, url: 'http://127.0.0.1:9/x', body: { a: [1] }, method: 'PATCH' });
-    expect(message?.properties).toMatchObject({ messageId: id, contentType: 'application/json', deliveryMode: 2 });
+    expect(message && message.properties).toMatchObject({ messageId: id, contentType: 'application/json', deliveryMode: 2 });
   });
 
   it('honours a first-attempt delay', async () => {

@@ -1,0 +1,94 @@
+import { describe, it, expect } from 'vitest';
+import { createDecider } from '../../../src/consumer/decide.js';
+import type { Delivery } from '../../../src/consumer/decode.js';
+import type { DeliveryOutcome } from '../../../src/policy/classify-outcome.js';
+import type { RetryPolicy } from '../../../src/policy/decide.js';
+
+const NOW = Date.parse('2025-01-01T00:10:00.000Z');
+const STARTED = Date.parse('2025-01-01T00:09:59.000Z');
+const STARTED_ISO = '2025-01-01T00:09:59.000Z';
+const FIRST_ISO = '2025-01-01T00:00:00.000Z';
+
+const policy: RetryPolicy = { schedule: [1_000, 2_000], maxAttempts: 3, jitter: 0.1, retryAfterMaxMs: 60_000, successBody: '' };
+
+const delivery = (attempt: number, firstAttemptAt?: string): Delivery => ({
+  id: 'cb-1',
+  callback: { url: 'https://example.com/hook', body: { a: 1 } },
+  attempt,
+  firstAttemptAt,
+});
+
+const outcome = (fields: Partial<DeliveryOutcome>): DeliveryOutcome => ({ durationMs: 12, ...fields });
+
+describe('createDecider', () => {
+  const decideAt = createDecider(policy, () => NOW, () => 0.5);
+
+  it('acks a success and records the attempt without an error', () => {
+    expect(decideAt(delivery(1), outcome({ status: 200 }), STARTED)).toEqual({
+      decision: { kind: 'ack' },
+      record: { id: 'cb-1', attempts: 1, firstAttemptAt: STARTED_ISO, lastAttemptAt: STARTED_ISO, lastStatus: 200, lastError: undefined },
+    });
+  });
+
+  it('uses the attempt start as the first attempt time on attempt 1', () => {
+    expect(decideAt(delivery(1), outcome({ status: 503 }), STARTED).record.firstAttemptAt).toBe(STARTED_ISO);
+  });
+
+  it('preserves the first attempt time carried by the delivery', () => {
+    const { record } = decideAt(delivery(2, FIRST_ISO), outcome({ status: 503 }), STARTED);
+    expect(record.firstAttemptAt).toBe(FIRST_ISO);
+    expect(record.lastAttemptAt).toBe(STARTED_ISO);
+    expect(record.attempts).toBe(2);
+  });
+
+  it('records the reason as lastError when there is no network error', () => {
+    expect(decideAt(delivery(1), outcome({ status: 503 }), STARTED)).toEqual({
+      decision: { kind: 'retry', delayMs: 1_000, attempt: 2, why: 'HTTP 503' },
+      record: { id: 'cb-1', attempts: 1, firstAttemptAt: STARTED_ISO, lastAttemptAt: STARTED_ISO, lastStatus: 503, lastError: 'HTTP 503' },
+    });
+    expect(decideAt(delivery(1), outcome({ status: 404 }), STARTED).record.lastError).toBe('HTTP 404');
+  });
+
+  it('records the network error as lastError, with no status', () => {
+    const { decision, record } = decideAt(delivery(1), outcome({ error: 'ECONNREFUSED: refused' }), STARTED);
+    expect(decision).toEqual({ kind: 'retry', delayMs: 1_000, attempt: 2, why: 'ECONNREFUSED: refused' });
+    expect(record.lastError).toBe('ECONNREFUSED: refused');
+    expect(record.lastStatus).toBeUndefined();
+  });
+
+  it('dead-letters the last attempt as exhausted', () => {
+    const { decision, record } = decideAt(delivery(3, FIRST_ISO), outcome({ status: 500 }), STARTED);
+    expect(decision).toEqual({ kind: 'dead', reason: 'exhausted', why: 'HTTP 500' });
+    expect(record).toEqual({ id: 'cb-1', attempts: 3, firstAttemptAt: FIRST_ISO, lastAttemptAt: STARTED_ISO, lastStatus: 500, lastError: 'HTTP 500' });
+  });
+
+  it('reads Retry-After dates against the injected clock, not the attempt start', () => {
+    const { decision } = decideAt(delivery(1), outcome({ status: 429, retryAfter: 'Wed, 01 Jan 2025 00:10:30 GMT' }), STARTED);
+    expect(decision).toEqual({ kind: 'retry', delayMs: 30_000, attempt: 2, why: 'HTTP 429' });
+  });
+
+  it('calls the clock once per decision', () => {
+    let calls = 0;
+    const counted = createDecider(policy, () => {
+      calls += 1;
+      return NOW;
+    }, () => 0.5);
+    counted(delivery(1), outcome({ status: 500 }), STARTED);
+    counted(delivery(2), outcome({ status: 200 }), STARTED);
+    expect(calls).toBe(2);
+  });
+
+  it('applies jitter from the injected random source', () => {
+    const low = createDecider(policy, () => NOW, () => 0);
+    const high = createDecider(policy, () => NOW, () => 0.999_999_9);
+    expect(low(delivery(2), outcome({ status: 500 }), STARTED).decision).toMatchObject({ delayMs: 1_800 });
+    expect(high(delivery(2), outcome({ status: 500 }), STARTED).decision).toMatchObject({ delayMs: 2_200 });
+  });
+
+  it('records the success-body mismatch as lastError', () => {
+    const strict = createDecider({ ...policy, successBody: 'success' }, () => NOW, () => 0.5);
+    const { record } = strict(delivery(1), outcome({ status: 200, body: 'nope' }), STARTED);
+    expect(record.lastError).toBe('HTTP 200 without the expected success body');
+    expect(record.lastStatus).toBe(200);
+  });
+});

@@ -1,0 +1,125 @@
+import { describe, it, expect } from 'vitest';
+import type { ConsumeMessage } from 'amqplib';
+import { decode, type Decoded, type Delivery } from '../../../src/consumer/decode.js';
+
+const LIMIT = 1_048_576;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+function message(content: string | Buffer, properties: { headers?: Record<string, unknown>; messageId?: unknown } = { headers: {}, messageId: 'm1' }): ConsumeMessage {
+  return {
+    content: typeof content === 'string' ? Buffer.from(content, 'utf8') : content,
+    fields: {} as any,
+    properties: properties as any,
+  };
+}
+
+const json = (value: unknown): string => JSON.stringify(value);
+
+function delivered(decoded: Decoded): Delivery {
+  if (!decoded.ok) throw new Error(`expected ok, got ${decoded.error}`);
+  return decoded.delivery;
+}
+
+function failed(decoded: Decoded): Extract<Decoded, { ok: false }> {
+  if (decoded.ok) throw new Error('expected a failure');
+  return decoded;
+}
+
+describe('decode: valid callbacks', () => {
+  it('returns the callback with attempt 1 and no first attempt time', () => {
+    const callback = { id: 'c1', url: 'https://example.com/hook', body: { a: 1 } };
+    expect(decode(message(json(callback)), LIMIT)).toEqual({
+      ok: true,
+      delivery: { id: 'c1', callback, attempt: 1, firstAttemptAt: undefined },
+    });
+  });
+
+  it('prefers the body id over the message id', () => {
+    expect(delivered(decode(message(json({ id: 'from-body', url: 'https://x.test', body: 1 })), LIMIT)).id).toBe('from-body');
+  });
+
+  it('falls back to the message id', () => {
+    expect(delivered(decode(message(json({ url: 'https://x.test', body: 1 })), LIMIT)).id).toBe('m1');
+  });
+
+  it('generates an id when neither is present', () => {
+    const content = json({ url: 'https://x.test', body: 1 });
+    expect(delivered(decode(message(content, { headers: {} }), LIMIT)).id).toMatch(UUID);
+    expect(delivered(decode(message(content, { headers: {}, messageId: '' }), LIMIT)).id).toMatch(UUID);
+    expect(delivered(decode(message(content, { headers: {}, messageId: 42 }), LIMIT)).id).toMatch(UUID);
+  });
+
+  it('reads the attempt and first attempt time from the headers', () => {
+    const headers = { 'x-callback-attempt': 3, 'x-callback-first-attempt-at': '2025-01-01T00:00:00.000Z' };
+    const delivery = delivered(decode(message(json({ url: 'https://x.test', body: 1 }), { headers, messageId: 'm1' }), LIMIT));
+    expect(delivery.attempt).toBe(3);
+    expect(delivery.firstAttemptAt).toBe('2025-01-01T00:00:00.000Z');
+  });
+
+  it('reads a Buffer first attempt time', () => {
+    const headers = { 'x-callback-first-attempt-at': Buffer.from('2025-01-01T00:00:00.000Z') };
+    expect(delivered(decode(message(json({ url: 'https://x.test', body: 1 }), { headers }), LIMIT)).firstAttemptAt).toBe('2025-01-01T00:00:00.000Z');
+  });
+
+  it.each([
+    ['"5"', '5', 5],
+    ['0', 0, 1],
+    ['-2', -2, 1],
+    ['1.5', 1.5, 1],
+    ['"x"', 'x', 1],
+  ])('reads the attempt header %s as %i', (_label, value, attempt) => {
+    const headers = { 'x-callback-attempt': value };
+    expect(delivered(decode(message(json({ url: 'https://x.test', body: 1 }), { headers }), LIMIT)).attempt).toBe(attempt);
+  });
+
+  it('copes with missing headers', () => {
+    expect(delivered(decode(message(json({ url: 'https://x.test', body: 1 }), { messageId: 'm1' }), LIMIT)).attempt).toBe(1);
+  });
+
+  it('accepts a message of exactly the limit', () => {
+    const content = json({ url: 'https://x.test', body: 1 });
+    expect(decode(message(content), Buffer.byteLength(content)).ok).toBe(true);
+  });
+});
+
+describe('decode: failures never throw', () => {
+  it('rejects a message over the size limit before parsing it', () => {
+    const content = json({ url: 'https://x.test', body: 'x'.repeat(100) });
+    const result = failed(decode(message(content), 50));
+    expect(result.error).toContain(`${Buffer.byteLength(content)} bytes`);
+    expect(result.error).toContain('MAX_PAYLOAD_BYTES');
+    expect(result.id).toBe('m1');
+    expect(result.attempt).toBe(1);
+  });
+
+  it.each(['', 'not json', '{"url":', "{'url':'x'}", '\u0000'])('rejects the non-JSON content %j', (content) => {
+    expect(failed(decode(message(content), LIMIT)).error).toMatch(/^not JSON: /);
+  });
+
+  it('rejects invalid UTF-8 that is not JSON', () => {
+    expect(failed(decode(message(Buffer.from([0xff, 0xfe, 0x00])), LIMIT)).error).toMatch(/^not JSON/);
+  });
+
+  it.each([
+    ['null', 'callback: '],
+    ['[]', 'callback: '],
+    ['42', 'callback: '],
+    [json({ body: 1 }), 'url: '],
+    [json({ url: 'ftp://x.test', body: 1 }), 'url: '],
+    [json({ url: 'https://x.test' }), 'body: '],
+    [json({ url: 'https://x.test', body: 1, extra: 1 }), 'extra: '],
+    [json({ url: 'https://x.test', body: 1, headers: { Host: 'x' } }), 'headers.Host: '],
+  ])('rejects the invalid callback %s with the validation message', (content, prefix) => {
+    expect(failed(decode(message(content), LIMIT)).error.startsWith(prefix)).toBe(true);
+  });
+
+  it('uses the message id, or a generated one, for a failure', () => {
+    const bad = json({ id: 'from-body', url: 'ftp://x.test', body: 1 });
+    expect(failed(decode(message(bad), LIMIT)).id).toBe('m1');
+    expect(failed(decode(message(bad, { headers: {} }), LIMIT)).id).toMatch(UUID);
+  });
+
+  it('keeps the attempt header on a failure', () => {
+    expect(failed(decode(message('nope', { headers: { 'x-callback-attempt': 4 }, messageId: 'm1' }), LIMIT)).attempt).toBe(4);
+  });
+});

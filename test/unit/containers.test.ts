@@ -1,0 +1,283 @@
+/**
+ * Invariants of the container files (docker-compose.yml, Dockerfile, rabbitmq/). There is no Docker
+ * engine in CI, so these are checked as text: the things that break scaling, graceful shutdown,
+ * the broker's plugin or the test harness if someone edits them carelessly.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { parseDuration } from '../../src/config/duration.js';
+import { configSchema } from '../../src/config/schema.js';
+
+const repoFile = (path: string): string => fileURLToPath(new URL(`../../${path}`, import.meta.url));
+const read = (path: string): string => readFileSync(repoFile(path), 'utf8');
+
+type Dict = Record<string, unknown>;
+const isDict = (value: unknown): value is Dict => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+function dict(value: unknown, what: string): Dict {
+  if (!isDict(value)) throw new Error(`${what} is not a mapping`);
+  return value;
+}
+
+// ---- compose helpers ----
+
+/** `environment:` as a map, whichever of the two compose syntaxes (map or KEY=VALUE list) is used. */
+function environmentOf(service: Dict): Record<string, string> {
+  const env = service.environment;
+  if (env === undefined || env === null) return {};
+  if (Array.isArray(env)) {
+    return Object.fromEntries(
+      env.map((entry) => {
+        const text = String(entry);
+        const eq = text.indexOf('=');
+        return eq === -1 ? [text, ''] : [text.slice(0, eq), text.slice(eq + 1)];
+      }),
+    );
+  }
+  return Object.fromEntries(Object.entries(dict(env, 'environment')).map(([key, value]) => [key, String(value ?? '')]));
+}
+
+/** Container-side ports of `ports:` (short "host:container[/proto]" strings, numbers, or long syntax). */
+function containerPorts(service: Dict): number[] {
+  const ports = service.ports;
+  if (!Array.isArray(ports)) return [];
+  return ports.map((port) => {
+    if (isDict(port)) return Number(port.target);
+    const last = String(port).split(':').pop() ?? '';
+    return Number(last.split('/')[0]);
+  });
+}
+
+/** Compose durations: Go style, e.g. `25s`, `1m`, `1m30s`, `1500ms`. */
+function composeDurationMs(text: string): number {
+  const units: Record<string, number> = { us: 0.001, ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+  const parts = [...text.trim().matchAll(/(\d+(?:\.\d+)?)(us|ms|h|m|s)/g)];
+  if (parts.length === 0 || parts.map((part) => part[0]).join('') !== text.trim()) throw new Error(`not a compose duration: ${text}`);
+  return parts.reduce((sum, part) => sum + Number(part[1]) * (units[part[2] ?? ''] ?? Number.NaN), 0);
+}
+
+// ---- Dockerfile helpers ----
+
+interface Instruction {
+  keyword: string;
+  args: string;
+}
+
+/** Instructions in order; comment lines dropped and `\` continuations joined (as Docker does). */
+function instructionsOf(text: string): Instruction[] {
+  const lines = text.split(/\r?\n/).filter((line) => !/^\s*#/.test(line));
+  const logical: string[] = [];
+  let current = '';
+  for (const line of lines) {
+    if (/\\\s*$/.test(line)) {
+      current += `${line.replace(/\\\s*$/, '')} `;
+    } else {
+      current += line;
+      if (current.trim() !== '') logical.push(current.trim());
+      current = '';
+    }
+  }
+  if (current.trim() !== '') logical.push(current.trim());
+  return logical.map((line) => {
+    const match = /^(\S+)\s*(.*)$/s.exec(line);
+    return { keyword: (match?.[1] ?? '').toUpperCase(), args: match?.[2] ?? '' };
+  });
+}
+
+/** Instructions grouped per build stage (each starting at its FROM). */
+function stagesOf(instructions: Instruction[]): Instruction[][] {
+  const stages: Instruction[][] = [];
+  for (const instruction of instructions) {
+    if (instruction.keyword === 'FROM') stages.push([instruction]);
+    else stages.at(-1)?.push(instruction);
+  }
+  return stages;
+}
+
+/** The image of a FROM instruction, flags such as --platform skipped. */
+function fromImage(from: Instruction): string {
+  return from.args.split(/\s+/).find((word) => !word.startsWith('--')) ?? '';
+}
+
+/** ARG defaults (`ARG NAME=value`), substituted into `$NAME` / `${NAME}` by `expand`. */
+function argDefaults(instructions: Instruction[]): Record<string, string> {
+  const args: Record<string, string> = {};
+  for (const { keyword, args: text } of instructions) {
+    const match = keyword === 'ARG' ? /^(\w+)=(\S*)/.exec(text) : null;
+    if (match?.[1] !== undefined) args[match[1]] = (match[2] ?? '').replace(/^["']|["']$/g, '');
+  }
+  return args;
+}
+
+const expand = (text: string, vars: Record<string, string>): string =>
+  text.replace(/\$\{(\w+)\}|\$(\w+)/g, (whole, braced?: string, bare?: string) => vars[braced ?? bare ?? ''] ?? whole);
+
+/** Source paths of a COPY/ADD (flags and the destination dropped); JSON (exec) form included. */
+function copySources(instruction: Instruction): string[] {
+  const text = instruction.args.trim();
+  const words = text.startsWith('[') ? (JSON.parse(text) as string[]) : text.split(/\s+/);
+  const paths = words.filter((word) => !word.startsWith('--'));
+  return paths.slice(0, -1);
+}
+
+// ---- the files ----
+
+const compose = dict(parse(read('docker-compose.yml')), 'docker-compose.yml');
+const services = dict(compose.services, 'services');
+const rabbitmq = dict(services.rabbitmq, 'services.rabbitmq');
+const worker = dict(services.worker, 'services.worker');
+
+const rootDockerfile = instructionsOf(read('Dockerfile'));
+const rootStages = stagesOf(rootDockerfile);
+const finalStage = rootStages.at(-1) ?? [];
+
+const brokerDockerfile = instructionsOf(read('rabbitmq/Dockerfile'));
+const brokerArgs = argDefaults(brokerDockerfile);
+
+describe('docker-compose.yml', () => {
+  it('has no obsolete top-level version key', () => {
+    expect(compose).not.toHaveProperty('version');
+  });
+
+  it('worker has no container_name, so `--scale worker=N` works', () => {
+    expect(worker).not.toHaveProperty('container_name');
+  });
+
+  it('worker waits for a healthy broker', () => {
+    const dependsOn = dict(worker.depends_on, 'worker.depends_on (must be the long syntax with a condition)');
+    expect(dict(dependsOn.rabbitmq, 'worker.depends_on.rabbitmq').condition).toBe('service_healthy');
+  });
+
+  it('worker stop_grace_period exceeds its DRAIN_TIMEOUT', () => {
+    const drainText = environmentOf(worker).DRAIN_TIMEOUT;
+    const drainMs = drainText === undefined || drainText === '' ? configSchema.drainTimeout.default : parseDuration(drainText);
+    expect(drainMs, `DRAIN_TIMEOUT=${drainText}`).toBeDefined();
+    expect(typeof worker.stop_grace_period, 'worker.stop_grace_period must be set (default is 10s)').toBe('string');
+    expect(composeDurationMs(String(worker.stop_grace_period))).toBeGreaterThan(drainMs ?? Number.POSITIVE_INFINITY);
+  });
+
+  it('rabbitmq has a healthcheck', () => {
+    const healthcheck = dict(rabbitmq.healthcheck, 'rabbitmq.healthcheck');
+    const test = Array.isArray(healthcheck.test) ? healthcheck.test.join(' ') : String(healthcheck.test);
+    expect(test).toMatch(/rabbitmq-diagnostics/);
+    for (const key of ['interval', 'timeout', 'retries', 'start_period']) expect(healthcheck, key).toHaveProperty(key);
+  });
+
+  it('rabbitmq publishes 5672 and 15672', () => {
+    expect(containerPorts(rabbitmq)).toEqual(expect.arrayContaining([5672, 15672]));
+  });
+
+  it('rabbitmq keeps /var/lib/rabbitmq in a volume, under a fixed hostname (node name)', () => {
+    const volumes = Array.isArray(rabbitmq.volumes) ? rabbitmq.volumes : [];
+    const targets = volumes.map((volume) => (isDict(volume) ? String(volume.target) : String(volume).split(':')[1]));
+    expect(targets).toContain('/var/lib/rabbitmq');
+    expect(typeof rabbitmq.hostname).toBe('string');
+  });
+
+  it('worker connects to the compose broker', () => {
+    expect(environmentOf(worker).AMQP_URL).toMatch(/^amqp:\/\/[^@]*@rabbitmq(:5672)?\/?$/);
+  });
+});
+
+describe('Dockerfile (worker)', () => {
+  it('is multi-stage and its final stage is node:24-slim', () => {
+    expect(rootStages.length).toBeGreaterThanOrEqual(2);
+    expect(fromImage(finalStage[0] ?? { keyword: 'FROM', args: '' })).toBe('node:24-slim');
+  });
+
+  it('runs the final stage as a non-root user', () => {
+    const user = finalStage.filter((instruction) => instruction.keyword === 'USER').at(-1)?.args.trim();
+    expect(user, 'final stage needs a USER').toBeDefined();
+    expect(user?.split(':')[0]).not.toMatch(/^(root|0)$/);
+  });
+
+  it('installs production dependencies only in the final stage', () => {
+    const runs = finalStage.filter((instruction) => instruction.keyword === 'RUN').map((instruction) => instruction.args);
+    expect(runs.some((run) => /\bnpm ci\b/.test(run) && /--omit=dev\b/.test(run))).toBe(true);
+  });
+
+  it('does not copy test/ into the image', () => {
+    const dockerignore = read('.dockerignore').split(/\r?\n/).map((line) => line.trim());
+    for (const instruction of rootDockerfile.filter((i) => i.keyword === 'COPY' || i.keyword === 'ADD')) {
+      if (/--from=/.test(instruction.args)) continue;
+      for (const source of copySources(instruction)) {
+        expect(source, `${instruction.keyword} ${instruction.args}`).not.toMatch(/^(\.\/)?test(\/|$)/);
+        if (source === '.' || source === './') expect(dockerignore).toContain('test');
+      }
+    }
+  });
+
+  it('starts node directly (exec form), so SIGTERM reaches the worker', () => {
+    const start = finalStage.filter((instruction) => instruction.keyword === 'CMD' || instruction.keyword === 'ENTRYPOINT').at(-1);
+    expect(start, 'final stage needs a CMD').toBeDefined();
+    const argv = JSON.parse(start?.args ?? '[]') as string[];
+    expect(argv[0]).toBe('node');
+    expect(argv).toContain('dist/consumer/main.js');
+  });
+
+  it('.dockerignore keeps node_modules and dist out of the build context', () => {
+    const dockerignore = read('.dockerignore').split(/\r?\n/).map((line) => line.trim().replace(/^\/|\/$/g, ''));
+    expect(dockerignore).toEqual(expect.arrayContaining(['node_modules', 'dist', '.git']));
+  });
+});
+
+describe('rabbitmq/ (broker image)', () => {
+  it('FROM pins a versioned rabbitmq tag, not latest', () => {
+    const image = fromImage(brokerDockerfile.find((instruction) => instruction.keyword === 'FROM') ?? { keyword: 'FROM', args: '' });
+    const [name, tag] = expand(image, brokerArgs).split(':');
+    expect(name).toBe('rabbitmq');
+    expect(tag).toMatch(/^\d+\.\d+(\.\d+)?(-[a-z-]+)?$/);
+  });
+
+  it('downloads a versioned delayed-message plugin and verifies its SHA-256', () => {
+    const run = brokerDockerfile
+      .filter((instruction) => instruction.keyword === 'RUN')
+      .map((instruction) => expand(instruction.args, brokerArgs))
+      .find((args) => args.includes('rabbitmq_delayed_message_exchange'));
+    expect(run, 'a RUN that downloads the plugin').toBeDefined();
+    const url = /https:\/\/github\.com\/rabbitmq\/rabbitmq-delayed-message-exchange\/releases\/download\/v?(\d+\.\d+\.\d+)\/rabbitmq_delayed_message_exchange-(\d+\.\d+\.\d+)\.ez/.exec(run ?? '');
+    expect(url, 'release URL with a version').not.toBeNull();
+    expect(url?.[1]).toBe(url?.[2]);
+    expect(run).toMatch(/sha256sum -c/);
+    expect((run ?? '').indexOf('sha256sum -c')).toBeGreaterThan((run ?? '').indexOf(url?.[0] ?? ''));
+  });
+
+  it('the plugin version matches the broker minor version', () => {
+    const image = expand(fromImage(brokerDockerfile[0] ?? { keyword: 'FROM', args: '' }), brokerArgs);
+    const brokerMinor = /:(\d+\.\d+)/.exec(image)?.[1];
+    const plugin = brokerDockerfile.map((i) => expand(i.args, brokerArgs)).join('\n');
+    const pluginVersion = /rabbitmq_delayed_message_exchange-(\d+\.\d+)\.\d+\.ez/.exec(plugin)?.[1];
+    expect(pluginVersion).toBe(brokerMinor);
+  });
+
+  it('enabled_plugins lists management, prometheus and the delayed exchange, ending with a period', () => {
+    const text = read('rabbitmq/enabled_plugins').trim();
+    expect(text).toMatch(/^\[[\s\S]*\]\.$/);
+    const plugins = text.slice(1, text.lastIndexOf(']')).split(',').map((plugin) => plugin.trim());
+    expect(plugins).toEqual(expect.arrayContaining(['rabbitmq_management', 'rabbitmq_prometheus', 'rabbitmq_delayed_message_exchange']));
+  });
+
+  it('rabbitmq.conf lets guest connect from outside the container (the test harness needs it)', () => {
+    const settings = read('rabbitmq/rabbitmq.conf')
+      .split(/\r?\n/)
+      .map((line) => line.trim())
+      .filter((line) => line !== '' && !line.startsWith('#'));
+    expect(settings).toContain('loopback_users = none');
+  });
+
+  it('the Dockerfile copies enabled_plugins and rabbitmq.conf into /etc/rabbitmq/', () => {
+    const copies = brokerDockerfile.filter((instruction) => instruction.keyword === 'COPY').map((instruction) => instruction.args);
+    expect(copies.some((args) => args.includes('enabled_plugins') && /\/etc\/rabbitmq\/?$/.test(args))).toBe(true);
+    expect(copies.some((args) => args.includes('rabbitmq.conf') && /\/etc\/rabbitmq\/?$/.test(args))).toBe(true);
+  });
+});
+
+describe('examples', () => {
+  it('the example receiver exists and compose runs it', () => {
+    expect(existsSync(repoFile('examples/receiver.mjs'))).toBe(true);
+    const receiver = dict(services.receiver, 'services.receiver');
+    expect(receiver.command).toEqual(['node', '/examples/receiver.mjs']);
+  });
+});

@@ -1,0 +1,176 @@
+import { describe, it, expect } from 'vitest';
+import {
+  DELAY_LEVELS,
+  MAX_LEVEL_DELAY_MS,
+  delayRoutingKey,
+  levelBindingKey,
+  levelDelaySeconds,
+  levelTtlMs,
+} from '../../../src/topology/delay-levels.js';
+import { mulberry32, randomInt } from '../_helpers/prng.js';
+
+const MAX_SECONDS = 2 ** 22 - 1;
+
+/** AMQP topic matching: `*` is exactly one word, `#` zero or more words. */
+function topicMatches(bindingKey: string, routingKey: string): boolean {
+  const pattern = bindingKey.split('.');
+  const words = routingKey.split('.');
+  const match = (p: number, w: number): boolean => {
+    if (p === pattern.length) return w === words.length;
+    const part = pattern[p];
+    if (part === '#') {
+      for (let skip = w; skip <= words.length; skip += 1) if (match(p + 1, skip)) return true;
+      return false;
+    }
+    if (w === words.length) return false;
+    return (part === '*' || part === words[w]) && match(p + 1, w + 1);
+  };
+  return match(0, 0);
+}
+
+/**
+ * Walks a message through the levels the way declare-delay-levels wires them: level n's exchange sends
+ * keys matching levelBindingKey(n, 1) to its queue (which waits levelTtlMs(n), then dead-letters to
+ * level n − 1's exchange) and keys matching levelBindingKey(n, 0) straight on to level n − 1.
+ * Returns the total wait in seconds, failing if a level routes a key to both or neither binding.
+ */
+function simulateSeconds(routingKey: string): number {
+  let totalMs = 0;
+  for (let level = DELAY_LEVELS - 1; level >= 0; level -= 1) {
+    const toQueue = topicMatches(levelBindingKey(level, 1), routingKey);
+    const onward = topicMatches(levelBindingKey(level, 0), routingKey);
+    if (toQueue === onward) throw new Error(`level ${level} routes ${routingKey} to ${toQueue ? 'both bindings' : 'nowhere'}`);
+    if (toQueue) totalMs += levelTtlMs(level);
+  }
+  return totalMs / 1_000;
+}
+
+describe('topicMatches (test helper)', () => {
+  it('follows AMQP topic semantics', () => {
+    expect(topicMatches('a.*.c', 'a.b.c')).toBe(true);
+    expect(topicMatches('a.*.c', 'a.c')).toBe(false);
+    expect(topicMatches('a.*', 'a.b.c')).toBe(false);
+    expect(topicMatches('a.#', 'a')).toBe(true);
+    expect(topicMatches('a.#', 'a.b.c')).toBe(true);
+    expect(topicMatches('#', 'x.y')).toBe(true);
+    expect(topicMatches('*.1.#', '0.1')).toBe(true);
+    expect(topicMatches('*.1.#', '1.0')).toBe(false);
+  });
+});
+
+describe('delay level constants', () => {
+  it('has 22 levels covering up to 2^22 − 1 s', () => {
+    expect(DELAY_LEVELS).toBe(22);
+    expect(MAX_LEVEL_DELAY_MS).toBe(MAX_SECONDS * 1_000);
+  });
+
+  it('gives level n a TTL of 2^n s', () => {
+    expect(levelTtlMs(0)).toBe(1_000);
+    expect(levelTtlMs(1)).toBe(2_000);
+    expect(levelTtlMs(10)).toBe(1_024_000);
+    expect(levelTtlMs(21)).toBe(2_097_152_000);
+  });
+});
+
+describe('levelDelaySeconds', () => {
+  it('rounds to the nearest second', () => {
+    expect(levelDelaySeconds(0)).toBe(0);
+    expect(levelDelaySeconds(499)).toBe(0);
+    expect(levelDelaySeconds(500)).toBe(1);
+    expect(levelDelaySeconds(1_499)).toBe(1);
+    expect(levelDelaySeconds(1_500)).toBe(2);
+    expect(levelDelaySeconds(15_000)).toBe(15);
+  });
+
+  it('treats a negative delay as 0', () => {
+    expect(levelDelaySeconds(-5_000)).toBe(0);
+  });
+
+  it('clamps at 2^22 − 1 s', () => {
+    expect(levelDelaySeconds(MAX_LEVEL_DELAY_MS)).toBe(MAX_SECONDS);
+    expect(levelDelaySeconds(MAX_LEVEL_DELAY_MS + 499)).toBe(MAX_SECONDS);
+    expect(levelDelaySeconds(MAX_LEVEL_DELAY_MS + 10_000)).toBe(MAX_SECONDS);
+    expect(levelDelaySeconds(Number.MAX_SAFE_INTEGER)).toBe(MAX_SECONDS);
+  });
+});
+
+describe('delayRoutingKey', () => {
+  it('spells the seconds in binary, 22 words, highest level first', () => {
+    expect(delayRoutingKey(0)).toBe(Array(22).fill('0').join('.'));
+    expect(delayRoutingKey(1)).toBe(`${'0.'.repeat(21)}1`);
+    expect(delayRoutingKey(5)).toBe(`${'0.'.repeat(19)}1.0.1`);
+    expect(delayRoutingKey(2 ** 21)).toBe(`1${'.0'.repeat(21)}`);
+    expect(delayRoutingKey(MAX_SECONDS)).toBe(Array(22).fill('1').join('.'));
+  });
+
+  it('always has 22 words of 0 or 1 within the range', () => {
+    const random = mulberry32(1);
+    for (let i = 0; i < 500; i += 1) {
+      const words = delayRoutingKey(randomInt(random, 0, MAX_SECONDS)).split('.');
+      expect(words).toHaveLength(22);
+      expect(words.every((word) => word === '0' || word === '1')).toBe(true);
+    }
+  });
+});
+
+describe('levelBindingKey', () => {
+  it('puts the bit in the word for its level, then #', () => {
+    expect(levelBindingKey(21, 1)).toBe('1.#');
+    expect(levelBindingKey(21, 0)).toBe('0.#');
+    expect(levelBindingKey(20, 1)).toBe('*.1.#');
+    expect(levelBindingKey(0, 0)).toBe(`${'*.'.repeat(21)}0.#`);
+  });
+
+  it('selects exactly the keys whose bit for that level is set', () => {
+    for (let level = 0; level < DELAY_LEVELS; level += 1) {
+      const only = delayRoutingKey(2 ** level);
+      expect(topicMatches(levelBindingKey(level, 1), only)).toBe(true);
+      expect(topicMatches(levelBindingKey(level, 0), only)).toBe(false);
+      for (const other of [0, 1, 2, 21]) {
+        if (other === level) continue;
+        expect(topicMatches(levelBindingKey(other, 0), only)).toBe(true);
+      }
+    }
+  });
+});
+
+describe('the levels, simulated', () => {
+  const expectRoundTrip = (delayMs: number): void => {
+    const seconds = levelDelaySeconds(delayMs);
+    expect(simulateSeconds(delayRoutingKey(seconds))).toBe(seconds);
+  };
+
+  it('wait exactly the delay for every whole second from 0 to 5000 s', () => {
+    for (let seconds = 0; seconds <= 5_000; seconds += 1) expectRoundTrip(seconds * 1_000);
+  });
+
+  it('wait exactly the delay for seeded random delays up to 2^22 − 1 s', () => {
+    const random = mulberry32(0xc0ffee);
+    for (let i = 0; i < 2_000; i += 1) expectRoundTrip(randomInt(random, 0, MAX_SECONDS) * 1_000);
+  });
+
+  it('wait exactly the delay at every power of two and its neighbours', () => {
+    for (let level = 0; level < DELAY_LEVELS; level += 1) {
+      for (const seconds of [2 ** level - 1, 2 ** level, 2 ** level + 1]) {
+        if (seconds <= MAX_SECONDS) expectRoundTrip(seconds * 1_000);
+      }
+    }
+  });
+
+  it('wait the rounded delay for sub-second remainders', () => {
+    const random = mulberry32(99);
+    for (let i = 0; i < 500; i += 1) {
+      const delayMs = randomInt(random, 0, 100_000_000);
+      expect(simulateSeconds(delayRoutingKey(levelDelaySeconds(delayMs)))).toBe(Math.round(delayMs / 1_000));
+    }
+  });
+
+  it('wait the maximum for delays beyond it', () => {
+    expect(simulateSeconds(delayRoutingKey(levelDelaySeconds(MAX_LEVEL_DELAY_MS * 2)))).toBe(MAX_SECONDS);
+  });
+
+  it('visit only the levels of the 1-bits', () => {
+    expect(simulateSeconds(delayRoutingKey(15))).toBe(8 + 4 + 2 + 1);
+    expect(simulateSeconds(delayRoutingKey(2 ** 21))).toBe(2 ** 21);
+  });
+});
