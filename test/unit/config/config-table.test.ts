@@ -1,0 +1,23 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { configTable } from '../../../src/config/config-table.js';
+import { configSchema } from '../../../src/config/schema.js';
+
+const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+
+describe('README configuration table', () => {
+  it('is the one generated from the schema (run: npm run docs:config -- --write)', () => {
+    const start = readme.indexOf('<!-- config-table:start');
+    const end = readme.indexOf('<!-- config-table:end -->');
+    const table = readme.slice(readme.indexOf('\n', start) + 1, end).trim();
+    expect(table).toBe(configTable());
+  });
+
+  it('lists every setting with an env var and a doc string', () => {
+    for (const [key, entry] of Object.entries(configSchema)) {
+      expect(entry.env, key).toMatch(/^[A-Z][A-Z0-9_]+$/);
+      expect(entry.doc.length, key).toBeGreaterThan(10);
+      expect(configTable()).toContain(`| \`${entry.env}\` |`);
+    }
+  });
+});
