@@ -19,7 +19,10 @@ export async function setup(project: TestProject): Promise<void> {
   project.provide('amqpUrl', broker.url);
   project.provide('brokerSource', broker.source);
   project.provide('hasDelayedPlugin', info.hasDelayedPlugin);
-  process.stdout.write(`integration broker: RabbitMQ ${info.version} via ${broker.source}; x-delayed-message: ${info.hasDelayedPlugin ? 'yes' : 'no'}\n`);
+  process.stdout.write(`integration broker: RabbitMQ ${info.version} via ${broker.source}\n`);
+  process.stdout.write(
+    info.hasDelayedPlugin ? 'plugin-mode suites: running (broker has x-delayed-message)\n' : 'plugin-mode suites: skipped: broker lacks x-delayed-message\n',
+  );
 }
 
 export async function teardown(): Promise<void> {
