@@ -1,11 +1,11 @@
 import { formatDuration } from './duration.js';
 import { configSchema } from './schema.js';
 
-type Entry = { doc: string; format: unknown; default: unknown; env: string };
+type Entry = { doc: string; format: unknown; default: unknown; env: string; defaultText?: string };
 
 function shownDefault(entry: Entry): string {
   const { format, default: value } = entry;
-  if (value === null) return 'schedule length + 1';
+  if (entry.defaultText !== undefined) return entry.defaultText;
   if (value === '') return '(empty)';
   if (format === 'duration' || format === 'positive-duration') return formatDuration(value as number);
   if (format === 'duration-list') return (value as number[]).map(formatDuration).join(',');

@@ -56,6 +56,12 @@ export function registerFormats(): void {
         }
       },
     },
+    'optional-count': {
+      coerce: (value: unknown) => (value === '' ? null : typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value),
+      validate: (value: unknown) => {
+        if (value !== null && (!Number.isInteger(value) || (value as number) < 0)) throw new Error('must be a whole number ≥ 0, or empty for the default');
+      },
+    },
     fraction: {
       coerce: (value: unknown) => (typeof value === 'string' && value.trim() !== '' ? Number(value) : value),
       validate: (value: unknown) => {

@@ -8,13 +8,14 @@ type Schema = typeof configSchema;
 type Raw = { [K in keyof Schema]: Schema[K]['default'] };
 
 /** The validated settings; durations in milliseconds. */
-export type RelayConfig = Omit<Raw, 'maxAttempts' | 'delayMode' | 'queueType' | 'logLevel'> & {
+type Derived = 'maxAttempts' | 'targetConcurrency' | 'slowPrefetch' | 'recoverThreshold' | 'maxProbes';
+export type RelayConfig = Omit<Raw, Derived | 'delayMode' | 'queueType' | 'logLevel' | 'isolation' | 'targetKey'> & {
   delayMode: 'auto' | 'plugin' | 'queues';
   queueType: 'quorum' | 'classic';
   logLevel: string;
-  /** Resolved: MAX_ATTEMPTS, or the schedule length + 1. */
-  maxAttempts: number;
-};
+  isolation: 'on' | 'off';
+  targetKey: 'origin' | 'host';
+} & { [K in Derived]: number };
 
 const envName = (key: string): string => (configSchema as Record<string, { env: string }>)[key]?.env ?? key;
 
@@ -32,7 +33,29 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): RelayConfig {
   } catch (error) {
     throw new RelayError('CR_ERR_CONFIG', `invalid configuration:\n${describe(error, env)}`, { cause: error });
   }
-  return { ...raw, maxAttempts: raw.maxAttempts ?? raw.retrySchedule.length + 1 } as RelayConfig;
+  return resolveDerived(raw, env);
+}
+
+/** Fills the settings whose defaults depend on others, and checks the settings that must agree. */
+function resolveDerived(raw: Raw, env: NodeJS.ProcessEnv): RelayConfig {
+  const tenth = Math.max(1, Math.ceil(raw.prefetch / 10));
+  const config = {
+    ...raw,
+    maxAttempts: raw.maxAttempts ?? raw.retrySchedule.length + 1,
+    targetConcurrency: raw.targetConcurrency ?? tenth,
+    slowPrefetch: raw.slowPrefetch ?? tenth,
+    maxProbes: raw.maxProbes ?? tenth,
+    recoverThreshold: raw.recoverThreshold ?? Math.floor(raw.degradeThreshold / 2),
+  } as RelayConfig;
+  const problems: string[] = [];
+  if (config.degradeThreshold > config.healthWindow) {
+    problems.push(`  DEGRADE_THRESHOLD (degradeThreshold): must be at most HEALTH_WINDOW (${config.healthWindow}): value was "${env.DEGRADE_THRESHOLD ?? config.degradeThreshold}"`);
+  }
+  if (config.recoverThreshold >= config.degradeThreshold) {
+    problems.push(`  RECOVER_THRESHOLD (recoverThreshold): must be below DEGRADE_THRESHOLD (${config.degradeThreshold}): value was "${env.RECOVER_THRESHOLD ?? config.recoverThreshold}"`);
+  }
+  if (problems.length > 0) throw new RelayError('CR_ERR_CONFIG', `invalid configuration:\n${problems.join('\n')}`);
+  return config;
 }
 
 /** Rewrites convict's `key: problem: value was "x"` lines so they name the env var, never a password. */

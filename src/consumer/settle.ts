@@ -17,6 +17,9 @@ export interface AttemptRecord {
 }
 
 
+/** A decision of the retry policy, or a move decided by target isolation (slow lane, short deferral). */
+export type Settlement = Decision | { kind: 'divert'; why: string } | { kind: 'defer'; delayMs: number };
+
 export interface SettleContext {
   channel: ConfirmChannel;
   message: ConsumeMessage;
@@ -29,9 +32,15 @@ export interface SettleContext {
  * before the original is acked, so a crash in between duplicates a callback but never loses one.
  * Throws if the channel is gone; the broker then redelivers the original to another consumer.
  */
-export async function settle(settlement: Decision, record: AttemptRecord, context: SettleContext): Promise<void> {
+export async function settle(settlement: Settlement, record: AttemptRecord, context: SettleContext): Promise<void> {
   const { channel, message, names, mode } = context;
-  if (settlement.kind === 'retry') {
+  if (settlement.kind === 'divert') {
+    // Not an attempt: the copy carries the retry state unchanged.
+    await publishConfirmed(channel, '', names.slowQueue, message, record.id, carriedHeaders(message.properties.headers));
+  } else if (settlement.kind === 'defer') {
+    const route = deliveryRoute(names, mode, settlement.delayMs);
+    await publishConfirmed(channel, route.exchange, route.routingKey, message, record.id, { ...carriedHeaders(message.properties.headers), ...route.headers });
+  } else if (settlement.kind === 'retry') {
     const route = deliveryRoute(names, mode, settlement.delayMs);
     const headers = { ...recordHeaders(message, record), ...route.headers, [HEADER.attempt]: settlement.attempt };
     await publishConfirmed(channel, route.exchange, route.routingKey, message, record.id, headers);

@@ -9,6 +9,8 @@ import { sleep } from '../util/with-timeout.js';
 import { createDecider } from './decide.js';
 import { createHttpAgent } from './deliver.js';
 import { createMessageHandler } from './handle-message.js';
+import type { Lane } from './admit.js';
+import { TargetIsolation, type IsolationPolicy } from '../policy/target-isolation.js';
 
 export interface WorkerDeps {
   /** Wall clock in ms; default `Date.now`. */
@@ -38,7 +40,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   const agent = createHttpAgent(config.httpTimeout);
   let manager: AmqpConnectionManager | undefined;
   let channel: ChannelWrapper | undefined;
-  let consumer: { channel: ConfirmChannel; tag: string } | undefined;
+  let consumers: { channel: ConfirmChannel; tags: string[] } | undefined;
   let stopping = false;
 
   async function start(): Promise<void> {
@@ -54,15 +56,18 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
         clock,
         deps.random ?? Math.random,
       ),
+      isolation: config.isolation === 'on' ? new TargetIsolation(isolationPolicy(config)) : undefined,
+      targetKey: config.targetKey,
+      overflowDelayMs: config.overflowDelay,
       clock,
       logger,
     });
-    const onMessage = (message: ConsumeMessage | null, ch: ConfirmChannel): void => {
+    const onMessage = (message: ConsumeMessage | null, ch: ConfirmChannel, lane: Lane): void => {
       if (message === null) {
-        logger.error({ queue: topology.names.workQueue }, 'the broker cancelled the consumer (queue deleted?)');
+        logger.error({ lane }, 'the broker cancelled the consumer (queue deleted?)');
         return;
       }
-      const work = handle(message, ch).catch((error: Error) =>
+      const work = handle(message, ch, lane).catch((error: Error) =>
         logger.warn({ err: error.message }, 'could not settle a message; the broker will redeliver it'),
       );
       inFlight.add(work);
@@ -76,10 +81,14 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       setup: async (ch: ConfirmChannel) => {
         await topology.declare(ch);
         if (stopping) return;
+        // basic.qos without `global` limits each consumer started after it on this channel:
+        // https://www.rabbitmq.com/docs/consumer-prefetch
         await ch.prefetch(config.prefetch);
-        const { consumerTag } = await ch.consume(topology.names.workQueue, (message) => onMessage(message, ch), { noAck: false });
-        consumer = { channel: ch, tag: consumerTag };
-        logger.info({ queue: topology.names.workQueue, prefetch: config.prefetch }, 'consuming');
+        const main = await ch.consume(topology.names.workQueue, (message) => onMessage(message, ch, 'main'), { noAck: false });
+        await ch.prefetch(config.slowPrefetch);
+        const slow = await ch.consume(topology.names.slowQueue, (message) => onMessage(message, ch, 'slow'), { noAck: false });
+        consumers = { channel: ch, tags: [main.consumerTag, slow.consumerTag] };
+        logger.info({ queue: topology.names.workQueue, prefetch: config.prefetch, slowPrefetch: config.slowPrefetch, isolation: config.isolation }, 'consuming');
       },
     });
     channel.on('error', (error: Error & { code?: string }) => logger.error({ err: error.message, code: error.code }, 'channel setup failed'));
@@ -90,7 +99,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     if (stopping) return;
     stopping = true;
     abort.abort();
-    if (consumer) await consumer.channel.cancel(consumer.tag).catch(() => {});
+    for (const tag of consumers?.tags ?? []) await consumers?.channel.cancel(tag).catch(() => {});
     const drained = Promise.allSettled([...inFlight]).then(() => true);
     const finished = await Promise.race([drained, sleep(config.drainTimeout).then(() => false)]);
     if (!finished) logger.warn({ unfinished: inFlight.size }, 'drain timeout: unfinished deliveries return to the queue');
@@ -106,5 +115,23 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     get inFlight() {
       return inFlight.size;
     },
+  };
+}
+
+/** The isolation thresholds of a configuration, for the pure policy. */
+export function isolationPolicy(config: RelayConfig): IsolationPolicy {
+  return {
+    window: config.healthWindow,
+    degradeThreshold: config.degradeThreshold,
+    recoverThreshold: config.recoverThreshold,
+    quietPeriodMs: config.quietPeriod,
+    maxTargets: config.healthMaxTargets,
+    perTarget: config.targetConcurrency,
+    probesPerTarget: config.probeConcurrency,
+    maxProbes: config.maxProbes,
+    slowThresholdMs: config.slowThreshold,
+    successBody: config.successBody,
+    waitingPerTarget: Math.max(1, Math.ceil(config.prefetch / 2)),
+    maxWaiting: Math.max(1, Math.ceil(config.prefetch / 2)),
   };
 }

@@ -10,20 +10,19 @@ export interface DeliveryPathOptions {
 }
 
 /**
- * Exchange P, work queue P.work bound with `deliver`, and dead-letter queue P.dead. P.work
- * dead-letters into P.dead, so a message that keeps crashing workers is parked once it passes the
+ * Exchange P, work queue P.work bound with `deliver`, slow lane P.slow (filled by workers only) and
+ * dead-letter queue P.dead. Both consumed queues dead-letter into P.dead, so a message that keeps crashing workers is parked once it passes the
  * delivery limit: https://www.rabbitmq.com/docs/quorum-queues#poison-message-handling
  */
 export async function declareDeliveryPath(channel: Channel, names: TopologyNames, options: DeliveryPathOptions): Promise<void> {
   await channel.assertQueue(names.deadQueue, { durable: true, arguments: queueArguments({ type: options.queueType }) });
-  await channel.assertQueue(names.workQueue, {
-    durable: true,
-    arguments: queueArguments({
-      type: options.queueType,
-      deadLetter: { exchange: '', routingKey: names.deadQueue },
-      deliveryLimit: options.deliveryLimit,
-    }),
+  const consumed = queueArguments({
+    type: options.queueType,
+    deadLetter: { exchange: '', routingKey: names.deadQueue },
+    deliveryLimit: options.deliveryLimit,
   });
+  await channel.assertQueue(names.workQueue, { durable: true, arguments: consumed });
+  await channel.assertQueue(names.slowQueue, { durable: true, arguments: consumed });
   if (options.mode === 'plugin') {
     // The plugin's exchange routes like its x-delayed-type once a message's x-delay has elapsed.
     await channel.assertExchange(names.exchange, 'x-delayed-message', { durable: true, arguments: { 'x-delayed-type': 'direct' } });

@@ -7,6 +7,8 @@ export interface TopologyNames {
   routingKey: 'deliver';
   /** The queue workers consume. */
   workQueue: string;
+  /** Slow lane: degraded targets' callbacks, consumed by every worker with a small concurrency. */
+  slowQueue: string;
   /** Dead-letter queue operators inspect and replay from. */
   deadQueue: string;
   /** Queues mode: entry exchange of the delay levels (topic; routing key = the delay's bits). */
@@ -23,6 +25,7 @@ export function topologyNames(prefix: string): TopologyNames {
     exchange: prefix,
     routingKey: 'deliver',
     workQueue: `${prefix}.work`,
+    slowQueue: `${prefix}.slow`,
     deadQueue: `${prefix}.dead`,
     delayExchange: `${prefix}.delay`,
     delayLevel,

@@ -84,6 +84,6 @@ export async function startRelay(env: Record<string, string> = {}): Promise<Rela
 
 /** Removes every queue and exchange of a prefix (test teardown). */
 export async function deleteTopology(channel: Channel, names: TopologyNames): Promise<void> {
-  for (const queue of [names.workQueue, names.deadQueue, ...names.delayLevels]) await channel.deleteQueue(queue);
+  for (const queue of [names.workQueue, names.slowQueue, names.deadQueue, ...names.delayLevels]) await channel.deleteQueue(queue);
   for (const exchange of [names.exchange, names.delayExchange, ...names.delayLevels]) await channel.deleteExchange(exchange);
 }

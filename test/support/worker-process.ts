@@ -17,6 +17,10 @@ export function configEnv(config: RelayConfig): Record<string, string> {
     HTTP_TIMEOUT: `${config.httpTimeout}ms`,
     DRAIN_TIMEOUT: `${config.drainTimeout}ms`,
     PREFETCH: String(config.prefetch),
+    ISOLATION: config.isolation,
+    TARGET_CONCURRENCY: String(config.targetConcurrency),
+    SLOW_PREFETCH: String(config.slowPrefetch),
+    SLOW_THRESHOLD: `${config.slowThreshold}ms`,
     LOG_LEVEL: 'info',
   };
 }
