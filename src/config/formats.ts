@@ -48,6 +48,14 @@ export function registerFormats(): void {
         if (!Number.isInteger(value) || (value as number) < 1 || (value as number) > 65_535) throw new Error('must be a whole number from 1 to 65535');
       },
     },
+    'optional-prefetch': {
+      coerce: (value: unknown) => (value === '' ? null : typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value),
+      validate: (value: unknown) => {
+        if (value !== null && (!Number.isInteger(value) || (value as number) < 1 || (value as number) > 65_535)) {
+          throw new Error('must be a whole number from 1 to 65535, or empty for the default');
+        }
+      },
+    },
     'optional-positive-int': {
       coerce: (value: unknown) => (value === '' ? null : typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value),
       validate: (value: unknown) => {

@@ -121,13 +121,13 @@ export const configSchema = {
   },
   targetConcurrency: {
     defaultText: 'PREFETCH / 10, rounded up',
-    doc: 'Concurrent main-lane deliveries per target (bulkhead); further messages for it move to the slow lane.',
+    doc: 'Concurrent main-lane deliveries per target (bulkhead); further messages for it wait briefly or are deferred (OVERFLOW_DELAY).',
     format: 'optional-positive-int',
     default: null as number | null,
     env: 'TARGET_CONCURRENCY',
   },
   overflowDelay: {
-    doc: 'Messages of targets at their TARGET_CONCURRENCY cap wait for a slot, up to PREFETCH / 2 of them over all targets; further ones are deferred by this long (not an attempt).',
+    doc: 'A target at its TARGET_CONCURRENCY cap may have as many messages waiting for a slot (PREFETCH / 2 over all targets); further ones are deferred by this long (not an attempt).',
     format: 'positive-duration',
     default: 1e3,
     env: 'OVERFLOW_DELAY',
@@ -135,7 +135,7 @@ export const configSchema = {
   slowPrefetch: {
     defaultText: 'PREFETCH / 10, rounded up',
     doc: 'Concurrency of each worker on the slow lane P.slow, where degraded targets\' callbacks go.',
-    format: 'optional-positive-int',
+    format: 'optional-prefetch',
     default: null as number | null,
     env: 'SLOW_PREFETCH',
   },

@@ -131,7 +131,7 @@ export function isolationPolicy(config: RelayConfig): IsolationPolicy {
     maxProbes: config.maxProbes,
     slowThresholdMs: config.slowThreshold,
     successBody: config.successBody,
-    waitingPerTarget: Math.max(1, Math.ceil(config.prefetch / 2)),
+    waitingPerTarget: config.targetConcurrency,
     maxWaiting: Math.max(1, Math.ceil(config.prefetch / 2)),
   };
 }

@@ -12,8 +12,8 @@ export interface BulkheadPolicy {
 
 /**
  * Counts in-flight main-lane deliveries per target and hands out slots. Pure bookkeeping: it never
- * waits; a caller that gets no slot must move the message elsewhere, since holding it would keep a
- * prefetch slot from other targets. Memory is bounded by the deliveries in flight.
+ * waits; what happens to a message without a slot is the isolation policy's call. Memory is bounded
+ * by the deliveries in flight.
  */
 export class Bulkhead {
   private readonly inFlight = new Map<string, { normal: number; probe: number }>();

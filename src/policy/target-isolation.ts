@@ -63,6 +63,7 @@ export class TargetIsolation {
 
   /** The head of a target's waiting room, asked again when a slot frees or the target's health changes. */
   readmit(target: string): Admission {
+    if (!this.waiting.has(target)) return this.admit(target);
     const now = this.tryNow(target);
     if (now) this.bump(target, -1);
     return now ?? { kind: 'wait' };
