@@ -126,6 +126,12 @@ export const configSchema = {
     default: null as number | null,
     env: 'TARGET_CONCURRENCY',
   },
+  targetInitialConcurrency: {
+    doc: 'Concurrency a target starts with; each fast result adds one up to TARGET_CONCURRENCY, each abnormal one halves it, so a target that hangs from the start holds few slots.',
+    format: 'positive-int',
+    default: 2,
+    env: 'TARGET_INITIAL_CONCURRENCY',
+  },
   overflowDelay: {
     doc: 'A target at its TARGET_CONCURRENCY cap may have as many messages waiting for a slot (PREFETCH / 2 over all targets); further ones are deferred by this long (not an attempt).',
     format: 'positive-duration',

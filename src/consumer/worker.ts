@@ -127,6 +127,7 @@ export function isolationPolicy(config: RelayConfig): IsolationPolicy {
     quietPeriodMs: config.quietPeriod,
     maxTargets: config.healthMaxTargets,
     perTarget: config.targetConcurrency,
+    initialPerTarget: config.targetInitialConcurrency,
     probesPerTarget: config.probeConcurrency,
     maxProbes: config.maxProbes,
     slowThresholdMs: config.slowThreshold,

@@ -2,31 +2,42 @@
 export type Slot = 'normal' | 'probe';
 
 export interface BulkheadPolicy {
-  /** Concurrent main-lane deliveries per target. */
+  /** Concurrent main-lane deliveries per target, at most. */
   perTarget: number;
+  /** Concurrent deliveries a target starts with; each fast result adds one (up to `perTarget`), each abnormal one halves it. */
+  initialPerTarget: number;
   /** Concurrent probes per degraded target. */
   probesPerTarget: number;
   /** Concurrent probes over all targets, so many degraded targets cannot fill the main lane. */
   maxProbes: number;
 }
 
+interface Counts {
+  normal: number;
+  probe: number;
+  /** The target's current concurrency limit (slow start, then additive increase / halving). */
+  limit: number;
+}
+
 /**
- * Counts in-flight main-lane deliveries per target and hands out slots. Pure bookkeeping: it never
- * waits; what happens to a message without a slot is the isolation policy's call. Memory is bounded
- * by the deliveries in flight.
+ * Counts in-flight main-lane deliveries per target and hands out slots. A target earns concurrency
+ * with fast results, the way TCP's slow start does, so a target that hangs from its first request
+ * holds only `initialPerTarget` slots while it is found out. Pure bookkeeping: it never waits; what
+ * happens to a message without a slot is the isolation policy's call. Memory is bounded by the
+ * deliveries in flight: an idle target starts over.
  */
 export class Bulkhead {
-  private readonly inFlight = new Map<string, { normal: number; probe: number }>();
+  private readonly inFlight = new Map<string, Counts>();
   private probes = 0;
 
   constructor(private readonly policy: BulkheadPolicy) {}
 
-  /** A slot for `target`, or `undefined` when its cap (or, degraded, its probe allowance) is used up. */
+  /** A slot for `target`, or `undefined` when its limit (or, degraded, its probe allowance) is used up. */
   acquire(target: string, degraded: boolean): Slot | undefined {
-    const counts = this.inFlight.get(target) ?? { normal: 0, probe: 0 };
+    const counts = this.inFlight.get(target) ?? { normal: 0, probe: 0, limit: Math.min(this.policy.initialPerTarget, this.policy.perTarget) };
     let slot: Slot | undefined;
     if (!degraded) {
-      if (counts.normal + counts.probe < this.policy.perTarget) slot = 'normal';
+      if (counts.normal + counts.probe < counts.limit) slot = 'normal';
     } else if (counts.probe < this.policy.probesPerTarget && this.probes < this.policy.maxProbes) {
       slot = 'probe';
     }
@@ -37,11 +48,15 @@ export class Bulkhead {
     return slot;
   }
 
-  release(target: string, slot: Slot): void {
+  /** Frees a slot; a fast, good result raises the target's limit by one, an abnormal one halves it. */
+  release(target: string, slot: Slot, abnormal = false): void {
     const counts = this.inFlight.get(target);
     if (!counts || counts[slot] === 0) return;
     counts[slot] -= 1;
     if (slot === 'probe') this.probes -= 1;
+    counts.limit = abnormal
+      ? Math.max(Math.min(this.policy.initialPerTarget, this.policy.perTarget), Math.floor(counts.limit / 2))
+      : Math.min(this.policy.perTarget, counts.limit + 1);
     if (counts.normal + counts.probe === 0) this.inFlight.delete(target);
   }
 
@@ -49,5 +64,10 @@ export class Bulkhead {
   load(target: string): number {
     const counts = this.inFlight.get(target);
     return counts ? counts.normal + counts.probe : 0;
+  }
+
+  /** The concurrency `target` may use right now. */
+  limit(target: string): number {
+    return this.inFlight.get(target)?.limit ?? Math.min(this.policy.initialPerTarget, this.policy.perTarget);
   }
 }

@@ -80,8 +80,9 @@ export class TargetIsolation {
    * An attempt already recorded as `overdue` is not counted twice.
    */
   complete(target: string, slot: Slot | undefined, outcome: DeliveryOutcome, nowMs: number, wasOverdue = false): Transition | undefined {
-    if (slot) this.bulkhead.release(target, slot);
-    if (!wasOverdue) return this.health.record(target, this.isAbnormal(outcome), nowMs);
+    const abnormal = wasOverdue || this.isAbnormal(outcome);
+    if (slot) this.bulkhead.release(target, slot, abnormal);
+    if (!wasOverdue) return this.health.record(target, abnormal, nowMs);
     const left = (this.overdueInFlight.get(target) ?? 1) - 1;
     if (left > 0) this.overdueInFlight.set(target, left);
     else this.overdueInFlight.delete(target);

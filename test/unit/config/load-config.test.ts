@@ -199,6 +199,7 @@ const INVALID: Array<[string, string]> = [
   ['TARGET_KEY', 'path'],
   ['TARGET_CONCURRENCY', '0'],
   ['OVERFLOW_DELAY', '0'],
+  ['TARGET_INITIAL_CONCURRENCY', '0'],
   ['SLOW_PREFETCH', '65536'],
   ['SLOW_THRESHOLD', 'slow'],
   ['HEALTH_WINDOW', '0'],

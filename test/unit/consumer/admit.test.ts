@@ -10,6 +10,7 @@ const POLICY: IsolationPolicy = {
   quietPeriodMs: 30_000,
   maxTargets: 10_000,
   perTarget: 2,
+  initialPerTarget: 1_000,
   probesPerTarget: 1,
   maxProbes: 10,
   slowThresholdMs: 3_000,

@@ -12,6 +12,7 @@ describe('isolationPolicy', () => {
       quietPeriodMs: 30_000,
       maxTargets: 10_000,
       perTarget: 10,
+      initialPerTarget: 2,
       probesPerTarget: 1,
       maxProbes: 10,
       slowThresholdMs: 3_000,
@@ -35,6 +36,7 @@ describe('isolationPolicy', () => {
       SLOW_THRESHOLD: '1500ms',
       SUCCESS_BODY: 'ok',
       SLOW_PREFETCH: '9',
+      TARGET_INITIAL_CONCURRENCY: '5',
     });
     expect(isolationPolicy(config)).toEqual({
       window: 30,
@@ -43,6 +45,7 @@ describe('isolationPolicy', () => {
       quietPeriodMs: 45_000,
       maxTargets: 777,
       perTarget: 6,
+      initialPerTarget: 5,
       probesPerTarget: 2,
       maxProbes: 3,
       slowThresholdMs: 1_500,

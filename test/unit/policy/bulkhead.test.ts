@@ -2,7 +2,7 @@ import { describe, it, expect } from 'vitest';
 import { Bulkhead, type BulkheadPolicy, type Slot } from '../../../src/policy/bulkhead.js';
 import { mulberry32, randomInt } from '../_helpers/prng.js';
 
-const POLICY: BulkheadPolicy = { perTarget: 3, probesPerTarget: 1, maxProbes: 2 };
+const POLICY: BulkheadPolicy = { perTarget: 3, initialPerTarget: 1_000, probesPerTarget: 1, maxProbes: 2 };
 const bulkhead = (overrides: Partial<BulkheadPolicy> = {}): Bulkhead => new Bulkhead({ ...POLICY, ...overrides });
 
 /** Acquires `count` times and returns what each call handed out. */
@@ -151,7 +151,7 @@ describe('Bulkhead.load', () => {
   });
 
   it('follows a seeded random run of acquires and releases (invariants and exact counts)', () => {
-    const policy: BulkheadPolicy = { perTarget: 4, probesPerTarget: 2, maxProbes: 3 };
+    const policy: BulkheadPolicy = { perTarget: 4, initialPerTarget: 1_000, probesPerTarget: 2, maxProbes: 3 };
     const b = new Bulkhead(policy);
     const random = mulberry32(7);
     const targets = ['a', 'b', 'c', 'd', 'e'];
@@ -180,5 +180,53 @@ describe('Bulkhead.load', () => {
       expect(b.load(target)).toBe(slots.length);
       expect([...held.values()].flat().filter((s) => s === 'probe').length).toBeLessThanOrEqual(policy.maxProbes);
     }
+  });
+});
+
+describe('Bulkhead slow start', () => {
+  const slowStart = (): Bulkhead => new Bulkhead({ perTarget: 8, initialPerTarget: 2, probesPerTarget: 1, maxProbes: 2 });
+
+  it('starts a target at initialPerTarget, so a target hanging from its first request holds only that many slots', () => {
+    const b = slowStart();
+    expect(b.acquire('t', false)).toBe('normal');
+    expect(b.acquire('t', false)).toBe('normal');
+    expect(b.acquire('t', false)).toBeUndefined();
+    expect(b.limit('t')).toBe(2);
+  });
+
+  it('adds one slot per fast result, up to perTarget', () => {
+    const b = slowStart();
+    b.acquire('t', false);
+    for (let i = 0; i < 20; i += 1) {
+      b.acquire('t', false);
+      b.release('t', 'normal');
+    }
+    expect(b.limit('t')).toBe(8);
+  });
+
+  it('halves the limit on an abnormal result, never below the start', () => {
+    const b = slowStart();
+    b.acquire('t', false);
+    for (let i = 0; i < 10; i += 1) {
+      b.acquire('t', false);
+      b.release('t', 'normal');
+    }
+    expect(b.limit('t')).toBe(8);
+    b.acquire('t', false);
+    b.release('t', 'normal', true);
+    expect(b.limit('t')).toBe(4);
+    b.acquire('t', false);
+    b.release('t', 'normal', true);
+    b.acquire('t', false);
+    b.release('t', 'normal', true);
+    expect(b.limit('t')).toBe(2);
+  });
+
+  it('forgets an idle target, which starts over', () => {
+    const b = slowStart();
+    b.acquire('t', false);
+    b.release('t', 'normal');
+    expect(b.load('t')).toBe(0);
+    expect(b.limit('t')).toBe(2);
   });
 });

@@ -11,6 +11,7 @@ const POLICY: IsolationPolicy = {
   quietPeriodMs: 30_000,
   maxTargets: 10_000,
   perTarget: 10,
+  initialPerTarget: 1_000,
   probesPerTarget: 1,
   maxProbes: 10,
   slowThresholdMs: 3_000,
