@@ -64,7 +64,7 @@ export async function runIsolation(name: string, options: IsolationOptions, env:
     lastDelivered = Date.now();
     latencies.push(lastDelivered - sentAt);
   });
-  const config = loadConfig({ AMQP_URL: options.url, TOPOLOGY_PREFIX: randomPrefix('bench'), LOG_LEVEL: 'silent', HTTP_TIMEOUT: options.httpTimeout, ...env });
+  const config = loadConfig({ AMQP_URL: options.url, TOPOLOGY_PREFIX: randomPrefix('bench'), LOG_LEVEL: 'silent', METRICS_PORT: '0', HTTP_TIMEOUT: options.httpTimeout, ...env });
   const logger = createLogger('silent');
   const worker = createWorker(config, logger);
   const publisher = createPublisher(config, logger);

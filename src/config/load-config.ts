@@ -9,12 +9,13 @@ type Raw = { [K in keyof Schema]: Schema[K]['default'] };
 
 /** The validated settings; durations in milliseconds. */
 type Derived = 'maxAttempts' | 'targetConcurrency' | 'slowPrefetch' | 'recoverThreshold' | 'maxProbes';
-export type RelayConfig = Omit<Raw, Derived | 'delayMode' | 'queueType' | 'logLevel' | 'isolation' | 'targetKey'> & {
+export type RelayConfig = Omit<Raw, Derived | 'delayMode' | 'queueType' | 'logLevel' | 'isolation' | 'targetKey' | 'events'> & {
   delayMode: 'auto' | 'plugin' | 'queues';
   queueType: 'quorum' | 'classic';
   logLevel: string;
   isolation: 'on' | 'off';
   targetKey: 'origin' | 'host';
+  events: 'on' | 'off';
 } & { [K in Derived]: number };
 
 const envName = (key: string): string => (configSchema as Record<string, { env: string }>)[key]?.env ?? key;

@@ -195,6 +195,18 @@ export const configSchema = {
     default: 10_000,
     env: 'HEALTH_MAX_TARGETS',
   },
+  metricsPort: {
+    doc: 'Port of `/metrics` (Prometheus), `/healthz` and `/readyz`; 0 turns the server off.',
+    format: 'port',
+    default: 9464,
+    env: 'METRICS_PORT',
+  },
+  events: {
+    doc: 'Publish outcome events (`delivered`, `retry-scheduled`, `dead`) to the topic exchange P.events.',
+    format: ['on', 'off'],
+    default: 'on',
+    env: 'EVENTS',
+  },
   logLevel: {
     doc: 'pino log level.',
     format: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],

@@ -8,7 +8,9 @@ import { TargetGate, type Lane } from './admit.js';
 import { decode } from './decode.js';
 import type { Decider } from './decide.js';
 import { deliver, type DeliverOptions } from './deliver.js';
-import { settle, type AttemptRecord } from './settle.js';
+import { settle, type AttemptRecord, type SettleContext } from './settle.js';
+import type { PipelineObserver } from './observer.js';
+import { watchSlowness } from './watch-slowness.js';
 
 export interface PipelineDeps {
   names: TopologyNames;
@@ -23,6 +25,7 @@ export interface PipelineDeps {
   overflowDelayMs: number;
   clock: () => number;
   logger: Logger;
+  observer: PipelineObserver;
 }
 
 const unattempted = (id: string, attempts: number, lastError?: string): AttemptRecord => ({
@@ -36,14 +39,23 @@ const unattempted = (id: string, attempts: number, lastError?: string): AttemptR
 
 /** The per-message pipeline: decode → admit → deliver → decide → settle. Rejects only when settling failed. */
 export function createMessageHandler(deps: PipelineDeps) {
-  const { names, mode, logger, clock, isolation } = deps;
+  const { names, mode, logger, clock, isolation, observer } = deps;
   const gate = new TargetGate(isolation);
   return async function handleMessage(message: ConsumeMessage, channel: ConfirmChannel, lane: Lane): Promise<void> {
-    const context = { channel, message, names, mode };
+    observer.inFlight(1);
+    try {
+      await pipeline(message, { channel, message, names, mode, onConfirm: observer.confirmed }, lane);
+    } finally {
+      observer.inFlight(-1);
+    }
+  };
+
+  async function pipeline(message: ConsumeMessage, context: SettleContext, lane: Lane): Promise<void> {
     const decoded = decode(message, deps.maxPayloadBytes);
     if (!decoded.ok) {
       await settle({ kind: 'dead', reason: 'invalid', why: decoded.error }, unattempted(decoded.id, decoded.attempt - 1, decoded.error), context);
       logger.info({ id: decoded.id, reason: 'invalid', error: decoded.error }, 'callback dead-lettered');
+      observer.invalid(decoded.id, decoded.error);
       return;
     }
     const { delivery } = decoded;
@@ -53,11 +65,15 @@ export function createMessageHandler(deps: PipelineDeps) {
       const settlement = admitted.kind === 'defer' ? { kind: 'defer' as const, delayMs: deps.overflowDelayMs } : admitted;
       await settle(settlement, unattempted(delivery.id, delivery.attempt - 1), context);
       logger.debug({ id: delivery.id, target, action: admitted.kind, why: admitted.why }, 'not delivered now');
+      observer.moved(admitted.kind === 'defer' ? 'deferred' : 'slow', admitted.why);
       return;
     }
     const startedAt = clock();
     const changed = (transition: Transition | undefined): void => {
-      logTransition(logger, transition);
+      if (transition) {
+        logger.warn({ ...transition }, transition.to === 'degraded' ? 'target degraded: its callbacks move to the slow lane' : 'target recovered');
+        observer.transition(transition);
+      }
       gate.pump(target);
     };
     const outcome = await watchSlowness(isolation, target, clock, changed, (wasOverdue) =>
@@ -72,35 +88,7 @@ export function createMessageHandler(deps: PipelineDeps) {
     if (decision.kind === 'dead') {
       logger.info({ id: delivery.id, target, reason: decision.reason, attempts: record.attempts, status: record.lastStatus, error: record.lastError }, 'callback dead-lettered');
     }
-  };
-}
-
-function logTransition(logger: Logger, transition: Transition | undefined): void {
-  if (!transition) return;
-  const message = transition.to === 'degraded' ? 'target degraded: its callbacks move to the slow lane' : 'target recovered';
-  logger.warn({ ...transition }, message);
-}
-
-/** Runs an attempt; if it outlasts the slow threshold it is reported as abnormal right then. */
-async function watchSlowness<T>(
-  isolation: TargetIsolation | undefined,
-  target: string,
-  clock: () => number,
-  changed: (transition: Transition | undefined) => void,
-  attempt: (wasOverdue: () => boolean) => Promise<T>,
-): Promise<T> {
-  if (!isolation) return attempt(() => false);
-  let overdue = false;
-  const timer = setTimeout(() => {
-    overdue = true;
-    changed(isolation.overdue(target, clock()));
-  }, isolation.slowThresholdMs);
-  try {
-    return await attempt(() => {
-      clearTimeout(timer);
-      return overdue;
-    });
-  } finally {
-    clearTimeout(timer);
+    const nextAttemptAt = decision.kind === 'retry' ? new Date(clock() + decision.delayMs).toISOString() : undefined;
+    observer.attempted({ id: delivery.id, url: delivery.callback.url, target, lane, attempt: delivery.attempt, outcome, decision, nextAttemptAt });
   }
 }

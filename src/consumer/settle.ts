@@ -21,6 +21,8 @@ export interface AttemptRecord {
 export type Settlement = Decision | { kind: 'divert'; why: string } | { kind: 'defer'; delayMs: number };
 
 export interface SettleContext {
+  /** Told how long each confirm took. */
+  onConfirm?: (kind: 'retry' | 'dead' | 'divert' | 'defer', seconds: number) => void;
   channel: ConfirmChannel;
   message: ConsumeMessage;
   names: TopologyNames;
@@ -34,6 +36,7 @@ export interface SettleContext {
  */
 export async function settle(settlement: Settlement, record: AttemptRecord, context: SettleContext): Promise<void> {
   const { channel, message, names, mode } = context;
+  const started = performance.now();
   if (settlement.kind === 'divert') {
     // Not an attempt: the copy carries the retry state unchanged.
     await publishConfirmed(channel, '', names.slowQueue, message, record.id, carriedHeaders(message.properties.headers));
@@ -48,6 +51,7 @@ export async function settle(settlement: Settlement, record: AttemptRecord, cont
     const headers = { ...recordHeaders(message, record), [HEADER.reason]: settlement.reason, [HEADER.attempts]: record.attempts };
     await publishConfirmed(channel, '', names.deadQueue, message, record.id, headers);
   }
+  if (settlement.kind !== 'ack') context.onConfirm?.(settlement.kind, (performance.now() - started) / 1000);
   channel.ack(message);
 }
 

@@ -6,11 +6,15 @@ import type { Random } from '../policy/jitter.js';
 import { connectTopology } from '../topology/connect-topology.js';
 import { applyTopology } from '../topology/declare-once.js';
 import { sleep } from '../util/with-timeout.js';
-import { createDecider } from './decide.js';
-import { createHttpAgent } from './deliver.js';
-import { createMessageHandler } from './handle-message.js';
+import type { Server } from 'node:http';
+import { startMetricsServer } from '../metrics/metrics-server.js';
 import type { Lane } from './admit.js';
-import { TargetIsolation, type IsolationPolicy } from '../policy/target-isolation.js';
+import { buildPipeline, isolationPolicy } from './build-pipeline.js';
+import { createRelayMetrics } from '../metrics/relay-metrics.js';
+import { TargetIsolation } from '../policy/target-isolation.js';
+import { createHttpAgent } from './deliver.js';
+
+export { isolationPolicy } from './build-pipeline.js';
 
 export interface WorkerDeps {
   /** Wall clock in ms; default `Date.now`. */
@@ -26,6 +30,10 @@ export interface Worker {
   stop(): Promise<void>;
   /** Deliveries in progress. */
   readonly inFlight: number;
+  /** Connected to the broker and consuming (what `/readyz` reports). */
+  readonly ready: boolean;
+  /** The port `/metrics`, `/healthz` and `/readyz` listen on, once started (undefined when METRICS_PORT=0). */
+  readonly metricsPort: number | undefined;
 }
 
 /**
@@ -42,26 +50,17 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   let channel: ChannelWrapper | undefined;
   let consumers: { channel: ConfirmChannel; tags: string[] } | undefined;
   let stopping = false;
+  let ready = false;
+  let server: Server | undefined;
+  const isolation = config.isolation === 'on' ? new TargetIsolation(isolationPolicy(config)) : undefined;
+  const metrics = createRelayMetrics(config.successBody, () => isolation);
 
   async function start(): Promise<void> {
+    // Probes answer from the start: alive while waiting for the broker, ready only once consuming.
+    if (config.metricsPort > 0) server = await startMetricsServer(config.metricsPort, metrics.registry, { ready: () => ready });
     const topology = await connectTopology(config, logger, abort.signal);
     await applyTopology(config.amqpUrl, topology);
-    const handle = createMessageHandler({
-      names: topology.names,
-      mode: topology.mode,
-      maxPayloadBytes: config.maxPayloadBytes,
-      deliverOptions: { timeoutMs: config.httpTimeout, responseBodyLimit: config.responseBodyLimit, keepBody: config.successBody !== '', dispatcher: agent },
-      decide: createDecider(
-        { schedule: config.retrySchedule, maxAttempts: config.maxAttempts, jitter: config.retryJitter, retryAfterMaxMs: config.retryAfterMax, successBody: config.successBody },
-        clock,
-        deps.random ?? Math.random,
-      ),
-      isolation: config.isolation === 'on' ? new TargetIsolation(isolationPolicy(config)) : undefined,
-      targetKey: config.targetKey,
-      overflowDelayMs: config.overflowDelay,
-      clock,
-      logger,
-    });
+    const { handle, events } = buildPipeline(config, topology, agent, logger, clock, deps.random ?? Math.random, metrics.observer, isolation);
     const onMessage = (message: ConsumeMessage | null, ch: ConfirmChannel, lane: Lane): void => {
       if (message === null) {
         logger.error({ lane }, 'the broker cancelled the consumer (queue deleted?)');
@@ -75,12 +74,16 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     };
     manager = amqp.connect([config.amqpUrl], { reconnectTimeInSeconds: 1, heartbeatIntervalInSeconds: 10 });
     manager.on('connect', () => logger.info('connected to the broker'));
-    manager.on('disconnect', ({ err }) => logger.warn({ err: err?.message }, 'disconnected from the broker; reconnecting'));
+    manager.on('disconnect', ({ err }) => {
+      ready = false;
+      logger.warn({ err: err?.message }, 'disconnected from the broker; reconnecting');
+    });
     channel = manager.createChannel({
       confirm: true,
       setup: async (ch: ConfirmChannel) => {
         await topology.declare(ch);
         if (stopping) return;
+        events?.attach(ch);
         // basic.qos without `global` limits each consumer started after it on this channel:
         // https://www.rabbitmq.com/docs/consumer-prefetch
         await ch.prefetch(config.prefetch);
@@ -88,6 +91,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
         await ch.prefetch(config.slowPrefetch);
         const slow = await ch.consume(topology.names.slowQueue, (message) => onMessage(message, ch, 'slow'), { noAck: false });
         consumers = { channel: ch, tags: [main.consumerTag, slow.consumerTag] };
+        ready = true;
         logger.info({ queue: topology.names.workQueue, prefetch: config.prefetch, slowPrefetch: config.slowPrefetch, isolation: config.isolation }, 'consuming');
       },
     });
@@ -98,6 +102,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   async function stop(): Promise<void> {
     if (stopping) return;
     stopping = true;
+    ready = false;
     abort.abort();
     for (const tag of consumers?.tags ?? []) await consumers?.channel.cancel(tag).catch(() => {});
     const drained = Promise.allSettled([...inFlight]).then(() => true);
@@ -106,6 +111,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     await channel?.close().catch(() => {});
     await manager?.close().catch(() => {});
     await agent.close().catch(() => {});
+    await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
     logger.info('worker stopped');
   }
 
@@ -115,24 +121,12 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     get inFlight() {
       return inFlight.size;
     },
-  };
-}
-
-/** The isolation thresholds of a configuration, for the pure policy. */
-export function isolationPolicy(config: RelayConfig): IsolationPolicy {
-  return {
-    window: config.healthWindow,
-    degradeThreshold: config.degradeThreshold,
-    recoverThreshold: config.recoverThreshold,
-    quietPeriodMs: config.quietPeriod,
-    maxTargets: config.healthMaxTargets,
-    perTarget: config.targetConcurrency,
-    initialPerTarget: config.targetInitialConcurrency,
-    probesPerTarget: config.probeConcurrency,
-    maxProbes: config.maxProbes,
-    slowThresholdMs: config.slowThreshold,
-    successBody: config.successBody,
-    waitingPerTarget: config.targetConcurrency,
-    maxWaiting: Math.max(1, Math.ceil(config.prefetch / 2)),
+    get ready() {
+      return ready;
+    },
+    get metricsPort() {
+      const address = server?.address();
+      return typeof address === 'object' && address ? address.port : undefined;
+    },
   };
 }

@@ -77,6 +77,16 @@ export class EndpointHealth {
     return count;
   }
 
+  /** Up to `limit` degraded targets, the most recently seen first. */
+  degradedTargets(limit: number): string[] {
+    const found: string[] = [];
+    for (const [target, record] of [...this.targets].reverse()) {
+      if (found.length >= limit) break;
+      if (record.state === 'degraded') found.push(target);
+    }
+    return found;
+  }
+
   private touch(target: string): TargetRecord {
     let record = this.targets.get(target);
     if (record) {

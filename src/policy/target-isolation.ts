@@ -105,6 +105,10 @@ export class TargetIsolation {
     return this.health.degradedCount();
   }
 
+  degradedTargets(limit: number): string[] {
+    return this.health.degradedTargets(limit);
+  }
+
   private tryNow(target: string): Admission | undefined {
     const degraded = this.health.state(target) === 'degraded';
     if (!degraded && this.overdueInFlight.has(target)) return { kind: 'divert', why: 'slow' };

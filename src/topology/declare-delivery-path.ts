@@ -30,4 +30,5 @@ export async function declareDeliveryPath(channel: Channel, names: TopologyNames
     await channel.assertExchange(names.exchange, 'direct', { durable: true });
   }
   await channel.bindQueue(names.workQueue, names.exchange, names.routingKey);
+  await channel.assertExchange(names.eventsExchange, 'topic', { durable: true });
 }

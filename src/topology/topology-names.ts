@@ -9,6 +9,8 @@ export interface TopologyNames {
   workQueue: string;
   /** Slow lane: degraded targets' callbacks, consumed by every worker with a small concurrency. */
   slowQueue: string;
+  /** Topic exchange of outcome events (`delivered`, `retry-scheduled`, `dead`). */
+  eventsExchange: string;
   /** Dead-letter queue operators inspect and replay from. */
   deadQueue: string;
   /** Queues mode: entry exchange of the delay levels (topic; routing key = the delay's bits). */
@@ -27,6 +29,7 @@ export function topologyNames(prefix: string): TopologyNames {
     workQueue: `${prefix}.work`,
     slowQueue: `${prefix}.slow`,
     deadQueue: `${prefix}.dead`,
+    eventsExchange: `${prefix}.events`,
     delayExchange: `${prefix}.delay`,
     delayLevel,
     delayLevels: Array.from({ length: DELAY_LEVELS }, (_, i) => delayLevel(DELAY_LEVELS - 1 - i)),

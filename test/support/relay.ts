@@ -34,6 +34,7 @@ export function testConfig(env: Record<string, string> = {}): RelayConfig {
     RETRY_JITTER: '0',
     HTTP_TIMEOUT: '2s',
     DRAIN_TIMEOUT: '3s',
+    METRICS_PORT: '0',
     ...env,
   });
 }
@@ -85,5 +86,5 @@ export async function startRelay(env: Record<string, string> = {}): Promise<Rela
 /** Removes every queue and exchange of a prefix (test teardown). */
 export async function deleteTopology(channel: Channel, names: TopologyNames): Promise<void> {
   for (const queue of [names.workQueue, names.slowQueue, names.deadQueue, ...names.delayLevels]) await channel.deleteQueue(queue);
-  for (const exchange of [names.exchange, names.delayExchange, ...names.delayLevels]) await channel.deleteExchange(exchange);
+  for (const exchange of [names.exchange, names.eventsExchange, names.delayExchange, ...names.delayLevels]) await channel.deleteExchange(exchange);
 }

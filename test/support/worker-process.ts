@@ -22,6 +22,8 @@ export function configEnv(config: RelayConfig): Record<string, string> {
     SLOW_PREFETCH: String(config.slowPrefetch),
     SLOW_THRESHOLD: `${config.slowThreshold}ms`,
     LOG_LEVEL: 'info',
+    METRICS_PORT: String(config.metricsPort),
+    EVENTS: config.events,
   };
 }
 

@@ -209,6 +209,8 @@ const INVALID: Array<[string, string]> = [
   ['PROBE_CONCURRENCY', '0'],
   ['MAX_PROBES', 'x'],
   ['HEALTH_MAX_TARGETS', '0'],
+  ['METRICS_PORT', '70000'],
+  ['EVENTS', 'sometimes'],
 ];
 
 describe('loadConfig invalid values', () => {

@@ -1,0 +1,62 @@
+import type { Dispatcher } from 'undici';
+import type { RelayConfig } from '../config/load-config.js';
+import { createOutcomeEvents } from '../events/outcome-events.js';
+import type { Logger } from '../logger.js';
+import type { PipelineObserver } from './observer.js';
+import type { Random } from '../policy/jitter.js';
+import { TargetIsolation, type IsolationPolicy } from '../policy/target-isolation.js';
+import type { ResolvedTopology } from '../topology/connect-topology.js';
+import { createDecider } from './decide.js';
+import { createMessageHandler } from './handle-message.js';
+import { observeAll } from './observer.js';
+
+/** The isolation thresholds of a configuration, for the pure policy. */
+export function isolationPolicy(config: RelayConfig): IsolationPolicy {
+  return {
+    window: config.healthWindow,
+    degradeThreshold: config.degradeThreshold,
+    recoverThreshold: config.recoverThreshold,
+    quietPeriodMs: config.quietPeriod,
+    maxTargets: config.healthMaxTargets,
+    perTarget: config.targetConcurrency,
+    initialPerTarget: config.targetInitialConcurrency,
+    probesPerTarget: config.probeConcurrency,
+    maxProbes: config.maxProbes,
+    slowThresholdMs: config.slowThreshold,
+    successBody: config.successBody,
+    waitingPerTarget: config.targetConcurrency,
+    maxWaiting: Math.max(1, Math.ceil(config.prefetch / 2)),
+  };
+}
+
+/** Wires the per-message pipeline from the configuration: the one place that knows every part. */
+export function buildPipeline(
+  config: RelayConfig,
+  topology: ResolvedTopology,
+  dispatcher: Dispatcher,
+  logger: Logger,
+  clock: () => number,
+  random: Random,
+  metrics: PipelineObserver,
+  isolation: TargetIsolation | undefined,
+) {
+  const events = config.events === 'on' ? createOutcomeEvents(topology.names.eventsExchange, clock) : undefined;
+  const handle = createMessageHandler({
+    names: topology.names,
+    mode: topology.mode,
+    maxPayloadBytes: config.maxPayloadBytes,
+    deliverOptions: { timeoutMs: config.httpTimeout, responseBodyLimit: config.responseBodyLimit, keepBody: config.successBody !== '', dispatcher },
+    decide: createDecider(
+      { schedule: config.retrySchedule, maxAttempts: config.maxAttempts, jitter: config.retryJitter, retryAfterMaxMs: config.retryAfterMax, successBody: config.successBody },
+      clock,
+      random,
+    ),
+    isolation,
+    targetKey: config.targetKey,
+    overflowDelayMs: config.overflowDelay,
+    clock,
+    logger,
+    observer: observeAll(events ? [metrics, events] : [metrics]),
+  });
+  return { handle, events };
+}

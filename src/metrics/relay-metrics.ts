@@ -1,0 +1,81 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { AttemptReport, PipelineObserver } from '../consumer/observer.js';
+import { classifyOutcome } from '../policy/classify-outcome.js';
+
+/** Degraded targets named in `callback_relay_degraded_target`, at most: label cardinality stays bounded. */
+export const MAX_TARGET_LABELS = 20;
+
+export interface HealthSource {
+  degradedCount(): number;
+  /** The most recently seen degraded targets, up to `limit`. */
+  degradedTargets(limit: number): string[];
+}
+
+/**
+ * Prometheus metrics of a worker, fed by the pipeline observer. Everything is labelled by small
+ * fixed sets (lane, result, reason), never by callback id or URL; targets appear only while
+ * degraded and at most MAX_TARGET_LABELS at a time.
+ */
+export function createRelayMetrics(successBody: string, health: () => HealthSource | undefined): { registry: Registry; observer: PipelineObserver } {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const attempts = new Counter({ name: 'callback_relay_attempts_total', help: 'HTTP attempts by lane and result (success, retryable, terminal).', labelNames: ['lane', 'result'], registers: [registry] });
+  const outcomes = new Counter({
+    name: 'callback_relay_callbacks_total',
+    help: 'Callbacks settled: delivered, retried (retry scheduled) or dead (by reason: exhausted, rejected, invalid).',
+    labelNames: ['outcome', 'reason'],
+    registers: [registry],
+  });
+  const moved = new Counter({ name: 'callback_relay_moved_total', help: 'Messages moved without an attempt: to the slow lane, or deferred.', labelNames: ['to', 'why'], registers: [registry] });
+  const duration = new Histogram({
+    name: 'callback_relay_attempt_duration_seconds',
+    help: 'Duration of HTTP attempts.',
+    labelNames: ['lane'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const confirm = new Histogram({
+    name: 'callback_relay_publish_confirm_seconds',
+    help: 'Time from publishing a retry, dead-letter or moved copy to the broker confirm.',
+    labelNames: ['kind'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
+    registers: [registry],
+  });
+  const inFlight = new Gauge({ name: 'callback_relay_in_flight', help: 'Messages being processed by this worker.', registers: [registry] });
+  const transitions = new Counter({ name: 'callback_relay_target_transitions_total', help: 'Target health transitions.', labelNames: ['to'], registers: [registry] });
+  new Gauge({
+    name: 'callback_relay_degraded_targets',
+    help: 'Targets currently degraded in this worker.',
+    registers: [registry],
+    collect() {
+      this.set(health()?.degradedCount() ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'callback_relay_degraded_target',
+    help: `1 per degraded target (the ${MAX_TARGET_LABELS} most recently seen).`,
+    labelNames: ['target'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const target of health()?.degradedTargets(MAX_TARGET_LABELS) ?? []) this.set({ target }, 1);
+    },
+  });
+
+  const observer: PipelineObserver = {
+    attempted(report: AttemptReport) {
+      attempts.inc({ lane: report.lane, result: classifyOutcome(report.outcome, successBody).kind });
+      duration.observe({ lane: report.lane }, report.outcome.durationMs / 1000);
+      const { decision } = report;
+      if (decision.kind === 'ack') outcomes.inc({ outcome: 'delivered', reason: '' });
+      else if (decision.kind === 'retry') outcomes.inc({ outcome: 'retried', reason: '' });
+      else outcomes.inc({ outcome: 'dead', reason: decision.reason });
+    },
+    invalid: () => outcomes.inc({ outcome: 'dead', reason: 'invalid' }),
+    moved: (to, why) => moved.inc({ to, why }),
+    confirmed: (kind, seconds) => confirm.observe({ kind }, seconds),
+    transition: (transition) => transitions.inc({ to: transition.to }),
+    inFlight: (delta) => inFlight.inc(delta),
+  };
+  return { registry, observer };
+}
