@@ -1,4 +1,6 @@
 import convict from 'convict';
+import { parseCidrList } from '../http/address-policy.js';
+import { parseSigningSecrets } from '../signing/signing-secrets.js';
 import { MAX_LEVEL_DELAY_MS as MAX_DELAY_MS } from '../topology/delay-levels.js';
 import { formatDuration, parseDuration, parseDurationList } from './duration.js';
 
@@ -68,6 +70,26 @@ export function registerFormats(): void {
       coerce: (value: unknown) => (value === '' ? null : typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value),
       validate: (value: unknown) => {
         if (value !== null && (!Number.isInteger(value) || (value as number) < 0)) throw new Error('must be a whole number ≥ 0, or empty for the default');
+      },
+    },
+    'signing-secrets': {
+      validate: (value: unknown) => {
+        if (value === '') return;
+        try {
+          parseSigningSecrets(String(value), 'secrets');
+        } catch (error) {
+          throw new Error((error as Error).message.replace(/^secrets: /, ''));
+        }
+      },
+    },
+    'cidr-list': {
+      validate: (value: unknown) => {
+        // Throws a message naming the bad entry; convict adds the setting's name.
+        try {
+          parseCidrList(String(value), 'list');
+        } catch (error) {
+          throw new Error((error as Error).message.replace(/^list: /, ''));
+        }
       },
     },
     fraction: {

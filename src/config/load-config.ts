@@ -9,14 +9,18 @@ type Raw = { [K in keyof Schema]: Schema[K]['default'] };
 
 /** The validated settings; durations in milliseconds. */
 type Derived = 'maxAttempts' | 'targetConcurrency' | 'slowPrefetch' | 'recoverThreshold' | 'maxProbes';
-export type RelayConfig = Omit<Raw, Derived | 'delayMode' | 'queueType' | 'logLevel' | 'isolation' | 'targetKey' | 'events'> & {
+export type RelayConfig = Omit<Raw, Derived | 'delayMode' | 'queueType' | 'logLevel' | 'isolation' | 'targetKey' | 'events' | 'targetPolicy'> & {
   delayMode: 'auto' | 'plugin' | 'queues';
   queueType: 'quorum' | 'classic';
   logLevel: string;
   isolation: 'on' | 'off';
   targetKey: 'origin' | 'host';
   events: 'on' | 'off';
+  targetPolicy: 'default' | 'strict';
 } & { [K in Derived]: number };
+
+/** Settings whose values never appear in an error message. */
+const SECRET_KEYS = new Set(['signingSecret']);
 
 const envName = (key: string): string => (configSchema as Record<string, { env: string }>)[key]?.env ?? key;
 
@@ -71,7 +75,7 @@ function describe(error: unknown, env: NodeJS.ProcessEnv): string {
       const [, key = '', rest = ''] = match;
       const problem = rest.replace(/: value was .*$/, '');
       const value = env[envName(key)];
-      const shown = value === undefined ? '' : `: value was "${key === 'amqpUrl' ? redactUrl(value) : value}"`;
+      const shown = value === undefined ? '' : `: value was "${key === 'amqpUrl' ? redactUrl(value) : SECRET_KEYS.has(key) ? '[hidden]' : value}"`;
       return `  ${envName(key)} (${key}): ${problem}${shown}`;
     })
     .join('\n');

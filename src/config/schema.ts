@@ -195,6 +195,43 @@ export const configSchema = {
     default: 10_000,
     env: 'HEALTH_MAX_TARGETS',
   },
+  targetPolicy: {
+    doc: '`default` refuses link-local (cloud metadata), unspecified and known metadata addresses; `strict` also refuses loopback, private and CGNAT ones. Checked on the address actually dialled.',
+    format: ['default', 'strict'],
+    default: 'default',
+    env: 'TARGET_POLICY',
+  },
+  targetAllow: {
+    doc: 'Comma-separated CIDRs always allowed; the allow list wins over every other rule.',
+    format: 'cidr-list',
+    default: '',
+    env: 'TARGET_ALLOW',
+  },
+  targetDeny: {
+    doc: 'Comma-separated CIDRs refused in addition to the built-in rules.',
+    format: 'cidr-list',
+    default: '',
+    env: 'TARGET_DENY',
+  },
+  signingSecret: {
+    doc: 'Standard Webhooks secrets (`whsec_<base64>`, space-separated for rotation) to sign every attempt with. Empty: no signature.',
+    format: 'signing-secrets',
+    default: '',
+    env: 'SIGNING_SECRET',
+    sensitive: true,
+  },
+  signingSecretFile: {
+    doc: 'A file holding SIGNING_SECRET instead (e.g. a container secret); setting both is an error.',
+    format: String,
+    default: '',
+    env: 'SIGNING_SECRET_FILE',
+  },
+  signingTargetSecretsFile: {
+    doc: 'A JSON file `{"https://origin": "whsec_…"}` of per-target secrets, used instead of SIGNING_SECRET for those origins.',
+    format: String,
+    default: '',
+    env: 'SIGNING_TARGET_SECRETS_FILE',
+  },
   metricsPort: {
     doc: 'Port of `/metrics` (Prometheus), `/healthz` and `/readyz`; 0 turns the server off.',
     format: 'port',

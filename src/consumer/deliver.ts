@@ -1,5 +1,7 @@
-import { Agent, request, type Dispatcher } from 'undici';
+import { request, type Dispatcher } from 'undici';
+import { FORBIDDEN_TARGET_CODE, isForbiddenTargetError } from '../http/guarded-agent.js';
 import type { DeliveryOutcome } from '../policy/classify-outcome.js';
+import type { Signer } from '../signing/create-signer.js';
 import type { Delivery } from './decode.js';
 
 export interface DeliverOptions {
@@ -10,11 +12,10 @@ export interface DeliverOptions {
   /** Keep the start of the body as text (only needed to compare a success body). */
   keepBody: boolean;
   dispatcher: Dispatcher;
-}
-
-/** A keep-alive agent: undici keeps one connection pool per origin. Redirects are never followed. */
-export function createHttpAgent(timeoutMs: number): Agent {
-  return new Agent({ connect: { timeout: timeoutMs }, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, keepAliveTimeout: 4_000 });
+  /** Adds Standard Webhooks signature headers for a target, when signing is configured. */
+  sign?: Signer;
+  /** Target of a URL, for per-target secrets. */
+  targetOf?: (url: string) => string;
 }
 
 /**
@@ -25,6 +26,10 @@ export async function deliver(delivery: Delivery, options: DeliverOptions): Prom
   const { callback, id, attempt } = delivery;
   const started = performance.now();
   const elapsed = (): number => Math.round(performance.now() - started);
+  // One serialisation: the signed bytes are the sent bytes.
+  const payload = JSON.stringify(callback.body);
+  // Signed at each attempt, so a late retry or a DLQ replay carries a fresh timestamp.
+  const signature = options.sign?.(options.targetOf?.(callback.url) ?? new URL(callback.url).origin, id, Math.floor(Date.now() / 1000), payload);
   try {
     const response = await request(callback.url, {
       method: callback.method ?? 'POST',
@@ -34,8 +39,9 @@ export async function deliver(delivery: Delivery, options: DeliverOptions): Prom
         'user-agent': 'callback-relay',
         'webhook-id': id,
         'x-callback-attempt': String(attempt),
+        ...signature,
       },
-      body: JSON.stringify(callback.body),
+      body: payload,
       signal: AbortSignal.timeout(options.timeoutMs),
       dispatcher: options.dispatcher,
     });
@@ -48,6 +54,8 @@ export async function deliver(delivery: Delivery, options: DeliverOptions): Prom
       ...(body === undefined ? {} : { body }),
     };
   } catch (error) {
+    // Refused by the address policy before any connection: final, never retried.
+    if (isForbiddenTargetError(error)) return { error: `${FORBIDDEN_TARGET_CODE}: ${(error as Error).message}`, forbidden: true, durationMs: elapsed() };
     return { error: describeError(error, options.timeoutMs), durationMs: elapsed() };
   }
 }

@@ -12,7 +12,8 @@ import type { Lane } from './admit.js';
 import { buildPipeline, isolationPolicy } from './build-pipeline.js';
 import { createRelayMetrics } from '../metrics/relay-metrics.js';
 import { TargetIsolation } from '../policy/target-isolation.js';
-import { createHttpAgent } from './deliver.js';
+import { parseCidrList } from '../http/address-policy.js';
+import { createGuardedAgent } from '../http/guarded-agent.js';
 
 export { isolationPolicy } from './build-pipeline.js';
 
@@ -45,7 +46,10 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   const clock = deps.clock ?? Date.now;
   const abort = new AbortController();
   const inFlight = new Set<Promise<void>>();
-  const agent = createHttpAgent(config.httpTimeout);
+  const agent = createGuardedAgent({
+    timeoutMs: config.httpTimeout,
+    policy: { strict: config.targetPolicy === 'strict', allow: parseCidrList(config.targetAllow, 'TARGET_ALLOW'), deny: parseCidrList(config.targetDeny, 'TARGET_DENY') },
+  });
   let manager: AmqpConnectionManager | undefined;
   let channel: ChannelWrapper | undefined;
   let consumers: { channel: ConfirmChannel; tags: string[] } | undefined;

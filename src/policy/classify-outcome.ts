@@ -6,6 +6,8 @@ export interface DeliveryOutcome {
   error?: string;
   /** The Retry-After response header, verbatim. */
   retryAfter?: string;
+  /** The address policy refused the target: no request was made. */
+  forbidden?: boolean;
   /** The start of the response body (capped), only read when a success body is required. */
   body?: string;
   durationMs: number;
@@ -23,6 +25,7 @@ export type Classification =
  */
 export function classifyOutcome(outcome: DeliveryOutcome, successBody = ''): Classification {
   const { status } = outcome;
+  if (outcome.forbidden) return { kind: 'terminal', why: outcome.error ?? 'forbidden target' };
   if (status === undefined) return { kind: 'retryable', why: outcome.error ?? 'no response' };
   if (status >= 200 && status < 300) {
     if (successBody === '' || (outcome.body ?? '').trim() === successBody) return { kind: 'success' };

@@ -4,7 +4,7 @@ import { clampRetryAfter, parseRetryAfter } from './retry-after.js';
 import { hasAttemptsLeft, scheduledDelay } from './retry-schedule.js';
 
 /** Why a callback was parked in the dead-letter queue (the `x-callback-reason` header). */
-export type DeadReason = 'exhausted' | 'rejected' | 'invalid';
+export type DeadReason = 'exhausted' | 'rejected' | 'invalid' | 'forbidden-target';
 
 /** What the consumer must do with a message after an attempt. */
 export type Decision =
@@ -38,7 +38,7 @@ export function decide(
 ): Decision {
   const verdict = classifyOutcome(outcome, policy.successBody);
   if (verdict.kind === 'success') return { kind: 'ack' };
-  if (verdict.kind === 'terminal') return { kind: 'dead', reason: 'rejected', why: verdict.why };
+  if (verdict.kind === 'terminal') return { kind: 'dead', reason: outcome.forbidden ? 'forbidden-target' : 'rejected', why: verdict.why };
   if (!hasAttemptsLeft(attempt, policy.maxAttempts)) return { kind: 'dead', reason: 'exhausted', why: verdict.why };
   const requested = parseRetryAfter(outcome.retryAfter, nowMs);
   const delayMs =

@@ -211,13 +211,23 @@ const INVALID: Array<[string, string]> = [
   ['HEALTH_MAX_TARGETS', '0'],
   ['METRICS_PORT', '70000'],
   ['EVENTS', 'sometimes'],
+  ['TARGET_POLICY', 'lax'],
+  ['TARGET_ALLOW', '10.0.0.0/33'],
+  ['TARGET_DENY', 'not-an-ip'],
 ];
 
 describe('loadConfig invalid values', () => {
-  it('covers every env var of the schema except the free-text SUCCESS_BODY', () => {
+  it('covers every env var of the schema except free text and file paths (checked when read)', () => {
     const covered = new Set(INVALID.map(([name]) => name));
     const all = Object.values(configSchema).map((setting) => setting.env);
-    expect(all.filter((name) => !covered.has(name))).toEqual(['SUCCESS_BODY']);
+    expect(all.filter((name) => !covered.has(name) && name !== 'SIGNING_SECRET')).toEqual(['SUCCESS_BODY', 'SIGNING_SECRET_FILE', 'SIGNING_TARGET_SECRETS_FILE']);
+  });
+
+  it('rejects a malformed SIGNING_SECRET without ever showing it', () => {
+    const error = configError({ SIGNING_SECRET: 'whsec_not*base64*secret-value' });
+    expect(error.message).toContain('SIGNING_SECRET (');
+    expect(error.message).toContain('[hidden]');
+    expect(error.message).not.toContain('secret-value');
   });
 
   it.each(INVALID)('rejects %s=%j with CR_ERR_CONFIG naming the env var and the value', (name, value) => {

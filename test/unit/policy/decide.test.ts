@@ -190,3 +190,12 @@ describe('decide: jitter on the schedule delay', () => {
     expect(run(status(500), 4, p, noRandom).kind).toBe('dead');
   });
 });
+
+describe('decide: a target refused by the address policy', () => {
+  const forbidden: DeliveryOutcome = { error: 'CR_ERR_FORBIDDEN_TARGET: 169.254.169.254 is link-local', forbidden: true, durationMs: 1 };
+
+  it('is dead at once with reason forbidden-target, even with attempts left', () => {
+    const decision = decide(forbidden, 1, policy(), 0, () => 0.5);
+    expect(decision).toEqual({ kind: 'dead', reason: 'forbidden-target', why: forbidden.error });
+  });
+});

@@ -1,0 +1,144 @@
+import { BlockList, isIP } from 'node:net';
+import { RelayError } from '../errors.js';
+
+/** One parsed CIDR block. A bare address is read as a single-host block (/32 or /128). */
+export interface Cidr {
+  /** Network address as written (IPv4 dotted quad or IPv6 text). */
+  readonly address: string;
+  /** Prefix length: 0–32 for IPv4, 0–128 for IPv6. */
+  readonly prefix: number;
+  readonly family: 'ipv4' | 'ipv6';
+  /** Canonical `address/prefix`, used in refusal reasons. */
+  readonly text: string;
+}
+
+/** Which resolved addresses a callback may be delivered to. Treat as immutable. */
+export interface AddressPolicy {
+  /**
+   * `true` also refuses loopback, private (RFC 1918, fc00::/7, fec0::/10) and CGNAT (100.64.0.0/10)
+   * addresses. Default for integrators: `false`, because callbacks often go to internal services.
+   */
+  readonly strict: boolean;
+  /** Always permitted, even link-local or metadata addresses: the allow list wins. Default: `[]`. */
+  readonly allow: readonly Cidr[];
+  /** Refused in addition to the built-in rules. Default: `[]`. */
+  readonly deny: readonly Cidr[];
+}
+
+export type AddressVerdict = { allowed: true } | { allowed: false; reason: string };
+
+interface Rule {
+  readonly label: string;
+  readonly blocks: BlockList;
+}
+
+const rule = (label: string, cidrs: readonly string[]): Rule => ({
+  label,
+  blocks: toBlockList(cidrs.map((text) => parseCidr(text, 'built-in rule'))),
+});
+
+// Refused in every mode: nothing legitimate lives here, and the metadata services hand out cloud credentials.
+const ALWAYS_DENIED: readonly Rule[] = [
+  // Dialling 0.0.0.0 or :: reaches the local host on Linux, so "unspecified" is a loopback bypass.
+  rule('unspecified ("this network"; dialling it reaches the local host)', ['0.0.0.0/8', '::/128']),
+  rule('link-local (cloud metadata)', ['169.254.0.0/16', 'fe80::/10']),
+  // Metadata endpoints outside link-local: AWS IMDS over IPv6 (inside fc00::/7) and Alibaba Cloud (inside CGNAT).
+  rule('a cloud metadata address', ['fd00:ec2::254/128', '100.100.100.200/32']),
+];
+
+// Refused only in strict mode: internal services are a legitimate default target for callbacks.
+const STRICT_DENIED: readonly Rule[] = [
+  rule('loopback', ['127.0.0.0/8', '::1/128']),
+  rule('private', ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7', 'fec0::/10']),
+  // Shared address space: carrier NAT, but also overlay networks (Tailscale) - internal, hence strict-only.
+  rule('shared address space (CGNAT)', ['100.64.0.0/10']),
+];
+
+/**
+ * Parses one CIDR (`10.0.0.0/8`, `fd00::/8`) or bare address. Throws `CR_ERR_CONFIG` naming `field`
+ * and the bad entry.
+ */
+export function parseCidr(entry: string, field: string): Cidr {
+  const text = entry.trim();
+  const [address = '', prefixText, extra] = text.split('/');
+  // Zone ids (fe80::1%eth0) name an interface, not a network, yet isIP accepts them: refuse rather than guess.
+  const version = address.includes('%') ? 0 : isIP(address);
+  const max = version === 4 ? 32 : 128;
+  const prefix = prefixText === undefined ? max : /^\d{1,3}$/.test(prefixText) ? Number(prefixText) : Number.NaN;
+  if (version === 0 || extra !== undefined || !(prefix >= 0 && prefix <= max)) {
+    throw new RelayError('CR_ERR_CONFIG', `${field}: "${entry}" is not a CIDR block (expected e.g. 10.0.0.0/8 or fd00::/8)`, { field });
+  }
+  return { address, prefix, family: version === 4 ? 'ipv4' : 'ipv6', text: `${address}/${prefix}` };
+}
+
+/**
+ * Parses a comma-separated list (as in an environment variable) or an array of CIDRs. Empty entries
+ * are skipped, so `""` is the empty list. Throws `CR_ERR_CONFIG` naming `field` and the bad entry.
+ */
+export function parseCidrList(value: string | readonly string[] | undefined, field: string): Cidr[] {
+  const entries = typeof value === 'string' ? value.split(',') : (value ?? []);
+  return entries.filter((entry) => entry.trim() !== '').map((entry) => parseCidr(entry, field));
+}
+
+/**
+ * Decides whether `ip` (a resolved address or an IP literal, zone id allowed) may be dialled.
+ * Order: allow list, deny list, always-denied rules, strict-only rules. IPv4-mapped (::ffff:a.b.c.d)
+ * and NAT64 (64:ff9b::a.b.c.d) addresses are also judged by the IPv4 address they carry.
+ * Anything that is not an IP address is refused (fail closed).
+ */
+export function checkAddress(ip: string, policy: AddressPolicy): AddressVerdict {
+  const address = ip.split('%')[0] ?? '';
+  const version = isIP(address);
+  if (version === 0) return { allowed: false, reason: `${ip} is not an IP address` };
+  const views: Array<{ address: string; family: 'ipv4' | 'ipv6' }> = [{ address, family: version === 4 ? 'ipv4' : 'ipv6' }];
+  const embedded = version === 6 ? embeddedIpv4(address) : undefined;
+  if (embedded !== undefined) views.push({ address: embedded, family: 'ipv4' });
+  const shown = embedded === undefined ? ip : `${ip} (${embedded})`;
+  const matches = (blocks: BlockList): boolean => views.some((view) => blocks.check(view.address, view.family));
+
+  if (policy.allow.length > 0 && matches(toBlockList(policy.allow))) return { allowed: true };
+  const denied = policy.deny.find((cidr) => matches(toBlockList([cidr])));
+  if (denied !== undefined) return { allowed: false, reason: `${shown} is in the deny list (${denied.text})` };
+  const rules = policy.strict ? [...ALWAYS_DENIED, ...STRICT_DENIED] : ALWAYS_DENIED;
+  const hit = rules.find((candidate) => matches(candidate.blocks));
+  if (hit !== undefined) {
+    const mode = STRICT_DENIED.includes(hit) ? ', refused in strict mode' : '';
+    return { allowed: false, reason: `${shown} is ${hit.label}${mode}` };
+  }
+  return { allowed: true };
+}
+
+// Built per call on purpose: checks happen once per new connection, not per request, and no cache can go stale.
+function toBlockList(cidrs: readonly Cidr[]): BlockList {
+  const blocks = new BlockList();
+  for (const cidr of cidrs) blocks.addSubnet(cidr.address, cidr.prefix, cidr.family);
+  return blocks;
+}
+
+/** The IPv4 address inside an IPv4-mapped (::ffff:0:0/96) or NAT64 (64:ff9b::/96) IPv6 address. */
+function embeddedIpv4(address: string): string | undefined {
+  const words = ipv6Words(address);
+  const mapped = words.slice(0, 5).every((word) => word === 0) && words[5] === 0xffff;
+  const nat64 = words[0] === 0x64 && words[1] === 0xff9b && words.slice(2, 6).every((word) => word === 0);
+  if (!mapped && !nat64) return undefined;
+  const high = words[6] ?? 0;
+  const low = words[7] ?? 0;
+  return [high >> 8, high & 0xff, low >> 8, low & 0xff].join('.');
+}
+
+/** Eight 16-bit words of a valid IPv6 address (no zone id); handles `::` and a trailing dotted quad. */
+function ipv6Words(address: string): number[] {
+  let text = address;
+  const lastColon = text.lastIndexOf(':');
+  const tail = text.slice(lastColon + 1);
+  if (tail.includes('.')) {
+    const [a = 0, b = 0, c = 0, d = 0] = tail.split('.').map(Number);
+    text = `${text.slice(0, lastColon + 1)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head = '', rest] = text.split('::');
+  const parse = (part: string): number[] => (part === '' ? [] : part.split(':').map((word) => Number.parseInt(word, 16)));
+  const headWords = parse(head);
+  const restWords = rest === undefined ? [] : parse(rest);
+  const zeros = new Array<number>(8 - headWords.length - restWords.length).fill(0);
+  return [...headWords, ...zeros, ...restWords];
+}
