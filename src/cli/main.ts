@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 import { isRelayError } from '../errors.js';
+import { dlqCommand } from './dlq-command.js';
 import { PUBLISH_USAGE, publishCommand } from './publish-command.js';
 
 const USAGE = `usage: callback-relay <command>
 
 commands:
   publish     publish one callback (see: callback-relay publish --help)
+  dlq         list, replay or purge the dead-letter queue P.dead (see: callback-relay dlq --help)
 
 Settings come from environment variables (AMQP_URL, TOPOLOGY_PREFIX, …); see README.`;
 
@@ -14,6 +16,8 @@ try {
   if (command === 'publish') {
     if (rest.includes('--help') || rest.includes('-h')) process.stdout.write(`${PUBLISH_USAGE}\n`);
     else await publishCommand(rest);
+  } else if (command === 'dlq') {
+    process.exitCode = await dlqCommand(rest);
   } else if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
     process.stdout.write(`${USAGE}\n`);
   } else {

@@ -38,8 +38,9 @@ export function validateCallback(value: unknown): Callback {
   }
   validateUrl(input.url);
   if (!('body' in input) || input.body === undefined) throw invalid('body', 'is required (any JSON value, null included)');
-  if (input.id !== undefined && (typeof input.id !== 'string' || input.id.length === 0 || input.id.length > MAX_ID_LENGTH)) {
-    throw invalid('id', `must be a non-empty string of at most ${MAX_ID_LENGTH} characters`);
+  // The id travels as the webhook-id header and is signed: printable ASCII, no surrounding spaces.
+  if (input.id !== undefined && (typeof input.id !== 'string' || input.id.length > MAX_ID_LENGTH || !/^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(input.id))) {
+    throw invalid('id', `must be 1-${MAX_ID_LENGTH} printable ASCII characters without surrounding spaces`);
   }
   if (input.method !== undefined && !METHODS.includes(input.method as CallbackMethod)) throw invalid('method', `must be one of ${METHODS.join(', ')}`);
   if (input.headers !== undefined) validateHeaders(input.headers);

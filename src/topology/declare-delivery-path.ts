@@ -3,6 +3,9 @@ import type { DelayMode } from './delay-mode.js';
 import { queueArguments } from './queue-arguments.js';
 import type { TopologyNames } from './topology-names.js';
 
+/** Deliveries of a parked callback before the broker would drop it: never, in practice. */
+export const DEAD_QUEUE_DELIVERY_LIMIT = 1_000_000;
+
 export interface DeliveryPathOptions {
   mode: DelayMode;
   queueType: 'quorum' | 'classic';
@@ -15,7 +18,11 @@ export interface DeliveryPathOptions {
  * delivery limit: https://www.rabbitmq.com/docs/quorum-queues#poison-message-handling
  */
 export async function declareDeliveryPath(channel: Channel, names: TopologyNames, options: DeliveryPathOptions): Promise<void> {
-  await channel.assertQueue(names.deadQueue, { durable: true, arguments: queueArguments({ type: options.queueType }) });
+  // P.dead is read by requeueing (dlq list, the management UI's Get messages). RabbitMQ 4 gives every
+  // quorum queue a default delivery limit of 20 and, without a dead-letter target, drops a message
+  // past it; an explicit, practically unreachable limit keeps parked callbacks however often they are
+  // looked at (and keeps their position on 3.x): https://www.rabbitmq.com/docs/quorum-queues#poison-message-handling
+  await channel.assertQueue(names.deadQueue, { durable: true, arguments: queueArguments({ type: options.queueType, deliveryLimit: DEAD_QUEUE_DELIVERY_LIMIT }) });
   const consumed = queueArguments({
     type: options.queueType,
     deadLetter: { exchange: '', routingKey: names.deadQueue },

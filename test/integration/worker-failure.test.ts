@@ -21,7 +21,7 @@ describeEachMode('worker failure', (mode) => {
   it('a worker SIGKILLed with deliveries in flight: a second worker delivers them all', async () => {
     receiver = await startReceiver(() => ({ status: 200, delayMs: 1_000 }));
     // One receiver origin: the per-target cap must not be what limits concurrency here.
-    relay = await startRelay({ DELAY_MODE: mode, PREFETCH: '10', TARGET_CONCURRENCY: '10' });
+    relay = await startRelay({ DELAY_MODE: mode, PREFETCH: '10', TARGET_CONCURRENCY: '10', TARGET_INITIAL_CONCURRENCY: '10' });
     const ids = await Promise.all(Array.from({ length: 40 }, (_, i) => relay!.publisher.publish({ url: `${receiver!.origin}/slow/${i}`, body: i }).then((r) => r.id)));
     worker = spawnWorker(relay.config);
     await worker.consuming;
@@ -39,7 +39,7 @@ describeEachMode('worker failure', (mode) => {
 
   it('SIGTERM drains: in-flight deliveries finish, the rest stay queued, exit within the drain timeout', async () => {
     receiver = await startReceiver(() => ({ status: 200, delayMs: 800 }));
-    relay = await startRelay({ DELAY_MODE: mode, PREFETCH: '5', TARGET_CONCURRENCY: '5', DRAIN_TIMEOUT: '5s' });
+    relay = await startRelay({ DELAY_MODE: mode, PREFETCH: '5', TARGET_CONCURRENCY: '5', TARGET_INITIAL_CONCURRENCY: '5', DRAIN_TIMEOUT: '5s' });
     const ids = await Promise.all(Array.from({ length: 30 }, (_, i) => relay!.publisher.publish({ url: `${receiver!.origin}/d/${i}`, body: i }).then((r) => r.id)));
     worker = spawnWorker(relay.config);
     await worker.consuming;

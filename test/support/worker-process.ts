@@ -19,6 +19,7 @@ export function configEnv(config: RelayConfig): Record<string, string> {
     PREFETCH: String(config.prefetch),
     ISOLATION: config.isolation,
     TARGET_CONCURRENCY: String(config.targetConcurrency),
+    TARGET_INITIAL_CONCURRENCY: String(config.targetInitialConcurrency),
     SLOW_PREFETCH: String(config.slowPrefetch),
     SLOW_THRESHOLD: `${config.slowThreshold}ms`,
     LOG_LEVEL: 'info',

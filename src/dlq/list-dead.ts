@@ -1,0 +1,39 @@
+import type { GetMessage } from 'amqplib';
+import type { DeadQueueSession } from './dead-queue-session.js';
+import { dlqEntry, type DlqEntry } from './dlq-entry.js';
+import { returnDeadMessages } from './return-dead-messages.js';
+
+export interface DeadListing {
+  /** The first `limit` messages of P.dead, oldest first. */
+  entries: DlqEntry[];
+  /** Ready messages in P.dead when the listing started. */
+  total: number;
+  /** Messages put back as fresh copies because of their delivery count (see needs-refresh.ts). */
+  refreshed: number;
+}
+
+/**
+ * Reads up to `limit` messages from the head of P.dead without removing any: each is taken with
+ * basic.get and manual ack, so the broker keeps it as unacked, and all are put back at the end
+ * (also if reading fails half-way; should this process die, the broker returns them itself).
+ * Holding them until the end is what makes every basic.get return the next message, not the same one.
+ */
+export async function listDead(session: DeadQueueSession, limit: number, now: () => Date = () => new Date()): Promise<DeadListing> {
+  const taken: GetMessage[] = [];
+  let refreshed = 0;
+  let failure: unknown;
+  try {
+    while (taken.length < limit) {
+      const message = await session.channel.get(session.names.deadQueue, { noAck: false });
+      if (message === false) break;
+      taken.push(message);
+    }
+  } catch (error) {
+    failure = error;
+  }
+  // If the channel died, the broker has already returned everything; the first error is the one to report.
+  refreshed = await returnDeadMessages(session, taken).catch((error: unknown) => ((failure ??= error), 0));
+  if (failure !== undefined) throw failure;
+  const at = now();
+  return { entries: taken.map((message) => dlqEntry(message, at)), total: session.messageCount, refreshed };
+}

@@ -1,0 +1,68 @@
+import type { GetMessage } from 'amqplib';
+import type { DeadQueueSession } from './dead-queue-session.js';
+import { dlqEntry } from './dlq-entry.js';
+import { publishConfirmed } from './publish-confirmed.js';
+import { replayPublishOptions } from './replay-publish-options.js';
+import { returnDeadMessages } from './return-dead-messages.js';
+import { selectForReplay, unmatchedIds, type ReplaySelector } from './select-for-replay.js';
+
+export interface ReplayResult {
+  /** Republished to exchange P, confirmed, then removed from P.dead. */
+  replayed: number;
+  /** Looked at but not selected, and put back untouched. */
+  kept: number;
+  /** Messages looked at: the first `examined` messages of P.dead. */
+  examined: number;
+  /** `--id`s that matched no message looked at. */
+  notFound: string[];
+}
+
+/**
+ * Replays selected messages from the head of P.dead. Each selected one is republished to exchange
+ * P with routing key `deliver` (no `x-delay`, so it routes at once in both delay modes) and acked
+ * only after the broker confirmed the copy: an interruption duplicates at worst, and receivers
+ * deduplicate on webhook-id, which stays the callback id. Unselected messages are held unacked, so
+ * basic.get moves past them, and returned untouched at the end.
+ *
+ * At most `limit` messages are looked at, and never more than P.dead held when the session opened:
+ * a callback that fails again while we run is parked again behind them, and must not be replayed
+ * a second time in the same run.
+ */
+export async function replayDead(session: DeadQueueSession, selector: ReplaySelector, limit: number | undefined): Promise<ReplayResult> {
+  const { channel, names } = session;
+  await session.requireExchange();
+  const window = Math.min(limit ?? Number.POSITIVE_INFINITY, session.messageCount);
+  const kept: GetMessage[] = [];
+  const seenIds: Array<string | null> = [];
+  let replayed = 0;
+  let examined = 0;
+  let failure: unknown;
+  try {
+    while (examined < window) {
+      const message = await channel.get(names.deadQueue, { noAck: false });
+      if (message === false) break;
+      examined += 1;
+      const entry = dlqEntry(message, new Date());
+      seenIds.push(entry.id);
+      if (!selectForReplay(entry, selector)) {
+        kept.push(message);
+        continue;
+      }
+      try {
+        const options = replayPublishOptions(message.properties, entry.id);
+        await publishConfirmed(channel, { exchange: names.exchange, routingKey: names.routingKey }, message.content, options, session.publishTimeoutMs);
+      } catch (error) {
+        kept.push(message);
+        throw error;
+      }
+      channel.ack(message);
+      replayed += 1;
+    }
+  } catch (error) {
+    failure = error;
+  }
+  // If the channel died, the broker has already returned everything; the first error is the one to report.
+  await returnDeadMessages(session, kept).catch((error: unknown) => (failure ??= error));
+  if (failure !== undefined) throw failure;
+  return { replayed, kept: kept.length, examined, notFound: unmatchedIds(selector, seenIds) };
+}
