@@ -83,7 +83,9 @@ export function createMessageHandler(deps: PipelineDeps) {
       }),
     );
     const { decision, record } = deps.decide(delivery, outcome, startedAt);
-    logger.debug({ id: delivery.id, target, lane, attempt: delivery.attempt, status: outcome.status, error: outcome.error, ms: outcome.durationMs, decision: decision.kind }, 'attempt');
+    if (logger.isLevelEnabled('debug')) {
+      logger.debug({ id: delivery.id, target, lane, attempt: delivery.attempt, status: outcome.status, error: outcome.error, ms: outcome.durationMs, decision: decision.kind }, 'attempt');
+    }
     await settle(decision, record, context);
     if (decision.kind === 'dead') {
       logger.info({ id: delivery.id, target, reason: decision.reason, attempts: record.attempts, status: record.lastStatus, error: record.lastError }, 'callback dead-lettered');
