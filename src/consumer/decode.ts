@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { ConsumeMessage } from 'amqplib';
-import { validateCallback, type Callback } from '../message/callback.js';
+import { isValidId, validateCallback, type Callback } from '../message/callback.js';
 import { HEADER, readAttempt, readString } from '../message/headers.js';
 
 /** A decoded, valid callback and the retry state its headers carry. */
 export interface Delivery {
   id: string;
   callback: Callback;
+  /** The request body: `callback.body` serialised once, here, so deliver cannot fail on it. */
+  payload: string;
   /** The number of the attempt about to be made (1-based). */
   attempt: number;
   /** ISO time of attempt 1, when there was one. */
@@ -22,7 +24,9 @@ export type Decoded = { ok: true; delivery: Delivery } | { ok: false; id: string
 export function decode(message: ConsumeMessage, maxPayloadBytes: number): Decoded {
   const headers = message.properties.headers;
   const attempt = readAttempt(headers);
-  const fallbackId = typeof message.properties.messageId === 'string' && message.properties.messageId !== '' ? message.properties.messageId : undefined;
+  const messageId: unknown = message.properties.messageId;
+  // A message_id becomes the webhook-id header, so only one that is a valid id is used.
+  const fallbackId = typeof messageId === 'string' && isValidId(messageId) ? messageId : undefined;
   const failed = (error: string): Decoded => ({ ok: false, id: fallbackId ?? randomUUID(), attempt, error });
   if (message.content.length > maxPayloadBytes) {
     return failed(`message is ${message.content.length} bytes, over the limit of ${maxPayloadBytes} (MAX_PAYLOAD_BYTES)`);
@@ -39,6 +43,13 @@ export function decode(message: ConsumeMessage, maxPayloadBytes: number): Decode
   } catch (error) {
     return failed((error as Error).message);
   }
+  let payload: string;
+  try {
+    // JSON.parse accepts nesting deep enough for JSON.stringify to overflow the stack.
+    payload = JSON.stringify(callback.body);
+  } catch (error) {
+    return failed(`body: cannot be serialised (${(error as Error).message})`);
+  }
   const id = callback.id ?? fallbackId ?? randomUUID();
-  return { ok: true, delivery: { id, callback, attempt, firstAttemptAt: readString(headers, HEADER.firstAttemptAt) } };
+  return { ok: true, delivery: { id, callback, payload, attempt, firstAttemptAt: readString(headers, HEADER.firstAttemptAt) } };
 }

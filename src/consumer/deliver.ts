@@ -23,14 +23,13 @@ export interface DeliverOptions {
  * without a status. The response body is read up to a cap and discarded.
  */
 export async function deliver(delivery: Delivery, options: DeliverOptions): Promise<DeliveryOutcome> {
-  const { callback, id, attempt } = delivery;
+  const { callback, id, attempt, payload } = delivery;
   const started = performance.now();
   const elapsed = (): number => Math.round(performance.now() - started);
-  // One serialisation: the signed bytes are the sent bytes.
-  const payload = JSON.stringify(callback.body);
-  // Signed at each attempt, so a late retry or a DLQ replay carries a fresh timestamp.
-  const signature = options.sign?.(options.targetOf?.(callback.url) ?? new URL(callback.url).origin, id, Math.floor(Date.now() / 1000), payload);
   try {
+    // Signed at each attempt, so a late retry or a DLQ replay carries a fresh timestamp; the signed
+    // bytes are the sent bytes.
+    const signature = options.sign?.(options.targetOf?.(callback.url) ?? new URL(callback.url).origin, id, Math.floor(Date.now() / 1000), payload);
     const response = await request(callback.url, {
       method: callback.method ?? 'POST',
       headers: {

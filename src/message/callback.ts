@@ -18,10 +18,14 @@ export interface Callback {
 }
 
 export const MAX_URL_LENGTH = 4_096;
-export const MAX_ID_LENGTH = 256;
+/** An AMQP `message_id` is a short string: 255 bytes at most. */
+export const MAX_ID_LENGTH = 255;
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 // Headers the relay owns: framing and hop-by-hop ones would corrupt the request, the rest are ours.
-const RESERVED = /^(host|content-length|content-type|transfer-encoding|connection|keep-alive|upgrade|te|trailer|proxy-.*|webhook-.*|x-callback-.*)$/i;
+const RESERVED = /^(host|content-length|content-type|transfer-encoding|connection|keep-alive|upgrade|te|trailer|expect|proxy-.*|webhook-.*|x-callback-.*)$/i;
+
+/** 1-255 printable ASCII characters without surrounding spaces: a valid header value and AMQP short string. */
+export const isValidId = (id: string): boolean => id.length <= MAX_ID_LENGTH && /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(id);
 
 const invalid = (field: string, problem: string): RelayError =>
   new RelayError('CR_ERR_INVALID_CALLBACK', `${field}: ${problem}`, { field });
@@ -39,7 +43,7 @@ export function validateCallback(value: unknown): Callback {
   validateUrl(input.url);
   if (!('body' in input) || input.body === undefined) throw invalid('body', 'is required (any JSON value, null included)');
   // The id travels as the webhook-id header and is signed: printable ASCII, no surrounding spaces.
-  if (input.id !== undefined && (typeof input.id !== 'string' || input.id.length > MAX_ID_LENGTH || !/^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(input.id))) {
+  if (input.id !== undefined && (typeof input.id !== 'string' || !isValidId(input.id))) {
     throw invalid('id', `must be 1-${MAX_ID_LENGTH} printable ASCII characters without surrounding spaces`);
   }
   if (input.method !== undefined && !METHODS.includes(input.method as CallbackMethod)) throw invalid('method', `must be one of ${METHODS.join(', ')}`);
@@ -67,6 +71,8 @@ function validateHeaders(headers: unknown): void {
     if (RESERVED.test(name)) throw invalid(field, 'is set by the relay and cannot be overridden');
     if (typeof value !== 'string') throw invalid(field, 'must be a string');
     if (/[\r\n\0]/.test(value)) throw invalid(field, 'must not contain CR, LF or NUL');
+    // What an HTTP client accepts in a field value: tab, visible ASCII, space and obs-text.
+    if (/[^\t\x20-\x7e\x80-\xff]/.test(value)) throw invalid(field, 'must contain only tab, printable ASCII or Latin-1 characters');
     if (value.length > 8_192) throw invalid(field, 'is longer than 8192 characters');
   }
 }

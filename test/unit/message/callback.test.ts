@@ -47,9 +47,15 @@ describe('validateCallback: accepted', () => {
     expect(() => validateCallback({ ...valid, url })).not.toThrow();
   });
 
-  it('accepts empty headers and header values with tabs and unicode', () => {
+  it('accepts empty headers and header values with tabs and Latin-1', () => {
     expect(() => validateCallback({ ...valid, headers: {} })).not.toThrow();
-    expect(() => validateCallback({ ...valid, headers: { 'X-Note': 'a\tb – ü', 'X-Empty': '' } })).not.toThrow();
+    expect(() => validateCallback({ ...valid, headers: { 'X-Note': 'a\tb ü', 'X-Empty': '' } })).not.toThrow();
+  });
+
+  it('refuses header values an HTTP client cannot send (beyond Latin-1, control characters)', () => {
+    for (const value of ['a – b', 'bell\u0007', 'del\u007f']) {
+      expect(() => validateCallback({ ...valid, headers: { 'X-Note': value } })).toThrow(expect.objectContaining({ field: 'headers.X-Note' }));
+    }
   });
 });
 
