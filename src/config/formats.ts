@@ -1,5 +1,6 @@
 import convict from 'convict';
 import { parseCidrList } from '../http/address-policy.js';
+import { amqpUrls } from './amqp-urls.js';
 import { parseSigningSecrets } from '../signing/signing-secrets.js';
 import { MAX_LEVEL_DELAY_MS as MAX_DELAY_MS } from '../topology/delay-levels.js';
 import { formatDuration, parseDuration, parseDurationList } from './duration.js';
@@ -100,13 +101,19 @@ export function registerFormats(): void {
     },
     'amqp-url': {
       validate: (value: unknown) => {
-        let url: URL;
-        try {
-          url = new URL(String(value));
-        } catch {
-          throw new Error('must be an amqp:// or amqps:// URL with a host');
+        const urls = amqpUrls(String(value));
+        if (urls.length === 0) throw new Error('must be an amqp:// or amqps:// URL with a host, or several separated by commas');
+        for (const text of urls) {
+          let url: URL | undefined;
+          try {
+            url = new URL(text);
+          } catch {
+            url = undefined;
+          }
+          if (!url || (url.protocol !== 'amqp:' && url.protocol !== 'amqps:') || url.host === '') {
+            throw new Error('must be an amqp:// or amqps:// URL with a host, or several separated by commas');
+          }
         }
-        if ((url.protocol !== 'amqp:' && url.protocol !== 'amqps:') || url.host === '') throw new Error('must be an amqp:// or amqps:// URL with a host');
       },
     },
     'topology-prefix': {

@@ -2,7 +2,7 @@ import convict from 'convict';
 import { RelayError } from '../errors.js';
 import { registerFormats } from './formats.js';
 import { configSchema } from './schema.js';
-import { redactUrl } from './redact-url.js';
+import { redactUrls } from './redact-url.js';
 
 type Schema = typeof configSchema;
 type Raw = { [K in keyof Schema]: Schema[K]['default'] };
@@ -75,7 +75,7 @@ function describe(error: unknown, env: NodeJS.ProcessEnv): string {
       const [, key = '', rest = ''] = match;
       const problem = rest.replace(/: value was .*$/, '');
       const value = env[envName(key)];
-      const shown = value === undefined ? '' : `: value was "${key === 'amqpUrl' ? redactUrl(value) : SECRET_KEYS.has(key) ? '[hidden]' : value}"`;
+      const shown = value === undefined ? '' : `: value was "${key === 'amqpUrl' ? redactUrls(value) : SECRET_KEYS.has(key) ? '[hidden]' : value}"`;
       return `  ${envName(key)} (${key}): ${problem}${shown}`;
     })
     .join('\n');

@@ -8,3 +8,6 @@ export function redactUrl(text: string): string {
   const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(text)?.[0] ?? '';
   return `${scheme}***${text.slice(at)}`;
 }
+
+/** Every URL of a comma-separated list, redacted. */
+export const redactUrls = (text: string): string => text.split(',').map((url) => redactUrl(url.trim())).join(',');

@@ -4,7 +4,7 @@
  */
 export const configSchema = {
   amqpUrl: {
-    doc: 'Broker URL. Credentials in it are never logged.',
+    doc: 'Broker URL, or several separated by commas (the nodes of a cluster, tried in turn). Credentials in it are never logged.',
     format: 'amqp-url',
     default: 'amqp://localhost',
     env: 'AMQP_URL',

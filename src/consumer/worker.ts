@@ -12,6 +12,7 @@ import type { Lane } from './admit.js';
 import { buildPipeline, isolationPolicy } from './build-pipeline.js';
 import { createRelayMetrics } from '../metrics/relay-metrics.js';
 import { TargetIsolation } from '../policy/target-isolation.js';
+import { amqpUrls } from '../config/amqp-urls.js';
 import { parseCidrList } from '../http/address-policy.js';
 import { createGuardedAgent } from '../http/guarded-agent.js';
 
@@ -63,7 +64,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     // Probes answer from the start: alive while waiting for the broker, ready only once consuming.
     if (config.metricsPort > 0) server = await startMetricsServer(config.metricsPort, metrics.registry, { ready: () => ready });
     const topology = await connectTopology(config, logger, abort.signal);
-    await applyTopology(config.amqpUrl, topology);
+    await applyTopology(topology.url, topology);
     const { handle, events } = buildPipeline(config, topology, agent, logger, clock, deps.random ?? Math.random, metrics.observer, isolation);
     const onMessage = (message: ConsumeMessage | null, ch: ConfirmChannel, lane: Lane): void => {
       if (message === null) {
@@ -76,7 +77,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       inFlight.add(work);
       void work.finally(() => inFlight.delete(work));
     };
-    manager = amqp.connect([config.amqpUrl], { reconnectTimeInSeconds: 1, heartbeatIntervalInSeconds: 10 });
+    manager = amqp.connect(amqpUrls(config.amqpUrl), { reconnectTimeInSeconds: 1, heartbeatIntervalInSeconds: 10 });
     manager.on('connect', () => logger.info('connected to the broker'));
     manager.on('disconnect', ({ err }) => {
       ready = false;

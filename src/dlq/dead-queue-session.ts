@@ -1,5 +1,6 @@
 import amqplib, { type Channel, type ChannelModel, type ConfirmChannel } from 'amqplib';
 import type { RelayConfig } from '../config/load-config.js';
+import { amqpUrls } from '../config/amqp-urls.js';
 import { redactUrl } from '../config/redact-url.js';
 import { RelayError } from '../errors.js';
 import { topologyNames, type TopologyNames } from '../topology/topology-names.js';
@@ -26,12 +27,7 @@ export interface DeadQueueSession {
  */
 export async function openDeadQueueSession(config: RelayConfig): Promise<DeadQueueSession> {
   const names = topologyNames(config.topologyPrefix);
-  let connection: ChannelModel;
-  try {
-    connection = await amqplib.connect(config.amqpUrl, { timeout: 10_000 });
-  } catch (error) {
-    throw new Error(`cannot connect to the broker at ${redactUrl(config.amqpUrl)}: ${scrub((error as Error).message, config.amqpUrl)}`, { cause: error });
-  }
+  const connection: ChannelModel = await connectFirst(amqpUrls(config.amqpUrl));
   // Without listeners an 'error' event would crash the process; the failing operation reports it instead.
   connection.on('error', () => {});
   try {
@@ -82,4 +78,17 @@ function scrub(text: string, url: string): string {
     // Not a parseable URL: the split above already removed it wherever it appeared whole.
   }
   return clean;
+}
+
+/** The first broker of the list that accepts a connection; the error names them without passwords. */
+async function connectFirst(urls: string[]): Promise<ChannelModel> {
+  let last: Error | undefined;
+  for (const url of urls) {
+    try {
+      return await amqplib.connect(url, { timeout: 10_000 });
+    } catch (error) {
+      last = new Error(`cannot connect to the broker at ${redactUrl(url)}: ${scrub((error as Error).message, url)}`, { cause: error });
+    }
+  }
+  throw last ?? new Error('AMQP_URL names no broker');
 }

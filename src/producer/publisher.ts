@@ -1,4 +1,5 @@
 import amqp, { type ChannelWrapper } from 'amqp-connection-manager';
+import { amqpUrls } from '../config/amqp-urls.js';
 import { loadConfig, type RelayConfig } from '../config/load-config.js';
 import { formatDuration } from '../config/duration.js';
 import { RelayError, isRelayError } from '../errors.js';
@@ -36,7 +37,7 @@ export function createPublisher(config: RelayConfig = loadConfig(), logger: Logg
   const abort = new AbortController();
   const topology = connectTopology(config, logger, abort.signal);
   topology.catch(() => {});
-  const manager = amqp.connect([config.amqpUrl], { reconnectTimeInSeconds: 1, heartbeatIntervalInSeconds: 10 });
+  const manager = amqp.connect(amqpUrls(config.amqpUrl), { reconnectTimeInSeconds: 1, heartbeatIntervalInSeconds: 10 });
   manager.on('disconnect', ({ err }) => logger.warn({ err: err?.message }, 'producer disconnected from the broker'));
   const channel: ChannelWrapper = manager.createChannel({
     confirm: true,

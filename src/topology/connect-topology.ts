@@ -1,6 +1,7 @@
 import type { Channel } from 'amqplib';
 import type { Logger } from '../logger.js';
 import type { RelayConfig } from '../config/load-config.js';
+import { amqpUrls } from '../config/amqp-urls.js';
 import { redactUrl } from '../config/redact-url.js';
 import { declareTopology } from './declare-topology.js';
 import { resolveDelayMode, type DelayMode } from './delay-mode.js';
@@ -12,14 +13,16 @@ export interface ResolvedTopology {
   names: TopologyNames;
   mode: DelayMode;
   broker: BrokerInfo;
+  /** The broker URL that answered first. */
+  url: string;
   /** Declares the whole topology on a channel; used as the channel's setup, so it replays on every reconnect. */
   declare: (channel: Channel) => Promise<void>;
 }
 
 /** Waits for the broker, picks the delay mode (logging the choice) and prepares the topology setup. */
 export async function connectTopology(config: RelayConfig, logger: Logger, signal: AbortSignal): Promise<ResolvedTopology> {
-  const broker = await waitForBroker(config.amqpUrl, signal, (error) =>
-    logger.warn({ broker: redactUrl(config.amqpUrl), err: error.message }, 'broker unreachable; retrying'),
+  const broker = await waitForBroker(amqpUrls(config.amqpUrl), signal, (url, error) =>
+    logger.warn({ broker: redactUrl(url), err: error.message }, 'broker unreachable; retrying'),
   );
   const mode = resolveDelayMode(config.delayMode, broker.hasDelayedPlugin);
   const names = topologyNames(config.topologyPrefix);
@@ -28,5 +31,5 @@ export async function connectTopology(config: RelayConfig, logger: Logger, signa
     `delay mode: ${mode}${config.delayMode === 'auto' ? (broker.hasDelayedPlugin ? ' (auto: broker has x-delayed-message)' : ' (auto: broker lacks x-delayed-message)') : ''}`,
   );
   const options = { names, mode, broker, queueType: config.queueType, deliveryLimit: config.deliveryLimit };
-  return { names, mode, broker, declare: (channel) => declareTopology(channel, options) };
+  return { names, mode, broker, url: broker.url, declare: (channel) => declareTopology(channel, options) };
 }

@@ -23,6 +23,6 @@ export async function applyTopology(url: string, topology: ResolvedTopology): Pr
 /** Declares the topology once and disconnects (`npm run topology`); gives up after `timeoutMs` without a broker. */
 export async function declareOnce(config: RelayConfig, logger: Logger, timeoutMs = 30_000): Promise<ResolvedTopology> {
   const topology = await connectTopology(config, logger, AbortSignal.timeout(timeoutMs));
-  await applyTopology(config.amqpUrl, topology);
+  await applyTopology(topology.url, topology);
   return topology;
 }

@@ -10,10 +10,13 @@
 export const DELAY_LEVELS = 22;
 export const MAX_LEVEL_DELAY_MS = (2 ** DELAY_LEVELS - 1) * 1_000;
 
-/** Whole seconds the levels will wait for `delayMs` (rounded to nearest, clamped to the maximum). */
+/**
+ * Whole seconds the levels will wait for `delayMs`: rounded to the nearest second, but at least one
+ * for any positive delay (a short delay must not become none), and at most the maximum.
+ */
 export function levelDelaySeconds(delayMs: number): number {
-  const seconds = Math.round(Math.max(0, delayMs) / 1_000);
-  return Math.min(seconds, 2 ** DELAY_LEVELS - 1);
+  if (!(delayMs > 0)) return 0;
+  return Math.min(Math.max(1, Math.round(delayMs / 1_000)), 2 ** DELAY_LEVELS - 1);
 }
 
 /** The routing key that carries `seconds` through the levels. */

@@ -3,17 +3,24 @@ import { sleep } from '../util/with-timeout.js';
 import { inspectBroker, type BrokerInfo } from './inspect-broker.js';
 
 /**
- * Inspects the broker, retrying with a growing pause (1 s up to 10 s) while it is unreachable, as
- * the connection manager does for the main connection. Rejects with `CR_ERR_CLOSED` once `signal` aborts.
+ * Inspects the first broker of `urls` that answers, retrying with a growing pause (1 s up to 10 s)
+ * while none does, as the connection manager does for the main connection. Resolves with the URL
+ * that answered. Rejects with `CR_ERR_CLOSED` once `signal` aborts.
  */
-export async function waitForBroker(url: string, signal: AbortSignal, onRetry: (error: Error) => void = () => {}): Promise<BrokerInfo> {
+export async function waitForBroker(
+  urls: string[],
+  signal: AbortSignal,
+  onRetry: (url: string, error: Error) => void = () => {},
+): Promise<BrokerInfo & { url: string }> {
   for (let pauseMs = 1_000; ; pauseMs = Math.min(pauseMs * 2, 10_000)) {
-    if (signal.aborted) throw new RelayError('CR_ERR_CLOSED', 'closed while waiting for the broker');
-    try {
-      return await inspectBroker(url);
-    } catch (error) {
-      onRetry(error as Error);
-      await sleep(pauseMs, signal);
+    for (const url of urls) {
+      if (signal.aborted) throw new RelayError('CR_ERR_CLOSED', 'closed while waiting for the broker');
+      try {
+        return { ...(await inspectBroker(url)), url };
+      } catch (error) {
+        onRetry(url, error as Error);
+      }
     }
+    await sleep(pauseMs, signal);
   }
 }

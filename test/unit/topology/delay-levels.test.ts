@@ -75,7 +75,8 @@ describe('delay level constants', () => {
 describe('levelDelaySeconds', () => {
   it('rounds to the nearest second', () => {
     expect(levelDelaySeconds(0)).toBe(0);
-    expect(levelDelaySeconds(499)).toBe(0);
+    expect(levelDelaySeconds(499)).toBe(1);
+    expect(levelDelaySeconds(1)).toBe(1);
     expect(levelDelaySeconds(500)).toBe(1);
     expect(levelDelaySeconds(1_499)).toBe(1);
     expect(levelDelaySeconds(1_500)).toBe(2);

@@ -44,10 +44,10 @@ describe('deliveryRoute in queues mode', () => {
     expect(deliveryRoute(names, 'queues', 1_500).routingKey).toBe(delayRoutingKey(2));
   });
 
-  it('delivers a sub-500 ms delay immediately', () => {
+  it('delivers no delay immediately, but waits at least a second for any positive one', () => {
     expect(deliveryRoute(names, 'queues', 0)).toEqual(immediate);
-    expect(deliveryRoute(names, 'queues', 499)).toEqual(immediate);
     expect(deliveryRoute(names, 'queues', -1_000)).toEqual(immediate);
+    expect(deliveryRoute(names, 'queues', 499)).toEqual({ exchange: names.delayExchange, routingKey: delayRoutingKey(1), headers: {} });
   });
 
   it('clamps at the largest level delay', () => {

@@ -1,0 +1,94 @@
+import { loadConfig } from '../src/config/load-config.js';
+import { isRelayError } from '../src/errors.js';
+import { createLogger } from '../src/logger.js';
+import { createPublisher } from '../src/producer/publisher.js';
+import { fateOf, idOf } from './fates.js';
+import type { Ledger } from './ledger.js';
+
+export interface LoadStats {
+  /** Callbacks the broker confirmed. */
+  confirmed: number;
+  /** Publishes tried again after an error (same id, as the README prescribes for an unknown outcome). */
+  republished: number;
+  /** Ids published more than once: a second copy may exist, so a second delivery is not a relay bug. */
+  republishedIds: Set<string>;
+  /** Ids never confirmed before the deadline: the producer was told so, they are not "accepted". */
+  unconfirmed: string[];
+  errors: Record<string, number>;
+}
+
+export interface LoadOptions {
+  amqpUrl: string;
+  prefix: string;
+  run: string;
+  callbacks: number;
+  /** Publishing is spread evenly over this long, so chaos events hit a relay under load. */
+  spreadMs: number;
+  /** Give up on a callback that still has no confirm after this long. */
+  giveUpMs: number;
+  ledger: Ledger;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Publishes `callbacks` callbacks through the library's confirmed publisher at a steady pace. A
+ * publish that fails (timeout, channel closed during a broker restart) is retried with the same id
+ * until confirmed, exactly what a careful producer does.
+ */
+export function startLoad(options: LoadOptions): { stats: LoadStats; done: Promise<LoadStats> } {
+  const config = loadConfig({
+    AMQP_URL: options.amqpUrl,
+    TOPOLOGY_PREFIX: options.prefix,
+    PUBLISH_TIMEOUT: '20s',
+    PUBLISH_BUFFER_LIMIT: '2000',
+    LOG_LEVEL: 'error',
+  });
+  const publisher = createPublisher(config, createLogger('error', 'chaos-producer'));
+  const stats: LoadStats = { confirmed: 0, republished: 0, republishedIds: new Set(), unconfirmed: [], errors: {} };
+  const inFlight = new Set<Promise<void>>();
+  const started = Date.now();
+
+  async function publishOne(n: number): Promise<void> {
+    const id = idOf(options.run, n);
+    const url = options.ledger.urlFor(fateOf(n), n);
+    const deadline = Date.now() + options.giveUpMs;
+    for (let tries = 0; ; tries += 1) {
+      try {
+        await publisher.publish({ id, url, body: { n, fate: fateOf(n) } });
+        stats.confirmed += 1;
+        return;
+      } catch (error) {
+        const code = isRelayError(error) ? error.code : (error as Error).message.slice(0, 60);
+        stats.errors[code] = (stats.errors[code] ?? 0) + 1;
+        if (code === 'CR_ERR_INVALID_CALLBACK') throw error; // a bug in this harness, not chaos
+        if (Date.now() > deadline) {
+          stats.unconfirmed.push(id);
+          return;
+        }
+        // Only a publish that may have reached the broker can leave a second copy behind.
+        if (code !== 'CR_ERR_BUFFER_FULL') stats.republishedIds.add(id);
+        stats.republished += 1;
+        await sleep(Math.min(5_000, 250 * 2 ** tries));
+      }
+    }
+  }
+
+  const done = (async () => {
+    try {
+      for (let n = 0; n < options.callbacks; n += 1) {
+        const due = started + (n * options.spreadMs) / options.callbacks;
+        if (due > Date.now()) await sleep(due - Date.now());
+        // Bounded in-flight publishes: the buffer limit would refuse more anyway.
+        while (inFlight.size >= 500) await Promise.race(inFlight);
+        const work = publishOne(n).finally(() => inFlight.delete(work));
+        inFlight.add(work);
+      }
+      await Promise.all(inFlight);
+    } finally {
+      await publisher.close();
+    }
+    return stats;
+  })();
+  return { stats, done };
+}

@@ -1,0 +1,137 @@
+/**
+ * "Prove no loss": `npm run chaos [-- --quick | --cluster [--quick] [--node-kill]] [--callbacks N] [--canary]`.
+ * Starts throwaway brokers, workers and a ledger receiver, publishes scripted callbacks while killing
+ * workers, restarting brokers and cutting connections, then checks every callback: delivered, or parked
+ * in P.dead with the reason its fate implies. Exits 1 if one was lost. Summary: chaos/results/latest.json.
+ */
+import { mkdirSync, rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { inspectBroker } from '../src/topology/inspect-broker.js';
+import { installCleanupHandlers, runCleanup } from './cleanup.js';
+import { startCluster } from './cluster.js';
+import { spaced, type ChaosEvent } from './driver.js';
+import { Canary } from './canary.js';
+import { formatScenario, writeSummary, type Skipped, type Summary } from './report.js';
+import { runScenario, type ScenarioResult, type ScenarioSpec } from './scenario.js';
+import { startChaosNode } from './single-node.js';
+import type { WorkerPool } from './worker-pool.js';
+
+type Run = Parameters<ScenarioSpec['timeline']>[0];
+
+const { values } = parseArgs({
+  options: { quick: { type: 'boolean', default: false }, cluster: { type: 'boolean', default: false }, 'node-kill': { type: 'boolean', default: false }, callbacks: { type: 'string' }, canary: { type: 'boolean', default: false } },
+});
+const RESULTS = fileURLToPath(new URL('./results/', import.meta.url));
+const LOGS = `${RESULTS}logs`;
+const say = (line: string): void => void process.stdout.write(`${line}\n`);
+const NO_PLUGIN = 'skipped: broker lacks x-delayed-message';
+
+/** Sizes and chaos timelines. quick: CI-sized (< 3 min); full: 50k callbacks (< 20 min); cluster: 5k. */
+const PROFILE = values.cluster
+  ? { callbacks: values.quick ? 2_000 : 5_000, spreadMs: values.quick ? 40_000 : 60_000, quiesceMs: 180_000 }
+  : values.quick
+    ? { callbacks: 2_000, spreadMs: 40_000, quiesceMs: 90_000 }
+    : { callbacks: 50_000, spreadMs: 480_000, quiesceMs: 300_000 };
+const callbacks = values.callbacks ? Number(values.callbacks) : PROFILE.callbacks;
+if (!Number.isInteger(callbacks) || callbacks < 1) throw new Error(`--callbacks: a whole number ≥ 1, got ${values.callbacks}`);
+
+const canary = values.canary ? new Canary() : undefined;
+
+const kill = (pool: WorkerPool, atMs: number): ChaosEvent => ({
+  atMs,
+  kind: 'worker-sigkill',
+  label: 'SIGKILL worker',
+  run: () => void pool.killRandom(1_000),
+});
+
+/** One node (test/support/local-broker.ts): worker kills, broker restarts, connection cuts. */
+async function singleNode(scenarios: ScenarioResult[], skipped: Skipped[]): Promise<Summary['broker']> {
+  const node = await startChaosNode();
+  const info = await inspectBroker(node.url);
+  say(`broker: RabbitMQ ${info.version}, node ${node.node}, delayed-message plugin: ${info.hasDelayedPlugin ? 'yes' : 'no'}`);
+  const span = PROFILE.spreadMs;
+  const [kills, restarts, cuts] = values.quick ? [4, 1, 1] : [12, 2, 3];
+  const timeline = ({ pool, names, ledger }: Run): ChaosEvent[] => [
+    // Early, before any cut or restart has returned messages: the canary wants callbacks with one copy.
+    ...(canary ? [canary.event(node.url, names, ledger, 0.25 * span)] : []),
+    ...spaced(kills, 0.15 * span, span).map((at) => kill(pool, at)),
+    ...spaced(restarts, 0.45 * span, 0.75 * span).map((atMs, i) => ({ atMs, kind: 'broker-restart' as const, label: `broker restart #${i + 1}`, run: () => node.restart() })),
+    ...spaced(cuts, 0.3 * span, 0.9 * span).map((atMs, i) => ({ atMs, kind: 'connection-cut' as const, label: `close_all_connections #${i + 1}`, run: () => node.cutConnections() })),
+  ];
+  for (const mode of ['queues', 'plugin'] as const) {
+    const title = `single node [${mode} mode]`;
+    if (mode === 'plugin' && !info.hasDelayedPlugin) {
+      skipped.push({ title, reason: NO_PLUGIN });
+      say(`\n== ${title}: ${NO_PLUGIN}`);
+      continue;
+    }
+    const spec: ScenarioSpec = { title, mode, callbacks, spreadMs: span, quiesceTimeoutMs: PROFILE.quiesceMs, workerUrls: [node.url, node.url], publisherUrl: node.url, inspectUrl: node.url, timeline, traceIds: canary?.swallowed ?? [], logDir: LOGS };
+    scenarios.push(await runScenario(spec, say));
+  }
+  return { version: info.version, delayedPlugin: info.hasDelayedPlugin, nodes: 1 };
+}
+
+/** Three nodes; one worker per node; node 2 is stopped mid-run and brought back. */
+async function cluster(scenarios: ScenarioResult[], skipped: Skipped[]): Promise<Summary['broker']> {
+  say('starting a 3-node cluster…');
+  const c = await startCluster(3);
+  const [n1, n2, n3] = c.nodes as [typeof c.nodes[0], typeof c.nodes[0], typeof c.nodes[0]];
+  const info = await inspectBroker(n1.url);
+  say(`cluster: ${c.nodes.map((n) => `${n.name} (${new URL(n.url).host})`).join(', ')}; RabbitMQ ${info.version}`);
+  const how = values['node-kill'] ? 'kill' : 'stop_app';
+  const span = PROFILE.spreadMs;
+  const timeline = ({ pool, names, ledger }: Run): ChaosEvent[] => [
+    ...(canary ? [canary.event(n1.url, names, ledger, 0.5 * span)] : []),
+    kill(pool, 0.15 * span),
+    { atMs: 0.3 * span, kind: 'node-stop', label: `${how === 'kill' ? 'SIGKILL' : 'stop_app'} node 2 (${n2.name})`, run: () => c.stopNode(1, how) },
+    { atMs: 0.65 * span, kind: 'node-start', label: `bring node 2 back`, run: () => c.startNode(1, how) },
+    kill(pool, 0.8 * span),
+    { atMs: 0.9 * span, kind: 'connection-cut', label: 'close_all_connections via node 3 (cluster-wide)', run: () => c.cutConnections(2) },
+  ];
+  const title = `3-node cluster [queues mode]${how === 'kill' ? ' (node killed)' : ''}`;
+  scenarios.push(
+    await runScenario(
+      { title, mode: 'queues', callbacks, spreadMs: span, quiesceTimeoutMs: PROFILE.quiesceMs, workerUrls: [n1.url, n2.url, n3.url], publisherUrl: n1.url, inspectUrl: n1.url, timeline, traceIds: canary?.swallowed ?? [], logDir: LOGS },
+      say,
+    ),
+  );
+  // Delayed messages of the plugin live in one node's local table: a stopped node strands them.
+  const reason = info.hasDelayedPlugin ? 'skipped: the plugin keeps delayed messages node-locally (not a no-loss setup for clusters)' : NO_PLUGIN;
+  skipped.push({ title: '3-node cluster [plugin mode]', reason });
+  say(`\n== 3-node cluster [plugin mode]: ${reason}`);
+  return { version: info.version, delayedPlugin: info.hasDelayedPlugin, nodes: 3 };
+}
+
+installCleanupHandlers();
+rmSync(LOGS, { recursive: true, force: true });
+mkdirSync(LOGS, { recursive: true });
+const started = Date.now();
+const scenarios: ScenarioResult[] = [];
+const skipped: Skipped[] = [];
+let exitCode = 1;
+try {
+  const broker = values.cluster ? await cluster(scenarios, skipped) : await singleNode(scenarios, skipped);
+  const lost = scenarios.reduce((sum, s) => sum + s.verdict.lost, 0);
+  const summary: Summary = {
+    kind: `${values.cluster ? 'cluster' : 'single-node'}${values.quick ? ' quick' : ''}`,
+    startedAt: new Date(started).toISOString(),
+    seconds: Math.round((Date.now() - started) / 1000),
+    broker,
+    scenarios,
+    skipped,
+    lost,
+    passed: scenarios.length > 0 && (canary ? canary.check(scenarios).passed : lost === 0),
+    ...(canary ? { canary: { line: canary.check(scenarios).line, takenAt: canary.takenAt } } : {}),
+  };
+  for (const scenario of scenarios) say(formatScenario(scenario));
+  for (const skip of skipped) say(`\n### ${skip.title}: ${skip.reason}`);
+  writeSummary(`${RESULTS}latest.json`, summary);
+  if (canary) say(`\n${canary.check(scenarios).line}`);
+  say(`\n${summary.passed ? 'PASS' : 'FAIL'}: lost ${lost} in ${summary.seconds} s; summary in chaos/results/latest.json, worker logs in chaos/results/logs/`);
+  exitCode = summary.passed ? 0 : 1;
+} finally {
+  say('cleaning up (workers, receiver, broker nodes, data dirs)…');
+  await runCleanup();
+}
+process.exit(exitCode);

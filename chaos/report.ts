@@ -1,0 +1,76 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { Fate } from './fates.js';
+import type { ScenarioResult } from './scenario.js';
+
+/** A scenario that was not run, and why (e.g. plugin mode on a broker without the plugin). */
+export interface Skipped {
+  title: string;
+  reason: string;
+}
+
+export interface Summary {
+  kind: string;
+  startedAt: string;
+  seconds: number;
+  broker: { version: string; delayedPlugin: boolean; nodes: number };
+  scenarios: ScenarioResult[];
+  skipped: Skipped[];
+  /** `--canary` only: what was swallowed when, and whether exactly that was reported lost. */
+  canary?: { line: string; takenAt: Record<string, number> };
+  /** The run's one hard rule: no callback neither delivered nor parked. */
+  lost: number;
+  passed: boolean;
+}
+
+const pad = (cells: (string | number)[], widths: number[]): string =>
+  cells.map((cell, i) => (i === 0 ? String(cell).padEnd(widths[i]!) : String(cell).padStart(widths[i]!))).join('  ');
+
+/** The human summary: one table per scenario, then the chaos that hit it and what looked odd. */
+export function formatScenario(result: ScenarioResult): string {
+  const v = result.verdict;
+  const widths = [14, 9, 9, 10, 7, 5, 10, 9];
+  const lines = [
+    `\n### ${result.title} (${result.seconds} s, prefix ${result.prefix})`,
+    pad(['fate', 'callbacks', 'delivered', 'dead (ok)', 'other', 'lost', 'dup 2xx', 'repeats'], widths),
+  ];
+  const total = { callbacks: 0, delivered: 0, deadAsExpected: 0, otherOutcome: 0, lost: 0, duplicateDeliveries: 0, repeatedAttempts: 0 };
+  for (const [fate, row] of Object.entries(v.perFate) as [Fate, typeof total][]) {
+    lines.push(pad([fate, row.callbacks, row.delivered, row.deadAsExpected, row.otherOutcome, row.lost, row.duplicateDeliveries, row.repeatedAttempts], widths));
+    for (const key of Object.keys(total) as (keyof typeof total)[]) total[key] += row[key];
+  }
+  lines.push(pad(['total', total.callbacks, total.delivered, total.deadAsExpected, total.otherOutcome, total.lost, total.duplicateDeliveries, total.repeatedAttempts], widths));
+  const count = (kind: string): number => result.chaos.filter((event) => event.kind === kind && !event.error).length;
+  const failedActs = result.chaos.filter((event) => event.error).length;
+  lines.push(
+    '',
+    `LOST: ${v.lost}${v.lostIds.length ? ` (e.g. ${v.lostIds.slice(0, 5).join(', ')})` : ''}`,
+    `P.dead by reason: ${Object.entries(v.dead).map(([reason, n]) => `${reason} ${n}`).join(', ') || 'none'}`,
+    `duplicates: ${v.duplicates.deliveredTwice} delivered twice (${v.duplicates.afterRepublish} after a producer republish), ` +
+      `${v.duplicates.parkedTwice} parked twice, ${v.duplicates.deliveredAndParked} delivered and parked; ${v.repeatedAttempts} repeated attempts; ` +
+      `${v.unansweredSuccesses} 2xx answers never sent (worker gone)`,
+    `chaos: ${result.workers.sigkills} worker SIGKILLs, ${count('broker-restart')} broker restarts, ${count('connection-cut')} connection cuts, ` +
+      `${count('node-stop')} node stops / ${count('node-start')} node starts${failedActs ? `, ${failedActs} acts FAILED` : ''}`,
+    `workers: ${result.workers.spawned} spawned, ${result.workers.disconnects} broker disconnects logged, ${result.workers.unexpectedExits} unexpected exits`,
+    `publisher: ${result.publish.confirmed} confirmed, ${result.publish.republished} republished, ${result.publish.unconfirmed} unconfirmed` +
+      (Object.keys(result.publish.errors).length ? ` (errors: ${JSON.stringify(result.publish.errors)})` : ''),
+    `end state: ${result.quiescence.quiescent ? 'quiescent' : 'NOT quiescent'}; left in queues after stop: ` +
+      (result.leftInQueues ? `work ${result.leftInQueues.work}, slow ${result.leftInQueues.slow}, delay ${result.leftInQueues.delay}` : 'unknown'),
+    `schedule/attempt violations: ${v.violations.length}${v.violations.length ? `, e.g. ${v.violations.slice(0, 3).map((x) => `${x.id}: ${x.problem}`).join('; ')}` : ''}`,
+    `outcomes other than the fate implies: ${v.otherOutcomes.length}${v.otherOutcomes.length ? `, e.g. ${v.otherOutcomes.slice(0, 3).map((x) => `${x.id}: ${x.got}`).join('; ')}` : ''}`,
+  );
+  return lines.join('\n');
+}
+
+/** Writes the JSON summary (examples are capped, so the file stays small even at 50k callbacks). */
+export function writeSummary(path: string, summary: Summary): void {
+  mkdirSync(dirname(path), { recursive: true });
+  const trimmed = {
+    ...summary,
+    scenarios: summary.scenarios.map((s) => ({
+      ...s,
+      verdict: { ...s.verdict, otherOutcomes: s.verdict.otherOutcomes.slice(0, 20), violations: s.verdict.violations.slice(0, 20), otherOutcomeCount: s.verdict.otherOutcomes.length, violationCount: s.verdict.violations.length },
+    })),
+  };
+  writeFileSync(path, `${JSON.stringify(trimmed, null, 2)}\n`);
+}

@@ -1,0 +1,128 @@
+import { randomBytes } from 'node:crypto';
+import { loadConfig } from '../src/config/load-config.js';
+import { topologyNames, type TopologyNames } from '../src/topology/topology-names.js';
+import { onCleanup } from './cleanup.js';
+import { runChaos, type ChaosEvent, type ChaosLogEntry } from './driver.js';
+import { startLedger, type Attempt, type Ledger } from './ledger.js';
+import { startLoad } from './load.js';
+import { progress, waitQuiescent, type Quiescence } from './quiesce.js';
+import { drainDead, queueDepths, type DeadEntry, type Depths } from './queues.js';
+import { judge, type Verdict } from './verdict.js';
+import { startWorkerPool, type PoolStats, type WorkerPool } from './worker-pool.js';
+
+/** The relay settings under chaos: a short schedule so that whole retry histories fit in minutes. */
+export const WORKER_ENV = {
+  QUEUE_TYPE: 'quorum',
+  RETRY_SCHEDULE: '1s,2s', // whole seconds: queues mode rounds each delay to the second
+  MAX_ATTEMPTS: '3',
+  RETRY_JITTER: '0.1',
+  HTTP_TIMEOUT: '1s',
+  DRAIN_TIMEOUT: '3s',
+  PREFETCH: '100',
+  TARGET_CONCURRENCY: '30',
+  SLOW_PREFETCH: '20',
+  SLOW_THRESHOLD: '700ms',
+  QUIET_PERIOD: '2s',
+  OVERFLOW_DELAY: '1s',
+  METRICS_PORT: '0',
+  LOG_LEVEL: 'info',
+};
+
+export interface ScenarioSpec {
+  title: string;
+  mode: 'queues' | 'plugin';
+  callbacks: number;
+  spreadMs: number;
+  quiesceTimeoutMs: number;
+  /** One worker per URL (a cluster run points them at different nodes). */
+  workerUrls: string[];
+  publisherUrl: string;
+  /** Where queue depths are read and P.dead is drained: a node that stays up. */
+  inspectUrl: string;
+  /** The chaos acts, built once the worker pool, queue names and ledger exist (acts use them). */
+  timeline: (run: { pool: WorkerPool; names: TopologyNames; ledger: Ledger }) => ChaosEvent[];
+  logDir: string;
+  /** Ids whose full history goes into the result besides the lost ones (e.g. the canary's). */
+  traceIds: string[];
+}
+
+/** Everything the run saw of one callback, for a post-mortem. */
+export interface Trace {
+  requests: Attempt[];
+  dead: DeadEntry[];
+}
+
+export interface ScenarioResult {
+  title: string;
+  mode: string;
+  prefix: string;
+  seconds: number;
+  publish: { confirmed: number; republished: number; unconfirmed: number; errors: Record<string, number> };
+  chaos: ChaosLogEntry[];
+  workers: Omit<PoolStats, 'unexpectedExits'> & { unexpectedExits: number };
+  quiescence: Quiescence;
+  /** Ready messages left in each queue group after the workers stopped (their unacked ones returned). */
+  leftInQueues: Depths | undefined;
+  verdict: Verdict;
+  /** Histories of the lost ids and of `traceIds` (at most 20). */
+  traces: Record<string, Trace>;
+}
+
+/** One ledger run: workers + ledger receiver + paced publisher + chaos, then quiescence and the verdict. */
+export async function runScenario(spec: ScenarioSpec, say: (line: string) => void): Promise<ScenarioResult> {
+  const run = randomBytes(3).toString('hex');
+  const prefix = `chaos-${run}`;
+  const names = topologyNames(prefix);
+  const env = { ...WORKER_ENV, TOPOLOGY_PREFIX: prefix, DELAY_MODE: spec.mode };
+  const config = loadConfig({ ...env, AMQP_URL: spec.workerUrls[0]! }); // fails fast on a bad setting
+  const ledger = await startLedger();
+  onCleanup('ledger receiver', () => ledger.close());
+  const pool = startWorkerPool(spec.workerUrls, env, spec.logDir);
+  onCleanup('workers', () => pool.stop(5_000), () => pool.killAllNow());
+  say(`\n== ${spec.title}: ${spec.callbacks} callbacks, ${spec.workerUrls.length} workers, prefix ${prefix}`);
+  await pool.waitConsuming(90_000);
+
+  const startedAt = Date.now();
+  const load = startLoad({ amqpUrl: spec.publisherUrl, prefix, run, callbacks: spec.callbacks, spreadMs: spec.spreadMs, giveUpMs: 120_000, ledger });
+  const stopProgress = progress(spec.inspectUrl, names, ledger, () => load.stats.confirmed, say);
+  const [stats, chaos] = await Promise.all([load.done, runChaos(spec.timeline({ pool, names, ledger }), startedAt, say)]);
+  say(`  publishing done: ${stats.confirmed} confirmed, ${stats.republished} republished, ${stats.unconfirmed.length} unconfirmed`);
+  // A worker killed by the last act may still be starting: judge the relay at full strength.
+  await pool.waitConsuming(90_000).catch((error: Error) => say(`  warning: ${error.message}`));
+  const quiescence = await waitQuiescent(spec.inspectUrl, names, ledger, 5_000, spec.quiesceTimeoutMs);
+  stopProgress();
+  say(`  ${quiescence.quiescent ? 'quiescent' : 'NOT quiescent'} after ${quiescence.waitedS} s more`);
+  await pool.stop(10_000);
+  const leftInQueues = await queueDepths(spec.inspectUrl, names);
+  const dead = await drainDead(spec.inspectUrl, names);
+  await ledger.close();
+  const verdict = judge({
+    run,
+    callbacks: spec.callbacks,
+    byId: ledger.byId,
+    dead,
+    republishedIds: stats.republishedIds,
+    unconfirmed: stats.unconfirmed,
+    maxAttempts: config.maxAttempts,
+    schedule: config.retrySchedule,
+    jitter: config.retryJitter,
+    mode: spec.mode,
+  });
+  const { unexpectedExits, ...workerStats } = pool.stats;
+  for (const exit of unexpectedExits) say(`  worker ${exit.worker} exited unexpectedly (code ${exit.code}, signal ${exit.signal}); respawned`);
+  return {
+    title: spec.title,
+    mode: spec.mode,
+    prefix,
+    seconds: Math.round((Date.now() - startedAt) / 1000),
+    publish: { confirmed: stats.confirmed, republished: stats.republished, unconfirmed: stats.unconfirmed.length, errors: stats.errors },
+    chaos,
+    workers: { ...workerStats, unexpectedExits: unexpectedExits.length },
+    quiescence,
+    leftInQueues,
+    verdict,
+    traces: Object.fromEntries(
+      [...new Set([...verdict.lostIds, ...spec.traceIds])].slice(0, 20).map((id) => [id, { requests: ledger.byId.get(id) ?? [], dead: dead.filter((entry) => entry.id === id) }]),
+    ),
+  };
+}
