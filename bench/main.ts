@@ -1,41 +1,85 @@
 /**
- * Benchmarks, run with `npm run bench [-- --scenario isolation] [--callbacks N]`.
- * Uses AMQP_URL if set, else the same throwaway broker as the tests. Prints a Markdown report.
+ * Benchmarks: `npm run bench [-- --quick] [--scenario NAME[,NAME…]] [--profile] [--rate N]`.
+ * Uses AMQP_URL if set, else a throwaway broker (test/support/broker.ts). Prints a Markdown table
+ * per scenario and writes bench/results/<timestamp>.json, latest.json and latest.svg.
  */
 import { parseArgs } from 'node:util';
 import { startTestBroker } from '../test/support/broker.js';
-import { runIsolation, type IsolationRun } from './isolation.js';
+import { inspectBroker } from '../src/topology/inspect-broker.js';
+import type { BenchContext, Scenario } from './context.js';
+import { findBeamPid, killAllChildren } from './processes.js';
+import { machineInfo, markdownScenario, writeReport, type BenchReport } from './results.js';
+import { backlog } from './scenarios/backlog.js';
+import { halfLoad } from './scenarios/half-load.js';
+import { isolation } from './scenarios/isolation.js';
+import { retryTiming } from './scenarios/retry-timing.js';
+import { scaleOut } from './scenarios/scale-out.js';
+import { throughput } from './scenarios/throughput.js';
+
+const SCENARIOS: Scenario[] = [throughput, halfLoad, retryTiming, backlog, scaleOut, isolation];
 
 const { values } = parseArgs({
-  options: { scenario: { type: 'string', default: 'isolation' }, callbacks: { type: 'string', default: '20000' }, 'http-timeout': { type: 'string', default: '10s' } },
+  options: {
+    quick: { type: 'boolean', default: false },
+    scenario: { type: 'string' },
+    profile: { type: 'boolean', default: false },
+    rate: { type: 'string' },
+    help: { type: 'boolean', default: false },
+  },
 });
-
-const fmt = (n: number, digits = 0): string => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
-
-async function isolationScenario(url: string): Promise<void> {
-  const options = { url, callbacks: Number(values.callbacks), targets: 20, httpTimeout: values['http-timeout'] ?? '10s', timeLimitMs: 120_000 };
-  const base = await runIsolation('fault-free', { ...options, hanging: 0 }, {});
-  const runs: IsolationRun[] = [
-    base,
-    await runIsolation('2 hanging, isolation on', { ...options, hanging: 2 }, {}),
-    await runIsolation('2 hanging, isolation off', { ...options, hanging: 2 }, { ISOLATION: 'off' }),
-  ];
-  process.stdout.write(`\n### Isolation: ${options.targets} targets, ${options.callbacks} callbacks, HTTP_TIMEOUT ${options.httpTimeout}, PREFETCH 100\n\n`);
-  process.stdout.write('| run | healthy delivered | healthy throughput /s | ×fault-free | p50 ms | ×fault-free | p99 ms | ×fault-free |\n|---|---|---|---|---|---|---|---|\n');
-  for (const run of runs) {
-    const delivered = `${run.delivered}/${run.expected}${run.cutOff ? ` (cut off at ${fmt(run.seconds)} s)` : ''}`;
-    process.stdout.write(
-      `| ${run.name} | ${delivered} | ${fmt(run.throughput)} | ${fmt(run.throughput / base.throughput, 2)} | ${fmt(run.p50)} | ${fmt(run.p50 / base.p50, 2)} | ${fmt(run.p99)} | ${fmt(run.p99 / base.p99, 2)} |\n`,
-    );
-  }
+if (values.help) {
+  process.stdout.write(`usage: npm run bench -- [--quick] [--scenario ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--profile] [--rate N]\n`);
+  process.exit(0);
+}
+const names = values.scenario ? values.scenario.split(',').map((name) => name.trim()) : SCENARIOS.map((s) => s.name);
+const unknown = names.filter((name) => !SCENARIOS.some((s) => s.name === name));
+if (unknown.length > 0) {
+  process.stderr.write(`unknown scenario ${unknown.join(', ')}; known: ${SCENARIOS.map((s) => s.name).join(', ')}\n`);
+  process.exit(2);
 }
 
-const broker = process.env.AMQP_URL ? undefined : await startTestBroker();
-const url = process.env.AMQP_URL ?? broker!.url;
+const began = Date.now();
+const log = (line: string): void => void process.stderr.write(`[${((Date.now() - began) / 1000).toFixed(0).padStart(4)} s] ${line}\n`);
+log('starting the broker');
+const broker = await startTestBroker();
+const stopEverything = async (): Promise<void> => {
+  killAllChildren();
+  await broker.stop().catch(() => {});
+};
+process.once('SIGINT', () => void stopEverything().finally(() => process.exit(130)));
+
+const report: BenchReport = { startedAt: new Date().toISOString(), finishedAt: '', quick: values.quick, machine: {}, scenarios: {} };
 try {
-  if (values.scenario === 'isolation') await isolationScenario(url);
-  else throw new Error(`unknown scenario ${values.scenario}; known: isolation`);
+  const info = await inspectBroker(broker.url);
+  const port = new URL(broker.url).port;
+  const ctx: BenchContext = {
+    url: broker.url,
+    quick: values.quick,
+    broker: { version: info.version, hasPlugin: info.hasDelayedPlugin, source: broker.source, beamPid: broker.source === 'local-node' ? findBeamPid(port) : undefined },
+    shared: {},
+    options: { profile: values.profile, rate: values.rate === undefined ? undefined : Number(values.rate) },
+    log,
+  };
+  report.machine = machineInfo(ctx.broker);
+  log(`RabbitMQ ${info.version} via ${broker.source}; delayed-message plugin: ${info.hasDelayedPlugin ? 'yes' : 'no'}`);
+  process.stdout.write(`## callback-relay benchmarks${values.quick ? ' (quick)' : ''}\n\n${JSON.stringify(report.machine)}\n\n`);
+  for (const scenario of SCENARIOS.filter((s) => names.includes(s.name))) {
+    log(`scenario ${scenario.name}`);
+    const started = Date.now();
+    try {
+      const result = await scenario.run(ctx);
+      report.scenarios[scenario.name] = { ...result, seconds: (Date.now() - started) / 1000 };
+    } catch (error) {
+      log(`scenario ${scenario.name} failed: ${(error as Error).stack ?? error}`);
+      report.scenarios[scenario.name] = { tables: [], data: {}, notes: [], charts: [], seconds: (Date.now() - started) / 1000, error: (error as Error).message };
+    }
+    process.stdout.write(markdownScenario(scenario.name, report.scenarios[scenario.name]!));
+    process.stdout.write(`_(${report.scenarios[scenario.name]!.seconds.toFixed(0)} s)_\n\n`);
+  }
 } finally {
-  await broker?.stop();
+  report.finishedAt = new Date().toISOString();
+  await stopEverything();
 }
-process.exit(0);
+for (const path of writeReport(report)) log(`wrote ${path}`);
+log(`done in ${((Date.now() - began) / 1000).toFixed(0)} s`);
+process.exit(Object.values(report.scenarios).some((s) => s.error) ? 1 : 0);

@@ -2,5 +2,37 @@
 export function percentile(values: number[], p: number): number {
   if (values.length === 0) return Number.NaN;
   const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] as number;
+  return nearestRank(sorted, p);
 }
+
+const nearestRank = (sorted: number[], p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] as number;
+
+export interface Summary {
+  count: number;
+  min: number;
+  p50: number;
+  p99: number;
+  p999: number;
+  max: number;
+  mean: number;
+}
+
+/** Count, p50, p99, p99.9, max and mean of `values` (one sort). */
+export function summarize(values: number[]): Summary {
+  const sorted = Float64Array.from(values).sort();
+  const list = Array.from(sorted);
+  const sum = list.reduce((a, b) => a + b, 0);
+  return {
+    count: list.length,
+    min: list.length ? (list[0] as number) : Number.NaN,
+    p50: nearestRank(list, 50),
+    p99: nearestRank(list, 99),
+    p999: nearestRank(list, 99.9),
+    max: list.length ? (list[list.length - 1] as number) : Number.NaN,
+    mean: list.length ? sum / list.length : Number.NaN,
+  };
+}
+
+/** A number for a table cell: fixed digits, or `n/a`. */
+export const fmt = (n: number | undefined, digits = 0): string => (n !== undefined && Number.isFinite(n) ? n.toFixed(digits) : 'n/a');

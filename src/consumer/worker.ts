@@ -88,7 +88,13 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       setup: async (ch: ConfirmChannel) => {
         await topology.declare(ch);
         if (stopping) return;
-        events?.attach(ch);
+        // Events go on a channel of their own without confirms: best effort by design, and not a
+        // confirm per callback for the broker to track on the channel that settles.
+        const eventsChannel = events ? await manager?.connection?.createChannel() : undefined;
+        if (eventsChannel) {
+          eventsChannel.on('error', () => {});
+          events?.attach(eventsChannel);
+        }
         // basic.qos without `global` limits each consumer started after it on this channel:
         // https://www.rabbitmq.com/docs/consumer-prefetch
         await ch.prefetch(config.prefetch);

@@ -15,7 +15,7 @@ export interface IsolationPolicy extends HealthPolicy, BulkheadPolicy {
   slowThresholdMs: number;
   /** Required success body, to tell a failed 2xx from a good one ('' = any 2xx). */
   successBody: string;
-  /** Messages a target may have waiting for a slot (beyond its in-flight cap). */
+  /** Messages a target not yet proven fast may have waiting for a slot; a proven-fast one may use the whole room. */
   waitingPerTarget: number;
   /** Messages waiting for a slot over all targets: the rest of the prefetch stays free for others. */
   maxWaiting: number;
@@ -56,7 +56,10 @@ export class TargetIsolation {
     const now = this.tryNow(target);
     if (now) return now;
     const waiting = this.waiting.get(target) ?? 0;
-    if (waiting >= this.policy.waitingPerTarget || this.totalWaiting >= this.policy.maxWaiting) return { kind: 'defer', why: 'over-cap' };
+    // A target whose every recent result was fast frees its slots in moments, so its burst waits here
+    // rather than taking a round trip through the delay queues; an unknown or shaky one gets little room.
+    const room = this.health.provenFast(target) ? this.policy.maxWaiting : this.policy.waitingPerTarget;
+    if (waiting >= room || this.totalWaiting >= this.policy.maxWaiting) return { kind: 'defer', why: 'over-cap' };
     this.bump(target, 1);
     return { kind: 'wait' };
   }

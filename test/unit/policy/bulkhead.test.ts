@@ -2,7 +2,7 @@ import { describe, it, expect } from 'vitest';
 import { Bulkhead, type BulkheadPolicy, type Slot } from '../../../src/policy/bulkhead.js';
 import { mulberry32, randomInt } from '../_helpers/prng.js';
 
-const POLICY: BulkheadPolicy = { perTarget: 3, initialPerTarget: 1_000, probesPerTarget: 1, maxProbes: 2 };
+const POLICY: BulkheadPolicy = { perTarget: 3, initialPerTarget: 1_000, probesPerTarget: 1, maxProbes: 2, maxTargets: 100 };
 const bulkhead = (overrides: Partial<BulkheadPolicy> = {}): Bulkhead => new Bulkhead({ ...POLICY, ...overrides });
 
 /** Acquires `count` times and returns what each call handed out. */
@@ -151,7 +151,7 @@ describe('Bulkhead.load', () => {
   });
 
   it('follows a seeded random run of acquires and releases (invariants and exact counts)', () => {
-    const policy: BulkheadPolicy = { perTarget: 4, initialPerTarget: 1_000, probesPerTarget: 2, maxProbes: 3 };
+    const policy: BulkheadPolicy = { perTarget: 4, initialPerTarget: 1_000, probesPerTarget: 2, maxProbes: 3, maxTargets: 100 };
     const b = new Bulkhead(policy);
     const random = mulberry32(7);
     const targets = ['a', 'b', 'c', 'd', 'e'];
@@ -184,7 +184,7 @@ describe('Bulkhead.load', () => {
 });
 
 describe('Bulkhead slow start', () => {
-  const slowStart = (): Bulkhead => new Bulkhead({ perTarget: 8, initialPerTarget: 2, probesPerTarget: 1, maxProbes: 2 });
+  const slowStart = (): Bulkhead => new Bulkhead({ perTarget: 8, initialPerTarget: 2, probesPerTarget: 1, maxProbes: 2, maxTargets: 100 });
 
   it('starts a target at initialPerTarget, so a target hanging from its first request holds only that many slots', () => {
     const b = slowStart();
@@ -222,11 +222,22 @@ describe('Bulkhead slow start', () => {
     expect(b.limit('t')).toBe(2);
   });
 
-  it('forgets an idle target, which starts over', () => {
+  it('remembers the earned limit of an idle target, so a bursty target does not start over', () => {
     const b = slowStart();
-    b.acquire('t', false);
-    b.release('t', 'normal');
+    for (let i = 0; i < 5; i += 1) {
+      b.acquire('t', false);
+      b.release('t', 'normal');
+    }
     expect(b.load('t')).toBe(0);
-    expect(b.limit('t')).toBe(2);
+    expect(b.limit('t')).toBe(7);
+  });
+
+  it('forgets the least recently used limits past maxTargets', () => {
+    const b = new Bulkhead({ perTarget: 8, initialPerTarget: 2, probesPerTarget: 1, maxProbes: 2, maxTargets: 2 });
+    for (const t of ['a', 'b', 'c']) {
+      b.acquire(t, false);
+      b.release(t, 'normal');
+    }
+    expect([b.limit('a'), b.limit('b'), b.limit('c')]).toEqual([2, 3, 3]);
   });
 });

@@ -1,0 +1,47 @@
+/** What every scenario gets from the runner. */
+export interface BenchContext {
+  url: string;
+  quick: boolean;
+  broker: {
+    version: string;
+    hasPlugin: boolean;
+    /** `AMQP_URL`, `local-node` or `testcontainers`. */
+    source: string;
+    /** The Erlang VM of a local throwaway broker, for its RSS; undefined otherwise. */
+    beamPid: number | undefined;
+  };
+  /** Set by earlier scenarios for later ones: the relay's max rate from `throughput`. */
+  shared: { relayRate?: number };
+  options: { profile: boolean; rate: number | undefined };
+  /** Progress line on stderr. */
+  log(line: string): void;
+}
+
+export interface Table {
+  title: string;
+  headers: string[];
+  rows: string[][];
+}
+
+/** One panel of the SVG chart: bars in one unit; `target` draws a dashed line (e.g. a latency goal). */
+export interface ChartPanel {
+  title: string;
+  unit: string;
+  bars: Array<{ label: string; value: number }>;
+  target?: number;
+}
+
+export interface ScenarioResult {
+  tables: Table[];
+  /** Everything measured, for the JSON file. */
+  data: Record<string, unknown>;
+  notes: string[];
+  charts: ChartPanel[];
+}
+
+export interface Scenario {
+  name: string;
+  run(ctx: BenchContext): Promise<ScenarioResult>;
+}
+
+export const SKIP_PLUGIN = 'skipped: broker lacks x-delayed-message';

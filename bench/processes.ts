@@ -1,0 +1,125 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const live = new Set<ChildProcess>();
+
+export interface BenchChild {
+  pid: number;
+  /** Resolves once the child printed its ready marker; rejects if it exits first. */
+  ready: Promise<void>;
+  exited: Promise<number | null>;
+  /** The last 64 KiB of its stdout and stderr. */
+  output(): string;
+  /** SIGTERM, then SIGKILL after `graceMs`; resolves once it has exited. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** A TypeScript file run as its own process through tsx, as `node --import tsx FILE`. */
+export const spawnTs = (file: string, env: Record<string, string>, readyMarker: string, nodeArgs: string[] = []): BenchChild =>
+  spawnNode([...nodeArgs, '--import', 'tsx', file], env, readyMarker);
+
+/** `node ARGS…` in the project root, ready once its output contains `readyMarker`. */
+export function spawnNode(args: string[], env: Record<string, string>, readyMarker: string): BenchChild {
+  const file = args[args.length - 1] ?? '';
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  live.add(child);
+  let output = '';
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  void exited.then(() => live.delete(child));
+  const ready = new Promise<void>((resolve, reject) => {
+    const onData = (chunk: Buffer): void => {
+      output = (output + chunk.toString()).slice(-65_536);
+      if (output.includes(readyMarker)) resolve();
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    void exited.then((code) => reject(new Error(`${file} exited (${code}) before it was ready:\n${output.slice(-4000)}`)));
+  });
+  ready.catch(() => {});
+  return {
+    pid: child.pid as number,
+    ready,
+    exited,
+    output: () => output,
+    async stop(graceMs = 20_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/**
+ * A relay worker process, `node --import tsx src/consumer/main.ts`, ready once it logs "consuming";
+ * or, given `compiledMain` (see profile-build.ts), plain `node NODE_ARGS compiledMain`.
+ */
+export const spawnRelayWorker = (env: Record<string, string>, nodeArgs: string[] = [], compiledMain?: string): BenchChild =>
+  compiledMain
+    ? spawnNode([...nodeArgs, compiledMain], { LOG_LEVEL: 'info', ...env }, '"msg":"consuming"')
+    : spawnTs('src/consumer/main.ts', { LOG_LEVEL: 'info', ...env }, '"msg":"consuming"', nodeArgs);
+
+/** Kills every child still running (an interrupted run). */
+export function killAllChildren(): void {
+  for (const child of live) child.kill('SIGKILL');
+}
+
+/** Resident memory of a local process in MB (VmRSS), or undefined when it is gone or not local. */
+export function rssMb(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) / 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU seconds (user + system) a local process has used so far. */
+export function cpuSeconds(pid: number): number | undefined {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The pid of a local broker's Erlang VM (beam.smp) whose environment holds `RABBITMQ_NODE_PORT=<amqpPort>`. */
+export function findBeamPid(amqpPort: string): number | undefined {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (!readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('beam.smp')) continue;
+      if (readFileSync(`/proc/${entry}/environ`, 'utf8').split('\0').includes(`RABBITMQ_NODE_PORT=${amqpPort}`)) return Number(entry);
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return undefined;
+}
+
+/** The sum of a metric's samples whose labels include every `labels` pair, from a worker's /metrics on loopback. */
+export async function scrapeMetric(port: number, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const wanted = Object.entries(labels).map(([key, value]) => `${key}="${value}"`);
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith(`${name}{`) || line.startsWith(`${name} `))
+    .filter((line) => wanted.every((pair) => line.includes(pair)))
+    .reduce((sum, line) => sum + Number(line.split(' ').pop()), 0);
+}
+
+/** callback_relay_callbacks_total{outcome="delivered"} of one worker. */
+export const scrapeDelivered = (port: number): Promise<number> => scrapeMetric(port, 'callback_relay_callbacks_total', { outcome: 'delivered' });
+
+/** Messages a worker moved without an attempt: deferred by the bulkhead (OVERFLOW_DELAY), or to the slow lane. */
+export const movedCounts = async (port: number): Promise<{ deferred: number; slow: number }> => ({
+  deferred: await scrapeMetric(port, 'callback_relay_moved_total', { to: 'deferred' }),
+  slow: await scrapeMetric(port, 'callback_relay_moved_total', { to: 'slow' }),
+});
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,0 +1,86 @@
+import { httpRun, rawCeiling, type ConsumerRun } from '../consumer-runs.js';
+import type { Scenario, Table } from '../context.js';
+import { startReceiver } from '../receiver.js';
+import { withScope } from '../scope.js';
+import { fmt } from '../stats.js';
+
+/** Receiver origins: with the default TARGET_CONCURRENCY (PREFETCH / 10 = 10), ten targets can use all 100 slots. */
+const TARGETS = 10;
+
+/**
+ * Max delivery rate of the relay against two ceilings, on a pre-filled queue (see consumer-runs.ts):
+ * (a) raw AMQP consume/ack, (b) a minimal consume → POST → ack consumer; then the relay with every
+ * feature on, with EVENTS=off, and with all callbacks to one target (where the bulkhead caps it).
+ */
+export const throughput: Scenario = {
+  name: 'throughput',
+  async run(ctx) {
+    const count = ctx.quick ? 5_000 : 50_000;
+    return withScope(ctx.url, async (scope) => {
+      const receiver = scope.add(await startReceiver(TARGETS));
+      const step = async (run: Promise<ConsumerRun>): Promise<ConsumerRun> => {
+        const done = await run;
+        ctx.log(`throughput: ${done.name}: ${fmt(done.rate)}/s`);
+        return done;
+      };
+      const raw = await step(rawCeiling(ctx, receiver, count));
+      const minimal = await step(httpRun(ctx, receiver, { name: 'ceiling (b): minimal consumer', count, kind: 'minimal' }));
+      const relay = await step(httpRun(ctx, receiver, { name: 'relay, every feature on', count, kind: 'relay' }));
+      const noEvents = await step(httpRun(ctx, receiver, { name: 'relay, EVENTS=off', count, kind: 'relay', env: { EVENTS: 'off' } }));
+      const noIsolation = await step(httpRun(ctx, receiver, { name: 'relay, ISOLATION=off', count, kind: 'relay', env: { ISOLATION: 'off' } }));
+      const warmStart = await step(httpRun(ctx, receiver, { name: 'relay, TARGET_INITIAL_CONCURRENCY=10', count, kind: 'relay', env: { TARGET_INITIAL_CONCURRENCY: '10' } }));
+      const oneTarget = await step(httpRun(ctx, receiver, { name: 'relay, every feature on, 1 target', count: Math.round(count / 5), kind: 'relay', targets: 1 }));
+      const runs = [raw, minimal, relay, noEvents, noIsolation, warmStart, oneTarget];
+      const profiled = ctx.options.profile ? await step(httpRun(ctx, receiver, { name: 'relay, every feature on, --cpu-prof', count, kind: 'relay', profile: true })) : undefined;
+      if (profiled) runs.push(profiled);
+      ctx.shared.relayRate = relay.rate;
+
+      const tables: Table[] = [
+        {
+          title: `Throughput: ${count} callbacks (1 target run: ${oneTarget.expected}), ${TARGETS} targets, PREFETCH 100, persistent, quorum P.work, pre-filled queue`,
+          headers: ['run', 'delivered', 's', 'deliveries/s', '× minimal', 'p50 ms*', 'p99 ms*', 'p99.9 ms*', 'consumer CPU µs/callback', 'broker CPU µs/callback', 'consumer RSS MB', 'deferred'],
+          rows: runs.map((run) => [
+            run.name,
+            `${run.delivered}/${run.expected}`,
+            fmt(run.seconds, 1),
+            fmt(run.rate),
+            fmt(run.rate / minimal.rate, 2),
+            fmt(run.latency.p50),
+            fmt(run.latency.p99),
+            fmt(run.latency.p999),
+            fmt(run.cpuUsPerCallback),
+            fmt(run.brokerCpuUsPerCallback),
+            fmt(run.rssMb),
+            run.moved ? String(run.moved.deferred) : '',
+          ]),
+        },
+      ];
+      const notes = [
+        `Pre-filled: the queue is filled first (library publisher, 200 unconfirmed publishes at a time: ${fmt(relay.publishRate)}/s for the relay run; raw confirm-publish ${fmt(raw.publishRate)}/s), then the consumer process starts; the rate counts first → last delivery.`,
+        '* publish → delivered latency of a pre-filled queue is mostly queueing time (roughly position / rate); see half-load for the latency of an unsaturated relay.',
+        `Outcome events cost: ${fmt((1 - relay.rate / noEvents.rate) * 100, 1)}% of the rate and ${fmt((relay.cpuUsPerCallback ?? NaN) - (noEvents.cpuUsPerCallback ?? NaN))} µs of worker CPU per callback (EVENTS=on vs off).`,
+        `Isolation cost: ISOLATION=off runs at ${fmt(noIsolation.rate / relay.rate, 2)}× the default rate. With isolation on, healthy fast targets still get callbacks deferred (the "deferred" column: each one a confirmed publish through the delay queues and ≥ 1 s late): a target's concurrency starts at TARGET_INITIAL_CONCURRENCY (2) again whenever it has nothing in flight, and the waiting room holds only PREFETCH / 2 in all. TARGET_INITIAL_CONCURRENCY=10 shows the rate without the slow start.`,
+        `1 target: the default bulkhead (TARGET_CONCURRENCY = PREFETCH / 10 = 10) caps one target at 10 concurrent deliveries; the excess waits or is deferred by OVERFLOW_DELAY.`,
+      ];
+      const data: Record<string, unknown> = { count, targets: TARGETS, runs };
+      if (profiled?.profile) {
+        const { file, summary } = profiled.profile;
+        data.profile = profiled.profile;
+        const lines = (list: typeof summary.frames): string[][] => list.map((line) => [line.name, fmt(line.ms), fmt(line.percent, 1)]);
+        tables.push({ title: 'Profile of the relay worker: self time by frame (after start-up, idle excluded)', headers: ['frame', 'ms', '% of busy'], rows: lines(summary.frames) });
+        tables.push({ title: 'Profile of the relay worker: self time by module', headers: ['module', 'ms', '% of busy'], rows: lines(summary.modules.slice(0, 12)) });
+        notes.push(`CPU profile: ${file} (open in Chrome DevTools → Performance, or \`npx tsx bench/profile-summary.ts FILE\`).`);
+      }
+      return {
+        tables,
+        data,
+        notes,
+        charts: [
+          { title: 'deliveries per second', unit: '/s', bars: runs.map((run) => ({ label: run.name, value: run.rate })) },
+          { title: 'rate as a ratio of the minimal consumer (b)', unit: '×', bars: runs.map((run) => ({ label: run.name, value: run.rate / minimal.rate })) },
+          { title: 'consumer CPU per callback', unit: 'µs', bars: runs.map((run) => ({ label: run.name, value: run.cpuUsPerCallback ?? NaN })) },
+        ],
+      };
+    });
+  },
+};
