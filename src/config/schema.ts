@@ -133,7 +133,7 @@ export const configSchema = {
     env: 'TARGET_INITIAL_CONCURRENCY',
   },
   overflowDelay: {
-    doc: 'A target at its TARGET_CONCURRENCY cap may have as many messages waiting for a slot (PREFETCH / 2 over all targets); further ones are deferred by this long (not an attempt).',
+    doc: 'Messages of a target at its cap wait for a slot (up to TARGET_CONCURRENCY of them, or all of PREFETCH − TARGET_CONCURRENCY for a target whose recent results were all fast); further ones are deferred by this long (not an attempt).',
     format: 'positive-duration',
     default: 1e3,
     env: 'OVERFLOW_DELAY',

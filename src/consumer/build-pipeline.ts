@@ -26,7 +26,9 @@ export function isolationPolicy(config: RelayConfig): IsolationPolicy {
     slowThresholdMs: config.slowThreshold,
     successBody: config.successBody,
     waitingPerTarget: config.targetConcurrency,
-    maxWaiting: Math.max(1, Math.ceil(config.prefetch / 2)),
+    // Waiting messages hold prefetch slots; at least TARGET_CONCURRENCY of them always stay free for
+    // other targets, even while a busy target's burst waits.
+    maxWaiting: Math.max(1, config.prefetch - config.targetConcurrency),
   };
 }
 

@@ -18,7 +18,7 @@ describe('isolationPolicy', () => {
       slowThresholdMs: 3_000,
       successBody: '',
       waitingPerTarget: 10,
-      maxWaiting: 50,
+      maxWaiting: 90,
     });
   });
 
@@ -51,7 +51,7 @@ describe('isolationPolicy', () => {
       slowThresholdMs: 1_500,
       successBody: 'ok',
       waitingPerTarget: 6,
-      maxWaiting: 20,
+      maxWaiting: 34,
     });
   });
 
@@ -64,10 +64,10 @@ describe('isolationPolicy', () => {
     ['1', 1],
     ['2', 1],
     ['3', 2],
-    ['100', 50],
-    ['101', 51],
-    ['65535', 32_768],
-  ])('sizes the waiting room over all targets as ceil(PREFETCH/2), min 1 (PREFETCH=%s → %i)', (prefetch, waiting) => {
+    ['100', 90],
+    ['101', 90],
+    ['65535', 58_981],
+  ])('sizes the waiting room over all targets as PREFETCH − TARGET_CONCURRENCY, min 1 (PREFETCH=%s → %i)', (prefetch, waiting) => {
     expect(isolationPolicy(loadConfig({ PREFETCH: prefetch })).maxWaiting).toBe(waiting);
   });
 
