@@ -4,6 +4,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../test/support/free-port.js';
+import { nodeEnvironment } from '../test/support/local-broker.js';
 import { onCleanup } from './cleanup.js';
 import { rabbitmqBin, rabbitmqctl } from './rabbitmqctl.js';
 import { waitForAmqp } from './queues.js';
@@ -58,22 +59,9 @@ export async function startCluster(size = 3): Promise<Cluster> {
     const [amqpPort, distPort] = [await freePort(), await freePort()];
     const dir = join(base, `n${i + 1}`);
     mkdirSync(dir);
-    writeFileSync(join(dir, 'rabbitmq.conf'), `listeners.tcp.default = 127.0.0.1:${amqpPort}\nloopback_users = none\n`);
-    writeFileSync(join(dir, 'enabled_plugins'), '[].\n');
     const name = `cr-c${i + 1}-${tag}@localhost`;
     nodes.push({ name, url: `amqp://guest:guest@127.0.0.1:${amqpPort}`, dir });
-    envs.push({
-      ...process.env,
-      HOME: home,
-      RABBITMQ_NODENAME: name,
-      RABBITMQ_NODE_PORT: String(amqpPort),
-      RABBITMQ_DIST_PORT: String(distPort),
-      RABBITMQ_MNESIA_BASE: join(dir, 'mnesia'),
-      RABBITMQ_LOG_BASE: join(dir, 'log'),
-      RABBITMQ_CONFIG_FILE: join(dir, 'rabbitmq.conf'),
-      RABBITMQ_ENABLED_PLUGINS_FILE: join(dir, 'enabled_plugins'),
-      RABBITMQ_PID_FILE: join(dir, 'pid'),
-    });
+    envs.push(nodeEnvironment({ dir, home, node: name, amqpPort, distPort }));
   }
   const boot = async (i: number): Promise<void> => {
     // Own process group (detached), so a stop takes the shell wrapper and the VM down together.

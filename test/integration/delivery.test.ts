@@ -1,20 +1,17 @@
-import { afterEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
+import { openedInEachTest } from '../support/opened-in-each-test.js';
 import { HEADER } from '../../src/message/headers.js';
 import { describeEachMode, sleep } from '../support/modes.js';
-import { startReceiver, type Answer, type Receiver } from '../support/receiver.js';
-import { startRelay, type RelayFixture } from '../support/relay.js';
+import type { Answer, Receiver } from '../support/receiver.js';
+import type { RelayFixture } from '../support/relay.js';
 
 let relay: RelayFixture | undefined;
 let receiver: Receiver | undefined;
-afterEach(async () => {
-  await relay?.cleanup();
-  await receiver?.close();
-  relay = receiver = undefined;
-});
+const open = openedInEachTest();
 
 async function setUp(mode: string, env: Record<string, string>, script: (nth: number, path: string) => Answer) {
-  receiver = await startReceiver((request) => script(request.nth, request.path));
-  relay = await startRelay({ DELAY_MODE: mode, ...env });
+  receiver = await open.receiver((request) => script(request.nth, request.path));
+  relay = await open.relay({ DELAY_MODE: mode, ...env });
   await relay.startWorker();
   return { relay, receiver };
 }

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { openedInEachTest } from '../support/opened-in-each-test.js';
 import { openDeadQueueSession } from '../../src/dlq/dead-queue-session.js';
 import type { DlqEntry } from '../../src/dlq/dlq-entry.js';
 import { listDead } from '../../src/dlq/list-dead.js';
@@ -8,18 +9,14 @@ import { REFRESH_AFTER_RETURNS } from '../../src/dlq/needs-refresh.js';
 import { createLogger } from '../../src/logger.js';
 import { HEADER } from '../../src/message/headers.js';
 import { connectTopology } from '../../src/topology/connect-topology.js';
-import { startReceiver, type Receiver } from '../support/receiver.js';
-import { startRelay, type RelayFixture } from '../support/relay.js';
+import type { Receiver } from '../support/receiver.js';
+import type { RelayFixture } from '../support/relay.js';
 import { configEnv } from '../support/worker-process.js';
 
 const run = promisify(execFile);
 let relay: RelayFixture | undefined;
 let receiver: Receiver | undefined;
-afterEach(async () => {
-  await relay?.cleanup();
-  await receiver?.close();
-  relay = receiver = undefined;
-});
+const open = openedInEachTest();
 
 type CliResult = { code: number; stdout: string; stderr: string };
 
@@ -37,7 +34,7 @@ async function dlq(fixture: RelayFixture, args: string[], env: Record<string, st
 
 /** A relay whose topology is declared, so P.dead and exchange P exist before any worker runs. */
 async function relayWithTopology(): Promise<RelayFixture> {
-  const fixture = await startRelay();
+  const fixture = await open.relay();
   const topology = await connectTopology(fixture.config, createLogger('silent'), new AbortController().signal);
   await topology.declare(fixture.channel);
   return fixture;
@@ -150,8 +147,8 @@ describe('callback-relay dlq', () => {
   });
 
   it('works on what a real worker parked: a 404 is listed as rejected and replays as attempt 1', async () => {
-    receiver = await startReceiver(() => ({ status: 404 }));
-    relay = await startRelay();
+    receiver = await open.receiver(() => ({ status: 404 }));
+    relay = await open.relay();
     const worker = await relay.startWorker();
     const { id } = await relay.publisher.publish({ url: `${receiver.origin}/gone`, body: { will: 'fail' }, headers: { 'x-tenant': 'acme' } });
     await relay.waitForDead(1);

@@ -1,28 +1,25 @@
-import { afterEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
+import { openedInEachTest } from '../support/opened-in-each-test.js';
 import { HEADER } from '../../src/message/headers.js';
 import { describeEachMode, sleep } from '../support/modes.js';
-import { startReceiver, type Receiver } from '../support/receiver.js';
-import { startRelay, type RelayFixture } from '../support/relay.js';
+import type { Receiver } from '../support/receiver.js';
+import type { RelayFixture } from '../support/relay.js';
 
 let relay: RelayFixture | undefined;
 let receiver: Receiver | undefined;
-afterEach(async () => {
-  await relay?.cleanup();
-  await receiver?.close();
-  relay = receiver = undefined;
-});
+const open = openedInEachTest();
 
 const FATES = ['ok', 'flaky', 'fail', 'gone'] as const;
 
 describeEachMode('mixed fates', (mode) => {
   it('1000 callbacks: delivered + dead-lettered = published, each exactly once', async () => {
-    receiver = await startReceiver(({ path, nth }) => {
+    receiver = await open.receiver(({ path, nth }) => {
       if (path.startsWith('/ok')) return { status: 200 };
       if (path.startsWith('/flaky')) return { status: nth === 1 ? 503 : 200 };
       if (path.startsWith('/fail')) return { status: 500 };
       return { status: 404 };
     });
-    relay = await startRelay({ DELAY_MODE: mode, RETRY_SCHEDULE: '1s', MAX_ATTEMPTS: '2', PREFETCH: '50' });
+    relay = await open.relay({ DELAY_MODE: mode, RETRY_SCHEDULE: '1s', MAX_ATTEMPTS: '2', PREFETCH: '50' });
     await relay.startWorker();
     const published = await Promise.all(
       Array.from({ length: 1000 }, (_, i) => {

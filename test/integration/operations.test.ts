@@ -1,20 +1,17 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { openedInEachTest } from '../support/opened-in-each-test.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { createWorker } from '../../src/consumer/worker.js';
 import { createLogger } from '../../src/logger.js';
 import { freePort } from '../support/free-port.js';
 import { sleep } from '../support/modes.js';
-import { startReceiver, type Receiver } from '../support/receiver.js';
-import { startRelay, type RelayFixture } from '../support/relay.js';
+import type { Receiver } from '../support/receiver.js';
+import type { RelayFixture } from '../support/relay.js';
 import { spawnWorker } from '../support/worker-process.js';
 
 let relay: RelayFixture | undefined;
 let receiver: Receiver | undefined;
-afterEach(async () => {
-  await relay?.cleanup();
-  await receiver?.close();
-  relay = receiver = undefined;
-});
+const open = openedInEachTest();
 
 const get = async (port: number, path: string): Promise<{ status: number; text: string }> => {
   const response = await fetch(`http://127.0.0.1:${port}${path}`);
@@ -29,9 +26,9 @@ const sample = (text: string, line: string): number | undefined => {
 
 describe('operations', () => {
   it('metrics over HTTP count attempts and outcomes; /healthz and /readyz answer', async () => {
-    receiver = await startReceiver(({ path }) => ({ status: path === '/gone' ? 404 : 200 }));
+    receiver = await open.receiver(({ path }) => ({ status: path === '/gone' ? 404 : 200 }));
     const port = await freePort();
-    relay = await startRelay({ METRICS_PORT: String(port) });
+    relay = await open.relay({ METRICS_PORT: String(port) });
     const worker = await relay.startWorker();
     expect(worker.metricsPort).toBe(port);
     await relay.publisher.publish({ url: `${receiver.origin}/ok`, body: 1 });
@@ -73,8 +70,8 @@ describe('operations', () => {
   });
 
   it('outcome events on P.events: delivered, retry-scheduled (with the next attempt time), dead', async () => {
-    receiver = await startReceiver(({ path, nth }) => ({ status: path === '/gone' ? 404 : path === '/flaky' && nth === 1 ? 503 : 200 }));
-    relay = await startRelay({ RETRY_SCHEDULE: '1s' });
+    receiver = await open.receiver(({ path, nth }) => ({ status: path === '/gone' ? 404 : path === '/flaky' && nth === 1 ? 503 : 200 }));
+    relay = await open.relay({ RETRY_SCHEDULE: '1s' });
     await relay.startWorker();
     const { queue } = await relay.channel.assertQueue('', { exclusive: true });
     await relay.channel.bindQueue(queue, relay.names.eventsExchange, '#');
@@ -101,8 +98,8 @@ describe('operations', () => {
   });
 
   it('logs: one info line per dead-letter, attempts only at debug, no payloads or broker passwords', async () => {
-    receiver = await startReceiver(({ path }) => ({ status: path === '/gone' ? 404 : 200 }));
-    relay = await startRelay();
+    receiver = await open.receiver(({ path }) => ({ status: path === '/gone' ? 404 : 200 }));
+    relay = await open.relay();
     const worker = spawnWorker(relay.config);
     await worker.consuming;
     await relay.publisher.publish({ url: `${receiver.origin}/ok`, body: { card: 'SECRET-PAYLOAD' } });

@@ -1,25 +1,22 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { openedInEachTest } from '../support/opened-in-each-test.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { createLogger } from '../../src/logger.js';
 import { createPublisher } from '../../src/producer/publisher.js';
-import { startReceiver, type Receiver } from '../support/receiver.js';
-import { startRelay, type RelayFixture } from '../support/relay.js';
+import type { Receiver } from '../support/receiver.js';
+import type { RelayFixture } from '../support/relay.js';
 import { configEnv } from '../support/worker-process.js';
 
 const run = promisify(execFile);
 let relay: RelayFixture | undefined;
 let receiver: Receiver | undefined;
-afterEach(async () => {
-  await relay?.cleanup();
-  await receiver?.close();
-  relay = receiver = undefined;
-});
+const open = openedInEachTest();
 
 describe('producer', () => {
   it('rejects invalid callbacks naming the field and publishes nothing', async () => {
-    relay = await startRelay({ MAX_PAYLOAD_BYTES: '1000' });
+    relay = await open.relay({ MAX_PAYLOAD_BYTES: '1000' });
     await relay.publisher.publish({ url: 'http://127.0.0.1:9/warm-up', body: 1 });
     await expect(relay.publisher.publish({ url: 'ftp://x/y', body: 1 })).rejects.toMatchObject({ code: 'CR_ERR_INVALID_CALLBACK', field: 'url' });
     await expect(relay.publisher.publish({ url: 'http://x/', body: 'x'.repeat(2000) })).rejects.toMatchObject({ field: 'body' });
@@ -32,7 +29,7 @@ describe('producer', () => {
   });
 
   it('writes the wire contract: JSON body with id, message_id, content type, persistent', async () => {
-    relay = await startRelay();
+    relay = await open.relay();
     const { id } = await relay.publisher.publish({ url: 'http://127.0.0.1:9/x', body: { a: [1] }, method: 'PATCH' });
     const message = await relay.channel.get(relay.names.workQueue, { noAck: true });
     expect(message && JSON.parse(message.content.toString())).toEqual({ id, url: 'http://127.0.0.1:9/x', body: { a: [1] }, method: 'PATCH' });
@@ -40,8 +37,8 @@ describe('producer', () => {
   });
 
   it('honours a first-attempt delay', async () => {
-    receiver = await startReceiver(() => ({ status: 200 }));
-    relay = await startRelay();
+    receiver = await open.receiver(() => ({ status: 200 }));
+    relay = await open.relay();
     await relay.startWorker();
     const publishedAt = Date.now();
     await relay.publisher.publish({ url: `${receiver.origin}/later`, body: 1 }, { delay: 2_000 });
@@ -69,7 +66,7 @@ describe('producer', () => {
   });
 
   it('CLI: publishes and prints the id; bad input exits 2 naming the flag and publishes nothing', async () => {
-    relay = await startRelay();
+    relay = await open.relay();
     const env = { ...process.env, ...configEnv(relay.config) };
     const cli = ['--import', 'tsx', 'src/cli/main.ts', 'publish'];
     const ok = await run(process.execPath, [...cli, '--url', 'http://127.0.0.1:9/cli', '--data', '{"a":1}', '--header', 'X-Tenant: acme', '--id', 'cli-1'], { env });

@@ -1,17 +1,14 @@
-import { afterEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
+import { openedInEachTest } from '../support/opened-in-each-test.js';
 import { HEADER } from '../../src/message/headers.js';
 import { verifyCallback } from '../../src/signing/verify-callback.js';
 import { describeEachMode, sleep } from '../support/modes.js';
-import { startReceiver, type Receiver } from '../support/receiver.js';
-import { startRelay, type RelayFixture } from '../support/relay.js';
+import type { Receiver } from '../support/receiver.js';
+import type { RelayFixture } from '../support/relay.js';
 
 let relay: RelayFixture | undefined;
 let receiver: Receiver | undefined;
-afterEach(async () => {
-  await relay?.cleanup();
-  await receiver?.close();
-  relay = receiver = undefined;
-});
+const open = openedInEachTest();
 
 // 24+ random bytes as the spec asks; fixed so the test is repeatable.
 const OLD = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
@@ -20,7 +17,7 @@ const NEW = `whsec_${Buffer.alloc(32, 9).toString('base64')}`;
 describeEachMode('safe delivery', (mode) => {
   it('signs every attempt; a receiver verifies them, with either secret during a rotation; webhook-id is stable', async () => {
     const verdicts: string[] = [];
-    receiver = await startReceiver((request) => {
+    receiver = await open.receiver((request) => {
       for (const secret of [OLD, NEW]) {
         try {
           verifyCallback({ secret, headers: request.headers, body: request.body });
@@ -31,7 +28,7 @@ describeEachMode('safe delivery', (mode) => {
       }
       return { status: request.nth === 1 ? 503 : 204 };
     });
-    relay = await startRelay({ DELAY_MODE: mode, SIGNING_SECRET: `${NEW} ${OLD}`, RETRY_SCHEDULE: '1s' });
+    relay = await open.relay({ DELAY_MODE: mode, SIGNING_SECRET: `${NEW} ${OLD}`, RETRY_SCHEDULE: '1s' });
     await relay.startWorker();
     const { id } = await relay.publisher.publish({ url: `${receiver.origin}/signed`, body: { amount: 42 } });
     await receiver.waitFor((r) => r.length === 2, 10_000);
@@ -43,8 +40,8 @@ describeEachMode('safe delivery', (mode) => {
   });
 
   it('a target at a link-local (cloud metadata) address is refused: P.dead with reason forbidden-target, no request made', async () => {
-    receiver = await startReceiver(() => ({ status: 200 }));
-    relay = await startRelay({ DELAY_MODE: mode, RETRY_SCHEDULE: '1s' });
+    receiver = await open.receiver(() => ({ status: 200 }));
+    relay = await open.relay({ DELAY_MODE: mode, RETRY_SCHEDULE: '1s' });
     await relay.startWorker();
     await relay.publisher.publish({ url: 'http://169.254.169.254/latest/meta-data/', body: 1 });
     await relay.publisher.publish({ url: `${receiver.origin}/fine`, body: 2 });
@@ -56,8 +53,8 @@ describeEachMode('safe delivery', (mode) => {
   });
 
   it('TARGET_POLICY=strict refuses loopback unless TARGET_ALLOW lists it', async () => {
-    receiver = await startReceiver(() => ({ status: 200 }));
-    relay = await startRelay({ DELAY_MODE: mode, TARGET_POLICY: 'strict' });
+    receiver = await open.receiver(() => ({ status: 200 }));
+    relay = await open.relay({ DELAY_MODE: mode, TARGET_POLICY: 'strict' });
     await relay.startWorker();
     await relay.publisher.publish({ url: `${receiver.origin}/strict`, body: 1 });
     await relay.waitForDead(1);
@@ -65,15 +62,15 @@ describeEachMode('safe delivery', (mode) => {
     expect(dead?.properties.headers?.[HEADER.reason]).toBe('forbidden-target');
     expect(receiver.requests).toHaveLength(0);
     await relay.cleanup();
-    relay = await startRelay({ DELAY_MODE: mode, TARGET_POLICY: 'strict', TARGET_ALLOW: '127.0.0.0/8' });
+    relay = await open.relay({ DELAY_MODE: mode, TARGET_POLICY: 'strict', TARGET_ALLOW: '127.0.0.0/8' });
     await relay.startWorker();
     await relay.publisher.publish({ url: `${receiver.origin}/allowed`, body: 1 });
     await receiver.waitFor((r) => r.length === 1);
   });
 
   it('an oversize message is parked as invalid at consume time, even when published around the producer', async () => {
-    receiver = await startReceiver(() => ({ status: 200 }));
-    relay = await startRelay({ DELAY_MODE: mode, MAX_PAYLOAD_BYTES: '2000' });
+    receiver = await open.receiver(() => ({ status: 200 }));
+    relay = await open.relay({ DELAY_MODE: mode, MAX_PAYLOAD_BYTES: '2000' });
     await relay.startWorker();
     const big = JSON.stringify({ url: `${receiver.origin}/big`, body: 'x'.repeat(5_000) });
     relay.channel.publish(relay.names.exchange, 'deliver', Buffer.from(big), { messageId: 'big-1' });

@@ -1,9 +1,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import amqplib from 'amqplib';
+import { freePort } from './free-port.js';
 
 /** A throwaway RabbitMQ node: its own node name, ports and data directory, removed on stop. */
 export interface LocalBroker {
@@ -20,25 +20,26 @@ export function findRabbitmqServer(): string | undefined {
   return [...CANDIDATES, onPath].find((path): path is string => !!path && existsSync(path));
 }
 
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
+export interface NodeLayout {
+  /** Data, logs and config of the node go here. */
+  dir: string;
+  /** HOME of the node and its CLI tools: where the Erlang cookie lives (shared by a cluster's nodes). */
+  home: string;
+  node: string;
+  amqpPort: number;
+  distPort: number;
+}
 
-export async function startLocalBroker(bin: string): Promise<LocalBroker> {
-  const dir = mkdtempSync(join(tmpdir(), 'callback-relay-broker-'));
-  const [amqpPort, distPort] = [await freePort(), await freePort()];
-  const node = `cr-test-${process.pid}-${amqpPort}@localhost`;
+/**
+ * Writes a node's rabbitmq.conf (loopback listener, guest allowed) and enabled_plugins (none) into
+ * `dir`, and returns the environment that makes rabbitmq-server run it as its own node.
+ */
+export function nodeEnvironment({ dir, home, node, amqpPort, distPort }: NodeLayout): NodeJS.ProcessEnv {
   writeFileSync(join(dir, 'rabbitmq.conf'), `listeners.tcp.default = 127.0.0.1:${amqpPort}\nloopback_users = none\n`);
   writeFileSync(join(dir, 'enabled_plugins'), '[].\n');
-  const env = {
+  return {
     ...process.env,
-    HOME: dir,
+    HOME: home,
     RABBITMQ_NODENAME: node,
     RABBITMQ_NODE_PORT: String(amqpPort),
     RABBITMQ_DIST_PORT: String(distPort),
@@ -48,6 +49,13 @@ export async function startLocalBroker(bin: string): Promise<LocalBroker> {
     RABBITMQ_ENABLED_PLUGINS_FILE: join(dir, 'enabled_plugins'),
     RABBITMQ_PID_FILE: join(dir, 'pid'),
   };
+}
+
+export async function startLocalBroker(bin: string): Promise<LocalBroker> {
+  const dir = mkdtempSync(join(tmpdir(), 'callback-relay-broker-'));
+  const [amqpPort, distPort] = [await freePort(), await freePort()];
+  const node = `cr-test-${process.pid}-${amqpPort}@localhost`;
+  const env = nodeEnvironment({ dir, home: dir, node, amqpPort, distPort });
   const url = `amqp://guest:guest@127.0.0.1:${amqpPort}`;
   let child: ChildProcess | undefined;
 

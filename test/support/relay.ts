@@ -47,6 +47,7 @@ export async function startRelay(env: Record<string, string> = {}): Promise<Rela
   const workers: Worker[] = [];
   const connection: ChannelModel = await amqplib.connect(config.amqpUrl);
   const channel = await connection.createChannel();
+  let closed = false;
   const messageCount = async (queue: string): Promise<number> => (await channel.checkQueue(queue)).messageCount;
   return {
     config,
@@ -75,6 +76,8 @@ export async function startRelay(env: Record<string, string> = {}): Promise<Rela
       return messages;
     },
     async cleanup() {
+      if (closed) return;
+      closed = true;
       await Promise.all(workers.map((worker) => worker.stop()));
       await publisher.close();
       await deleteTopology(channel, names);

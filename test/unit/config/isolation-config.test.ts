@@ -1,17 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import { loadConfig } from '../../../src/config/load-config.js';
-import { isRelayError, type RelayError } from '../../../src/errors.js';
-
-/** The RelayError loadConfig throws for `env`; fails the test if it does not throw one. */
-function configError(env: NodeJS.ProcessEnv): RelayError {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (isRelayError(error)) return error;
-    throw error;
-  }
-  throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
-}
+import type { RelayError } from '../../../src/errors.js';
+import { configError } from '../_helpers/config-error.js';
 
 /** The problem lines of a CR_ERR_CONFIG message (after its "invalid configuration:" heading). */
 const problemLines = (error: RelayError): string[] => error.message.split('\n').slice(1);

@@ -1,20 +1,9 @@
 import { describe, it, expect } from 'vitest';
 import { loadConfig } from '../../../src/config/load-config.js';
 import { configSchema } from '../../../src/config/schema.js';
-import { isRelayError, type RelayError } from '../../../src/errors.js';
+import { configError } from '../_helpers/config-error.js';
 
 const DEFAULT_SCHEDULE = [15e3, 15e3, 30e3, 18e4, 6e5, 12e5, 18e5, 18e5, 18e5, 36e5, 108e5, 108e5, 108e5, 216e5, 216e5];
-
-/** The RelayError loadConfig throws for `env`; fails the test if it does not throw one. */
-function configError(env: NodeJS.ProcessEnv): RelayError {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (isRelayError(error)) return error;
-    throw error;
-  }
-  throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
-}
 
 describe('loadConfig defaults', () => {
   it('fills every setting from the schema when the environment is empty', () => {
