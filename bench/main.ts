@@ -38,6 +38,7 @@ if (unknown.length > 0) {
   process.exit(2);
 }
 
+const isLoopback = (url: string): boolean => ['localhost', '127.0.0.1', '[::1]'].includes(new URL(url).hostname);
 const began = Date.now();
 const log = (line: string): void => void process.stderr.write(`[${((Date.now() - began) / 1000).toFixed(0).padStart(4)} s] ${line}\n`);
 log('starting the broker');
@@ -55,7 +56,7 @@ try {
   const ctx: BenchContext = {
     url: broker.url,
     quick: values.quick,
-    broker: { version: info.version, hasPlugin: info.hasDelayedPlugin, source: broker.source, beamPid: broker.source === 'local-node' ? findBeamPid(port) : undefined },
+    broker: { version: info.version, hasPlugin: info.hasDelayedPlugin, source: broker.source, beamPid: isLoopback(broker.url) ? findBeamPid(port) : undefined },
     shared: {},
     options: { profile: values.profile, rate: values.rate === undefined ? undefined : Number(values.rate) },
     log,

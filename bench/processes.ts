@@ -88,18 +88,25 @@ export function cpuSeconds(pid: number): number | undefined {
   }
 }
 
-/** The pid of a local broker's Erlang VM (beam.smp) whose environment holds `RABBITMQ_NODE_PORT=<amqpPort>`. */
+/**
+ * The pid of a local broker's Erlang VM (beam.smp): the one whose environment holds
+ * `RABBITMQ_NODE_PORT=<amqpPort>`, else the only RabbitMQ VM on this machine (a node started by
+ * scripts/local-broker.sh or the system service, given as AMQP_URL).
+ */
 export function findBeamPid(amqpPort: string): number | undefined {
+  const rabbits: number[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (!readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes('beam.smp')) continue;
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      if (!cmdline.includes('beam.smp') || !cmdline.includes('rabbit')) continue;
       if (readFileSync(`/proc/${entry}/environ`, 'utf8').split('\0').includes(`RABBITMQ_NODE_PORT=${amqpPort}`)) return Number(entry);
+      rabbits.push(Number(entry));
     } catch {
       // gone meanwhile, or not ours to read
     }
   }
-  return undefined;
+  return rabbits.length === 1 ? rabbits[0] : undefined;
 }
 
 /** The sum of a metric's samples whose labels include every `labels` pair, from a worker's /metrics on loopback. */

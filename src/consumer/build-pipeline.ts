@@ -4,7 +4,7 @@ import { createOutcomeEvents } from '../events/outcome-events.js';
 import type { Logger } from '../logger.js';
 import type { PipelineObserver } from './observer.js';
 import type { Random } from '../policy/jitter.js';
-import { TargetIsolation, targetOf, type IsolationPolicy } from '../policy/target-isolation.js';
+import { TargetIsolation, type IsolationPolicy } from '../policy/target-isolation.js';
 import { createSigner } from '../signing/create-signer.js';
 import type { ResolvedTopology } from '../topology/connect-topology.js';
 import { createDecider } from './decide.js';
@@ -54,7 +54,6 @@ export function buildPipeline(
       keepBody: config.successBody !== '',
       dispatcher,
       sign: createSigner(config),
-      targetOf: (url: string) => targetOf(url, 'origin'),
     },
     decide: createDecider(
       { schedule: config.retrySchedule, maxAttempts: config.maxAttempts, jitter: config.retryJitter, retryAfterMaxMs: config.retryAfterMax, successBody: config.successBody },

@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { ConsumeMessage } from 'amqplib';
-import { isValidId, validateCallback, type Callback } from '../message/callback.js';
+import { isValidId, parseCallback, type Callback } from '../message/callback.js';
 import { HEADER, readAttempt, readString } from '../message/headers.js';
 
 /** A decoded, valid callback and the retry state its headers carry. */
 export interface Delivery {
   id: string;
   callback: Callback;
+  /** `callback.url`, parsed. */
+  url: URL;
   /** The request body: `callback.body` serialised once, here, so deliver cannot fail on it. */
   payload: string;
   /** The number of the attempt about to be made (1-based). */
@@ -38,8 +40,9 @@ export function decode(message: ConsumeMessage, maxPayloadBytes: number): Decode
     return failed(`not JSON: ${(error as Error).message}`);
   }
   let callback: Callback;
+  let url: URL;
   try {
-    callback = validateCallback(parsed);
+    ({ callback, url } = parseCallback(parsed));
   } catch (error) {
     return failed((error as Error).message);
   }
@@ -51,5 +54,5 @@ export function decode(message: ConsumeMessage, maxPayloadBytes: number): Decode
     return failed(`body: cannot be serialised (${(error as Error).message})`);
   }
   const id = callback.id ?? fallbackId ?? randomUUID();
-  return { ok: true, delivery: { id, callback, payload, attempt, firstAttemptAt: readString(headers, HEADER.firstAttemptAt) } };
+  return { ok: true, delivery: { id, callback, url, payload, attempt, firstAttemptAt: readString(headers, HEADER.firstAttemptAt) } };
 }

@@ -1,4 +1,4 @@
-import { request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { FORBIDDEN_TARGET_CODE, isForbiddenTargetError } from '../http/guarded-agent.js';
 import type { DeliveryOutcome } from '../policy/classify-outcome.js';
 import type { Signer } from '../signing/create-signer.js';
@@ -12,25 +12,28 @@ export interface DeliverOptions {
   /** Keep the start of the body as text (only needed to compare a success body). */
   keepBody: boolean;
   dispatcher: Dispatcher;
-  /** Adds Standard Webhooks signature headers for a target, when signing is configured. */
+  /** Adds Standard Webhooks signature headers for a target (its origin), when signing is configured. */
   sign?: Signer;
-  /** Target of a URL, for per-target secrets. */
-  targetOf?: (url: string) => string;
 }
 
 /**
- * Step 2: one HTTP attempt. Never throws: network errors and timeouts come back as an outcome
- * without a status. The response body is read up to a cap and discarded.
+ * Step 2: one HTTP attempt, aborted through `signal` at its deadline. Never throws: network errors
+ * and timeouts come back as an outcome without a status. The response body is read up to a cap and
+ * discarded unless `keepBody`.
  */
-export async function deliver(delivery: Delivery, options: DeliverOptions): Promise<DeliveryOutcome> {
-  const { callback, id, attempt, payload } = delivery;
+export async function deliver(delivery: Delivery, options: DeliverOptions, signal: AbortSignal): Promise<DeliveryOutcome> {
+  const { callback, url, id, attempt, payload } = delivery;
   const started = performance.now();
   const elapsed = (): number => Math.round(performance.now() - started);
   try {
+    const origin = url.origin;
     // Signed at each attempt, so a late retry or a DLQ replay carries a fresh timestamp; the signed
     // bytes are the sent bytes.
-    const signature = options.sign?.(options.targetOf?.(callback.url) ?? new URL(callback.url).origin, id, Math.floor(Date.now() / 1000), payload);
-    const response = await request(callback.url, {
+    const signature = options.sign?.(origin, id, Math.floor(Date.now() / 1000), payload);
+    // The dispatcher's own entry point: the URL was parsed once, in decode.
+    const response = await options.dispatcher.request({
+      origin,
+      path: url.search ? url.pathname + url.search : url.pathname,
       method: callback.method ?? 'POST',
       headers: {
         ...callback.headers,
@@ -41,10 +44,9 @@ export async function deliver(delivery: Delivery, options: DeliverOptions): Prom
         ...signature,
       },
       body: payload,
-      signal: AbortSignal.timeout(options.timeoutMs),
-      dispatcher: options.dispatcher,
+      signal,
     });
-    const body = await readCapped(response.body, options.responseBodyLimit, options.keepBody);
+    const body = options.keepBody ? await readCapped(response.body, options.responseBodyLimit) : await discard(response.body, options.responseBodyLimit, signal);
     const retryAfter = response.headers['retry-after'];
     return {
       status: response.statusCode,
@@ -59,19 +61,33 @@ export async function deliver(delivery: Delivery, options: DeliverOptions): Prom
   }
 }
 
-async function readCapped(body: Dispatcher.ResponseData['body'], limit: number, keep: boolean): Promise<string | undefined> {
+type Body = Dispatcher.ResponseData['body'];
+
+/** Reads and keeps the start of the body, up to `limit` bytes; the rest is not read. */
+async function readCapped(body: Body, limit: number): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
     const buffer = chunk as Buffer;
-    if (keep) chunks.push(buffer.subarray(0, Math.max(0, limit - size)));
+    chunks.push(buffer.subarray(0, Math.max(0, limit - size)));
     size += buffer.length;
     if (size >= limit) {
       body.destroy();
       break;
     }
   }
-  return keep ? Buffer.concat(chunks).toString('utf8') : undefined;
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * Reads the body to its end without keeping it (so the connection can be reused), or closes the
+ * connection past `limit` bytes. A body cut short by the network is an error, as if it had been read.
+ */
+async function discard(body: Body, limit: number, signal: AbortSignal): Promise<undefined> {
+  await body.dump({ limit, signal });
+  // dump() settles on close whatever closed the stream; past the limit it destroys it with an AbortError.
+  if (body.errored && body.errored.name !== 'AbortError') throw body.errored;
+  return undefined;
 }
 
 function describeError(error: unknown, timeoutMs: number): string {

@@ -5,12 +5,12 @@ import { targetOf, type TargetIsolation, type TargetKey } from '../policy/target
 import type { DelayMode } from '../topology/delay-mode.js';
 import type { TopologyNames } from '../topology/topology-names.js';
 import { TargetGate, type Lane } from './admit.js';
+import { AttemptDeadline } from './attempt-deadline.js';
 import { decode } from './decode.js';
 import type { Decider } from './decide.js';
 import { deliver, type DeliverOptions } from './deliver.js';
 import { settle, type AttemptRecord, type SettleContext } from './settle.js';
 import type { PipelineObserver } from './observer.js';
-import { watchSlowness } from './watch-slowness.js';
 
 export interface PipelineDeps {
   names: TopologyNames;
@@ -59,7 +59,7 @@ export function createMessageHandler(deps: PipelineDeps) {
       return;
     }
     const { delivery } = decoded;
-    const target = targetOf(delivery.callback.url, deps.targetKey);
+    const target = targetOf(delivery.url, deps.targetKey);
     const admitted = await gate.admit(target, lane);
     if (admitted.kind !== 'deliver') {
       const settlement = admitted.kind === 'defer' ? { kind: 'defer' as const, delayMs: deps.overflowDelayMs } : admitted;
@@ -76,12 +76,10 @@ export function createMessageHandler(deps: PipelineDeps) {
       }
       gate.pump(target);
     };
-    const outcome = await watchSlowness(isolation, target, clock, changed, (wasOverdue) =>
-      deliver(delivery, deps.deliverOptions).then((result) => {
-        changed(isolation?.complete(target, admitted.slot, result, clock(), wasOverdue()));
-        return result;
-      }),
-    );
+    const deadline = new AttemptDeadline(deps.deliverOptions.timeoutMs, isolation && { afterMs: isolation.slowThresholdMs, onSlow: () => changed(isolation.overdue(target, clock())) });
+    const outcome = await deliver(delivery, deps.deliverOptions, deadline.signal);
+    const wasOverdue = deadline.finish();
+    changed(isolation?.complete(target, admitted.slot, outcome, clock(), wasOverdue));
     const { decision, record } = deps.decide(delivery, outcome, startedAt);
     if (logger.isLevelEnabled('debug')) {
       logger.debug({ id: delivery.id, target, lane, attempt: delivery.attempt, status: outcome.status, error: outcome.error, ms: outcome.durationMs, decision: decision.kind }, 'attempt');

@@ -1,5 +1,9 @@
-import type { Channel } from 'amqplib';
+import type { Channel, ConsumeMessage } from 'amqplib';
 import type { AttemptReport, PipelineObserver } from '../consumer/observer.js';
+import { UnroutedPause } from './unrouted-pause.js';
+
+/** How long an event type nobody listens for is not published before it is tried again. */
+const UNROUTED_PAUSE_MS = 1_000;
 
 /** Routing keys of outcome events on the topic exchange P.events. */
 export type OutcomeType = 'delivered' | 'retry-scheduled' | 'dead';
@@ -23,13 +27,17 @@ export interface OutcomeEvent {
 /**
  * Publishes outcome events so the service that published a callback can follow its fate (bind a
  * queue to P.events with `delivered`, `dead`, `#`…). Best effort by design: events are transient,
- * not confirmed, and dropped when the channel is gone; the callback itself is never affected.
+ * not confirmed, and dropped when the channel is gone; the callback itself is never affected. A type
+ * no queue is bound for is not published (see UnroutedPause).
  */
 export function createOutcomeEvents(exchange: string, clock: () => number): PipelineObserver & { attach(channel: Channel): void } {
   let channel: Channel | undefined;
+  const unrouted = new UnroutedPause(UNROUTED_PAUSE_MS, clock);
   const emit = (event: OutcomeEvent): void => {
+    if (!channel || !unrouted.shouldPublish(event.type)) return;
     try {
-      channel?.publish(exchange, event.type, Buffer.from(JSON.stringify(event)), { contentType: 'application/json', messageId: `${event.id}:${event.type}:${event.attempt}` });
+      // mandatory: the broker returns an event no queue is bound for, and its type is paused.
+      channel.publish(exchange, event.type, Buffer.from(JSON.stringify(event)), { contentType: 'application/json', messageId: `${event.id}:${event.type}:${event.attempt}`, mandatory: true });
     } catch {
       // The channel closed under us: the event is lost, the callback is not.
     }
@@ -39,6 +47,7 @@ export function createOutcomeEvents(exchange: string, clock: () => number): Pipe
   return {
     attach(next: Channel) {
       channel = next;
+      next.on('return', (message: ConsumeMessage) => unrouted.returned(message.fields.routingKey));
     },
     attempted(report: AttemptReport) {
       const { decision, outcome } = report;

@@ -34,13 +34,16 @@ const invalid = (field: string, problem: string): RelayError =>
  * Checks a decoded callback against the wire contract and returns it typed. Throws
  * `CR_ERR_INVALID_CALLBACK` with `field` set to the first offending field.
  */
-export function validateCallback(value: unknown): Callback {
+export const validateCallback = (value: unknown): Callback => parseCallback(value).callback;
+
+/** `validateCallback`, also returning the URL it parsed on the way, so nothing parses it again. */
+export function parseCallback(value: unknown): { callback: Callback; url: URL } {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalid('callback', 'must be a JSON object');
   const input = value as Record<string, unknown>;
   for (const key of Object.keys(input)) {
     if (!['id', 'url', 'body', 'headers', 'method'].includes(key)) throw invalid(key, 'is not a callback field (id, url, body, headers, method)');
   }
-  validateUrl(input.url);
+  const url = parseUrl(input.url);
   if (!('body' in input) || input.body === undefined) throw invalid('body', 'is required (any JSON value, null included)');
   // The id travels as the webhook-id header and is signed: printable ASCII, no surrounding spaces.
   if (input.id !== undefined && (typeof input.id !== 'string' || !isValidId(input.id))) {
@@ -48,10 +51,10 @@ export function validateCallback(value: unknown): Callback {
   }
   if (input.method !== undefined && !METHODS.includes(input.method as CallbackMethod)) throw invalid('method', `must be one of ${METHODS.join(', ')}`);
   if (input.headers !== undefined) validateHeaders(input.headers);
-  return input as unknown as Callback;
+  return { callback: input as unknown as Callback, url };
 }
 
-function validateUrl(url: unknown): void {
+function parseUrl(url: unknown): URL {
   if (typeof url !== 'string' || url === '') throw invalid('url', 'is required and must be a string');
   if (url.length > MAX_URL_LENGTH) throw invalid('url', `is longer than ${MAX_URL_LENGTH} characters`);
   let parsed: URL;
@@ -61,6 +64,7 @@ function validateUrl(url: unknown): void {
     throw invalid('url', `is not a valid URL: ${JSON.stringify(url.slice(0, 100))}`);
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw invalid('url', `must be http or https, not ${parsed.protocol.slice(0, -1)}`);
+  return parsed;
 }
 
 function validateHeaders(headers: unknown): void {

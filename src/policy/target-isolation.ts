@@ -5,8 +5,8 @@ import { EndpointHealth, type HealthPolicy, type Transition } from './endpoint-h
 export type TargetKey = 'origin' | 'host';
 
 /** The target a URL belongs to: its origin (scheme, host, port) by default, or just its host name. */
-export function targetOf(url: string, key: TargetKey): string {
-  const parsed = new URL(url);
+export function targetOf(url: string | URL, key: TargetKey): string {
+  const parsed = typeof url === 'string' ? new URL(url) : url;
   return key === 'host' ? parsed.hostname : parsed.origin;
 }
 

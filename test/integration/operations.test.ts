@@ -97,6 +97,24 @@ describe('operations', () => {
     expect(events.find((e) => e.type === 'dead')).toMatchObject({ reason: 'rejected', status: 404 });
   });
 
+  it('outcome events nobody listens for are paused, and flow within a second of a queue being bound', async () => {
+    receiver = await open.receiver(() => ({ status: 200 }));
+    relay = await open.relay();
+    await relay.startWorker();
+    for (let i = 0; i < 5; i++) await relay.publisher.publish({ url: `${receiver.origin}/before`, body: i });
+    await receiver.waitFor((r) => r.length === 5);
+    const { queue } = await relay.channel.assertQueue('', { exclusive: true });
+    await relay.channel.bindQueue(queue, relay.names.eventsExchange, 'delivered');
+    await sleep(1_100);
+    const after = [];
+    for (let i = 0; i < 5; i++) after.push((await relay.publisher.publish({ url: `${receiver.origin}/after`, body: i })).id);
+    await receiver.waitFor((r) => r.length === 10);
+    await sleep(300);
+    const ids: unknown[] = [];
+    for (let m = await relay.channel.get(queue, { noAck: true }); m; m = await relay.channel.get(queue, { noAck: true })) ids.push(JSON.parse(m.content.toString()).id);
+    expect(ids.sort()).toEqual(after.sort());
+  });
+
   it('logs: one info line per dead-letter, attempts only at debug, no payloads or broker passwords', async () => {
     receiver = await open.receiver(({ path }) => ({ status: path === '/gone' ? 404 : 200 }));
     relay = await open.relay();

@@ -14,6 +14,7 @@ const policy: RetryPolicy = { schedule: [1_000, 2_000], maxAttempts: 3, jitter: 
 const delivery = (attempt: number, firstAttemptAt?: string): Delivery => ({
   id: 'cb-1',
   callback: { url: 'https://example.com/hook', body: { a: 1 } },
+  url: new URL('https://example.com/hook'),
   payload: '{"a":1}',
   attempt,
   firstAttemptAt,

@@ -30,7 +30,7 @@ describe('decode: valid callbacks', () => {
     const callback = { id: 'c1', url: 'https://example.com/hook', body: { a: 1 } };
     expect(decode(message(json(callback)), LIMIT)).toEqual({
       ok: true,
-      delivery: { id: 'c1', callback, payload: '{"a":1}', attempt: 1, firstAttemptAt: undefined },
+      delivery: { id: 'c1', callback, url: new URL(callback.url), payload: '{"a":1}', attempt: 1, firstAttemptAt: undefined },
     });
   });
 

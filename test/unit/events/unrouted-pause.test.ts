@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { UnroutedPause } from '../../../src/events/unrouted-pause.js';
+
+describe('UnroutedPause', () => {
+  it('publishes every type until the broker returns one', () => {
+    const pause = new UnroutedPause(1_000, () => 0);
+    expect(pause.shouldPublish('delivered')).toBe(true);
+    expect(pause.shouldPublish('delivered')).toBe(true);
+  });
+
+  it('pauses a returned type for pauseMs, then lets one probe through', () => {
+    let now = 0;
+    const pause = new UnroutedPause(1_000, () => now);
+    pause.returned('delivered');
+    expect(pause.shouldPublish('delivered')).toBe(false);
+    now = 999;
+    expect(pause.shouldPublish('delivered')).toBe(false);
+    now = 1_000;
+    expect(pause.shouldPublish('delivered')).toBe(true);
+    // Nothing returned the probe: a queue is bound now, every event goes out.
+    expect(pause.shouldPublish('delivered')).toBe(true);
+  });
+
+  it('pauses each routing key on its own', () => {
+    const pause = new UnroutedPause(1_000, () => 0);
+    pause.returned('delivered');
+    expect(pause.shouldPublish('delivered')).toBe(false);
+    expect(pause.shouldPublish('dead')).toBe(true);
+  });
+
+  it('a returned probe pauses the type again', () => {
+    let now = 0;
+    const pause = new UnroutedPause(1_000, () => now);
+    pause.returned('dead');
+    now = 1_500;
+    expect(pause.shouldPublish('dead')).toBe(true);
+    pause.returned('dead');
+    expect(pause.shouldPublish('dead')).toBe(false);
+    now = 2_500;
+    expect(pause.shouldPublish('dead')).toBe(true);
+  });
+});
