@@ -101,6 +101,8 @@ export interface HttpRunOptions {
   targets?: number;
   /** Run the worker under `node --cpu-prof`. */
   profile?: boolean;
+  /** Bind a queue to P.events (`#`) and consume it here, so every outcome event is routed and delivered. */
+  listenToEvents?: boolean;
 }
 
 /**
@@ -117,6 +119,8 @@ export async function httpRun(ctx: BenchContext, receiver: BenchReceiver, option
     receiver.reset('ok');
         const published = await publishAll(publisher, count, (i) => ({ callback: { url: receiver.urlFor(i, targets), body: benchBody(i) } }));
     await publisher.close();
+    const events = options.listenToEvents ? await listenToEvents(ctx.url, `${prefix}.events`) : undefined;
+    if (events) scope.defer(events.close);
     const profileDir = options.profile ? mkdtempSync(join(tmpdir(), 'relay-prof-')) : undefined;
     const build = options.profile ? buildForProfiling() : undefined;
     if (build) scope.defer(() => rm(build.dir, { recursive: true, force: true }));
@@ -160,6 +164,16 @@ export async function httpRun(ctx: BenchContext, receiver: BenchReceiver, option
       ...(profile ? { profile } : {}),
     };
   });
+}
+
+/** An exclusive queue bound to the events exchange with `#`, consumed without acks: a listener for every event. */
+async function listenToEvents(url: string, exchange: string): Promise<{ close(): Promise<void> }> {
+  const connection = await amqplib.connect(url);
+  const channel = await connection.createChannel();
+  const { queue } = await channel.assertQueue('', { exclusive: true });
+  await channel.bindQueue(queue, exchange, '#');
+  await channel.consume(queue, () => {}, { noAck: true });
+  return { close: () => connection.close() };
 }
 
 const beamCpu = (ctx: BenchContext): number | undefined => (ctx.broker.beamPid === undefined ? undefined : cpuSeconds(ctx.broker.beamPid));

@@ -26,11 +26,12 @@ export const throughput: Scenario = {
       const raw = await step(rawCeiling(ctx, receiver, count));
       const minimal = await step(httpRun(ctx, receiver, { name: 'ceiling (b): minimal consumer', count, kind: 'minimal' }));
       const relay = await step(httpRun(ctx, receiver, { name: 'relay, every feature on', count, kind: 'relay' }));
+      const listened = await step(httpRun(ctx, receiver, { name: 'relay, every feature on, events consumed', count, kind: 'relay', listenToEvents: true }));
       const noEvents = await step(httpRun(ctx, receiver, { name: 'relay, EVENTS=off', count, kind: 'relay', env: { EVENTS: 'off' } }));
       const noIsolation = await step(httpRun(ctx, receiver, { name: 'relay, ISOLATION=off', count, kind: 'relay', env: { ISOLATION: 'off' } }));
       const warmStart = await step(httpRun(ctx, receiver, { name: 'relay, TARGET_INITIAL_CONCURRENCY=10', count, kind: 'relay', env: { TARGET_INITIAL_CONCURRENCY: '10' } }));
       const oneTarget = await step(httpRun(ctx, receiver, { name: 'relay, every feature on, 1 target', count: Math.round(count / 5), kind: 'relay', targets: 1 }));
-      const runs = [raw, minimal, relay, noEvents, noIsolation, warmStart, oneTarget];
+      const runs = [raw, minimal, relay, listened, noEvents, noIsolation, warmStart, oneTarget];
       const profiled = ctx.options.profile ? await step(httpRun(ctx, receiver, { name: 'relay, every feature on, --cpu-prof', count, kind: 'relay', profile: true })) : undefined;
       if (profiled) runs.push(profiled);
       ctx.shared.relayRate = relay.rate;
@@ -58,7 +59,7 @@ export const throughput: Scenario = {
       const notes = [
         `Pre-filled: the queue is filled first (library publisher, 200 unconfirmed publishes at a time: ${fmt(relay.publishRate)}/s for the relay run; raw confirm-publish ${fmt(raw.publishRate)}/s), then the consumer process starts; the rate counts first → last delivery.`,
         '* publish → delivered latency of a pre-filled queue is mostly queueing time (roughly position / rate); see half-load for the latency of an unsaturated relay.',
-        `Outcome events cost: ${fmt((1 - relay.rate / noEvents.rate) * 100, 1)}% of the rate and ${fmt((relay.cpuUsPerCallback ?? NaN) - (noEvents.cpuUsPerCallback ?? NaN))} µs of worker CPU per callback (EVENTS=on vs off).`,
+        `Outcome events: with nobody listening (no queue bound to P.events, the default), the worker stops publishing them within one round trip (the broker returns them as unroutable) and probes again every second: ${fmt((1 - relay.rate / noEvents.rate) * 100, 1)}% of the rate against EVENTS=off. With a queue bound and consumed ("events consumed"), every callback costs one more routed message: ${fmt((1 - listened.rate / noEvents.rate) * 100, 1)}% of the rate, ${fmt((listened.cpuUsPerCallback ?? NaN) - (noEvents.cpuUsPerCallback ?? NaN))} µs of worker CPU and ${fmt((listened.brokerCpuUsPerCallback ?? NaN) - (noEvents.brokerCpuUsPerCallback ?? NaN))} µs of broker CPU per callback.`,
         `Isolation cost: ISOLATION=off runs at ${fmt(noIsolation.rate / relay.rate, 2)}× the default rate. With isolation on, healthy fast targets still get callbacks deferred (the "deferred" column: each one a confirmed publish through the delay queues and ≥ 1 s late): a target's concurrency starts at TARGET_INITIAL_CONCURRENCY (2) again whenever it has nothing in flight, and the waiting room holds only PREFETCH / 2 in all. TARGET_INITIAL_CONCURRENCY=10 shows the rate without the slow start.`,
         `1 target: the default bulkhead (TARGET_CONCURRENCY = PREFETCH / 10 = 10) caps one target at 10 concurrent deliveries; the excess waits or is deferred by OVERFLOW_DELAY.`,
       ];
