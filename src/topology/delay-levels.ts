@@ -4,8 +4,10 @@
  * d seconds visits exactly the levels of the 1-bits of d, highest first, so 22 queues cover any
  * delay from 1 s to 2^22 − 1 s (48.5 days), to the second.
  *
- * The routing key spells d in binary, one topic word per level, highest level first: level n's
- * exchange routes keys whose word for n is `1` to its queue and the others on to level n − 1.
+ * The routing key spells d in binary, one topic word per level, highest level first. An exchange
+ * with levels `top` … 0 still ahead routes a key straight to the queue of the highest of them whose
+ * bit is set, or to P.work when none is: one routing step per level visited, never a walk down an
+ * exchange chain (each exchange-to-exchange hop costs the broker a routing step of its own).
  */
 export const DELAY_LEVELS = 22;
 export const MAX_LEVEL_DELAY_MS = (2 ** DELAY_LEVELS - 1) * 1_000;
@@ -24,9 +26,25 @@ export function delayRoutingKey(seconds: number): string {
   return seconds.toString(2).padStart(DELAY_LEVELS, '0').split('').join('.');
 }
 
-/** The binding key on level `level`'s exchange matching keys whose bit for that level is `bit`. */
-export function levelBindingKey(level: number, bit: 0 | 1): string {
-  return `${'*.'.repeat(DELAY_LEVELS - 1 - level)}${bit}.#`;
+/** A binding of a delay exchange: keys matching `bindingKey` go to level `to`'s queue, or to P.work. */
+export interface LevelRoute {
+  bindingKey: string;
+  to: number | 'work';
+}
+
+/**
+ * The bindings of an exchange with levels `top` … 0 still ahead: the entry exchange P.delay has all
+ * 22 ahead, and level n's queue dead-letters into the exchange with levels n − 1 … 0 ahead. Words of
+ * the levels behind (already waited or skipped) match anything.
+ */
+export function levelRoutes(top: number): LevelRoute[] {
+  const behind = Array<string>(DELAY_LEVELS - 1 - top).fill('*');
+  const routes: LevelRoute[] = [];
+  for (let level = top; level >= 0; level -= 1) {
+    routes.push({ bindingKey: [...behind, ...Array<string>(top - level).fill('0'), '1', '#'].join('.'), to: level });
+  }
+  routes.push({ bindingKey: [...behind, ...Array<string>(top + 1).fill('0')].join('.'), to: 'work' });
+  return routes;
 }
 
 export const levelTtlMs = (level: number): number => 2 ** level * 1_000;

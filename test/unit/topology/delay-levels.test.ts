@@ -3,7 +3,7 @@ import {
   DELAY_LEVELS,
   MAX_LEVEL_DELAY_MS,
   delayRoutingKey,
-  levelBindingKey,
+  levelRoutes,
   levelDelaySeconds,
   levelTtlMs,
 } from '../../../src/topology/delay-levels.js';
@@ -29,21 +29,27 @@ function topicMatches(bindingKey: string, routingKey: string): boolean {
 }
 
 /**
- * Walks a message through the levels the way declare-delay-levels wires them: level n's exchange sends
- * keys matching levelBindingKey(n, 1) to its queue (which waits levelTtlMs(n), then dead-letters to
- * level n − 1's exchange) and keys matching levelBindingKey(n, 0) straight on to level n − 1.
- * Returns the total wait in seconds, failing if a level routes a key to both or neither binding.
+ * Walks a message through the levels the way declare-delay-levels wires them: it enters the exchange
+ * with all levels ahead, and each exchange sends it by levelRoutes to a level queue (which waits
+ * levelTtlMs, then dead-letters to the exchange with the lower levels ahead) or to P.work. Returns
+ * the total wait in seconds and the routing steps taken, failing unless exactly one binding matches.
  */
-function simulateSeconds(routingKey: string): number {
+function simulate(routingKey: string): { seconds: number; steps: number } {
   let totalMs = 0;
-  for (let level = DELAY_LEVELS - 1; level >= 0; level -= 1) {
-    const toQueue = topicMatches(levelBindingKey(level, 1), routingKey);
-    const onward = topicMatches(levelBindingKey(level, 0), routingKey);
-    if (toQueue === onward) throw new Error(`level ${level} routes ${routingKey} to ${toQueue ? 'both bindings' : 'nowhere'}`);
-    if (toQueue) totalMs += levelTtlMs(level);
+  let steps = 0;
+  for (let top = DELAY_LEVELS - 1; ; ) {
+    const matched = levelRoutes(top).filter((route) => topicMatches(route.bindingKey, routingKey));
+    if (matched.length !== 1) throw new Error(`the exchange with levels ${top}…0 ahead routes ${routingKey} to ${matched.length} bindings`);
+    steps += 1;
+    const { to } = matched[0]!;
+    if (to === 'work') break;
+    totalMs += levelTtlMs(to);
+    if (to === 0) break;
+    top = to - 1;
   }
-  return totalMs / 1_000;
+  return { seconds: totalMs / 1_000, steps };
 }
+const simulateSeconds = (routingKey: string): number => simulate(routingKey).seconds;
 
 describe('topicMatches (test helper)', () => {
   it('follows AMQP topic semantics', () => {
@@ -114,23 +120,28 @@ describe('delayRoutingKey', () => {
   });
 });
 
-describe('levelBindingKey', () => {
-  it('puts the bit in the word for its level, then #', () => {
-    expect(levelBindingKey(21, 1)).toBe('1.#');
-    expect(levelBindingKey(21, 0)).toBe('0.#');
-    expect(levelBindingKey(20, 1)).toBe('*.1.#');
-    expect(levelBindingKey(0, 0)).toBe(`${'*.'.repeat(21)}0.#`);
+describe('levelRoutes', () => {
+  it('from the entry exchange: the highest set bit, by its word, then #', () => {
+    const routes = levelRoutes(21);
+    expect(routes).toHaveLength(23);
+    expect(routes[0]).toEqual({ bindingKey: '1.#', to: 21 });
+    expect(routes[1]).toEqual({ bindingKey: '0.1.#', to: 20 });
+    expect(routes[21]).toEqual({ bindingKey: `${'0.'.repeat(21)}1.#`, to: 0 });
+    expect(routes[22]).toEqual({ bindingKey: Array(22).fill('0').join('.'), to: 'work' });
   });
 
-  it('selects exactly the keys whose bit for that level is set', () => {
+  it('below level n: the words of the levels behind match anything', () => {
+    expect(levelRoutes(0)).toEqual([
+      { bindingKey: `${'*.'.repeat(21)}1.#`, to: 0 },
+      { bindingKey: `${'*.'.repeat(21)}0`, to: 'work' },
+    ]);
+    expect(levelRoutes(19)[1]).toEqual({ bindingKey: '*.*.0.1.#', to: 18 });
+  });
+
+  it('routes a single bit straight to its level', () => {
     for (let level = 0; level < DELAY_LEVELS; level += 1) {
       const only = delayRoutingKey(2 ** level);
-      expect(topicMatches(levelBindingKey(level, 1), only)).toBe(true);
-      expect(topicMatches(levelBindingKey(level, 0), only)).toBe(false);
-      for (const other of [0, 1, 2, 21]) {
-        if (other === level) continue;
-        expect(topicMatches(levelBindingKey(other, 0), only)).toBe(true);
-      }
+      expect(levelRoutes(21).filter((route) => topicMatches(route.bindingKey, only)).map((route) => route.to)).toEqual([level]);
     }
   });
 });
@@ -170,8 +181,10 @@ describe('the levels, simulated', () => {
     expect(simulateSeconds(delayRoutingKey(levelDelaySeconds(MAX_LEVEL_DELAY_MS * 2)))).toBe(MAX_SECONDS);
   });
 
-  it('visit only the levels of the 1-bits', () => {
-    expect(simulateSeconds(delayRoutingKey(15))).toBe(8 + 4 + 2 + 1);
-    expect(simulateSeconds(delayRoutingKey(2 ** 21))).toBe(2 ** 21);
+  it('take one routing step per level visited, and one into P.work unless level 0 was the last', () => {
+    expect(simulate(delayRoutingKey(15))).toEqual({ seconds: 8 + 4 + 2 + 1, steps: 4 });
+    expect(simulate(delayRoutingKey(2 ** 21))).toEqual({ seconds: 2 ** 21, steps: 2 });
+    expect(simulate(delayRoutingKey(1))).toEqual({ seconds: 1, steps: 1 });
+    expect(simulate(delayRoutingKey(MAX_SECONDS))).toEqual({ seconds: MAX_SECONDS, steps: 22 });
   });
 });
