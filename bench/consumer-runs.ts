@@ -5,10 +5,9 @@ import { join } from 'node:path';
 import amqplib from 'amqplib';
 import { encodeCallback } from '../src/producer/encode-callback.js';
 import type { BenchContext } from './context.js';
-import { cpuSeconds, movedCounts, rssMb, sleep, spawnRelayWorker, spawnTs, type BenchChild } from './processes.js';
+import { cpuSeconds, movedCounts, rssMb, sleep, spawnBenchScript, spawnRelayWorker, type BenchChild } from './processes.js';
 import { benchPublisher, publishAll } from './publish.js';
 import { benchBody, type BenchReceiver } from './receiver.js';
-import { buildForProfiling } from './profile-build.js';
 import { summarizeProfile, type ProfileSummary } from './profile-summary.js';
 import { RESULTS_DIR } from './results.js';
 import { freePort, withScope } from './scope.js';
@@ -64,7 +63,7 @@ export async function rawCeiling(ctx: BenchContext, receiver: BenchReceiver, cou
     };
     await Promise.all(Array.from({ length: 200 }, lane));
     const publishRate = count / ((performance.now() - started) / 1000);
-    const child = scope.add(spawnTs('bench/raw-consumer.ts', { AMQP_URL: ctx.url, QUEUE: queue, PREFETCH: '100', EXPECT: String(count) }, 'consuming'));
+    const child = scope.add(spawnBenchScript('raw-consumer', { AMQP_URL: ctx.url, QUEUE: queue, PREFETCH: '100', EXPECT: String(count) }));
     await child.ready;
     const cpuBefore = cpuSeconds(child.pid);
     const brokerBefore = beamCpu(ctx);
@@ -122,14 +121,12 @@ export async function httpRun(ctx: BenchContext, receiver: BenchReceiver, option
     const events = options.listenToEvents ? await listenToEvents(ctx.url, `${prefix}.events`) : undefined;
     if (events) scope.defer(events.close);
     const profileDir = options.profile ? mkdtempSync(join(tmpdir(), 'relay-prof-')) : undefined;
-    const build = options.profile ? buildForProfiling() : undefined;
-    if (build) scope.defer(() => rm(build.dir, { recursive: true, force: true }));
     if (profileDir) scope.defer(() => rm(profileDir, { recursive: true, force: true }));
     const metricsPort = await freePort();
     const child: BenchChild =
       kind === 'relay'
-        ? spawnRelayWorker({ AMQP_URL: ctx.url, TOPOLOGY_PREFIX: prefix, METRICS_PORT: String(metricsPort), ...options.env }, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [], build?.main)
-        : spawnTs('bench/minimal-consumer.ts', { AMQP_URL: ctx.url, QUEUE: `${prefix}.work`, PREFETCH: '100' }, 'consuming');
+        ? spawnRelayWorker({ AMQP_URL: ctx.url, TOPOLOGY_PREFIX: prefix, METRICS_PORT: String(metricsPort), ...options.env }, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])
+        : spawnBenchScript('minimal-consumer', { AMQP_URL: ctx.url, QUEUE: `${prefix}.work`, PREFETCH: '100' });
     scope.add(child);
     await child.ready;
     const cpuBefore = cpuSeconds(child.pid);
@@ -146,7 +143,6 @@ export async function httpRun(ctx: BenchContext, receiver: BenchReceiver, option
     if (profileDir && written) {
       const file = join(RESULTS_DIR, 'relay-worker.cpuprofile');
       copyFileSync(join(profileDir, written), file);
-      // Summarised while the build (and its source maps) still exists.
       profile = { file, summary: summarizeProfile(file, 20) };
     }
     return {

@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import { startTestBroker } from '../test/support/broker.js';
 import { inspectBroker } from '../src/topology/inspect-broker.js';
 import type { BenchContext, Scenario } from './context.js';
+import { removeBenchBuild } from './bench-build.js';
 import { findBeamPid, killAllChildren } from './processes.js';
 import { machineInfo, markdownScenario, writeReport, type BenchReport } from './results.js';
 import { backlog } from './scenarios/backlog.js';
@@ -45,6 +46,7 @@ log('starting the broker');
 const broker = await startTestBroker();
 const stopEverything = async (): Promise<void> => {
   killAllChildren();
+  removeBenchBuild();
   await broker.stop().catch(() => {});
 };
 process.once('SIGINT', () => void stopEverything().finally(() => process.exit(130)));

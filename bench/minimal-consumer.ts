@@ -1,7 +1,7 @@
 /**
  * Ceiling (b) of the throughput scenario: the least a relay has to do, and nothing else —
  * amqplib consume → undici POST → ack. No validation, retries, isolation, metrics, events or logs.
- * Run as `node --import tsx bench/minimal-consumer.ts` with AMQP_URL, QUEUE and PREFETCH.
+ * Run (transpiled, see bench-build.ts) with AMQP_URL, QUEUE and PREFETCH.
  */
 import amqplib from 'amqplib';
 import { Agent, request } from 'undici';

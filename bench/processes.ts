@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { benchBuild } from './bench-build.js';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const live = new Set<ChildProcess>();
@@ -15,10 +16,6 @@ export interface BenchChild {
   /** SIGTERM, then SIGKILL after `graceMs`; resolves once it has exited. */
   stop(graceMs?: number): Promise<void>;
 }
-
-/** A TypeScript file run as its own process through tsx, as `node --import tsx FILE`. */
-export const spawnTs = (file: string, env: Record<string, string>, readyMarker: string, nodeArgs: string[] = []): BenchChild =>
-  spawnNode([...nodeArgs, '--import', 'tsx', file], env, readyMarker);
 
 /** `node ARGS…` in the project root, ready once its output contains `readyMarker`. */
 export function spawnNode(args: string[], env: Record<string, string>, readyMarker: string): BenchChild {
@@ -53,14 +50,13 @@ export function spawnNode(args: string[], env: Record<string, string>, readyMark
   };
 }
 
-/**
- * A relay worker process, `node --import tsx src/consumer/main.ts`, ready once it logs "consuming";
- * or, given `compiledMain` (see profile-build.ts), plain `node NODE_ARGS compiledMain`.
- */
-export const spawnRelayWorker = (env: Record<string, string>, nodeArgs: string[] = [], compiledMain?: string): BenchChild =>
-  compiledMain
-    ? spawnNode([...nodeArgs, compiledMain], { LOG_LEVEL: 'info', ...env }, '"msg":"consuming"')
-    : spawnTs('src/consumer/main.ts', { LOG_LEVEL: 'info', ...env }, '"msg":"consuming"', nodeArgs);
+/** A relay worker process, compiled (see bench-build.ts): `node NODE_ARGS …/consumer/main.js`, ready once it logs "consuming". */
+export const spawnRelayWorker = (env: Record<string, string>, nodeArgs: string[] = []): BenchChild =>
+  spawnNode([...nodeArgs, benchBuild().relayMain], { LOG_LEVEL: 'info', ...env }, '"msg":"consuming"');
+
+/** A ceiling consumer (bench/NAME.ts, transpiled), ready once it prints "consuming". */
+export const spawnBenchScript = (name: 'minimal-consumer' | 'raw-consumer', env: Record<string, string>): BenchChild =>
+  spawnNode([benchBuild().script(name)], env, 'consuming');
 
 /** Kills every child still running (an interrupted run). */
 export function killAllChildren(): void {

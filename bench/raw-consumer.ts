@@ -1,7 +1,7 @@
 /**
  * Ceiling (a) of the throughput scenario: consume and ack, no HTTP. Prints `result {json}` once
  * EXPECT messages have arrived: first and last arrival time, and the publish → consumed latency summary.
- * Run as `node --import tsx bench/raw-consumer.ts` with AMQP_URL, QUEUE, PREFETCH and EXPECT.
+ * Run (transpiled, see bench-build.ts) with AMQP_URL, QUEUE, PREFETCH and EXPECT.
  */
 import amqplib from 'amqplib';
 import { summarize } from './stats.js';

@@ -50,7 +50,8 @@ async function runBacklog(ctx: BenchContext, count: number) {
     // One shared due time, far enough ahead for the publishing to finish; re-projected every 1000
     // publishes and pushed back (for the rest) if the publishing would overrun it.
     const started = Date.now();
-    let dueAt = started + 8_000 + (count / 1_000) * 1_000;
+    // A first guess of 5,000 publishes/s; the projection below pushes it back when publishing is slower.
+    let dueAt = started + 8_000 + (count / 5_000) * 1_000;
     const firstDueAt = dueAt;
     const brokerCpuBefore = ctx.broker.beamPid === undefined ? undefined : cpuSeconds(ctx.broker.beamPid);
     const published = await publishAll(relay.publisher, count, (i) => {
@@ -125,7 +126,7 @@ export const backlog: Scenario = {
       data: { ...run, workerTargetMb: 150 },
       notes: [
         'Published with the library publisher (200 unconfirmed at a time) and `deliverAt` = one shared due time, so each callback routes through the delay levels of its own remaining seconds and all fall due together.',
-        `Worker: one \`node --import tsx src/consumer/main.ts\` process with the defaults; RSS is VmRSS from /proc, peak per phase (target ≤ 150 MB; the tsx loader adds to it compared with \`node dist/…\`). Broker: RSS of the throwaway node's beam.smp (${ctx.broker.beamPid ? 'local' : 'n/a: not a local broker'}).`,
+        `Worker: one compiled relay worker process (\`node …/consumer/main.js\`, as \`npm start\` runs it) with the defaults; RSS is VmRSS from /proc, peak per phase (target ≤ 150 MB). Broker: RSS of the throwaway node's beam.smp (${ctx.broker.beamPid ? 'local' : 'n/a: not a local broker'}).`,
         `Worker memory right after the drain: V8 heap ${fmt(run.workerMemoryAfterDrain.heapUsedMb)} MB used of ${fmt(run.workerMemoryAfterDrain.heapTotalMb)} MB, external ${fmt(run.workerMemoryAfterDrain.externalMb)} MB.`,
         `Drain: the ${run.drained} callbacks due at the final due time, first → last delivery (the first ${Math.abs(run.firstDeliveryAfterDueMs)} ms ${run.firstDeliveryAfterDueMs < 0 ? 'before' : 'after'} the due time; delays are whole seconds). ${run.publishedLate > 0 ? `Publishing overran the due time by ${run.publishedLate} ms.` : 'Publishing finished before the due time.'} The due time was pushed back by ${fmt(run.dueSpreadMs / 1000, 1)} s while publishing; ${run.count - run.drained} callbacks published before that fell due earlier and are not in the drain.`,
       ],
