@@ -1,3 +1,4 @@
+import type { EventEmitter } from 'node:events';
 import type { Dispatcher } from 'undici';
 import { FORBIDDEN_TARGET_CODE, isForbiddenTargetError } from '../http/guarded-agent.js';
 import type { DeliveryOutcome } from '../policy/classify-outcome.js';
@@ -17,11 +18,11 @@ export interface DeliverOptions {
 }
 
 /**
- * Step 2: one HTTP attempt, aborted through `signal` at its deadline. Never throws: network errors
- * and timeouts come back as an outcome without a status. The response body is read up to a cap and
- * discarded unless `keepBody`.
+ * Step 2: one HTTP attempt, aborted through `signal` at its deadline (headers or body). Never throws:
+ * network errors and timeouts come back as an outcome without a status. The response body is read
+ * up to a cap and discarded unless `keepBody`.
  */
-export async function deliver(delivery: Delivery, options: DeliverOptions, signal: AbortSignal): Promise<DeliveryOutcome> {
+export async function deliver(delivery: Delivery, options: DeliverOptions, signal: AbortSignal | EventEmitter): Promise<DeliveryOutcome> {
   const { callback, url, id, attempt, payload } = delivery;
   const started = performance.now();
   const elapsed = (): number => Math.round(performance.now() - started);
@@ -46,7 +47,7 @@ export async function deliver(delivery: Delivery, options: DeliverOptions, signa
       body: payload,
       signal,
     });
-    const body = options.keepBody ? await readCapped(response.body, options.responseBodyLimit) : await discard(response.body, options.responseBodyLimit, signal);
+    const body = options.keepBody ? await readCapped(response.body, options.responseBodyLimit) : await discard(response.body, options.responseBodyLimit);
     const retryAfter = response.headers['retry-after'];
     return {
       status: response.statusCode,
@@ -83,9 +84,10 @@ async function readCapped(body: Body, limit: number): Promise<string> {
  * Reads the body to its end without keeping it (so the connection can be reused), or closes the
  * connection past `limit` bytes. A body cut short by the network is an error, as if it had been read.
  */
-async function discard(body: Body, limit: number, signal: AbortSignal): Promise<undefined> {
-  await body.dump({ limit, signal });
-  // dump() settles on close whatever closed the stream; past the limit it destroys it with an AbortError.
+async function discard(body: Body, limit: number): Promise<undefined> {
+  await body.dump({ limit });
+  // dump() settles on close whatever closed the stream: the deadline (undici destroys the body with
+  // the signal's reason), the network, or the limit (an AbortError of dump's own).
   if (body.errored && body.errored.name !== 'AbortError') throw body.errored;
   return undefined;
 }

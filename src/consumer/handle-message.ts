@@ -77,7 +77,7 @@ export function createMessageHandler(deps: PipelineDeps) {
       gate.pump(target);
     };
     const deadline = new AttemptDeadline(deps.deliverOptions.timeoutMs, isolation && { afterMs: isolation.slowThresholdMs, onSlow: () => changed(isolation.overdue(target, clock())) });
-    const outcome = await deliver(delivery, deps.deliverOptions, deadline.signal);
+    const outcome = await deliver(delivery, deps.deliverOptions, deadline);
     const wasOverdue = deadline.finish();
     changed(isolation?.complete(target, admitted.slot, outcome, clock(), wasOverdue));
     const { decision, record } = deps.decide(delivery, outcome, startedAt);

@@ -88,6 +88,16 @@ describeEachMode('delivery', (mode) => {
     expect(gap).toBeLessThan(4_000);
   });
 
+  it('SUCCESS_BODY: a 200 without it is retried, the next 200 with it is delivered', async () => {
+    const { relay, receiver } = await setUp(mode, { RETRY_SCHEDULE: '1s', SUCCESS_BODY: 'SUCCESS' }, (nth) => ({ status: 200, body: nth === 1 ? 'FAIL' : 'SUCCESS' }));
+    await relay.publisher.publish({ url: `${receiver.origin}/picky`, body: 1 });
+    await receiver.waitFor((r) => r.length === 2, 10_000);
+    await sleep(500);
+    expect(receiver.requests).toHaveLength(2);
+    expect(receiver.requests[1]?.headers['x-callback-attempt']).toBe('2');
+    expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
+  });
+
   it('malformed messages go to P.dead as invalid while good ones around them are delivered', async () => {
     const { relay, receiver } = await setUp(mode, {}, () => ({ status: 200 }));
     const bad = ['not json', JSON.stringify({ url: 'ftp://example.com/x', body: 1 }), JSON.stringify({ body: 1 }), JSON.stringify({ url: `${receiver.origin}/x`, body: 1, headers: { 'x-a': 5 } }), '[]'];

@@ -5,13 +5,16 @@ beforeEach(() => vi.useFakeTimers());
 afterEach(() => vi.useRealTimers());
 
 describe('AttemptDeadline', () => {
-  it('aborts with a TimeoutError at the timeout', () => {
+  it('aborts with a TimeoutError at the timeout, emitting abort once', () => {
     const deadline = new AttemptDeadline(1_000, undefined);
+    const onAbort = vi.fn();
+    deadline.on('abort', onAbort);
     vi.advanceTimersByTime(999);
-    expect(deadline.signal.aborted).toBe(false);
+    expect(deadline.aborted).toBe(false);
     vi.advanceTimersByTime(1);
-    expect(deadline.signal.aborted).toBe(true);
-    expect((deadline.signal.reason as Error).name).toBe('TimeoutError');
+    expect(deadline.aborted).toBe(true);
+    expect(deadline.reason?.name).toBe('TimeoutError');
+    expect(onAbort).toHaveBeenCalledOnce();
     expect(deadline.finish()).toBe(false);
   });
 
@@ -22,11 +25,11 @@ describe('AttemptDeadline', () => {
     expect(onSlow).not.toHaveBeenCalled();
     vi.advanceTimersByTime(1);
     expect(onSlow).toHaveBeenCalledOnce();
-    expect(deadline.signal.aborted).toBe(false);
+    expect(deadline.aborted).toBe(false);
     vi.advanceTimersByTime(699);
-    expect(deadline.signal.aborted).toBe(false);
+    expect(deadline.aborted).toBe(false);
     vi.advanceTimersByTime(1);
-    expect(deadline.signal.aborted).toBe(true);
+    expect(deadline.aborted).toBe(true);
     expect(deadline.finish()).toBe(true);
   });
 
@@ -38,7 +41,7 @@ describe('AttemptDeadline', () => {
     expect(vi.getTimerCount()).toBe(0);
     vi.advanceTimersByTime(5_000);
     expect(onSlow).not.toHaveBeenCalled();
-    expect(deadline.signal.aborted).toBe(false);
+    expect(deadline.aborted).toBe(false);
   });
 
   it('finished after the threshold: overdue, and the re-armed timer is cleared too', () => {
@@ -53,6 +56,6 @@ describe('AttemptDeadline', () => {
     const deadline = new AttemptDeadline(1_000, { afterMs: 1_000, onSlow });
     vi.advanceTimersByTime(1_000);
     expect(onSlow).not.toHaveBeenCalled();
-    expect(deadline.signal.aborted).toBe(true);
+    expect(deadline.aborted).toBe(true);
   });
 });
