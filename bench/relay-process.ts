@@ -1,6 +1,9 @@
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import type { BenchContext } from './context.js';
 import { spawnRelayWorker, type BenchChild } from './processes.js';
 import { benchPublisher } from './publish.js';
+import { RESULTS_DIR } from './results.js';
 import { freePort, type Scope } from './scope.js';
 import type { CallbackPublisher } from '../src/producer/publisher.js';
 
@@ -25,19 +28,27 @@ export async function startRelay(ctx: BenchContext, scope: Scope, kind: string, 
   return { prefix, publisher, worker, metricsPort };
 }
 
-/** The relay's max rate: measured by `throughput` earlier in this run, else `--rate`, else the last results file. */
+/**
+ * The relay's max rate: measured by `throughput` earlier in this run, else `--rate`, else the newest
+ * results file in bench/results/ that has a throughput run (a run of other scenarios writes one too).
+ */
 export async function relayMaxRate(ctx: BenchContext): Promise<{ rate: number; source: string }> {
   if (ctx.options.rate !== undefined) return { rate: ctx.options.rate, source: '--rate' };
   if (ctx.shared.relayRate !== undefined) return { rate: ctx.shared.relayRate, source: 'throughput scenario of this run' };
-  try {
-    const { readFile } = await import('node:fs/promises');
-    const latest = JSON.parse(await readFile(new URL('./results/latest.json', import.meta.url), 'utf8')) as {
-      scenarios?: { throughput?: { data?: { runs?: Array<{ name: string; rate: number }> } } };
-    };
-    const run = latest.scenarios?.throughput?.data?.runs?.find((r) => r.name === 'relay, every feature on');
-    if (run) return { rate: run.rate, source: 'bench/results/latest.json' };
-  } catch {
-    // no earlier results
+  const files = readdirSync(RESULTS_DIR)
+    .filter((file) => file.endsWith('.json'))
+    .map((file) => ({ file, at: statSync(join(RESULTS_DIR, file)).mtimeMs }))
+    .sort((a, b) => b.at - a.at);
+  for (const { file } of files) {
+    try {
+      const report = JSON.parse(readFileSync(join(RESULTS_DIR, file), 'utf8')) as {
+        scenarios?: { throughput?: { data?: { runs?: Array<{ name: string; rate: number }> } } };
+      };
+      const run = report.scenarios?.throughput?.data?.runs?.find((r) => r.name === 'relay, every feature on');
+      if (run) return { rate: run.rate, source: `bench/results/${file}` };
+    } catch {
+      // not a results file
+    }
   }
   return { rate: 1000, source: 'default (no throughput measured; pass --rate N)' };
 }

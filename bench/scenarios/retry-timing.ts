@@ -103,7 +103,7 @@ export const retryTiming: Scenario = {
       notes: [
         'Lateness includes the 500 answer reaching the worker, the retry copy being published and confirmed, the delay, and the trip back through P.work to the receiver.',
         'With ISOLATION=on (the default) every first attempt fails, so targets look unhealthy: the bulkhead halves their concurrency and defers the overflow by OVERFLOW_DELAY (1 s), and targets past DEGRADE_THRESHOLD move to the slow lane; ISOLATION=off shows the delay path alone.',
-        'Each retry is a confirmed publish through the chain of delay exchanges plus a dead-letter hop, paid in broker CPU; when the broker is busy (cores busy near what the machine can give it) retries and first attempts queue up in P.work, which shows as lateness.',
+        'Each retry in queues mode is a confirmed publish into a quorum delay level, then an at-least-once dead-letter into P.work, paid in broker CPU; when the broker is busy (cores busy near what the machine can give it) retries and first attempts queue up in P.work, which shows as lateness.',
         'Queues mode rounds a delay to whole seconds (2 s is exact) and holds it in the delay level queue P.delay.01 (TTL 2 s), which dead-letters into P.work.',
       ],
       charts,

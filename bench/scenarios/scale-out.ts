@@ -22,7 +22,7 @@ interface Step {
  * consuming first; then `count` callbacks are published as fast as the library publisher goes (500
  * unconfirmed at a time). Rate: first → last delivery; shares: each worker's delivered counter.
  */
-async function step(ctx: BenchContext, receiver: BenchReceiver, workers: number, count: number): Promise<Step> {
+export async function scaleOutStep(ctx: BenchContext, receiver: BenchReceiver, workers: number, count: number): Promise<Step> {
   return withScope(ctx.url, async (scope) => {
     const prefix = scope.prefix('scale');
     const { publisher } = benchPublisher(ctx.url, prefix);
@@ -62,7 +62,7 @@ export const scaleOut: Scenario = {
       const receiver = scope.add(await startReceiver(10));
       const steps: Step[] = [];
       for (const workers of [1, 2, 4]) {
-        const done = await step(ctx, receiver, workers, count);
+        const done = await scaleOutStep(ctx, receiver, workers, count);
         ctx.log(`scale-out: ${workers} worker(s): ${fmt(done.rate)}/s, max/min share ${fmt(done.imbalance, 2)}`);
         steps.push(done);
       }
