@@ -22,7 +22,7 @@ export interface DeliverOptions {
  * network errors and timeouts come back as an outcome without a status. The response body is read
  * up to a cap and discarded unless `keepBody`.
  */
-export async function deliver(delivery: Delivery, options: DeliverOptions, signal: AbortSignal | EventEmitter): Promise<DeliveryOutcome> {
+export async function deliver(delivery: Delivery, options: DeliverOptions, signal: DeadlineSignal): Promise<DeliveryOutcome> {
   const { callback, url, id, attempt, payload } = delivery;
   const started = performance.now();
   const elapsed = (): number => Math.round(performance.now() - started);
@@ -47,7 +47,7 @@ export async function deliver(delivery: Delivery, options: DeliverOptions, signa
       body: payload,
       signal,
     });
-    const body = options.keepBody ? await readCapped(response.body, options.responseBodyLimit) : await discard(response.body, options.responseBodyLimit);
+    const body = options.keepBody ? await readCapped(response.body, options.responseBodyLimit) : await discard(response.body, options.responseBodyLimit, signal);
     const retryAfter = response.headers['retry-after'];
     return {
       status: response.statusCode,
@@ -61,6 +61,9 @@ export async function deliver(delivery: Delivery, options: DeliverOptions, signa
     return { error: describeError(error, options.timeoutMs), durationMs: elapsed() };
   }
 }
+
+/** What undici accepts as a signal (an AbortSignal, or an EventEmitter emitting `abort`), with its state. */
+export type DeadlineSignal = (AbortSignal | EventEmitter) & { readonly aborted: boolean; readonly reason?: unknown };
 
 type Body = Dispatcher.ResponseData['body'];
 
@@ -84,10 +87,11 @@ async function readCapped(body: Body, limit: number): Promise<string> {
  * Reads the body to its end without keeping it (so the connection can be reused), or closes the
  * connection past `limit` bytes. A body cut short by the network is an error, as if it had been read.
  */
-async function discard(body: Body, limit: number): Promise<undefined> {
+async function discard(body: Body, limit: number, signal: DeadlineSignal): Promise<undefined> {
   await body.dump({ limit });
   // dump() settles on close whatever closed the stream: the deadline (undici destroys the body with
   // the signal's reason), the network, or the limit (an AbortError of dump's own).
+  if (signal.aborted) throw signal.reason ?? new DOMException('the attempt was aborted', 'TimeoutError');
   if (body.errored && body.errored.name !== 'AbortError') throw body.errored;
   return undefined;
 }

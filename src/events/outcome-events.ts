@@ -46,8 +46,14 @@ export function createOutcomeEvents(exchange: string, clock: () => number): Pipe
   const none = (): void => {};
   return {
     attach(next: Channel) {
+      const previous = channel;
       channel = next;
-      next.on('return', (message: ConsumeMessage) => unrouted.returned(message.fields.routingKey));
+      next.on('return', (message: ConsumeMessage) => {
+        if (message.fields.exchange === exchange) unrouted.returned(message.fields.routingKey);
+      });
+      // The setup that attaches a channel re-runs whenever the settling channel is re-created, not
+      // only after a reconnect: the previous events channel may still be open.
+      if (previous && previous !== next) void Promise.resolve().then(() => previous.close()).catch(() => {});
     },
     attempted(report: AttemptReport) {
       const { decision, outcome } = report;

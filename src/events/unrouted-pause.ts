@@ -17,7 +17,9 @@ export class UnroutedPause {
   shouldPublish(routingKey: string): boolean {
     const until = this.pausedUntil.get(routingKey);
     if (until === undefined) return true;
-    if (this.clock() < until) return false;
+    // Paused only while now is within pauseMs before `until`: a wall clock stepped back ends the pause.
+    const left = until - this.clock();
+    if (left > 0 && left <= this.pauseMs) return false;
     this.pausedUntil.delete(routingKey);
     return true;
   }

@@ -62,37 +62,20 @@ export function createRelayMetrics(successBody: string, health: () => HealthSour
     },
   });
 
-  const attemptsBy = byLabels((lane, result) => attempts.labels(lane, result));
-  const durationBy = byLabels((lane) => duration.labels(lane));
-  const outcomesBy = byLabels((outcome, reason) => outcomes.labels(outcome, reason));
   const observer: PipelineObserver = {
     attempted(report: AttemptReport) {
-      attemptsBy(report.lane, classifyOutcome(report.outcome, successBody).kind).inc();
-      durationBy(report.lane).observe(report.outcome.durationMs / 1000);
+      attempts.inc({ lane: report.lane, result: classifyOutcome(report.outcome, successBody).kind });
+      duration.observe({ lane: report.lane }, report.outcome.durationMs / 1000);
       const { decision } = report;
-      if (decision.kind === 'ack') outcomesBy('delivered', '').inc();
-      else if (decision.kind === 'retry') outcomesBy('retried', '').inc();
-      else outcomesBy('dead', decision.reason).inc();
+      if (decision.kind === 'ack') outcomes.inc({ outcome: 'delivered', reason: '' });
+      else if (decision.kind === 'retry') outcomes.inc({ outcome: 'retried', reason: '' });
+      else outcomes.inc({ outcome: 'dead', reason: decision.reason });
     },
-    invalid: () => outcomesBy('dead', 'invalid').inc(),
+    invalid: () => outcomes.inc({ outcome: 'dead', reason: 'invalid' }),
     moved: (to, why) => moved.inc({ to, why }),
     confirmed: (kind, seconds) => confirm.observe({ kind }, seconds),
     transition: (transition) => transitions.inc({ to: transition.to }),
     inFlight: (delta) => inFlight.inc(delta),
   };
   return { registry, observer };
-}
-
-/**
- * A metric's child per label values, looked up once: prom-client hashes a label object on every
- * call, and the hot path reports each attempt. The label sets are small and fixed.
- */
-function byLabels<Child>(make: (first: string, second: string) => Child): (first: string, second?: string) => Child {
-  const children = new Map<string, Child>();
-  return (first, second = '') => {
-    const key = `${first}\0${second}`;
-    let child = children.get(key);
-    if (child === undefined) children.set(key, (child = make(first, second)));
-    return child;
-  };
 }

@@ -39,4 +39,12 @@ describe('UnroutedPause', () => {
     now = 2_500;
     expect(pause.shouldPublish('dead')).toBe(true);
   });
+
+  it('a wall clock stepped back does not stretch the pause', () => {
+    let now = 10_000;
+    const pause = new UnroutedPause(1_000, () => now);
+    pause.returned('delivered');
+    now = 1_000;
+    expect(pause.shouldPublish('delivered')).toBe(true);
+  });
 });
