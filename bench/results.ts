@@ -41,14 +41,18 @@ export function markdownScenario(name: string, result: ScenarioResult & { error?
   return `${parts.join('\n')}\n`;
 }
 
-/** Writes `results/<timestamp>.json`, `results/latest.json` and `results/latest.svg`; returns their paths. */
-export function writeReport(report: BenchReport): string[] {
+/**
+ * Writes `results/<timestamp>.json`, plus `results/latest.json` and `results/latest.svg` (the tracked
+ * reference) when `complete`: a run of some scenarios does not replace the full results. Returns the paths.
+ */
+export function writeReport(report: BenchReport, complete: boolean): string[] {
   mkdirSync(RESULTS_DIR, { recursive: true });
   const stamp = report.startedAt.replace(/[:.]/g, '-');
   const json = `${JSON.stringify(report, null, 2)}\n`;
-  const paths = [`${RESULTS_DIR}${stamp}.json`, `${RESULTS_DIR}latest.json`, `${RESULTS_DIR}latest.svg`];
-  writeFileSync(paths[0] as string, json);
-  writeFileSync(paths[1] as string, json);
-  writeFileSync(paths[2] as string, renderChart(report));
-  return paths;
+  const stamped = `${RESULTS_DIR}${stamp}.json`;
+  writeFileSync(stamped, json);
+  if (!complete) return [stamped];
+  writeFileSync(`${RESULTS_DIR}latest.json`, json);
+  writeFileSync(`${RESULTS_DIR}latest.svg`, renderChart(report));
+  return [stamped, `${RESULTS_DIR}latest.json`, `${RESULTS_DIR}latest.svg`];
 }
