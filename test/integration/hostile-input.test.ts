@@ -1,14 +1,13 @@
 import amqplib, { type ConsumeMessage } from 'amqplib';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { RelayError } from '../../src/errors.js';
 import type { Callback } from '../../src/message/callback.js';
 import { HEADER } from '../../src/message/headers.js';
 import type { PublishOptions } from '../../src/producer/publisher.js';
 import { badMessage, goodCallback, oversized } from '../support/hostile-messages.js';
 import { sleep } from '../support/modes.js';
-import { startReceiver, type Receiver } from '../support/receiver.js';
+import { openedInEachTest } from '../support/opened-in-each-test.js';
 import { startRelay, type RelayFixture } from '../support/relay.js';
-import { spawnWorker, type WorkerProcess } from '../support/worker-process.js';
 import { mulberry32 } from '../unit/_helpers/prng.js';
 
 const SEED = 0x5eed_2024;
@@ -18,15 +17,7 @@ const BATCH = 500;
 /** Indexes that get a message over MAX_PAYLOAD_BYTES (heavy, so only a few). */
 const OVERSIZED_AT = new Set([1_233, 5_677, 9_001]);
 
-let relay: RelayFixture | undefined;
-let receiver: Receiver | undefined;
-let worker: WorkerProcess | undefined;
-afterEach(async () => {
-  if (worker && worker.child.exitCode === null) worker.child.kill('SIGKILL');
-  await relay?.cleanup();
-  await receiver?.close();
-  relay = receiver = worker = undefined;
-});
+const open = openedInEachTest();
 
 /** The message count of a queue, asked on a connection of its own; waits until the queue exists. */
 async function queueDepth(queue: string, timeoutMs = 10_000): Promise<number> {
@@ -68,9 +59,9 @@ describe('hostile input (queues mode)', () => {
   it(`${TOTAL} random and malformed messages: every bad one is dead-lettered as invalid, every good one delivered once, the worker never restarts`, async () => {
     const started = Date.now();
     const rng = mulberry32(SEED);
-    receiver = await startReceiver(() => ({ status: 200 }));
-    relay = await startRelay({ DELAY_MODE: 'queues', PREFETCH: '100' });
-    worker = spawnWorker(relay.config);
+    const receiver = await open.receiver(() => ({ status: 200 }));
+    const relay = await open.relay({ DELAY_MODE: 'queues', PREFETCH: '100' });
+    const worker = open.worker(relay.config);
     await worker.consuming; // the worker has declared the topology: raw publishes are routed
     const pid = worker.child.pid;
 
@@ -171,8 +162,8 @@ describe('hostile input (queues mode)', () => {
   // undici refuses other control characters, DEL, characters above U+00FF and `expect` before any
   // connection: such callbacks must be invalid, not retried until exhausted.
   it('header values or names the HTTP client refuses are invalid, not retried until exhausted', async () => {
-    receiver = await startReceiver(() => ({ status: 200 }));
-    relay = await startRelay({ DELAY_MODE: 'queues', RETRY_SCHEDULE: '200ms', MAX_ATTEMPTS: '2' });
+    const receiver = await open.receiver(() => ({ status: 200 }));
+    const relay = await open.relay({ DELAY_MODE: 'queues', RETRY_SCHEDULE: '200ms', MAX_ATTEMPTS: '2' });
     const inProcess = await relay.startWorker();
     const unsendable = [{ 'x-a': 'bell\u0007' }, { 'x-a': 'del\u007f' }, { 'x-a': 'Ā wide' }, { 'x-a': '\u{1F600}' }, { expect: '100-continue' }];
     for (const [i, headers] of unsendable.entries()) {
@@ -188,8 +179,8 @@ describe('hostile input (queues mode)', () => {
   // JSON.parse accepts nesting that JSON.stringify cannot re-serialise: decode must catch it, or the
   // message would stay unacked and hold its target's slot.
   it('a body nested too deep to re-serialise is dead-lettered as invalid and does not block its target', async () => {
-    receiver = await startReceiver(() => ({ status: 200 }));
-    relay = await startRelay({ DELAY_MODE: 'queues', TARGET_INITIAL_CONCURRENCY: '2', DRAIN_TIMEOUT: '1s' });
+    const receiver = await open.receiver(() => ({ status: 200 }));
+    const relay = await open.relay({ DELAY_MODE: 'queues', TARGET_INITIAL_CONCURRENCY: '2', DRAIN_TIMEOUT: '1s' });
     const inProcess = await relay.startWorker();
     const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
     for (const i of [1, 2]) {
@@ -206,8 +197,8 @@ describe('hostile input (queues mode)', () => {
 
   // An AMQP message_id holds 255 bytes at most; a longer id must be refused, not break settling.
   it('a callback with a 256-character id (the documented maximum) that needs a retry is settled', async () => {
-    receiver = await startReceiver(() => ({ status: 500 }));
-    relay = await startRelay({ DELAY_MODE: 'queues', RETRY_SCHEDULE: '200ms', MAX_ATTEMPTS: '2' });
+    const receiver = await open.receiver(() => ({ status: 500 }));
+    const relay = await open.relay({ DELAY_MODE: 'queues', RETRY_SCHEDULE: '200ms', MAX_ATTEMPTS: '2' });
     const inProcess = await relay.startWorker();
     const id = 'i'.repeat(256);
     relay.channel.publish(relay.names.exchange, 'deliver', Buffer.from(JSON.stringify({ id, url: `${receiver.origin}/long-id`, body: 1 })));
@@ -297,14 +288,14 @@ describe('hostile input: producer validation', () => {
 describe('hostile input: producer validation gaps', () => {
   // The same rule at publish time: refused, never queued.
   it.each([['bell\u0007'], ['Ā wide'], ['del\u007f']])('a header value undici refuses (%j) is refused at publish', async (value) => {
-    relay = await startRelay({ DELAY_MODE: 'queues' });
+    const relay = await open.relay({ DELAY_MODE: 'queues' });
     await expect(relay.publisher.publish({ ...ok, headers: { 'x-a': value } })).rejects.toMatchObject({ code: 'CR_ERR_INVALID_CALLBACK', field: 'headers.x-a' });
   });
 
   // A 256-character id would make amqplib throw after queueing its confirm callback, shifting every later
   // confirm: it must be refused naming the field.
   it('an id of 256 characters is either published or refused naming the field; publish() never resolves for a lost message', async () => {
-    relay = await startRelay({ DELAY_MODE: 'queues', PUBLISH_TIMEOUT: '2s' });
+    const relay = await open.relay({ DELAY_MODE: 'queues', PUBLISH_TIMEOUT: '2s' });
     await relay.publisher.publish({ ...ok, id: 'warm-up' });
     const long = relay.publisher.publish({ ...ok, id: 'i'.repeat(256) });
     long.catch(() => {}); // judged below, after the later publishes

@@ -4,8 +4,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { HEADER } from '../../src/message/headers.js';
 import { sleep } from '../support/modes.js';
 import { responseHead, startRawReceiver, type RawReceiver, type RawRequest } from '../support/raw-receiver.js';
+import { openedInEachTest } from '../support/opened-in-each-test.js';
 import { startRelay, type RelayFixture } from '../support/relay.js';
-import { spawnWorker, type WorkerProcess } from '../support/worker-process.js';
 import { mulberry32, randomInt } from '../unit/_helpers/prng.js';
 
 /** A short schedule: two attempts 200 ms apart, one second per attempt. */
@@ -172,12 +172,9 @@ const drainOrClose = (socket: Socket): Promise<void> =>
   });
 
 describe('a receiver that answers 50 MB (worker as a child process)', () => {
-  let relay: RelayFixture | undefined;
+  const open = openedInEachTest();
   let receiver: RawReceiver | undefined;
-  let worker: WorkerProcess | undefined;
   afterEach(async () => {
-    if (worker && worker.child.exitCode === null) worker.child.kill('SIGKILL');
-    await relay?.cleanup();
     await receiver?.close();
   });
 
@@ -195,8 +192,8 @@ describe('a receiver that answers 50 MB (worker as a child process)', () => {
         request.socket.end();
       })();
     });
-    relay = await startRelay({ ...ENV, HTTP_TIMEOUT: '10s' });
-    worker = spawnWorker(relay.config, { RESPONSE_BODY_LIMIT: '65536' });
+    const relay = await open.relay({ ...ENV, HTTP_TIMEOUT: '10s' });
+    const worker = open.worker(relay.config, { RESPONSE_BODY_LIMIT: '65536' });
     await worker.consuming;
     const pid = worker.child.pid as number;
     await relay.publisher.publish({ url: `${receiver.origin}/warm-up`, body: 0 });

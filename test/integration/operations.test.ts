@@ -7,7 +7,6 @@ import { freePort } from '../support/free-port.js';
 import { sleep } from '../support/modes.js';
 import type { Receiver } from '../support/receiver.js';
 import type { RelayFixture } from '../support/relay.js';
-import { spawnWorker } from '../support/worker-process.js';
 
 let relay: RelayFixture | undefined;
 let receiver: Receiver | undefined;
@@ -118,7 +117,7 @@ describe('operations', () => {
   it('logs: one info line per dead-letter, attempts only at debug, no payloads or broker passwords', async () => {
     receiver = await open.receiver(({ path }) => ({ status: path === '/gone' ? 404 : 200 }));
     relay = await open.relay();
-    const worker = spawnWorker(relay.config);
+    const worker = open.worker(relay.config);
     await worker.consuming;
     await relay.publisher.publish({ url: `${receiver.origin}/ok`, body: { card: 'SECRET-PAYLOAD' } });
     await relay.publisher.publish({ url: `${receiver.origin}/gone`, body: { card: 'SECRET-PAYLOAD' } });

@@ -1,29 +1,20 @@
-import { afterEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { describeEachMode, sleep } from '../support/modes.js';
-import { startReceiver, type Receiver } from '../support/receiver.js';
-import { startRelay, type RelayFixture } from '../support/relay.js';
-import { spawnWorker, type WorkerProcess } from '../support/worker-process.js';
+import { openedInEachTest } from '../support/opened-in-each-test.js';
+import type { Receiver } from '../support/receiver.js';
 
-let relay: RelayFixture | undefined;
-let receiver: Receiver | undefined;
-let worker: WorkerProcess | undefined;
-afterEach(async () => {
-  if (worker && worker.child.exitCode === null) worker.child.kill('SIGKILL');
-  await relay?.cleanup();
-  await receiver?.close();
-  relay = receiver = worker = undefined;
-});
+const open = openedInEachTest();
 
 const idsSince = (receiver: Receiver, since: number): Set<string> =>
   new Set(receiver.requests.filter((r) => r.at >= since).map((r) => String(r.headers['webhook-id'])));
 
 describeEachMode('worker failure', (mode) => {
   it('a worker SIGKILLed with deliveries in flight: a second worker delivers them all', async () => {
-    receiver = await startReceiver(() => ({ status: 200, delayMs: 1_000 }));
+    const receiver = await open.receiver(() => ({ status: 200, delayMs: 1_000 }));
     // One receiver origin: the per-target cap must not be what limits concurrency here.
-    relay = await startRelay({ DELAY_MODE: mode, PREFETCH: '10', TARGET_CONCURRENCY: '10', TARGET_INITIAL_CONCURRENCY: '10' });
+    const relay = await open.relay({ DELAY_MODE: mode, PREFETCH: '10', TARGET_CONCURRENCY: '10', TARGET_INITIAL_CONCURRENCY: '10' });
     const ids = await Promise.all(Array.from({ length: 40 }, (_, i) => relay!.publisher.publish({ url: `${receiver!.origin}/slow/${i}`, body: i }).then((r) => r.id)));
-    worker = spawnWorker(relay.config);
+    const worker = open.worker(relay.config);
     await worker.consuming;
     await receiver.waitFor((r) => r.length >= 10);
     worker.child.kill('SIGKILL');
@@ -38,10 +29,10 @@ describeEachMode('worker failure', (mode) => {
   });
 
   it('SIGTERM drains: in-flight deliveries finish, the rest stay queued, exit within the drain timeout', async () => {
-    receiver = await startReceiver(() => ({ status: 200, delayMs: 800 }));
-    relay = await startRelay({ DELAY_MODE: mode, PREFETCH: '5', TARGET_CONCURRENCY: '5', TARGET_INITIAL_CONCURRENCY: '5', DRAIN_TIMEOUT: '5s' });
+    const receiver = await open.receiver(() => ({ status: 200, delayMs: 800 }));
+    const relay = await open.relay({ DELAY_MODE: mode, PREFETCH: '5', TARGET_CONCURRENCY: '5', TARGET_INITIAL_CONCURRENCY: '5', DRAIN_TIMEOUT: '5s' });
     const ids = await Promise.all(Array.from({ length: 30 }, (_, i) => relay!.publisher.publish({ url: `${receiver!.origin}/d/${i}`, body: i }).then((r) => r.id)));
-    worker = spawnWorker(relay.config);
+    const worker = open.worker(relay.config);
     await worker.consuming;
     await receiver.waitFor((r) => r.length >= 5);
     const termAt = Date.now();

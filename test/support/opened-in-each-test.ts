@@ -1,10 +1,12 @@
 import { afterEach } from 'vitest';
+import type { RelayConfig } from '../../src/config/load-config.js';
 import { startReceiver, type Answer, type ReceivedRequest, type Receiver } from './receiver.js';
 import { startRelay, type RelayFixture } from './relay.js';
+import { spawnWorker, type WorkerProcess } from './worker-process.js';
 
 /**
- * Starts relays and receivers for a test and closes them after it, newest first. Call once per
- * test file, at module level.
+ * Starts relays, receivers and worker processes for a test and closes them after it, newest first
+ * (a worker still running is SIGKILLed). Call once per test file, at module level.
  */
 export function openedInEachTest() {
   const open: Array<() => Promise<unknown>> = [];
@@ -21,6 +23,13 @@ export function openedInEachTest() {
       const receiver = await startReceiver(script);
       open.push(() => receiver.close());
       return receiver;
+    },
+    worker(config: RelayConfig, extraEnv: Record<string, string> = {}): WorkerProcess {
+      const worker = spawnWorker(config, extraEnv);
+      open.push(async () => {
+        if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');
+      });
+      return worker;
     },
   };
 }
