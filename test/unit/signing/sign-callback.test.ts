@@ -3,16 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { isRelayError } from '../../../src/errors.js';
 import { computeSignature, signCallback } from '../../../src/signing/sign-callback.js';
 import { parseSigningSecrets } from '../../../src/signing/signing-secrets.js';
-
-// The Standard Webhooks reference vector: TestWebhookSign in libraries/go/webhook_test.go and
-// "sign function works" in libraries/javascript/src/webhook.test.ts of standard-webhooks/standard-webhooks.
-const VECTOR = {
-  secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
-  id: 'msg_p5jXN8AQM9LWM0D4loKWxJek',
-  timestamp: 1614265330,
-  payload: '{"test": 2432232314}',
-  signature: 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=',
-};
+import { VECTOR } from '../_helpers/webhook-vector.js';
 
 const specKeys = parseSigningSecrets(VECTOR.secret, 'signingSecrets');
 

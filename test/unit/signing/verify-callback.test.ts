@@ -4,17 +4,9 @@ import { describe, expect, it } from 'vitest';
 import { isRelayError } from '../../../src/errors.js';
 import { signCallback } from '../../../src/signing/sign-callback.js';
 import { parseSigningSecrets } from '../../../src/signing/signing-secrets.js';
+import { VECTOR } from '../_helpers/webhook-vector.js';
 import { SignatureError, verifyCallback, type SignatureErrorCode, type VerifyCallbackOptions } from '../../../src/signing/verify-callback.js';
 
-// The Standard Webhooks reference vector (standard-webhooks/standard-webhooks: libraries/go/webhook_test.go
-// TestWebhookSign, libraries/javascript/src/webhook.test.ts "sign function works").
-const VECTOR = {
-  secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
-  id: 'msg_p5jXN8AQM9LWM0D4loKWxJek',
-  timestamp: 1614265330,
-  payload: '{"test": 2432232314}',
-  signature: 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=',
-};
 // A signature of the right length that matches nothing (from the same reference test suites).
 const FOREIGN = 'v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=';
 const OLD_SECRET = `whsec_${randomBytes(32).toString('base64')}`;
