@@ -1,4 +1,5 @@
 import { createServer, type Socket } from 'node:net';
+import { listenOnLoopback } from './free-port.js';
 
 /** One request head as a raw TCP receiver read it, and what became of its connection. */
 export interface RawRequest {
@@ -73,10 +74,9 @@ export async function startRawReceiver(answer: (request: RawRequest) => void): P
       answer(current);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
+  const origin = await listenOnLoopback(server);
   return {
-    origin: `http://127.0.0.1:${port}`,
+    origin,
     requests,
     to: (path) => requests.filter((r) => r.path === path),
     get connections() {

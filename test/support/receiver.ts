@@ -1,4 +1,5 @@
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
+import { listenOnLoopback } from './free-port.js';
 
 export interface ReceivedRequest {
   path: string;
@@ -52,10 +53,9 @@ export async function startReceiver(script: (request: ReceivedRequest) => Answer
       setTimeout(() => res.writeHead(answer.status, answer.headers).end(answer.body ?? ''), answer.delayMs ?? 0);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
+  const origin = await listenOnLoopback(server);
   return {
-    origin: `http://127.0.0.1:${port}`,
+    origin,
     requests,
     to: (path) => requests.filter((r) => r.path === path),
     async waitFor(predicate, timeoutMs = 30_000) {

@@ -2,22 +2,10 @@ import { describe, it, expect } from 'vitest';
 import { TargetGate, type Admitted, type Lane } from '../../../src/consumer/admit.js';
 import type { DeliveryOutcome } from '../../../src/policy/classify-outcome.js';
 import { TargetIsolation, type IsolationPolicy } from '../../../src/policy/target-isolation.js';
+import { SEED_002_POLICY } from '../_helpers/isolation-policy.js';
 
-const POLICY: IsolationPolicy = {
-  window: 20,
-  degradeThreshold: 10,
-  recoverThreshold: 5,
-  quietPeriodMs: 30_000,
-  maxTargets: 10_000,
-  perTarget: 2,
-  initialPerTarget: 1_000,
-  probesPerTarget: 1,
-  maxProbes: 10,
-  slowThresholdMs: 3_000,
-  successBody: '',
-  waitingPerTarget: 3,
-  maxWaiting: 3,
-};
+/** Two slots per target and a waiting room of three, so every rule shows within a few messages. */
+const POLICY: IsolationPolicy = { ...SEED_002_POLICY, perTarget: 2, waitingPerTarget: 3, maxWaiting: 3 };
 const T = 'https://hooks.example';
 const ok: DeliveryOutcome = { status: 200, durationMs: 5 };
 const fail: DeliveryOutcome = { status: 500, durationMs: 5 };

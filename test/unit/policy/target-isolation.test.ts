@@ -2,23 +2,9 @@ import { describe, it, expect } from 'vitest';
 import type { DeliveryOutcome } from '../../../src/policy/classify-outcome.js';
 import type { Transition } from '../../../src/policy/endpoint-health.js';
 import { TargetIsolation, targetOf, type Admission, type IsolationPolicy } from '../../../src/policy/target-isolation.js';
+import { SEED_002_POLICY } from '../_helpers/isolation-policy.js';
 
-/** Seed 002 defaults with PREFETCH 100: 10 per target, 1 probe per target, 10 probes, slow at 3s, 50 waiting. */
-const POLICY: IsolationPolicy = {
-  window: 20,
-  degradeThreshold: 10,
-  recoverThreshold: 5,
-  quietPeriodMs: 30_000,
-  maxTargets: 10_000,
-  perTarget: 10,
-  initialPerTarget: 1_000,
-  probesPerTarget: 1,
-  maxProbes: 10,
-  slowThresholdMs: 3_000,
-  successBody: '',
-  waitingPerTarget: 50,
-  maxWaiting: 50,
-};
+const POLICY = SEED_002_POLICY;
 const T = 'https://hooks.example';
 const isolation = (overrides: Partial<IsolationPolicy> = {}): TargetIsolation => new TargetIsolation({ ...POLICY, ...overrides });
 
