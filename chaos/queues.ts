@@ -37,7 +37,9 @@ export async function queueDepths(url: string, names: TopologyNames): Promise<De
     const count = async (queue: string): Promise<number> => (await channel.checkQueue(queue)).messageCount;
     let delay = 0;
     for (const level of names.delayLevels) delay += await count(level).catch(() => 0);
-    return { work: await count(names.workQueue), slow: await count(names.slowQueue), delay, dead: await count(names.deadQueue) };
+    let work = 0;
+    for (const lane of names.workQueues) work += await count(lane);
+    return { work, slow: await count(names.slowQueue), delay, dead: await count(names.deadQueue) };
   } catch {
     return undefined;
   } finally {

@@ -1,3 +1,4 @@
+import { LANE_BUCKETS } from '../topology/lanes.js';
 import convict from 'convict';
 import { parseCidrList } from '../http/address-policy.js';
 import { amqpUrls } from './amqp-urls.js';
@@ -57,6 +58,12 @@ export function registerFormats(): void {
         if (value !== null && (!Number.isInteger(value) || (value as number) < 1 || (value as number) > 65_535)) {
           throw new Error('must be a whole number from 1 to 65535, or empty for the default');
         }
+      },
+    },
+    lanes: {
+      coerce: (value: unknown) => (typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value),
+      validate: (value: unknown) => {
+        if (!Number.isInteger(value) || (value as number) < 1 || (value as number) > LANE_BUCKETS) throw new Error(`must be a whole number from 1 to ${LANE_BUCKETS}`);
       },
     },
     'optional-positive-int': {

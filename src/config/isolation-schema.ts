@@ -1,10 +1,10 @@
 /**
- * The settings of target isolation (seed 002): per-target health, the bulkhead and the slow lane.
+ * The settings of target isolation (seed 002): fair share, per-target health and the circuit breaker.
  * Part of the one schema in schema.ts; kept apart only to keep each file small.
  */
 export const isolationSchema = {
   isolation: {
-    doc: 'Isolate bad targets (per-target bulkhead, health, slow lane P.slow). `off` delivers everything in the main lane.',
+    doc: 'Isolate targets: fair sharing of the worker\'s slots between targets, per-target health and a circuit breaker. `off` delivers in arrival order.',
     format: ['on', 'off'],
     default: 'on',
     env: 'ISOLATION',
@@ -16,33 +16,20 @@ export const isolationSchema = {
     env: 'TARGET_KEY',
   },
   targetConcurrency: {
-    defaultText: 'PREFETCH / 10, rounded up',
-    doc: 'Concurrent main-lane deliveries per target (bulkhead); further messages for it wait briefly or are deferred (OVERFLOW_DELAY).',
+    defaultText: 'PREFETCH (no cap)',
+    doc: 'Hard cap on concurrent deliveries per target. By default none: a target alone may use every slot, and slots are shared fairly between the targets that have work.',
     format: 'optional-positive-int',
     default: null as number | null,
     env: 'TARGET_CONCURRENCY',
   },
   targetInitialConcurrency: {
-    doc: 'Concurrency a target starts with; each fast result adds one up to TARGET_CONCURRENCY, each abnormal one halves it, so a target that hangs from the start holds few slots.',
+    doc: 'Concurrency a target starts with; each fast result adds one, each slow one halves it, so a target that hangs from the start holds few slots.',
     format: 'positive-int',
     default: 2,
     env: 'TARGET_INITIAL_CONCURRENCY',
   },
-  overflowDelay: {
-    doc: 'Messages of a target at its cap wait for a slot (up to TARGET_CONCURRENCY of them, or all of PREFETCH − TARGET_CONCURRENCY for a target whose recent results were all fast); further ones are deferred by this long (not an attempt).',
-    format: 'positive-duration',
-    default: 1e3,
-    env: 'OVERFLOW_DELAY',
-  },
-  slowPrefetch: {
-    defaultText: 'PREFETCH / 10, rounded up',
-    doc: 'Concurrency of each worker on the slow lane P.slow, where degraded targets\' callbacks go.',
-    format: 'optional-prefetch',
-    default: null as number | null,
-    env: 'SLOW_PREFETCH',
-  },
   slowThreshold: {
-    doc: 'An attempt slower than this counts as abnormal, like a failed one (network error, timeout, 408, 429, 5xx).',
+    doc: 'An attempt that takes this long counts as abnormal (it holds a slot others could use); timeouts always do. Fast failures do not.',
     format: 'positive-duration',
     default: 3e3,
     env: 'SLOW_THRESHOLD',
@@ -54,7 +41,7 @@ export const isolationSchema = {
     env: 'HEALTH_WINDOW',
   },
   degradeThreshold: {
-    doc: 'Abnormal attempts in the window that make a target degraded (at most HEALTH_WINDOW).',
+    doc: 'Abnormal attempts in the window that make a target degraded: its circuit opens (at most HEALTH_WINDOW).',
     format: 'positive-int',
     default: 10,
     env: 'DEGRADE_THRESHOLD',
@@ -73,14 +60,14 @@ export const isolationSchema = {
     env: 'QUIET_PERIOD',
   },
   probeConcurrency: {
-    doc: 'Probe deliveries in flight per degraded target in the main lane; its other callbacks go to the slow lane.',
+    doc: 'Real attempts (probes) in flight per target whose circuit is open; its other due attempts fail fast (`circuit open`).',
     format: 'positive-int',
     default: 1,
     env: 'PROBE_CONCURRENCY',
   },
   maxProbes: {
     defaultText: 'PREFETCH / 10, rounded up',
-    doc: 'Probe deliveries in flight over all degraded targets, so many bad targets cannot fill the main lane.',
+    doc: 'Probes in flight over all targets whose circuit is open, so many bad targets cannot fill the worker.',
     format: 'optional-positive-int',
     default: null as number | null,
     env: 'MAX_PROBES',

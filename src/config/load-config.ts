@@ -8,7 +8,7 @@ type Schema = typeof configSchema;
 type Raw = { [K in keyof Schema]: Schema[K]['default'] };
 
 /** The validated settings; durations in milliseconds. */
-type Derived = 'maxAttempts' | 'targetConcurrency' | 'slowPrefetch' | 'recoverThreshold' | 'maxProbes';
+type Derived = 'maxAttempts' | 'targetConcurrency' | 'recoverThreshold' | 'maxProbes';
 export type RelayConfig = Omit<Raw, Derived | 'delayMode' | 'queueType' | 'logLevel' | 'isolation' | 'targetKey' | 'events' | 'targetPolicy'> & {
   delayMode: 'auto' | 'plugin' | 'queues';
   queueType: 'quorum' | 'classic';
@@ -47,8 +47,7 @@ function resolveDerived(raw: Raw, env: NodeJS.ProcessEnv): RelayConfig {
   const config = {
     ...raw,
     maxAttempts: raw.maxAttempts ?? raw.retrySchedule.length + 1,
-    targetConcurrency: raw.targetConcurrency ?? tenth,
-    slowPrefetch: raw.slowPrefetch ?? tenth,
+    targetConcurrency: Math.min(raw.targetConcurrency ?? raw.prefetch, raw.prefetch),
     maxProbes: raw.maxProbes ?? tenth,
     recoverThreshold: raw.recoverThreshold ?? Math.floor(raw.degradeThreshold / 2),
   } as RelayConfig;

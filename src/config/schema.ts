@@ -1,3 +1,4 @@
+import { DEFAULT_LANES } from '../topology/lanes.js';
 import { isolationSchema } from './isolation-schema.js';
 
 /**
@@ -35,6 +36,12 @@ export const configSchema = {
     format: 'positive-int',
     default: 10,
     env: 'DELIVERY_LIMIT',
+  },
+  lanes: {
+    doc: 'Work queues (lanes) P.work, P.work.1, …; each target hashes to one, so a backlog holds up only its lane. Fixed per topology: to change it, use a new TOPOLOGY_PREFIX.',
+    format: 'lanes',
+    default: DEFAULT_LANES,
+    env: 'LANES',
   },
   retrySchedule: {
     doc: 'Delays before attempts 2, 3, …; units ms/s/m/h.',

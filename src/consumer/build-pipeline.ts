@@ -4,11 +4,11 @@ import { createOutcomeEvents } from '../events/outcome-events.js';
 import type { Logger } from '../logger.js';
 import type { PipelineObserver } from './observer.js';
 import type { Random } from '../policy/jitter.js';
-import { TargetIsolation, type IsolationPolicy } from '../policy/target-isolation.js';
+import type { IsolationPolicy, TargetIsolation } from '../isolation/target-isolation.js';
 import { createSigner } from '../signing/create-signer.js';
 import type { ResolvedTopology } from '../topology/connect-topology.js';
 import { createDecider } from './decide.js';
-import { createMessageHandler } from './handle-message.js';
+import { createMessageHandler, type Job } from './handle-message.js';
 import { observeAll } from './observer.js';
 
 /** The isolation thresholds of a configuration, for the pure policy. */
@@ -19,16 +19,12 @@ export function isolationPolicy(config: RelayConfig): IsolationPolicy {
     recoverThreshold: config.recoverThreshold,
     quietPeriodMs: config.quietPeriod,
     maxTargets: config.healthMaxTargets,
+    capacity: config.prefetch,
     perTarget: config.targetConcurrency,
     initialPerTarget: config.targetInitialConcurrency,
     probesPerTarget: config.probeConcurrency,
     maxProbes: config.maxProbes,
     slowThresholdMs: config.slowThreshold,
-    successBody: config.successBody,
-    waitingPerTarget: config.targetConcurrency,
-    // Waiting messages hold prefetch slots; at least TARGET_CONCURRENCY of them always stay free for
-    // other targets, even while a busy target's burst waits.
-    maxWaiting: Math.max(1, config.prefetch - config.targetConcurrency),
   };
 }
 
@@ -41,7 +37,7 @@ export function buildPipeline(
   clock: () => number,
   random: Random,
   metrics: PipelineObserver,
-  isolation: TargetIsolation | undefined,
+  isolation: TargetIsolation<Job> | undefined,
 ) {
   const events = config.events === 'on' ? createOutcomeEvents(topology.names.eventsExchange, clock) : undefined;
   const handle = createMessageHandler({
@@ -61,11 +57,11 @@ export function buildPipeline(
       random,
     ),
     isolation,
+    capacity: config.prefetch,
     targetKey: config.targetKey,
-    overflowDelayMs: config.overflowDelay,
     clock,
     logger,
     observer: observeAll(events ? [metrics, events] : [metrics]),
   });
-  return { handle, events };
+  return { ...handle, events };
 }

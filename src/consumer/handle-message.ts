@@ -1,16 +1,24 @@
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { Logger } from '../logger.js';
-import type { Transition } from '../policy/endpoint-health.js';
-import { targetOf, type TargetIsolation, type TargetKey } from '../policy/target-isolation.js';
+import { FairShare } from '../isolation/fair-share.js';
+import type { Transition } from '../isolation/health.js';
+import { targetOf, type AttemptKind, type Effects, type TargetIsolation, type TargetKey } from '../isolation/target-isolation.js';
+import type { DeliveryOutcome } from '../policy/classify-outcome.js';
 import type { DelayMode } from '../topology/delay-mode.js';
+import { laneBucket } from '../topology/lanes.js';
 import type { TopologyNames } from '../topology/topology-names.js';
-import { TargetGate, type Lane } from './admit.js';
 import { AttemptDeadline } from './attempt-deadline.js';
-import { decode } from './decode.js';
+import { decode, type Delivery } from './decode.js';
 import type { Decider } from './decide.js';
 import { deliver, type DeliverOptions } from './deliver.js';
 import { settle, type AttemptRecord, type SettleContext } from './settle.js';
 import type { PipelineObserver } from './observer.js';
+
+/** The queue a message was consumed from: a work lane's index, or `slow` (the drained slow lane). */
+export type Lane = string;
+
+/** The `error` of an attempt failed fast because its target's circuit is open: no request was made. */
+export const CIRCUIT_OPEN = 'circuit open';
 
 export interface PipelineDeps {
   names: TopologyNames;
@@ -18,14 +26,27 @@ export interface PipelineDeps {
   maxPayloadBytes: number;
   deliverOptions: DeliverOptions;
   decide: Decider;
-  /** Absent when isolation is off. */
-  isolation: TargetIsolation | undefined;
+  /** Absent when isolation is off: then messages are attempted in arrival order. */
+  isolation: TargetIsolation<Job> | undefined;
+  /** Deliveries in flight at most (PREFETCH). */
+  capacity: number;
   targetKey: TargetKey;
-  /** How long a message of a busy target is deferred when its waiting room is full. */
-  overflowDelayMs: number;
   clock: () => number;
   logger: Logger;
   observer: PipelineObserver;
+}
+
+/** A decoded message on its way: everything the later steps need, built once. */
+export interface Job {
+  message: ConsumeMessage;
+  channel: ConfirmChannel;
+  lane: Lane;
+  delivery: Delivery;
+  target: string;
+  /** Its lane bucket: retries are routed back to its own lane. */
+  bucket: number;
+  /** Settles the promise `handle` returned for this message (with the error when settling failed). */
+  finish: (error?: unknown) => void;
 }
 
 const unattempted = (id: string, attempts: number, lastError?: string): AttemptRecord => ({
@@ -37,58 +58,142 @@ const unattempted = (id: string, attempts: number, lastError?: string): AttemptR
   lastError,
 });
 
-/** The per-message pipeline: decode → admit → deliver → decide → settle. Rejects only when settling failed. */
+/** Every job shares one key when isolation is off: one FIFO with `capacity` slots. */
+const ALL = '';
+
+/**
+ * The per-message pipeline: decode → admit → deliver → decide → settle.
+ *
+ * `handle` decodes a message and hands it to the scheduler (target isolation's fair share, or one
+ * FIFO when isolation is off), which starts attempts while the worker has free slots. A target whose
+ * circuit is open gets its attempt failed fast instead. Each attempt frees its slot as soon as its
+ * HTTP exchange ends, then its decision is settled. The returned promise settles once the message has
+ * been settled (or abandoned because its channel closed); it rejects only when settling failed.
+ */
 export function createMessageHandler(deps: PipelineDeps) {
   const { names, mode, logger, clock, isolation, observer } = deps;
-  const gate = new TargetGate(isolation);
-  return async function handleMessage(message: ConsumeMessage, channel: ConfirmChannel, lane: Lane): Promise<void> {
-    observer.inFlight(1);
-    try {
-      await pipeline(message, { channel, message, names, mode, onConfirm: observer.confirmed }, lane);
-    } finally {
-      observer.inFlight(-1);
-    }
-  };
+  const fifo = isolation ? undefined : new FairShare<Job>({ capacity: deps.capacity, perTarget: deps.capacity, initialPerTarget: deps.capacity, maxTargets: 1 });
+  /** Channels that closed: the broker has requeued their unacked messages, so their jobs must not run. */
+  const closed = new WeakSet<ConfirmChannel>();
 
-  async function pipeline(message: ConsumeMessage, context: SettleContext, lane: Lane): Promise<void> {
-    const decoded = decode(message, deps.maxPayloadBytes);
-    if (!decoded.ok) {
-      await settle({ kind: 'dead', reason: 'invalid', why: decoded.error }, unattempted(decoded.id, decoded.attempt - 1, decoded.error), context);
-      logger.info({ id: decoded.id, reason: 'invalid', error: decoded.error }, 'callback dead-lettered');
-      observer.invalid(decoded.id, decoded.error);
-      return;
-    }
-    const { delivery } = decoded;
-    const target = targetOf(delivery.url, deps.targetKey);
-    const admitted = await gate.admit(target, lane);
-    if (admitted.kind !== 'deliver') {
-      const settlement = admitted.kind === 'defer' ? { kind: 'defer' as const, delayMs: deps.overflowDelayMs } : admitted;
-      await settle(settlement, unattempted(delivery.id, delivery.attempt - 1), context);
-      logger.debug({ id: delivery.id, target, action: admitted.kind, why: admitted.why }, 'not delivered now');
-      observer.moved(admitted.kind === 'defer' ? 'deferred' : 'slow', admitted.why);
-      return;
-    }
-    const startedAt = clock();
-    const changed = (transition: Transition | undefined): void => {
-      if (transition) {
-        logger.warn({ ...transition }, transition.to === 'degraded' ? 'target degraded: its callbacks move to the slow lane' : 'target recovered');
-        observer.transition(transition);
+  function handle(message: ConsumeMessage, channel: ConfirmChannel, lane: Lane): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      observer.inFlight(1);
+      const done = (error?: unknown): void => {
+        observer.inFlight(-1);
+        if (error === undefined) resolve();
+        else reject(error instanceof Error ? error : new Error(String(error)));
+      };
+      const decoded = decode(message, deps.maxPayloadBytes);
+      if (!decoded.ok) {
+        const context: SettleContext = { channel, message, names, mode, bucket: 0, onConfirm: observer.confirmed };
+        settle({ kind: 'dead', reason: 'invalid', why: decoded.error }, unattempted(decoded.id, decoded.attempt - 1, decoded.error), context).then(() => {
+          logger.info({ id: decoded.id, reason: 'invalid', error: decoded.error }, 'callback dead-lettered');
+          observer.invalid(decoded.id, decoded.error);
+          done();
+        }, done);
+        return;
       }
-      gate.pump(target);
-    };
-    const deadline = new AttemptDeadline(deps.deliverOptions.timeoutMs, isolation && { afterMs: isolation.slowThresholdMs, onSlow: () => changed(isolation.overdue(target, clock())) });
-    const outcome = await deliver(delivery, deps.deliverOptions, deadline);
-    const wasOverdue = deadline.finish();
-    changed(isolation?.complete(target, admitted.slot, outcome, clock(), wasOverdue));
-    const { decision, record } = deps.decide(delivery, outcome, startedAt);
-    if (logger.isLevelEnabled('debug')) {
-      logger.debug({ id: delivery.id, target, lane, attempt: delivery.attempt, status: outcome.status, error: outcome.error, ms: outcome.durationMs, decision: decision.kind }, 'attempt');
-    }
-    await settle(decision, record, context);
-    if (decision.kind === 'dead') {
-      logger.info({ id: delivery.id, target, reason: decision.reason, attempts: record.attempts, status: record.lastStatus, error: record.lastError }, 'callback dead-lettered');
-    }
-    const nextAttemptAt = decision.kind === 'retry' ? new Date(clock() + decision.delayMs).toISOString() : undefined;
-    observer.attempted({ id: delivery.id, url: delivery.callback.url, target, lane, attempt: delivery.attempt, outcome, decision, nextAttemptAt });
+      const { delivery } = decoded;
+      const target = targetOf(delivery.url, deps.targetKey);
+      let settled = false;
+      const finish = (error?: unknown): void => {
+        if (settled) return;
+        settled = true;
+        done(error);
+      };
+      const job: Job = { message, channel, lane, delivery, target, bucket: laneBucket(delivery.url.origin), finish };
+      admit(job);
+    });
   }
+
+  /** Step 2: queue the job for a slot, or fail it fast when its target's circuit is open. */
+  function admit(job: Job): void {
+    if (!isolation) fifo?.push(ALL, job);
+    else if (isolation.offer(job.target, job) === 'fail-fast') {
+      void failFast(job);
+      return;
+    }
+    pump();
+  }
+
+  /** Starts attempts while there are free slots and waiting jobs. */
+  function pump(): void {
+    for (;;) {
+      const next = isolation ? isolation.next() : fifo?.next();
+      if (!next) return;
+      const kind: AttemptKind = 'kind' in next ? (next as { kind: AttemptKind }).kind : 'attempt';
+      if (closed.has(next.item.channel)) {
+        if (isolation) isolation.abandon(next.target, kind);
+        else fifo?.done(ALL, 'none');
+        next.item.finish();
+        continue;
+      }
+      void attempt(next.item, kind);
+    }
+  }
+
+  /** Step 3: one HTTP attempt; its slot is freed the moment it ends, before the settle. */
+  async function attempt(job: Job, kind: AttemptKind): Promise<void> {
+    const { target } = job;
+    const startedAt = clock();
+    const deadline = new AttemptDeadline(
+      deps.deliverOptions.timeoutMs,
+      isolation && { afterMs: isolation.slowThresholdMs, onSlow: () => apply(isolation.overdue(target, clock())) },
+    );
+    // deliver never throws; the catch only guarantees the slot is freed whatever happens.
+    const outcome: DeliveryOutcome = await deliver(job.delivery, deps.deliverOptions, deadline).catch((error: unknown) => ({ error: String(error), durationMs: clock() - startedAt }));
+    const wasOverdue = deadline.finish();
+    if (isolation) apply(isolation.complete(target, kind, outcome, clock(), wasOverdue));
+    else fifo?.done(ALL, 'none');
+    pump();
+    await conclude(job, outcome, startedAt);
+  }
+
+  /** An attempt of a target whose circuit is open: counted, recorded, no request made. */
+  function failFast(job: Job): Promise<void> {
+    return conclude(job, { error: CIRCUIT_OPEN, durationMs: 0 }, clock());
+  }
+
+  /** Steps 4 and 5: decide what the outcome means, and settle it. */
+  async function conclude(job: Job, outcome: DeliveryOutcome, startedAt: number): Promise<void> {
+    const { delivery, target, lane, finish } = job;
+    try {
+      const { decision, record } = deps.decide(delivery, outcome, startedAt);
+      if (logger.isLevelEnabled('debug')) {
+        logger.debug({ id: delivery.id, target, lane, attempt: delivery.attempt, status: outcome.status, error: outcome.error, ms: outcome.durationMs, decision: decision.kind }, 'attempt');
+      }
+      await settle(decision, record, { channel: job.channel, message: job.message, names, mode, bucket: job.bucket, onConfirm: observer.confirmed });
+      if (decision.kind === 'dead') {
+        logger.info({ id: delivery.id, target, reason: decision.reason, attempts: record.attempts, status: record.lastStatus, error: record.lastError }, 'callback dead-lettered');
+      }
+      const nextAttemptAt = decision.kind === 'retry' ? new Date(clock() + decision.delayMs).toISOString() : undefined;
+      observer.attempted({ id: delivery.id, url: delivery.callback.url, target, lane, attempt: delivery.attempt, outcome, decision, nextAttemptAt });
+      finish();
+    } catch (error) {
+      finish(error);
+    }
+  }
+
+  /** Logs a health transition (one line each) and fails fast what an opened circuit took out of the queue. */
+  function apply(effects: Effects<Job>): void {
+    const transition: Transition | undefined = effects.transition;
+    if (transition) {
+      logger.warn({ ...transition }, transition.to === 'degraded' ? 'target degraded: circuit open, attempts fail fast but for probes' : 'target recovered: circuit closed');
+      observer.transition(transition);
+    }
+    for (const job of effects.failFast) void failFast(job);
+  }
+
+  /** The channel closed: drop its waiting jobs (the broker has requeued them); running ones finish. */
+  function channelClosed(channel: ConfirmChannel): void {
+    closed.add(channel);
+    const dropped: Job[] = [];
+    const matches = (job: Job): boolean => job.channel === channel && (dropped.push(job), true);
+    if (isolation) isolation.drop(matches);
+    else fifo?.drop(matches);
+    for (const job of dropped) job.finish();
+  }
+
+  return { handle, channelClosed };
 }

@@ -1,7 +1,7 @@
-import type { Transition } from '../policy/endpoint-health.js';
+import type { Transition } from '../isolation/health.js';
 import type { DeliveryOutcome } from '../policy/classify-outcome.js';
 import type { Decision } from '../policy/decide.js';
-import type { Lane } from './admit.js';
+import type { Lane } from './handle-message.js';
 
 /** One attempt, reported after its decision was carried out (so reports match what the broker holds). */
 export interface AttemptReport {
@@ -24,10 +24,8 @@ export interface PipelineObserver {
   attempted(report: AttemptReport): void;
   /** A message that could not be decoded was dead-lettered with reason `invalid`. */
   invalid(id: string, error: string): void;
-  /** A message left the main lane without an attempt. */
-  moved(to: 'slow' | 'deferred', why: string): void;
   /** A settle publish was confirmed by the broker after `seconds`. */
-  confirmed(kind: 'retry' | 'dead' | 'divert' | 'defer', seconds: number): void;
+  confirmed(kind: 'retry' | 'dead', seconds: number): void;
   transition(transition: Transition): void;
   inFlight(delta: 1 | -1): void;
 }
@@ -37,7 +35,6 @@ export function observeAll(observers: PipelineObserver[]): PipelineObserver {
   return {
     attempted: (report) => observers.forEach((o) => o.attempted(report)),
     invalid: (id, error) => observers.forEach((o) => o.invalid(id, error)),
-    moved: (to, why) => observers.forEach((o) => o.moved(to, why)),
     confirmed: (kind, seconds) => observers.forEach((o) => o.confirmed(kind, seconds)),
     transition: (transition) => observers.forEach((o) => o.transition(transition)),
     inFlight: (delta) => observers.forEach((o) => o.inFlight(delta)),

@@ -16,17 +16,18 @@ export interface AttemptRecord {
   lastError: string | undefined;
 }
 
-
-/** A decision of the retry policy, or a move decided by target isolation (slow lane, short deferral). */
-export type Settlement = Decision | { kind: 'divert'; why: string } | { kind: 'defer'; delayMs: number };
+/** A decision of the retry policy. */
+export type Settlement = Decision;
 
 export interface SettleContext {
   /** Told how long each confirm took. */
-  onConfirm?: (kind: 'retry' | 'dead' | 'divert' | 'defer', seconds: number) => void;
+  onConfirm?: (kind: 'retry' | 'dead', seconds: number) => void;
   channel: ConfirmChannel;
   message: ConsumeMessage;
   names: TopologyNames;
   mode: DelayMode;
+  /** The message's lane bucket: a retry goes back to its own lane. */
+  bucket: number;
 }
 
 /**
@@ -37,14 +38,8 @@ export interface SettleContext {
 export async function settle(settlement: Settlement, record: AttemptRecord, context: SettleContext): Promise<void> {
   const { channel, message, names, mode } = context;
   const started = performance.now();
-  if (settlement.kind === 'divert') {
-    // Not an attempt: the copy carries the retry state unchanged.
-    await publishConfirmed(channel, '', names.slowQueue, message, record.id, carriedHeaders(message.properties.headers));
-  } else if (settlement.kind === 'defer') {
-    const route = deliveryRoute(names, mode, settlement.delayMs);
-    await publishConfirmed(channel, route.exchange, route.routingKey, message, record.id, { ...carriedHeaders(message.properties.headers), ...route.headers });
-  } else if (settlement.kind === 'retry') {
-    const route = deliveryRoute(names, mode, settlement.delayMs);
+  if (settlement.kind === 'retry') {
+    const route = deliveryRoute(names, mode, settlement.delayMs, context.bucket);
     const headers = { ...recordHeaders(message, record), ...route.headers, [HEADER.attempt]: settlement.attempt };
     await publishConfirmed(channel, route.exchange, route.routingKey, message, record.id, headers);
   } else if (settlement.kind === 'dead') {

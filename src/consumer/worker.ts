@@ -8,10 +8,10 @@ import { applyTopology } from '../topology/declare-once.js';
 import { sleep } from '../util/with-timeout.js';
 import type { Server } from 'node:http';
 import { startMetricsServer } from '../metrics/metrics-server.js';
-import type { Lane } from './admit.js';
+import type { Job, Lane } from './handle-message.js';
 import { buildPipeline, isolationPolicy } from './build-pipeline.js';
 import { createRelayMetrics } from '../metrics/relay-metrics.js';
-import { TargetIsolation } from '../policy/target-isolation.js';
+import { TargetIsolation } from '../isolation/target-isolation.js';
 import { amqpUrls } from '../config/amqp-urls.js';
 import { parseCidrList } from '../http/address-policy.js';
 import { createGuardedAgent } from '../http/guarded-agent.js';
@@ -57,7 +57,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   let stopping = false;
   let ready = false;
   let server: Server | undefined;
-  const isolation = config.isolation === 'on' ? new TargetIsolation(isolationPolicy(config)) : undefined;
+  const isolation = config.isolation === 'on' ? new TargetIsolation<Job>(isolationPolicy(config)) : undefined;
   const metrics = createRelayMetrics(config.successBody, () => isolation);
 
   async function start(): Promise<void> {
@@ -65,10 +65,17 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     if (config.metricsPort > 0) server = await startMetricsServer(config.metricsPort, metrics.registry, { ready: () => ready });
     const topology = await connectTopology(config, logger, abort.signal);
     await applyTopology(topology.url, topology);
-    const { handle, events } = buildPipeline(config, topology, agent, logger, clock, deps.random ?? Math.random, metrics.observer, isolation);
+    const { handle, channelClosed, events } = buildPipeline(config, topology, agent, logger, clock, deps.random ?? Math.random, metrics.observer, isolation);
     const onMessage = (message: ConsumeMessage | null, ch: ConfirmChannel, lane: Lane): void => {
       if (message === null) {
-        logger.error({ lane }, 'the broker cancelled the consumer (queue deleted?)');
+        // The broker cancelled a consumer (queue deleted, its node gone, a consumer timeout): a worker
+        // that keeps the connection but consumes nothing must not look ready. Recycle the connection;
+        // the setup declares the topology again and consumes every queue anew.
+        if (!ready || stopping) return;
+        ready = false;
+        metrics.consumerCancelled();
+        logger.error({ lane }, 'the broker cancelled a consumer; reconnecting to consume again');
+        manager?.reconnect();
         return;
       }
       const work = handle(message, ch, lane).catch((error: Error) =>
@@ -95,15 +102,19 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
           eventsChannel.on('error', () => {});
           events?.attach(eventsChannel);
         }
-        // basic.qos without `global` limits each consumer started after it on this channel:
+        // Unacked messages of a closed channel are back in their queues: jobs still waiting for a
+        // slot must not be attempted (another worker may have them already).
+        ch.once('close', () => channelClosed(ch));
+        // basic.qos without `global` limits each consumer started after it on this channel, so each
+        // lane may hold PREFETCH messages and a target alone in its lane can fill every slot:
         // https://www.rabbitmq.com/docs/consumer-prefetch
         await ch.prefetch(config.prefetch);
-        const main = await ch.consume(topology.names.workQueue, (message) => onMessage(message, ch, 'main'), { noAck: false });
-        await ch.prefetch(config.slowPrefetch);
-        const slow = await ch.consume(topology.names.slowQueue, (message) => onMessage(message, ch, 'slow'), { noAck: false });
-        consumers = { channel: ch, tags: [main.consumerTag, slow.consumerTag] };
+        const tags: string[] = [];
+        const queues: [string, Lane][] = [...topology.names.workQueues.map((queue, lane): [string, Lane] => [queue, String(lane)]), [topology.names.slowQueue, 'slow']];
+        for (const [queue, lane] of queues) tags.push((await ch.consume(queue, (message) => onMessage(message, ch, lane), { noAck: false })).consumerTag);
+        consumers = { channel: ch, tags };
         ready = true;
-        logger.info({ queue: topology.names.workQueue, prefetch: config.prefetch, slowPrefetch: config.slowPrefetch, isolation: config.isolation }, 'consuming');
+        logger.info({ lanes: topology.names.workQueues.length, prefetch: config.prefetch, isolation: config.isolation }, 'consuming');
       },
     });
     channel.on('error', (error: Error & { code?: string }) => logger.error({ err: error.message, code: error.code }, 'channel setup failed'));

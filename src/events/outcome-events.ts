@@ -73,7 +73,6 @@ export function createOutcomeEvents(exchange: string, clock: () => number): Pipe
     invalid(id: string, error: string) {
       emit({ type: 'dead', id, url: '', attempt: 0, status: undefined, error, nextAttemptAt: undefined, reason: 'invalid', at: at() });
     },
-    moved: none,
     confirmed: none,
     transition: none,
     inFlight: none,

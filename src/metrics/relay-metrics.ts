@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { AttemptReport, PipelineObserver } from '../consumer/observer.js';
+import { CIRCUIT_OPEN } from '../consumer/handle-message.js';
 import { classifyOutcome } from '../policy/classify-outcome.js';
 
 /** Degraded targets named in `callback_relay_degraded_target`, at most: label cardinality stays bounded. */
@@ -16,17 +17,17 @@ export interface HealthSource {
  * fixed sets (lane, result, reason), never by callback id or URL; targets appear only while
  * degraded and at most MAX_TARGET_LABELS at a time.
  */
-export function createRelayMetrics(successBody: string, health: () => HealthSource | undefined): { registry: Registry; observer: PipelineObserver } {
+export function createRelayMetrics(successBody: string, health: () => HealthSource | undefined): { registry: Registry; observer: PipelineObserver; consumerCancelled: () => void } {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const attempts = new Counter({ name: 'callback_relay_attempts_total', help: 'HTTP attempts by lane and result (success, retryable, terminal).', labelNames: ['lane', 'result'], registers: [registry] });
+  const attempts = new Counter({ name: 'callback_relay_attempts_total', help: 'Attempts by lane (work lane index, or slow) and result: success, retryable, terminal, or circuit-open (failed fast, no request).', labelNames: ['lane', 'result'], registers: [registry] });
   const outcomes = new Counter({
     name: 'callback_relay_callbacks_total',
     help: 'Callbacks settled: delivered, retried (retry scheduled) or dead (by reason: exhausted, rejected, invalid).',
     labelNames: ['outcome', 'reason'],
     registers: [registry],
   });
-  const moved = new Counter({ name: 'callback_relay_moved_total', help: 'Messages moved without an attempt: to the slow lane, or deferred.', labelNames: ['to', 'why'], registers: [registry] });
+  const cancelled = new Counter({ name: 'callback_relay_consumer_cancelled_total', help: 'Consumers the broker cancelled (the worker reconnects to consume again).', registers: [registry] });
   const duration = new Histogram({
     name: 'callback_relay_attempt_duration_seconds',
     help: 'Duration of HTTP attempts.',
@@ -64,18 +65,21 @@ export function createRelayMetrics(successBody: string, health: () => HealthSour
 
   const observer: PipelineObserver = {
     attempted(report: AttemptReport) {
-      attempts.inc({ lane: report.lane, result: classifyOutcome(report.outcome, successBody).kind });
-      duration.observe({ lane: report.lane }, report.outcome.durationMs / 1000);
+      if (report.outcome.error === CIRCUIT_OPEN) {
+        attempts.inc({ lane: report.lane, result: 'circuit-open' });
+      } else {
+        attempts.inc({ lane: report.lane, result: classifyOutcome(report.outcome, successBody).kind });
+        duration.observe({ lane: report.lane }, report.outcome.durationMs / 1000);
+      }
       const { decision } = report;
       if (decision.kind === 'ack') outcomes.inc({ outcome: 'delivered', reason: '' });
       else if (decision.kind === 'retry') outcomes.inc({ outcome: 'retried', reason: '' });
       else outcomes.inc({ outcome: 'dead', reason: decision.reason });
     },
     invalid: () => outcomes.inc({ outcome: 'dead', reason: 'invalid' }),
-    moved: (to, why) => moved.inc({ to, why }),
     confirmed: (kind, seconds) => confirm.observe({ kind }, seconds),
     transition: (transition) => transitions.inc({ to: transition.to }),
     inFlight: (delta) => inFlight.inc(delta),
   };
-  return { registry, observer };
+  return { registry, observer, consumerCancelled: () => cancelled.inc() };
 }

@@ -7,6 +7,7 @@ import { createLogger, type Logger } from '../logger.js';
 import type { Callback } from '../message/callback.js';
 import { connectTopology, type ResolvedTopology } from '../topology/connect-topology.js';
 import { MAX_LEVEL_DELAY_MS } from '../topology/delay-levels.js';
+import { laneBucket } from '../topology/lanes.js';
 import { deliveryRoute } from '../topology/delay-route.js';
 import { withTimeout } from '../util/with-timeout.js';
 import { encodeCallback } from './encode-callback.js';
@@ -58,7 +59,7 @@ export function createPublisher(config: RelayConfig = loadConfig(), logger: Logg
     const deadline = Date.now() + config.publishTimeout;
     try {
       const { names, mode } = await withTimeout(topology, config.publishTimeout, () => timeoutError(config.publishTimeout));
-      const route = deliveryRoute(names, mode, delayMs);
+      const route = deliveryRoute(names, mode, delayMs, laneBucket(new URL(callback.url).origin));
       await channel.publish(route.exchange, route.routingKey, content, {
         persistent: true,
         contentType: 'application/json',

@@ -25,7 +25,7 @@ export async function connectTopology(config: RelayConfig, logger: Logger, signa
     logger.warn({ broker: redactUrl(url), err: error.message }, 'broker unreachable; retrying'),
   );
   const mode = resolveDelayMode(config.delayMode, broker.hasDelayedPlugin);
-  const names = topologyNames(config.topologyPrefix);
+  const names = topologyNames(config.topologyPrefix, config.lanes);
   logger.info(
     { delayMode: mode, requested: config.delayMode, brokerVersion: broker.version, plugin: broker.hasDelayedPlugin, prefix: names.exchange },
     `delay mode: ${mode}${config.delayMode === 'auto' ? (broker.hasDelayedPlugin ? ' (auto: broker has x-delayed-message)' : ' (auto: broker lacks x-delayed-message)') : ''}`,

@@ -6,18 +6,21 @@ import type { TopologyNames } from './topology-names.js';
 /**
  * Queues mode (see delay-levels.ts): level queues P.delay.21 … P.delay.00, the entry exchange
  * P.delay, and exchanges P.delay.20 … P.delay.00, where level n + 1's queue dead-letters its expired
- * messages; level 0 dead-letters straight into P.work. Each exchange binds the queues of the levels
- * still ahead directly. Quorum level queues use at-least-once dead-lettering so a message is never
+ * messages; level 0 dead-letters into P.lanes, which reads the lane bucket off the key's last word.
+ * Each exchange binds the queues of the levels still ahead directly, and P.lanes for none. Quorum level queues use at-least-once dead-lettering so a message is never
  * dropped between levels: https://www.rabbitmq.com/docs/quorum-queues#dead-lettering
  */
 export async function declareDelayLevels(channel: Channel, names: TopologyNames, queueType: 'quorum' | 'classic'): Promise<void> {
   for (let level = 0; level < DELAY_LEVELS; level += 1) {
-    const deadLetter = level === 0 ? { exchange: '', routingKey: names.workQueue } : { exchange: names.delayLevel(level - 1) };
+    const deadLetter = { exchange: level === 0 ? names.lanesExchange : names.delayLevel(level - 1) };
     await channel.assertQueue(names.delayLevel(level), { durable: true, arguments: queueArguments({ type: queueType, messageTtlMs: levelTtlMs(level), deadLetter }) });
   }
   const bindLevels = async (exchange: string, top: number): Promise<void> => {
     await channel.assertExchange(exchange, 'topic', { durable: true });
-    for (const { bindingKey, to } of levelRoutes(top)) await channel.bindQueue(to === 'work' ? names.workQueue : names.delayLevel(to), exchange, bindingKey);
+    for (const { bindingKey, to } of levelRoutes(top)) {
+      if (to === 'lanes') await channel.bindExchange(names.lanesExchange, exchange, bindingKey);
+      else await channel.bindQueue(names.delayLevel(to), exchange, bindingKey);
+    }
   };
   for (let level = 0; level < DELAY_LEVELS - 1; level += 1) await bindLevels(names.delayLevel(level), level);
   await bindLevels(names.delayExchange, DELAY_LEVELS - 1);

@@ -1,5 +1,6 @@
 import type { Channel } from 'amqplib';
 import type { DelayMode } from './delay-mode.js';
+import { LANE_BUCKETS, laneOf, laneRoutingKey } from './lanes.js';
 import { queueArguments } from './queue-arguments.js';
 import type { TopologyNames } from './topology-names.js';
 
@@ -13,9 +14,12 @@ export interface DeliveryPathOptions {
 }
 
 /**
- * Exchange P, work queue P.work bound with `deliver`, slow lane P.slow (filled by workers only) and
- * dead-letter queue P.dead. Both consumed queues dead-letter into P.dead, so a message that keeps crashing workers is parked once it passes the
- * delivery limit: https://www.rabbitmq.com/docs/quorum-queues#poison-message-handling
+ * Exchange P; the work lanes P.work, P.work.1 … (lanes.ts), bound with `deliver` (lane 0) and
+ * `deliver.<bucket>` (bucket mod lanes); in queues mode the lanes exchange P.lanes, where delays
+ * end; the slow lane P.slow of earlier versions (drained, no longer filled) and the dead-letter
+ * queue P.dead. Every consumed queue dead-letters into P.dead, so a message that keeps crashing
+ * workers is parked once it passes the delivery limit:
+ * https://www.rabbitmq.com/docs/quorum-queues#poison-message-handling
  */
 export async function declareDeliveryPath(channel: Channel, names: TopologyNames, options: DeliveryPathOptions): Promise<void> {
   // P.dead is read by requeueing (dlq list, the management UI's Get messages). RabbitMQ 4 gives every
@@ -28,8 +32,7 @@ export async function declareDeliveryPath(channel: Channel, names: TopologyNames
     deadLetter: { exchange: '', routingKey: names.deadQueue },
     deliveryLimit: options.deliveryLimit,
   });
-  await channel.assertQueue(names.workQueue, { durable: true, arguments: consumed });
-  await channel.assertQueue(names.slowQueue, { durable: true, arguments: consumed });
+  for (const queue of [...names.workQueues, names.slowQueue]) await channel.assertQueue(queue, { durable: true, arguments: consumed });
   if (options.mode === 'plugin') {
     // The plugin's exchange routes like its x-delayed-type once a message's x-delay has elapsed.
     await channel.assertExchange(names.exchange, 'x-delayed-message', { durable: true, arguments: { 'x-delayed-type': 'direct' } });
@@ -37,5 +40,15 @@ export async function declareDeliveryPath(channel: Channel, names: TopologyNames
     await channel.assertExchange(names.exchange, 'direct', { durable: true });
   }
   await channel.bindQueue(names.workQueue, names.exchange, names.routingKey);
+  const lanes = names.workQueues.length;
+  for (let bucket = 0; bucket < LANE_BUCKETS; bucket += 1) {
+    await channel.bindQueue(names.workQueues[laneOf(bucket, lanes)] as string, names.exchange, laneRoutingKey(bucket));
+  }
+  if (options.mode === 'queues') {
+    await channel.assertExchange(names.lanesExchange, 'topic', { durable: true });
+    for (let bucket = 0; bucket < LANE_BUCKETS; bucket += 1) {
+      await channel.bindQueue(names.workQueues[laneOf(bucket, lanes)] as string, names.lanesExchange, `#.${bucket}`);
+    }
+  }
   await channel.assertExchange(names.eventsExchange, 'topic', { durable: true });
 }

@@ -6,8 +6,9 @@
  *
  * The routing key spells d in binary, one topic word per level, highest level first. An exchange
  * with levels `top` … 0 still ahead routes a key straight to the queue of the highest of them whose
- * bit is set, or to P.work when none is: one routing step per level visited, never a walk down an
- * exchange chain (each exchange-to-exchange hop costs the broker a routing step of its own).
+ * bit is set, or to the lanes exchange when none is: one routing step per level visited, never a walk
+ * down an exchange chain (each exchange-to-exchange hop costs the broker a routing step of its own).
+ * A last word after the bits carries the message's lane bucket (lanes.ts).
  */
 export const DELAY_LEVELS = 22;
 export const MAX_LEVEL_DELAY_MS = (2 ** DELAY_LEVELS - 1) * 1_000;
@@ -26,10 +27,10 @@ export function delayRoutingKey(seconds: number): string {
   return seconds.toString(2).padStart(DELAY_LEVELS, '0').split('').join('.');
 }
 
-/** A binding of a delay exchange: keys matching `bindingKey` go to level `to`'s queue, or to P.work. */
+/** A binding of a delay exchange: keys matching `bindingKey` go to level `to`'s queue, or to the lanes exchange. */
 export interface LevelRoute {
   bindingKey: string;
-  to: number | 'work';
+  to: number | 'lanes';
 }
 
 /**
@@ -43,7 +44,7 @@ export function levelRoutes(top: number): LevelRoute[] {
   for (let level = top; level >= 0; level -= 1) {
     routes.push({ bindingKey: [...behind, ...Array<string>(top - level).fill('0'), '1', '#'].join('.'), to: level });
   }
-  routes.push({ bindingKey: [...behind, ...Array<string>(top + 1).fill('0')].join('.'), to: 'work' });
+  routes.push({ bindingKey: [...behind, ...Array<string>(top + 1).fill('0'), '*'].join('.'), to: 'lanes' });
   return routes;
 }
 

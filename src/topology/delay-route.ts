@@ -1,5 +1,6 @@
 import { delayRoutingKey, levelDelaySeconds } from './delay-levels.js';
 import type { DelayMode } from './delay-mode.js';
+import { laneRoutingKey } from './lanes.js';
 import type { TopologyNames } from './topology-names.js';
 
 /** The plugin keeps x-delay in an unsigned 32-bit integer of milliseconds. */
@@ -12,13 +13,14 @@ export interface Route {
   headers: Record<string, unknown>;
 }
 
-/** Where to publish a message so that it reaches P.work after `delayMs`. */
-export function deliveryRoute(names: TopologyNames, mode: DelayMode, delayMs: number): Route {
-  const now: Route = { exchange: names.exchange, routingKey: names.routingKey, headers: {} };
+/** Where to publish a message of lane bucket `bucket` so that it reaches its work lane after `delayMs`. */
+export function deliveryRoute(names: TopologyNames, mode: DelayMode, delayMs: number, bucket: number): Route {
+  const now: Route = { exchange: names.exchange, routingKey: laneRoutingKey(bucket), headers: {} };
   if (mode === 'plugin') {
     const ms = Math.min(Math.round(delayMs), MAX_PLUGIN_DELAY_MS);
     return ms > 0 ? { ...now, headers: { 'x-delay': ms } } : now;
   }
   const seconds = levelDelaySeconds(delayMs);
-  return seconds > 0 ? { exchange: names.delayExchange, routingKey: delayRoutingKey(seconds), headers: {} } : now;
+  // The bucket rides as the key's last word; P.lanes reads it once the delay levels are done.
+  return seconds > 0 ? { exchange: names.delayExchange, routingKey: `${delayRoutingKey(seconds)}.${bucket}`, headers: {} } : now;
 }

@@ -1,13 +1,18 @@
 import { DELAY_LEVELS } from './delay-levels.js';
+import { DEFAULT_LANES } from './lanes.js';
 
 /** Every exchange and queue name, derived from the one prefix P. */
 export interface TopologyNames {
   /** Exchange producers publish to (routing key `deliver`). x-delayed-message in plugin mode, else direct. */
   exchange: string;
   routingKey: 'deliver';
-  /** The queue workers consume. */
+  /** Lane 0 of the work queues: where plain `deliver` lands. */
   workQueue: string;
-  /** Slow lane: degraded targets' callbacks, consumed by every worker with a small concurrency. */
+  /** Every work lane, P.work first (P.work, P.work.1, …, P.work.<LANES − 1>). */
+  workQueues: string[];
+  /** Queues mode: topic exchange that ends every delay in the message's lane (key's last word = bucket). */
+  lanesExchange: string;
+  /** Slow lane of earlier versions: no longer filled, still drained by every worker. */
   slowQueue: string;
   /** Topic exchange of outcome events (`delivered`, `retry-scheduled`, `dead`). */
   eventsExchange: string;
@@ -21,12 +26,14 @@ export interface TopologyNames {
   delayLevels: string[];
 }
 
-export function topologyNames(prefix: string): TopologyNames {
+export function topologyNames(prefix: string, lanes = DEFAULT_LANES): TopologyNames {
   const delayLevel = (level: number): string => `${prefix}.delay.${String(level).padStart(2, '0')}`;
   return {
     exchange: prefix,
     routingKey: 'deliver',
     workQueue: `${prefix}.work`,
+    workQueues: Array.from({ length: lanes }, (_, lane) => (lane === 0 ? `${prefix}.work` : `${prefix}.work.${lane}`)),
+    lanesExchange: `${prefix}.lanes`,
     slowQueue: `${prefix}.slow`,
     deadQueue: `${prefix}.dead`,
     eventsExchange: `${prefix}.events`,

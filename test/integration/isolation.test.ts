@@ -1,6 +1,8 @@
 import { afterEach, expect, it } from 'vitest';
+import { laneBucket, laneOf } from '../../src/topology/lanes.js';
+import { freePort } from '../support/free-port.js';
 import { describeEachMode, sleep } from '../support/modes.js';
-import { startReceiver, type Receiver } from '../support/receiver.js';
+import { startReceiver, type Answer, type ReceivedRequest, type Receiver } from '../support/receiver.js';
 import { startRelay, type RelayFixture } from '../support/relay.js';
 
 let relay: RelayFixture | undefined;
@@ -12,57 +14,133 @@ afterEach(async () => {
   receivers = [];
 });
 
+const LANES = 8;
 const ids = (requests: { headers: Record<string, unknown> }[]): Set<string> => new Set(requests.map((r) => String(r.headers['webhook-id'])));
+const lane = (receiver: Receiver): number => laneOf(laneBucket(receiver.origin), LANES);
+
+/** A receiver whose origin hashes to a lane none of `others` uses (ports are random, so retry). */
+async function receiverInOwnLane(script: (request: ReceivedRequest) => Answer, others: Receiver[]): Promise<Receiver> {
+  for (;;) {
+    const receiver = await startReceiver(script);
+    if (!others.some((other) => lane(other) === lane(receiver))) return receiver;
+    await receiver.close();
+  }
+}
+
+const publishMany = (target: Receiver, count: number, tag: string) =>
+  Promise.all(Array.from({ length: count }, (_, i) => relay!.publisher.publish({ url: `${target.origin}/${tag}/${i}`, body: i })));
 
 describeEachMode('target isolation', (mode) => {
-  it('a hanging target does not hold up a healthy one, and its own callbacks still end delivered', async () => {
-    const hangUntil = Date.now() + 6_000;
-    const hanging = await startReceiver(() => (Date.now() < hangUntil ? 'hang' : { status: 200 }));
-    const healthy = await startReceiver(() => ({ status: 200 }));
-    receivers = [hanging, healthy];
+  it('a cold target is served at once next to a busy one with a deep backlog, and the busy one still uses every slot alone', async () => {
+    const busy = await startReceiver(() => ({ status: 200, delayMs: 100 }));
+    const cold = await receiverInOwnLane(() => ({ status: 200 }), [busy]);
+    receivers = [busy, cold];
+    relay = await startRelay({ DELAY_MODE: mode, LANES: String(LANES), PREFETCH: '20' });
+    await relay.startWorker();
+    const backlog = await publishMany(busy, 600, 'b');
+    // Alone, the busy target earns every slot: in flight at once it reaches PREFETCH.
+    await busy.waitFor((r) => r.length >= 100, 20_000);
+    const coldIds = await publishMany(cold, 30, 'c');
+    await cold.waitFor((r) => ids(r).size === coldIds.length, 20_000);
+    const busyDoneWhenColdDone = ids(busy.requests).size;
+    expect(busyDoneWhenColdDone, 'the cold target did not wait for the backlog').toBeLessThan(backlog.length * 0.75);
+    await busy.waitFor((r) => ids(r).size === backlog.length, 60_000);
+    expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
+  });
+
+  it('a hanging target next to a flaky one: the flaky one keeps real attempts on its schedule, the hanging one fails fast to the DLQ', async () => {
+    const hanging = await startReceiver(() => 'hang');
+    const flaky = await receiverInOwnLane((request) => (request.nth === 1 ? { status: 500 } : { status: 200 }), [hanging]);
+    const healthy = await receiverInOwnLane(() => ({ status: 200 }), [hanging, flaky]);
+    receivers = [hanging, flaky, healthy];
     relay = await startRelay({
       DELAY_MODE: mode,
-      HTTP_TIMEOUT: '5s',
+      LANES: String(LANES),
       PREFETCH: '20',
-      TARGET_CONCURRENCY: '4',
-      SLOW_PREFETCH: '4',
-      SLOW_THRESHOLD: '500ms',
+      HTTP_TIMEOUT: '1s',
+      SLOW_THRESHOLD: '300ms',
+      HEALTH_WINDOW: '10',
+      DEGRADE_THRESHOLD: '4',
+      RETRY_SCHEDULE: '1s,1s',
+      MAX_ATTEMPTS: '3',
+    });
+    await relay.startWorker();
+    const hung = await publishMany(hanging, 100, 'h');
+    await sleep(500);
+    const flakyIds = await publishMany(flaky, 40, 'f');
+    const healthyIds = await publishMany(healthy, 40, 'g');
+    await healthy.waitFor((r) => ids(r).size === healthyIds.length, 10_000);
+    await flaky.waitFor((r) => ids(r.filter((q) => q.nth === 2)).size === flakyIds.length, 20_000);
+    // Every flaky callback failed once, fast, and was delivered by its second attempt: a fast
+    // failure is no reason to stop trying a target.
+    for (const request of flaky.requests) expect(Number(request.headers['x-callback-attempt'])).toBeLessThanOrEqual(2);
+    await relay.waitForDead(hung.length, 60_000);
+    const dead = await relay.drainDead();
+    const lastErrors = dead.map((m) => String(m.properties.headers?.['x-callback-last-error']));
+    expect(lastErrors.filter((e) => e === 'circuit open').length, 'most attempts of the hanging target failed fast').toBeGreaterThan(hung.length / 2);
+    expect(dead.every((m) => m.properties.headers?.['x-callback-attempts'] === 3), 'a failed-fast attempt counts as an attempt').toBe(true);
+    // Only a few requests ever reached the hanging target: the first ones and the probes.
+    expect(hanging.requests.length).toBeLessThan(hung.length);
+  });
+
+  it('a circuit opens, fails attempts fast, probes, and closes once the target answers again', async () => {
+    let hang = true;
+    const target = await startReceiver(() => (hang ? 'hang' : { status: 200 }));
+    receivers = [target];
+    relay = await startRelay({
+      DELAY_MODE: mode,
+      LANES: String(LANES),
+      PREFETCH: '10',
+      HTTP_TIMEOUT: '1s',
+      SLOW_THRESHOLD: '200ms',
       HEALTH_WINDOW: '6',
       DEGRADE_THRESHOLD: '3',
       QUIET_PERIOD: '1s',
       RETRY_SCHEDULE: '1s',
-      MAX_ATTEMPTS: '5',
+      MAX_ATTEMPTS: '30',
+      METRICS_PORT: String(await freePort()),
     });
-    await relay.startWorker();
-    // The worst case: more hanging callbacks than PREFETCH, at the head of the queue. Without
-    // isolation every slot would wait on them for HTTP_TIMEOUT.
-    const slow = await Promise.all(Array.from({ length: 30 }, (_, i) => relay!.publisher.publish({ url: `${hanging.origin}/h/${i}`, body: i })));
-    const publishedAt = Date.now();
-    const fast = await Promise.all(Array.from({ length: 100 }, (_, i) => relay!.publisher.publish({ url: `${healthy.origin}/f/${i}`, body: i })));
-    await healthy.waitFor((r) => ids(r).size === fast.length, 10_000);
-    const healthyDoneAfter = Date.now() - publishedAt;
-    expect(healthyDoneAfter, 'all healthy callbacks delivered while the other target hangs').toBeLessThan(2_000);
-    expect(Date.now()).toBeLessThan(hangUntil);
-    expect(hanging.requests.length, 'the hanging target is still being tried').toBeGreaterThan(0);
-
-    const answered = (): Set<string> => ids(hanging.requests.filter((r) => r.at >= hangUntil));
-    await hanging.waitFor(() => answered().size === slow.length, 60_000);
-    expect(answered()).toEqual(new Set(slow.map((s) => s.id)));
-    await sleep(500);
+    const worker = await relay.startWorker();
+    const first = await publishMany(target, 20, 'a');
+    await target.waitFor((r) => r.length >= 3, 10_000);
+    // Opened: retries keep coming due every second, but only probes reach the target.
+    await sleep(3_000);
+    const requestsWhileOpen = target.requests.length;
+    expect(requestsWhileOpen, 'attempts failed fast instead of hanging').toBeLessThan(first.length);
+    const metrics = await (await fetch(`http://127.0.0.1:${worker.metricsPort}/metrics`)).text();
+    expect(metrics).toMatch(/callback_relay_attempts_total\{lane="\d+",result="circuit-open"\} [1-9]/);
+    expect(metrics).toMatch(/callback_relay_degraded_targets 1/);
+    const recoveredAt = Date.now();
+    hang = false;
+    await target.waitFor((r) => ids(r.filter((q) => q.at >= recoveredAt)).size === first.length, 60_000);
+    const after = await (await fetch(`http://127.0.0.1:${worker.metricsPort}/metrics`)).text();
+    expect(after).toMatch(/callback_relay_target_transitions_total\{to="healthy"\} 1/);
     expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
-    expect(await relay.messageCount(relay.names.slowQueue)).toBe(0);
-    expect(await relay.messageCount(relay.names.workQueue)).toBe(0);
-    // Diverting to the slow lane is not an attempt: no callback used more than its timeouts allow.
-    for (const request of hanging.requests) expect(Number(request.headers['x-callback-attempt'])).toBeLessThanOrEqual(4);
   });
+});
 
-  it('ISOLATION=off delivers through the main lane only', async () => {
-    const receiver = await startReceiver(() => ({ status: 200 }));
+describeEachMode('work lanes', (mode) => {
+  it('routes each callback, and its retries, to the lane of its origin; plain `deliver` still works', async () => {
+    const receiver = await startReceiver((request) => (request.nth === 1 ? { status: 503 } : { status: 200 }));
     receivers = [receiver];
-    relay = await startRelay({ DELAY_MODE: mode, ISOLATION: 'off', PREFETCH: '10', TARGET_CONCURRENCY: '1' });
+    relay = await startRelay({ DELAY_MODE: mode, LANES: String(LANES), RETRY_SCHEDULE: '1s' });
+    const [published] = await publishMany(receiver, 1, 'x');
+    const laneQueue = relay.names.workQueues[lane(receiver)]!;
+    expect(await relay.messageCount(laneQueue)).toBe(1);
+    // A producer that knows nothing of lanes.
+    relay.channel.publish(relay.names.exchange, 'deliver', Buffer.from(JSON.stringify({ url: `${receiver.origin}/plain`, body: {} })), { persistent: true, messageId: 'plain-1' });
     await relay.startWorker();
-    await Promise.all(Array.from({ length: 50 }, (_, i) => relay!.publisher.publish({ url: `${receiver.origin}/${i}`, body: i })));
-    await receiver.waitFor((r) => r.length === 50);
-    expect(await relay.messageCount(relay.names.slowQueue)).toBe(0);
+    await receiver.waitFor((r) => r.filter((q) => q.nth === 2).length === 2, 20_000);
+    expect(receiver.requests.map((r) => r.headers['webhook-id'])).toEqual(expect.arrayContaining([published!.id, 'plain-1']));
   });
+});
+
+it('ISOLATION=off delivers everything in arrival order', async () => {
+  const receiver = await startReceiver(() => ({ status: 200 }));
+  receivers = [receiver];
+  relay = await startRelay({ ISOLATION: 'off', PREFETCH: '10' });
+  await relay.startWorker();
+  await publishMany(receiver, 50, 'o');
+  await receiver.waitFor((r) => r.length === 50);
+  expect(await relay.messageCount(relay.names.workQueue)).toBe(0);
 });

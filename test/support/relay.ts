@@ -5,6 +5,7 @@ import { loadConfig, type RelayConfig } from '../../src/config/load-config.js';
 import { createWorker, type Worker, type WorkerDeps } from '../../src/consumer/worker.js';
 import { createLogger } from '../../src/logger.js';
 import { createPublisher, type CallbackPublisher } from '../../src/producer/publisher.js';
+import { deleteTopology } from '../../src/topology/declare-topology.js';
 import { topologyNames, type TopologyNames } from '../../src/topology/topology-names.js';
 
 /** A relay under test on its own random topology prefix, with a side connection to inspect queues. */
@@ -35,13 +36,15 @@ export function testConfig(env: Record<string, string> = {}): RelayConfig {
     HTTP_TIMEOUT: '2s',
     DRAIN_TIMEOUT: '3s',
     METRICS_PORT: '0',
+    // One lane, so tests that look into P.work find every first attempt there; the lane tests set LANES.
+    LANES: '1',
     ...env,
   });
 }
 
 export async function startRelay(env: Record<string, string> = {}): Promise<RelayFixture> {
   const config = testConfig(env);
-  const names = topologyNames(config.topologyPrefix);
+  const names = topologyNames(config.topologyPrefix, config.lanes);
   const logger = createLogger(config.logLevel);
   const publisher = createPublisher(config, logger);
   const workers: Worker[] = [];
@@ -86,8 +89,4 @@ export async function startRelay(env: Record<string, string> = {}): Promise<Rela
   };
 }
 
-/** Removes every queue and exchange of a prefix (test teardown). */
-export async function deleteTopology(channel: Channel, names: TopologyNames): Promise<void> {
-  for (const queue of [names.workQueue, names.slowQueue, names.deadQueue, ...names.delayLevels]) await channel.deleteQueue(queue);
-  for (const exchange of [names.exchange, names.eventsExchange, names.delayExchange, ...names.delayLevels]) await channel.deleteExchange(exchange);
-}
+export { deleteTopology };

@@ -20,7 +20,7 @@ export function configEnv(config: RelayConfig): Record<string, string> {
     ISOLATION: config.isolation,
     TARGET_CONCURRENCY: String(config.targetConcurrency),
     TARGET_INITIAL_CONCURRENCY: String(config.targetInitialConcurrency),
-    SLOW_PREFETCH: String(config.slowPrefetch),
+    LANES: String(config.lanes),
     SLOW_THRESHOLD: `${config.slowThreshold}ms`,
     LOG_LEVEL: 'info',
     METRICS_PORT: String(config.metricsPort),

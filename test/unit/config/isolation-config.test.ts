@@ -11,9 +11,8 @@ describe('isolation settings: defaults (seed 002)', () => {
     expect(loadConfig({})).toMatchObject({
       isolation: 'on',
       targetKey: 'origin',
-      targetConcurrency: 10,
-      overflowDelay: 1_000,
-      slowPrefetch: 10,
+      targetConcurrency: 100,
+      targetInitialConcurrency: 2,
       slowThreshold: 3_000,
       healthWindow: 20,
       degradeThreshold: 10,
@@ -35,20 +34,20 @@ describe('isolation settings: defaults (seed 002)', () => {
     ['101', 11],
     ['250', 25],
     ['65535', 6_554],
-  ])('derives TARGET_CONCURRENCY, SLOW_PREFETCH and MAX_PROBES as ceil(PREFETCH/10), min 1 (PREFETCH=%s → %i)', (prefetch, tenth) => {
+  ])('derives MAX_PROBES as ceil(PREFETCH/10), min 1, and TARGET_CONCURRENCY as PREFETCH (no cap) (PREFETCH=%s → %i)', (prefetch, tenth) => {
     const config = loadConfig({ PREFETCH: prefetch });
-    expect([config.targetConcurrency, config.slowPrefetch, config.maxProbes]).toEqual([tenth, tenth, tenth]);
+    expect([config.targetConcurrency, config.maxProbes]).toEqual([Number(prefetch), tenth]);
   });
 
-  it('lets each derived setting be set on its own, the others still derived', () => {
-    expect(loadConfig({ PREFETCH: '50', TARGET_CONCURRENCY: '7' })).toMatchObject({ targetConcurrency: 7, slowPrefetch: 5, maxProbes: 5 });
-    expect(loadConfig({ PREFETCH: '50', SLOW_PREFETCH: '30' })).toMatchObject({ targetConcurrency: 5, slowPrefetch: 30, maxProbes: 5 });
-    expect(loadConfig({ PREFETCH: '50', MAX_PROBES: '2' })).toMatchObject({ targetConcurrency: 5, slowPrefetch: 5, maxProbes: 2 });
+  it('lets each derived setting be set on its own, the others still derived; a cap above PREFETCH is PREFETCH', () => {
+    expect(loadConfig({ PREFETCH: '50', TARGET_CONCURRENCY: '7' })).toMatchObject({ targetConcurrency: 7, maxProbes: 5 });
+    expect(loadConfig({ PREFETCH: '50', MAX_PROBES: '2' })).toMatchObject({ targetConcurrency: 50, maxProbes: 2 });
+    expect(loadConfig({ PREFETCH: '50', TARGET_CONCURRENCY: '70' })).toMatchObject({ targetConcurrency: 50 });
   });
 
   it('treats an empty derived setting as its default', () => {
-    const config = loadConfig({ TARGET_CONCURRENCY: '', SLOW_PREFETCH: '', MAX_PROBES: '', RECOVER_THRESHOLD: '' });
-    expect(config).toMatchObject({ targetConcurrency: 10, slowPrefetch: 10, maxProbes: 10, recoverThreshold: 5 });
+    const config = loadConfig({ TARGET_CONCURRENCY: '', MAX_PROBES: '', RECOVER_THRESHOLD: '' });
+    expect(config).toMatchObject({ targetConcurrency: 100, maxProbes: 10, recoverThreshold: 5 });
   });
 
   it.each([
@@ -74,8 +73,6 @@ describe('isolation settings: valid values', () => {
       ISOLATION: 'off',
       TARGET_KEY: 'host',
       TARGET_CONCURRENCY: '4',
-      OVERFLOW_DELAY: '250ms',
-      SLOW_PREFETCH: '3',
       SLOW_THRESHOLD: '1.5s',
       HEALTH_WINDOW: '50',
       DEGRADE_THRESHOLD: '25',
@@ -89,8 +86,6 @@ describe('isolation settings: valid values', () => {
       isolation: 'off',
       targetKey: 'host',
       targetConcurrency: 4,
-      overflowDelay: 250,
-      slowPrefetch: 3,
       slowThreshold: 1_500,
       healthWindow: 50,
       degradeThreshold: 25,
@@ -132,10 +127,7 @@ const INVALID: Array<[string, string]> = [
   ['TARGET_CONCURRENCY', '0'],
   ['TARGET_CONCURRENCY', '-1'],
   ['TARGET_CONCURRENCY', 'ten'],
-  ['OVERFLOW_DELAY', '0'],
-  ['OVERFLOW_DELAY', 'soon'],
-  ['SLOW_PREFETCH', '0'],
-  ['SLOW_PREFETCH', '1.5'],
+  ['TARGET_INITIAL_CONCURRENCY', '0'],
   ['SLOW_THRESHOLD', '0'],
   ['SLOW_THRESHOLD', 'fast'],
   ['SLOW_THRESHOLD', '1d'],
@@ -227,19 +219,18 @@ describe('isolation settings: settings that must agree', () => {
 });
 
 describe('isolation settings: limits of the broker protocol', () => {
-  // SLOW_PREFETCH goes to basic.qos, whose prefetch-count is an unsigned 16-bit integer, like PREFETCH.
-  it('rejects SLOW_PREFETCH above 65535 like PREFETCH', () => {
-    const error = configError({ SLOW_PREFETCH: '65536' });
-    expect(error.code).toBe('CR_ERR_CONFIG');
-    expect(error.message).toContain('SLOW_PREFETCH (');
-    expect(error.message).toContain('value was "65536"');
-  });
-
-  it('rejects PREFETCH above 65535 (the limit SLOW_PREFETCH should share)', () => {
+  it('rejects PREFETCH above 65535 (basic.qos prefetch-count is an unsigned 16-bit integer)', () => {
     expect(configError({ PREFETCH: '65536' }).code).toBe('CR_ERR_CONFIG');
   });
 
-  it('accepts SLOW_PREFETCH=65535', () => {
-    expect(loadConfig({ SLOW_PREFETCH: '65535' }).slowPrefetch).toBe(65_535);
+  it.each(['0', '65', 'x', '1.5'])('rejects LANES=%s, naming the key and the value', (value) => {
+    const error = configError({ LANES: value });
+    expect(error.code).toBe('CR_ERR_CONFIG');
+    expect(error.message).toContain('LANES (lanes)');
+    expect(error.message).toContain(`value was "${value}"`);
+  });
+
+  it('takes LANES from 1 to 64, default 8', () => {
+    expect([loadConfig({}).lanes, loadConfig({ LANES: '1' }).lanes, loadConfig({ LANES: '64' }).lanes]).toEqual([8, 1, 64]);
   });
 });

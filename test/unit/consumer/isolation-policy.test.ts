@@ -1,24 +1,22 @@
 import { describe, it, expect } from 'vitest';
 import { loadConfig } from '../../../src/config/load-config.js';
 import { isolationPolicy } from '../../../src/consumer/worker.js';
-import { TargetIsolation } from '../../../src/policy/target-isolation.js';
+import { TargetIsolation } from '../../../src/isolation/target-isolation.js';
 
 describe('isolationPolicy', () => {
-  it('maps the default configuration to the seed 002 policy', () => {
+  it('maps the default configuration to the seed 002 policy, with no per-target cap', () => {
     expect(isolationPolicy(loadConfig({}))).toEqual({
       window: 20,
       degradeThreshold: 10,
       recoverThreshold: 5,
       quietPeriodMs: 30_000,
       maxTargets: 10_000,
-      perTarget: 10,
+      capacity: 100,
+      perTarget: 100,
       initialPerTarget: 2,
       probesPerTarget: 1,
       maxProbes: 10,
       slowThresholdMs: 3_000,
-      successBody: '',
-      waitingPerTarget: 10,
-      maxWaiting: 90,
     });
   });
 
@@ -34,8 +32,6 @@ describe('isolationPolicy', () => {
       PROBE_CONCURRENCY: '2',
       MAX_PROBES: '3',
       SLOW_THRESHOLD: '1500ms',
-      SUCCESS_BODY: 'ok',
-      SLOW_PREFETCH: '9',
       TARGET_INITIAL_CONCURRENCY: '5',
     });
     expect(isolationPolicy(config)).toEqual({
@@ -44,58 +40,28 @@ describe('isolationPolicy', () => {
       recoverThreshold: 4,
       quietPeriodMs: 45_000,
       maxTargets: 777,
+      capacity: 40,
       perTarget: 6,
       initialPerTarget: 5,
       probesPerTarget: 2,
       maxProbes: 3,
       slowThresholdMs: 1_500,
-      successBody: 'ok',
-      waitingPerTarget: 6,
-      maxWaiting: 34,
     });
   });
 
-  it('uses the derived defaults of the configuration', () => {
-    const policy = isolationPolicy(loadConfig({ PREFETCH: '25', DEGRADE_THRESHOLD: '7' }));
-    expect(policy).toMatchObject({ perTarget: 3, maxProbes: 3, degradeThreshold: 7, recoverThreshold: 3 });
-  });
-
-  it.each([
-    ['1', 1],
-    ['2', 1],
-    ['3', 2],
-    ['100', 90],
-    ['101', 90],
-    ['65535', 58_981],
-  ])('sizes the waiting room over all targets as PREFETCH − TARGET_CONCURRENCY, min 1 (PREFETCH=%s → %i)', (prefetch, waiting) => {
-    expect(isolationPolicy(loadConfig({ PREFETCH: prefetch })).maxWaiting).toBe(waiting);
-  });
-
-  it('lets each target have as many messages waiting as it may have in flight (TARGET_CONCURRENCY)', () => {
-    expect(isolationPolicy(loadConfig({ PREFETCH: '100' })).waitingPerTarget).toBe(10);
-    expect(isolationPolicy(loadConfig({ PREFETCH: '7' })).waitingPerTarget).toBe(1);
-    expect(isolationPolicy(loadConfig({ PREFETCH: '100', TARGET_CONCURRENCY: '3' })).waitingPerTarget).toBe(3);
-  });
-
-  it('takes no setting that is not part of the policy (slow lane prefetch, target key, on/off)', () => {
+  it('takes no setting that is not part of the policy (target key, on/off, lanes)', () => {
     const base = isolationPolicy(loadConfig({}));
-    expect(isolationPolicy(loadConfig({ SLOW_PREFETCH: '99', TARGET_KEY: 'host', ISOLATION: 'off', OVERFLOW_DELAY: '5s' }))).toEqual(base);
-  });
-
-  it('does not share state between calls', () => {
-    const config = loadConfig({});
-    const a = isolationPolicy(config);
-    const b = isolationPolicy(config);
-    expect(a).toEqual(b);
-    expect(a).not.toBe(b);
+    expect(isolationPolicy(loadConfig({ TARGET_KEY: 'host', ISOLATION: 'off', LANES: '3' }))).toEqual(base);
   });
 
   it('drives a TargetIsolation that follows the configured thresholds', () => {
-    const iso = new TargetIsolation(isolationPolicy(loadConfig({ TARGET_CONCURRENCY: '2', HEALTH_WINDOW: '4', DEGRADE_THRESHOLD: '2', SLOW_THRESHOLD: '100ms' })));
-    expect([iso.admit('t'), iso.admit('t'), iso.admit('t')].map((a) => a.kind)).toEqual(['deliver', 'deliver', 'wait']);
+    const iso = new TargetIsolation<number>(isolationPolicy(loadConfig({ PREFETCH: '4', HEALTH_WINDOW: '4', DEGRADE_THRESHOLD: '2', SLOW_THRESHOLD: '100ms' })));
+    for (let i = 0; i < 6; i += 1) iso.offer('t', i);
+    expect([iso.next()?.item, iso.next()?.item, iso.next()]).toEqual([0, 1, undefined]);
     expect(iso.slowThresholdMs).toBe(100);
-    expect(iso.isAbnormal({ status: 200, durationMs: 100 })).toBe(true);
-    expect(iso.complete('t', 'normal', { status: 200, durationMs: 100 }, 0)).toBeUndefined();
-    expect(iso.complete('t', 'normal', { status: 200, durationMs: 100 }, 0)?.to).toBe('degraded');
+    expect(iso.complete('t', 'attempt', { status: 200, durationMs: 100 }, 0).transition).toBeUndefined();
+    const opened = iso.complete('t', 'attempt', { status: 200, durationMs: 100 }, 0);
+    expect(opened.transition?.to).toBe('degraded');
+    expect(opened.failFast).toEqual([2, 3, 4, 5]);
   });
 });

@@ -31,10 +31,12 @@ function topicMatches(bindingKey: string, routingKey: string): boolean {
 /**
  * Walks a message through the levels the way declare-delay-levels wires them: it enters the exchange
  * with all levels ahead, and each exchange sends it by levelRoutes to a level queue (which waits
- * levelTtlMs, then dead-letters to the exchange with the lower levels ahead) or to P.work. Returns
+ * levelTtlMs, then dead-letters to the exchange with the lower levels ahead) or to P.lanes. Returns
  * the total wait in seconds and the routing steps taken, failing unless exactly one binding matches.
  */
-function simulate(routingKey: string): { seconds: number; steps: number } {
+function simulate(delayKey: string): { seconds: number; steps: number } {
+  // A retry's key ends with its lane bucket; the levels must ignore that word.
+  const routingKey = `${delayKey}.7`;
   let totalMs = 0;
   let steps = 0;
   for (let top = DELAY_LEVELS - 1; ; ) {
@@ -42,7 +44,7 @@ function simulate(routingKey: string): { seconds: number; steps: number } {
     if (matched.length !== 1) throw new Error(`the exchange with levels ${top}…0 ahead routes ${routingKey} to ${matched.length} bindings`);
     steps += 1;
     const { to } = matched[0]!;
-    if (to === 'work') break;
+    if (to === 'lanes') break;
     totalMs += levelTtlMs(to);
     if (to === 0) break;
     top = to - 1;
@@ -127,13 +129,13 @@ describe('levelRoutes', () => {
     expect(routes[0]).toEqual({ bindingKey: '1.#', to: 21 });
     expect(routes[1]).toEqual({ bindingKey: '0.1.#', to: 20 });
     expect(routes[21]).toEqual({ bindingKey: `${'0.'.repeat(21)}1.#`, to: 0 });
-    expect(routes[22]).toEqual({ bindingKey: Array(22).fill('0').join('.'), to: 'work' });
+    expect(routes[22]).toEqual({ bindingKey: `${Array(22).fill('0').join('.')}.*`, to: 'lanes' });
   });
 
   it('below level n: the words of the levels behind match anything', () => {
     expect(levelRoutes(0)).toEqual([
       { bindingKey: `${'*.'.repeat(21)}1.#`, to: 0 },
-      { bindingKey: `${'*.'.repeat(21)}0`, to: 'work' },
+      { bindingKey: `${'*.'.repeat(21)}0.*`, to: 'lanes' },
     ]);
     expect(levelRoutes(19)[1]).toEqual({ bindingKey: '*.*.0.1.#', to: 18 });
   });

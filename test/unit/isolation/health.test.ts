@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { EndpointHealth, type HealthPolicy, type HealthState, type Transition } from '../../../src/policy/endpoint-health.js';
+import { EndpointHealth, type HealthPolicy, type HealthState, type Transition } from '../../../src/isolation/health.js';
 import { mulberry32, randomInt } from '../_helpers/prng.js';
 
 /** Seed 002 defaults: 10 abnormal of the last 20 degrade; back at ≤ 5 after a 30s quiet period. */

@@ -1,0 +1,178 @@
+/** Limits of the fair-share scheduler. */
+export interface FairSharePolicy {
+  /** Deliveries in flight over all targets: the worker's concurrency. */
+  capacity: number;
+  /** Hard cap per target; `capacity` (the default) means none: a target alone may use everything. */
+  perTarget: number;
+  /** Concurrency a target starts with; each fast result adds one, each slow one halves it. */
+  initialPerTarget: number;
+  /** Targets whose earned limit is remembered while idle; the least recently used is forgotten first. */
+  maxTargets: number;
+}
+
+interface TargetQueue<T> {
+  waiting: T[];
+  /** Index of the next waiting item (a head pointer, so taking one is O(1)). */
+  head: number;
+  inFlight: number;
+}
+
+/** An item chosen to start now, and its target. */
+export interface Started<T> {
+  target: string;
+  item: T;
+}
+
+/**
+ * Work-conserving max-min fair sharing of a worker's delivery slots between targets.
+ *
+ * Every waiting item sits in its target's FIFO. When a slot is free, the next item comes from the
+ * target with the fewest deliveries in flight among those below their own limit (ties: the target
+ * that became ready first). A target alone may use every slot; as soon as another has work, each
+ * freed slot goes to whoever holds fewest, so capacity is split evenly between the targets that have
+ * work, whatever their backlogs. A target's limit grows by one per fast result and halves on a slow
+ * one (TCP-style slow start), so a target that hangs holds few slots while it is found out; the limit
+ * is never the reason a slot stays idle while a fast target waits.
+ *
+ * Pure bookkeeping, no clock: O(1) per operation but for a scan over in-flight counts, which stop at
+ * the first non-empty one.
+ */
+export class FairShare<T> {
+  private readonly targets = new Map<string, TargetQueue<T>>();
+  /** Ready targets (waiting work, below their limit) by their in-flight count; a Set keeps arrival order. */
+  private readonly ready: Set<string>[] = [];
+  private readonly limits = new Map<string, number>();
+  private inFlightTotal = 0;
+  private waitingTotal = 0;
+
+  constructor(private readonly policy: FairSharePolicy) {}
+
+  /** Queues an item of `target`. */
+  push(target: string, item: T): void {
+    const queue = this.queue(target);
+    this.unready(target, queue);
+    queue.waiting.push(item);
+    this.waitingTotal += 1;
+    this.reready(target, queue);
+  }
+
+  /** The next item to start, already counted in flight; undefined when no slot is free or nothing may start. */
+  next(): Started<T> | undefined {
+    if (this.inFlightTotal >= this.policy.capacity) return undefined;
+    for (const bucket of this.ready) {
+      if (!bucket || bucket.size === 0) continue;
+      const target = bucket.values().next().value as string;
+      const queue = this.targets.get(target) as TargetQueue<T>;
+      bucket.delete(target);
+      const item = queue.waiting[queue.head] as T;
+      queue.head += 1;
+      if (queue.head === queue.waiting.length) {
+        queue.waiting = [];
+        queue.head = 0;
+      }
+      this.waitingTotal -= 1;
+      queue.inFlight += 1;
+      this.inFlightTotal += 1;
+      this.reready(target, queue);
+      return { target, item };
+    }
+    return undefined;
+  }
+
+  /**
+   * A started item finished. `result`: `fast` raises the target's limit, `slow` halves it, `none`
+   * (no delivery was made, e.g. the item was dropped) leaves it.
+   */
+  done(target: string, result: 'fast' | 'slow' | 'none'): void {
+    const queue = this.targets.get(target);
+    if (!queue || queue.inFlight === 0) return;
+    this.unready(target, queue);
+    queue.inFlight -= 1;
+    this.inFlightTotal -= 1;
+    if (result !== 'none') {
+      const limit = this.limit(target);
+      this.remember(target, result === 'slow' ? Math.max(this.initial(), Math.floor(limit / 2)) : Math.min(this.policy.perTarget, limit + 1));
+    }
+    if (queue.inFlight === 0 && queue.head === queue.waiting.length) this.targets.delete(target);
+    else this.reready(target, queue);
+  }
+
+  /** Takes every waiting item of `target` out (its circuit opened: they are failed fast instead). */
+  takeWaiting(target: string): T[] {
+    const queue = this.targets.get(target);
+    if (!queue) return [];
+    this.unready(target, queue);
+    const taken = queue.waiting.slice(queue.head);
+    this.waitingTotal -= taken.length;
+    queue.waiting = [];
+    queue.head = 0;
+    if (queue.inFlight === 0) this.targets.delete(target);
+    return taken;
+  }
+
+  /** Removes waiting items that match (their channel closed: the broker has requeued them). */
+  drop(matches: (item: T) => boolean): number {
+    let dropped = 0;
+    for (const [target, queue] of [...this.targets]) {
+      const kept = queue.waiting.slice(queue.head).filter((item) => !matches(item));
+      const removed = queue.waiting.length - queue.head - kept.length;
+      if (removed === 0) continue;
+      this.unready(target, queue);
+      dropped += removed;
+      this.waitingTotal -= removed;
+      queue.waiting = kept;
+      queue.head = 0;
+      if (queue.inFlight === 0 && kept.length === 0) this.targets.delete(target);
+      else this.reready(target, queue);
+    }
+    return dropped;
+  }
+
+  inFlight(target?: string): number {
+    return target === undefined ? this.inFlightTotal : (this.targets.get(target)?.inFlight ?? 0);
+  }
+
+  waiting(target?: string): number {
+    if (target === undefined) return this.waitingTotal;
+    const queue = this.targets.get(target);
+    return queue ? queue.waiting.length - queue.head : 0;
+  }
+
+  /** The concurrency `target` has earned. */
+  limit(target: string): number {
+    return this.limits.get(target) ?? this.initial();
+  }
+
+  private queue(target: string): TargetQueue<T> {
+    let queue = this.targets.get(target);
+    if (!queue) {
+      queue = { waiting: [], head: 0, inFlight: 0 };
+      this.targets.set(target, queue);
+    }
+    return queue;
+  }
+
+  private unready(target: string, queue: TargetQueue<T>): void {
+    this.ready[queue.inFlight]?.delete(target);
+  }
+
+  private reready(target: string, queue: TargetQueue<T>): void {
+    if (queue.head === queue.waiting.length || queue.inFlight >= this.limit(target)) return;
+    const bucket = (this.ready[queue.inFlight] ??= new Set());
+    bucket.add(target);
+  }
+
+  private initial(): number {
+    return Math.min(this.policy.initialPerTarget, this.policy.perTarget);
+  }
+
+  private remember(target: string, limit: number): void {
+    this.limits.delete(target);
+    if (limit === this.initial()) return;
+    this.limits.set(target, limit);
+    if (this.limits.size > this.policy.maxTargets) {
+      const oldest = this.limits.keys().next().value;
+      if (oldest !== undefined) this.limits.delete(oldest);
+    }
+  }
+}

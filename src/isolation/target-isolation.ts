@@ -1,0 +1,148 @@
+import type { DeliveryOutcome } from '../policy/classify-outcome.js';
+import { FairShare, type FairSharePolicy, type Started } from './fair-share.js';
+import { EndpointHealth, type HealthPolicy, type Transition } from './health.js';
+
+export type TargetKey = 'origin' | 'host';
+
+/** The target a URL belongs to: its origin (scheme, host, port) by default, or just its host name. */
+export function targetOf(url: string | URL, key: TargetKey): string {
+  const parsed = typeof url === 'string' ? new URL(url) : url;
+  return key === 'host' ? parsed.hostname : parsed.origin;
+}
+
+export interface IsolationPolicy extends HealthPolicy, FairSharePolicy {
+  /** An attempt that takes this long is abnormal: it held a slot that others could have used. */
+  slowThresholdMs: number;
+  /** Real attempts in flight (or about to start) per target whose circuit is open. */
+  probesPerTarget: number;
+  /** The same over all targets with an open circuit. */
+  maxProbes: number;
+}
+
+/** How a started item is attempted: a normal attempt, or a probe of a target whose circuit is open. */
+export type AttemptKind = 'attempt' | 'probe';
+
+export interface Next<T> extends Started<T> {
+  kind: AttemptKind;
+}
+
+/** What a result changed: a health transition (one log line), and items to fail fast now. */
+export interface Effects<T> {
+  transition: Transition | undefined;
+  failFast: T[];
+}
+
+/**
+ * Target isolation (seed 002) as one policy with one owner per piece of state:
+ * - `EndpointHealth`: the sliding window of slow results and the quiet period; degraded = circuit open;
+ * - `FairShare`: the worker's slots, shared max-min fairly between the targets that have work;
+ * - the probe counts of open circuits, here.
+ *
+ * What a target costs the others is slot-time, so only slow attempts (≥ `slowThresholdMs`, timeouts
+ * included) count against it; a target that fails fast costs nothing and keeps real attempts on its
+ * schedule. While a circuit is open, a few probes per target are real attempts and every other item
+ * is failed fast: an attempt that makes no request (the consumer records it as `circuit open`), so
+ * the retry schedule and the attempt budget carry on as if the target had answered at once.
+ * Deterministic: times are inputs.
+ */
+export class TargetIsolation<T> {
+  private readonly health: EndpointHealth;
+  private readonly share: FairShare<{ item: T; kind: AttemptKind }>;
+  private readonly probes = new Map<string, number>();
+  private probesTotal = 0;
+
+  constructor(private readonly policy: IsolationPolicy) {
+    this.health = new EndpointHealth(policy);
+    this.share = new FairShare(policy);
+  }
+
+  /** A newly consumed item: queued for a slot (as an attempt or a probe), or to be failed fast now. */
+  offer(target: string, item: T): 'queued' | 'fail-fast' {
+    if (this.health.state(target) !== 'degraded') {
+      this.share.push(target, { item, kind: 'attempt' });
+      return 'queued';
+    }
+    const probes = this.probes.get(target) ?? 0;
+    if (probes >= this.policy.probesPerTarget || this.probesTotal >= this.policy.maxProbes) return 'fail-fast';
+    this.probes.set(target, probes + 1);
+    this.probesTotal += 1;
+    this.share.push(target, { item, kind: 'probe' });
+    return 'queued';
+  }
+
+  /** The next item to attempt, holding one of the worker's slots until `complete` or `abandon`. */
+  next(): Next<T> | undefined {
+    const started = this.share.next();
+    return started && { target: started.target, item: started.item.item, kind: started.item.kind };
+  }
+
+  /** An attempt still running has passed the slow threshold: abnormal, right now. */
+  overdue(target: string, nowMs: number): Effects<T> {
+    return this.effects(target, this.health.record(target, true, nowMs));
+  }
+
+  /** An attempt ended. One already reported `overdue` is not counted twice. */
+  complete(target: string, kind: AttemptKind, outcome: DeliveryOutcome, nowMs: number, wasOverdue = false): Effects<T> {
+    const slow = wasOverdue || outcome.durationMs >= this.policy.slowThresholdMs;
+    this.share.done(target, slow ? 'slow' : 'fast');
+    if (kind === 'probe') this.releaseProbe(target);
+    return this.effects(target, wasOverdue ? undefined : this.health.record(target, slow, nowMs));
+  }
+
+  /** A started item that was not attempted after all (its channel closed): its slot is freed. */
+  abandon(target: string, kind: AttemptKind): void {
+    this.share.done(target, 'none');
+    if (kind === 'probe') this.releaseProbe(target);
+  }
+
+  /** Drops waiting items that match (their channel closed; the broker has requeued them). */
+  drop(matches: (item: T) => boolean): number {
+    const dropped = this.share.drop((waiting) => matches(waiting.item));
+    // Probe reservations follow what is still waiting or in flight.
+    this.probesTotal = 0;
+    for (const [target, count] of [...this.probes]) {
+      const left = Math.min(count, this.share.waiting(target) + this.share.inFlight(target));
+      if (left > 0) this.probes.set(target, left);
+      else this.probes.delete(target);
+      this.probesTotal += left;
+    }
+    return dropped;
+  }
+
+  get slowThresholdMs(): number {
+    return this.policy.slowThresholdMs;
+  }
+
+  state(target: string) {
+    return this.health.state(target);
+  }
+
+  inFlight(target?: string): number {
+    return this.share.inFlight(target);
+  }
+
+  waiting(target?: string): number {
+    return this.share.waiting(target);
+  }
+
+  degradedCount(): number {
+    return this.health.degradedCount();
+  }
+
+  degradedTargets(limit: number): string[] {
+    return this.health.degradedTargets(limit);
+  }
+
+  private effects(target: string, transition: Transition | undefined): Effects<T> {
+    // The circuit just opened: what waits for a slot would only wait to fail; fail it fast now.
+    const failFast = transition?.to === 'degraded' ? this.share.takeWaiting(target).map((waiting) => waiting.item) : [];
+    return { transition, failFast };
+  }
+
+  private releaseProbe(target: string): void {
+    const left = (this.probes.get(target) ?? 1) - 1;
+    if (left > 0) this.probes.set(target, left);
+    else this.probes.delete(target);
+    this.probesTotal = Math.max(0, this.probesTotal - 1);
+  }
+}

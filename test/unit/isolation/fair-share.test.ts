@@ -1,0 +1,113 @@
+import { describe, it, expect } from 'vitest';
+import { FairShare, type FairSharePolicy } from '../../../src/isolation/fair-share.js';
+
+const policy = (overrides: Partial<FairSharePolicy> = {}): FairSharePolicy => ({ capacity: 10, perTarget: 10, initialPerTarget: 2, maxTargets: 100, ...overrides });
+
+/** Starts everything that may start now; returns the targets in start order. */
+function startAll<T>(share: FairShare<T>): string[] {
+  const started: string[] = [];
+  for (let next = share.next(); next; next = share.next()) started.push(next.target);
+  return started;
+}
+
+describe('FairShare', () => {
+  it('starts a new target at its initial limit and grows it by one per fast result', () => {
+    const share = new FairShare<number>(policy());
+    for (let i = 0; i < 20; i += 1) share.push('t', i);
+    expect(startAll(share)).toEqual(['t', 't']);
+    share.done('t', 'fast');
+    expect(share.limit('t')).toBe(3);
+    expect(startAll(share)).toEqual(['t', 't']);
+  });
+
+  it('lets a target alone use every slot once it has proven fast (work-conserving)', () => {
+    const share = new FairShare<number>(policy());
+    for (let i = 0; i < 1_000; i += 1) share.push('t', i);
+    for (let round = 0; round < 20; round += 1) {
+      startAll(share);
+      while (share.inFlight('t') > 0) share.done('t', 'fast');
+    }
+    startAll(share);
+    expect(share.inFlight()).toBe(10);
+  });
+
+  it('gives each freed slot to the target with fewest in flight, whatever the backlogs', () => {
+    const share = new FairShare<number>(policy({ initialPerTarget: 10 }));
+    for (let i = 0; i < 1_000; i += 1) share.push('busy', i);
+    expect(startAll(share)).toHaveLength(10);
+    for (let i = 0; i < 5; i += 1) share.push('cold', i);
+    share.done('busy', 'fast');
+    share.done('busy', 'fast');
+    expect(startAll(share)).toEqual(['cold', 'cold']);
+    share.done('busy', 'fast');
+    expect(startAll(share)).toEqual(['cold']);
+    share.done('cold', 'fast');
+    share.done('cold', 'fast');
+    share.done('cold', 'fast');
+    expect(startAll(share)).toEqual(['cold', 'cold', 'busy']);
+  });
+
+  it('shares evenly between targets that all have work (ties in arrival order)', () => {
+    const share = new FairShare<number>(policy({ capacity: 6, initialPerTarget: 6 }));
+    for (const target of ['a', 'b', 'c']) for (let i = 0; i < 10; i += 1) share.push(target, i);
+    expect(startAll(share)).toEqual(['a', 'b', 'c', 'a', 'b', 'c']);
+  });
+
+  it('halves the limit on a slow result, never below the initial one', () => {
+    const share = new FairShare<number>(policy({ initialPerTarget: 2 }));
+    for (let i = 0; i < 1_000; i += 1) share.push('t', i);
+    for (let round = 0; round < 10; round += 1) {
+      startAll(share);
+      while (share.inFlight('t') > 0) share.done('t', 'fast');
+    }
+    expect(share.limit('t')).toBe(10);
+    startAll(share);
+    share.done('t', 'slow');
+    expect(share.limit('t')).toBe(5);
+    share.done('t', 'slow');
+    share.done('t', 'slow');
+    share.done('t', 'slow');
+    expect(share.limit('t')).toBe(2);
+    share.done('t', 'none');
+    expect(share.limit('t')).toBe(2);
+  });
+
+  it('holds a hard per-target cap when one is set', () => {
+    const share = new FairShare<number>(policy({ perTarget: 3, initialPerTarget: 10 }));
+    for (let i = 0; i < 10; i += 1) share.push('t', i);
+    expect(startAll(share)).toHaveLength(3);
+  });
+
+  it('hands out items in FIFO order per target', () => {
+    const share = new FairShare<number>(policy({ initialPerTarget: 10 }));
+    for (let i = 0; i < 5; i += 1) share.push('t', i);
+    const items: number[] = [];
+    for (let next = share.next(); next; next = share.next()) items.push(next.item);
+    expect(items).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  it('takes a target\'s waiting items out, and drops matching ones', () => {
+    const share = new FairShare<number>(policy({ initialPerTarget: 1 }));
+    for (let i = 0; i < 5; i += 1) share.push('a', i);
+    for (let i = 10; i < 15; i += 1) share.push('b', i);
+    startAll(share);
+    expect(share.takeWaiting('a')).toEqual([1, 2, 3, 4]);
+    expect(share.waiting('a')).toBe(0);
+    expect(share.drop((item) => item % 2 === 0)).toBe(2);
+    expect(share.waiting()).toBe(2);
+    share.done('b', 'none');
+    const left: number[] = [];
+    for (let next = share.next(); next; next = share.next()) left.push(next.item);
+    expect(left).toEqual([11]);
+  });
+
+  it('forgets earned limits beyond maxTargets, least recently used first', () => {
+    const share = new FairShare<number>(policy({ maxTargets: 2 }));
+    for (const target of ['a', 'b', 'c']) {
+      share.push(target, 0);
+      share.next();
+      share.done(target, 'fast');
+    }
+    expect([share.limit('a'), share.limit('b'), share.limit('c')]).toEqual([2, 3, 3]);
+  });
+});
