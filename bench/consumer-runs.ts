@@ -1,11 +1,12 @@
 import { copyFileSync, mkdtempSync, readdirSync } from 'node:fs';
+import { topologyNames } from '../src/topology/topology-names.js';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import amqplib from 'amqplib';
 import { encodeCallback } from '../src/producer/encode-callback.js';
 import type { BenchContext } from './context.js';
-import { cpuSeconds, movedCounts, rssMb, sleep, spawnBenchScript, spawnRelayWorker, type BenchChild } from './processes.js';
+import { cpuSeconds, failedFastCount, rssMb, sleep, spawnBenchScript, spawnRelayWorker, type BenchChild } from './processes.js';
 import { benchPublisher, publishAll } from './publish.js';
 import { benchBody, type BenchReceiver } from './receiver.js';
 import { summarizeProfile, type ProfileSummary } from './profile-summary.js';
@@ -31,8 +32,8 @@ export interface ConsumerRun {
   rssMb: number | undefined;
   /** CPU time of the broker (beam.smp) per callback during the run, µs, when the broker is local. */
   brokerCpuUsPerCallback: number | undefined;
-  /** Relay only: messages moved without an attempt (deferred by the bulkhead, or to the slow lane). */
-  moved?: { deferred: number; slow: number };
+  /** Relay only: attempts failed fast (circuit open). */
+  failedFast?: number;
   /** When profiled: the `.cpuprofile` (copied to bench/results/) and where the time went. */
   profile?: { file: string; summary: ProfileSummary };
 }
@@ -126,7 +127,7 @@ export async function httpRun(ctx: BenchContext, receiver: BenchReceiver, option
     const child: BenchChild =
       kind === 'relay'
         ? spawnRelayWorker({ AMQP_URL: ctx.url, TOPOLOGY_PREFIX: prefix, METRICS_PORT: String(metricsPort), ...options.env }, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])
-        : spawnBenchScript('minimal-consumer', { AMQP_URL: ctx.url, QUEUE: `${prefix}.work`, PREFETCH: '100' });
+        : spawnBenchScript('minimal-consumer', { AMQP_URL: ctx.url, QUEUES: topologyNames(prefix).workQueues.join(','), PREFETCH: '100' });
     scope.add(child);
     await child.ready;
     const cpuBefore = cpuSeconds(child.pid);
@@ -135,7 +136,7 @@ export async function httpRun(ctx: BenchContext, receiver: BenchReceiver, option
     const cpu = usPerCallback(child.pid, cpuBefore, receiver.delivered);
     const brokerCpu = usPerCallback(ctx.broker.beamPid, brokerBefore, receiver.delivered);
     const rss = rssMb(child.pid);
-    const moved = kind === 'relay' ? await movedCounts(metricsPort) : undefined;
+    const failedFast = kind === 'relay' ? await failedFastCount(metricsPort) : undefined;
     await child.stop();
     const seconds = (receiver.lastAt - receiver.firstAt) / 1000;
     const written = profileDir ? readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile')) : undefined;
@@ -156,7 +157,7 @@ export async function httpRun(ctx: BenchContext, receiver: BenchReceiver, option
       cpuUsPerCallback: cpu,
       rssMb: rss,
       brokerCpuUsPerCallback: brokerCpu,
-      ...(moved ? { moved } : {}),
+      ...(failedFast === undefined ? {} : { failedFast }),
       ...(profile ? { profile } : {}),
     };
   });

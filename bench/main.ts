@@ -11,13 +11,14 @@ import { removeBenchBuild } from './bench-build.js';
 import { findBeamPid, killAllChildren } from './processes.js';
 import { machineInfo, markdownScenario, writeReport, type BenchReport } from './results.js';
 import { backlog } from './scenarios/backlog.js';
+import { fairness } from './scenarios/fairness.js';
 import { halfLoad } from './scenarios/half-load.js';
 import { isolation } from './scenarios/isolation.js';
 import { retryTiming } from './scenarios/retry-timing.js';
 import { scaleOut } from './scenarios/scale-out.js';
 import { throughput } from './scenarios/throughput.js';
 
-const SCENARIOS: Scenario[] = [throughput, halfLoad, retryTiming, backlog, scaleOut, isolation];
+const SCENARIOS: Scenario[] = [throughput, halfLoad, retryTiming, backlog, scaleOut, isolation, fairness];
 
 const { values } = parseArgs({
   options: {

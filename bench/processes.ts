@@ -119,10 +119,7 @@ export async function scrapeMetric(port: number, name: string, labels: Record<st
 /** callback_relay_callbacks_total{outcome="delivered"} of one worker. */
 export const scrapeDelivered = (port: number): Promise<number> => scrapeMetric(port, 'callback_relay_callbacks_total', { outcome: 'delivered' });
 
-/** Messages a worker moved without an attempt: deferred by the bulkhead (OVERFLOW_DELAY), or to the slow lane. */
-export const movedCounts = async (port: number): Promise<{ deferred: number; slow: number }> => ({
-  deferred: await scrapeMetric(port, 'callback_relay_moved_total', { to: 'deferred' }),
-  slow: await scrapeMetric(port, 'callback_relay_moved_total', { to: 'slow' }),
-});
+/** Attempts a worker failed fast because their target's circuit was open (no request made). */
+export const failedFastCount = (port: number): Promise<number> => scrapeMetric(port, 'callback_relay_attempts_total', { result: 'circuit-open' });
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,5 +1,5 @@
 import { SKIP_PLUGIN, type BenchContext, type Scenario } from '../context.js';
-import { cpuSeconds, movedCounts, rssMb, scrapeMetric, sleep } from '../processes.js';
+import { cpuSeconds, failedFastCount, rssMb, scrapeMetric, sleep } from '../processes.js';
 import { publishAll } from '../publish.js';
 import { benchBody, startReceiver } from '../receiver.js';
 import { startRelay } from '../relay-process.js';
@@ -89,7 +89,7 @@ async function runBacklog(ctx: BenchContext, count: number) {
       drainRate: arrivals.length / drainSeconds,
       rss: sampler.peaks,
       workerMemoryAfterDrain: memory,
-      moved: await movedCounts(relay.metricsPort),
+      failedFast: await failedFastCount(relay.metricsPort),
     };
   });
 }
@@ -106,7 +106,7 @@ export const backlog: Scenario = {
       tables: [
         {
           title: `Backlog: ${count} delayed callbacks due at the same moment (queues mode)`,
-          headers: ['delay mode', 'publish /s', 'broker CPU µs/publish', 'sat for s', 'worker RSS MB idle / sitting / draining', 'broker RSS MB idle / sitting / draining', 'drain s', 'drain /s', 'deferred'],
+          headers: ['delay mode', 'publish /s', 'broker CPU µs/publish', 'sat for s', 'worker RSS MB idle / sitting / draining', 'broker RSS MB idle / sitting / draining', 'drain s', 'drain /s', 'failed fast'],
           rows: [
             [
               'queues',
@@ -117,7 +117,7 @@ export const backlog: Scenario = {
               `${mb('idle', 'broker')} / ${mb('sitting', 'broker')} / ${mb('draining', 'broker')}`,
               fmt(run.drainSeconds, 1),
               fmt(run.drainRate),
-              String(run.moved.deferred),
+              String(run.failedFast),
             ],
             ['plugin', plugin, '', '', '', '', '', '', ''],
           ],

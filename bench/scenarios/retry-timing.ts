@@ -1,5 +1,5 @@
 import { SKIP_PLUGIN, type BenchContext, type ChartPanel, type Scenario } from '../context.js';
-import { cpuSeconds, movedCounts } from '../processes.js';
+import { cpuSeconds, failedFastCount } from '../processes.js';
 import { publishPaced } from '../publish.js';
 import { benchBody, startReceiver } from '../receiver.js';
 import { relayMaxRate, startRelay } from '../relay-process.js';
@@ -15,7 +15,7 @@ interface ModeRun {
   count?: number;
   retried?: number;
   lateness?: Summary;
-  moved?: { deferred: number; slow: number };
+  failedFast?: number;
   /** Broker CPU per callback over the run (two attempts and one retry publish each), µs. */
   brokerCpuUs?: number;
   /** Broker CPU seconds per wall second over the run (cores busy). */
@@ -44,7 +44,7 @@ async function runMode(ctx: BenchContext, mode: 'queues' | 'plugin', isolation: 
     const brokerAfter = beam();
     const brokerCpuUs = brokerBefore === undefined || brokerAfter === undefined ? undefined : ((brokerAfter - brokerBefore) * 1e6) / count;
     const brokerCores = brokerBefore === undefined || brokerAfter === undefined ? undefined : (brokerAfter - brokerBefore) / ((Date.now() - started) / 1000);
-    return { mode, isolation, count, retried: lateness.length, lateness: summarize(lateness), moved: await movedCounts(relay.metricsPort), brokerCpuUs, brokerCores };
+    return { mode, isolation, count, retried: lateness.length, lateness: summarize(lateness), failedFast: await failedFastCount(relay.metricsPort), brokerCpuUs, brokerCores };
   });
 }
 
@@ -80,7 +80,7 @@ export const retryTiming: Scenario = {
       tables: [
         {
           title: `Retry timing: ${count} callbacks failing once, RETRY_SCHEDULE=2s, RETRY_JITTER=0, published at ${rate}/s (a third of ${fmt(max.rate)}/s)`,
-          headers: ['delay mode', 'ISOLATION', 'retried', 'lateness p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'min ms', 'deferred / to slow lane', 'broker CPU µs/callback (cores busy)'],
+          headers: ['delay mode', 'ISOLATION', 'retried', 'lateness p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'min ms', 'failed fast (circuit open)', 'broker CPU µs/callback (cores busy)'],
           rows: runs.map((run) =>
             run.skipped
               ? [run.mode, '', run.skipped, '', '', '', '', '', '', '']
@@ -93,7 +93,7 @@ export const retryTiming: Scenario = {
                   fmt(run.lateness!.p999),
                   fmt(run.lateness!.max),
                   fmt(run.lateness!.min),
-                  `${run.moved?.deferred} / ${run.moved?.slow}`,
+                  String(run.failedFast ?? ''),
                   `${fmt(run.brokerCpuUs)} (${fmt(run.brokerCores, 2)})`,
                 ],
           ),

@@ -31,8 +31,10 @@ export interface Started<T> {
  * that became ready first). A target alone may use every slot; as soon as another has work, each
  * freed slot goes to whoever holds fewest, so capacity is split evenly between the targets that have
  * work, whatever their backlogs. A target's limit grows by one per fast result and halves on a slow
- * one (TCP-style slow start), so a target that hangs holds few slots while it is found out; the limit
- * is never the reason a slot stays idle while a fast target waits.
+ * one (TCP-style slow start), so while others have work a target that hangs holds few slots until it
+ * is found out. The limit is a priority, not a cap: a slot that no target below its limit wants is
+ * lent to the waiting target with fewest in flight, so no slot stays idle while anything waits
+ * (only `perTarget`, off by default, is a hard cap).
  *
  * Pure bookkeeping, no clock: O(1) per operation but for a scan over in-flight counts, which stop at
  * the first non-empty one.
@@ -41,6 +43,8 @@ export class FairShare<T> {
   private readonly targets = new Map<string, TargetQueue<T>>();
   /** Ready targets (waiting work, below their limit) by their in-flight count; a Set keeps arrival order. */
   private readonly ready: Set<string>[] = [];
+  /** Targets with waiting work at their limit: they may borrow a slot nobody else wants. */
+  private readonly blocked = new Set<string>();
   private readonly limits = new Map<string, number>();
   private inFlightTotal = 0;
   private waitingTotal = 0;
@@ -59,11 +63,11 @@ export class FairShare<T> {
   /** The next item to start, already counted in flight; undefined when no slot is free or nothing may start. */
   next(): Started<T> | undefined {
     if (this.inFlightTotal >= this.policy.capacity) return undefined;
-    for (const bucket of this.ready) {
-      if (!bucket || bucket.size === 0) continue;
-      const target = bucket.values().next().value as string;
+    const target = this.pick();
+    if (target === undefined) return undefined;
+    {
       const queue = this.targets.get(target) as TargetQueue<T>;
-      bucket.delete(target);
+      this.unready(target, queue);
       const item = queue.waiting[queue.head] as T;
       queue.head += 1;
       if (queue.head === queue.waiting.length) {
@@ -76,7 +80,18 @@ export class FairShare<T> {
       this.reready(target, queue);
       return { target, item };
     }
-    return undefined;
+  }
+
+  /** The ready target with fewest in flight; else the blocked one with fewest that may still borrow. */
+  private pick(): string | undefined {
+    for (const bucket of this.ready) if (bucket && bucket.size > 0) return bucket.values().next().value as string;
+    let best: string | undefined;
+    let fewest = Number.POSITIVE_INFINITY;
+    for (const target of this.blocked) {
+      const inFlight = this.targets.get(target)?.inFlight ?? 0;
+      if (inFlight < fewest && inFlight < this.policy.perTarget) [best, fewest] = [target, inFlight];
+    }
+    return best;
   }
 
   /**
@@ -154,12 +169,13 @@ export class FairShare<T> {
 
   private unready(target: string, queue: TargetQueue<T>): void {
     this.ready[queue.inFlight]?.delete(target);
+    this.blocked.delete(target);
   }
 
   private reready(target: string, queue: TargetQueue<T>): void {
-    if (queue.head === queue.waiting.length || queue.inFlight >= this.limit(target)) return;
-    const bucket = (this.ready[queue.inFlight] ??= new Set());
-    bucket.add(target);
+    if (queue.head === queue.waiting.length) return;
+    if (queue.inFlight >= this.limit(target)) this.blocked.add(target);
+    else (this.ready[queue.inFlight] ??= new Set()).add(target);
   }
 
   private initial(): number {

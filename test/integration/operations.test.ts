@@ -40,9 +40,9 @@ describe('operations', () => {
     expect(sample(text, 'callback_relay_callbacks_total{outcome="delivered",reason=""}')).toBe(1);
     expect(sample(text, 'callback_relay_callbacks_total{outcome="dead",reason="rejected"}')).toBe(1);
     expect(sample(text, 'callback_relay_callbacks_total{outcome="dead",reason="invalid"}')).toBe(1);
-    expect(sample(text, 'callback_relay_attempts_total{lane="main",result="success"}')).toBe(1);
-    expect(sample(text, 'callback_relay_attempts_total{lane="main",result="terminal"}')).toBe(1);
-    expect(sample(text, 'callback_relay_attempt_duration_seconds_count{lane="main"}')).toBe(2);
+    expect(sample(text, 'callback_relay_attempts_total{lane="0",result="success"}')).toBe(1);
+    expect(sample(text, 'callback_relay_attempts_total{lane="0",result="terminal"}')).toBe(1);
+    expect(sample(text, 'callback_relay_attempt_duration_seconds_count{lane="0"}')).toBe(2);
     expect(sample(text, 'callback_relay_publish_confirm_seconds_count{kind="dead"}')).toBe(2);
     expect(sample(text, 'callback_relay_in_flight')).toBe(0);
     expect(sample(text, 'callback_relay_degraded_targets')).toBe(0);

@@ -11,13 +11,36 @@ function startAll<T>(share: FairShare<T>): string[] {
 }
 
 describe('FairShare', () => {
-  it('starts a new target at its initial limit and grows it by one per fast result', () => {
+  it('gives a target below its limit priority over one at its limit, even one with fewer in flight', () => {
+    const share = new FairShare<number>(policy({ capacity: 6 }));
+    for (let i = 0; i < 20; i += 1) share.push('hangs', i);
+    expect(startAll(share)).toEqual(Array(6).fill('hangs'));
+    // Alone, it borrowed every slot; now a proven-fast target has work.
+    for (let i = 0; i < 4; i += 1) share.done('hangs', 'slow');
+    for (let round = 0; round < 3; round += 1) {
+      share.push('fast', round);
+      share.next();
+      share.done('fast', 'fast');
+    }
+    expect(share.limit('fast')).toBe(5);
+    for (let i = 0; i < 20; i += 1) share.push('fast', i);
+    expect(startAll(share)).toEqual(Array(4).fill('fast'));
+    share.done('fast', 'fast');
+    expect(startAll(share)).toEqual(['fast']);
+  });
+
+  it('grows a limit by one per fast result', () => {
     const share = new FairShare<number>(policy());
-    for (let i = 0; i < 20; i += 1) share.push('t', i);
-    expect(startAll(share)).toEqual(['t', 't']);
+    share.push('t', 1);
+    share.next();
     share.done('t', 'fast');
     expect(share.limit('t')).toBe(3);
-    expect(startAll(share)).toEqual(['t', 't']);
+  });
+
+  it('lends idle slots to a target at its limit when nobody else waits (work-conserving)', () => {
+    const share = new FairShare<number>(policy({ capacity: 10, initialPerTarget: 2 }));
+    for (let i = 0; i < 20; i += 1) share.push('t', i);
+    expect(startAll(share)).toHaveLength(10);
   });
 
   it('lets a target alone use every slot once it has proven fast (work-conserving)', () => {
@@ -87,7 +110,7 @@ describe('FairShare', () => {
   });
 
   it('takes a target\'s waiting items out, and drops matching ones', () => {
-    const share = new FairShare<number>(policy({ initialPerTarget: 1 }));
+    const share = new FairShare<number>(policy({ capacity: 2, initialPerTarget: 1 }));
     for (let i = 0; i < 5; i += 1) share.push('a', i);
     for (let i = 10; i < 15; i += 1) share.push('b', i);
     startAll(share);
