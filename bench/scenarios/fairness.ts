@@ -119,8 +119,8 @@ async function busyRun(ctx: BenchContext, name: string, consumer: Consumer, shar
     const publisher = scope.add(createPublisher(loadConfig({ AMQP_URL: ctx.url, TOPOLOGY_PREFIX: prefix, LOG_LEVEL: 'silent', LANES: lanes }), createLogger('silent')));
     // The backlog is queued before any consumer runs, as in the issue's setup.
     await Promise.all(Array.from({ length: sizes.busy }, (_, i) => publisher.publish({ url: `${busy.origin}/t/${i}`, body: i })));
-    const ports = await startConsumers(ctx, scope, prefix, consumer, base);
     const started = Date.now();
+    const ports = await startConsumers(ctx, scope, prefix, consumer, base);
     await new Promise((resolve) => setTimeout(resolve, 500));
     const coldPublished = Date.now();
     await Promise.all(Array.from({ length: sizes.cold }, (_, i) => publisher.publish({ url: `${cold.origin}/u/${i}`, body: i })));
