@@ -33,8 +33,8 @@ export interface Started<T> {
  * work, whatever their backlogs. A target's limit grows by one per fast result and halves on a slow
  * one (TCP-style slow start), so while others have work a target that hangs holds few slots until it
  * is found out. The limit is a priority, not a cap: a slot that no target below its limit wants is
- * lent to the waiting target with fewest in flight, so no slot stays idle while anything waits
- * (only `perTarget`, off by default, is a hard cap).
+ * lent to the waiting target with fewest in flight among those that have earned more than the initial
+ * limit, so a target proven fast uses every idle slot (only `perTarget`, off by default, is a hard cap).
  *
  * Pure bookkeeping, no clock: O(1) per operation but for a scan over in-flight counts, which stop at
  * the first non-empty one.
@@ -82,14 +82,18 @@ export class FairShare<T> {
     }
   }
 
-  /** The ready target with fewest in flight; else the blocked one with fewest that may still borrow. */
+  /**
+   * The ready target with fewest in flight; else the blocked one with fewest that may borrow: only a
+   * target that has earned more than its initial limit, so one that has shown nothing but slowness (or
+   * nothing yet) never takes more than its own share while it is being found out.
+   */
   private pick(): string | undefined {
     for (const bucket of this.ready) if (bucket && bucket.size > 0) return bucket.values().next().value as string;
     let best: string | undefined;
     let fewest = Number.POSITIVE_INFINITY;
     for (const target of this.blocked) {
       const inFlight = this.targets.get(target)?.inFlight ?? 0;
-      if (inFlight < fewest && inFlight < this.policy.perTarget) [best, fewest] = [target, inFlight];
+      if (inFlight < fewest && inFlight < this.policy.perTarget && this.limits.has(target)) [best, fewest] = [target, inFlight];
     }
     return best;
   }

@@ -97,7 +97,7 @@ describe('TargetIsolation', () => {
     for (let i = 0; i < 10; i += 1) iso.offer('c', i);
     const started: string[] = [];
     for (let next = iso.next(); next; next = iso.next()) started.push(next.target);
-    expect(started.filter((t) => t === 'c')).toHaveLength(10);
+    expect(started.filter((t) => t === 'c')).toHaveLength(2);
     expect(started.filter((t) => t === 'a')).toHaveLength(1);
   });
 
