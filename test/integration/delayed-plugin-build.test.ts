@@ -1,5 +1,5 @@
 /**
- * scripts/build-delayed-plugin.sh is what rabbitmq/Dockerfile runs to compile the delayed-message
+ * rabbitmq/build-delayed-plugin.sh is what rabbitmq/Dockerfile runs to compile the delayed-message
  * plugin into the broker image. No Docker engine runs here, so the same script is run against the
  * local broker (Debian's RabbitMQ) with the plugin source kept beside the repository
  * (../shared/rabbitmq-plugins, the release line for that broker), and its output is loaded into a
@@ -18,7 +18,7 @@ import { findRabbitmqServer, startLocalBroker, type LocalBroker } from '../suppo
 import { sleep } from '../support/modes.js';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
-const script = join(repo, 'scripts/build-delayed-plugin.sh');
+const script = join(repo, 'rabbitmq/build-delayed-plugin.sh');
 const sharedPlugins = join(repo, '..', 'shared', 'rabbitmq-plugins');
 const APP = 'rabbitmq_delayed_message_exchange';
 
@@ -43,7 +43,7 @@ const skipReason =
 /** The broker's own plugins folder: <install>/plugins, where <install>/sbin/rabbitmq-server is the real script. */
 const brokerPluginsOf = (serverBin: string): string => join(dirname(dirname(realpathSync(serverBin))), 'plugins');
 
-describe.skipIf(skipReason !== undefined)(`scripts/build-delayed-plugin.sh${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
+describe.skipIf(skipReason !== undefined)(`rabbitmq/build-delayed-plugin.sh${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
   const out = mkdtempSync(join(tmpdir(), 'callback-relay-plugin-'));
   let broker: LocalBroker | undefined;
   afterAll(async () => {

@@ -5,12 +5,12 @@
 #   OUT_DIR/rabbitmq_delayed_message_exchange-<PLUGIN_VSN>/ebin/*.beam
 #   OUT_DIR/rabbitmq_delayed_message_exchange-<PLUGIN_VSN>/ebin/rabbitmq_delayed_message_exchange.app
 #
-# rabbitmq/Dockerfile builds the broker image's plugin with it, and
-# test/integration/delayed-plugin-build.test.ts runs the same steps against the local broker, so a
-# broken step fails the tests instead of a user's image build.
+# rabbitmq/Dockerfile builds the broker image's plugin with it (which is why it lives in that
+# image's build context), and test/integration/delayed-plugin-build.test.ts runs the same steps
+# against the local broker, so a broken step fails the tests instead of a user's image build.
 #
 # Usage:
-#   PLUGIN_VSN=4.2.0 BROKER_PLUGINS_DIR=/opt/rabbitmq/plugins scripts/build-delayed-plugin.sh SRC_DIR OUT_DIR
+#   PLUGIN_VSN=4.2.0 BROKER_PLUGINS_DIR=/opt/rabbitmq/plugins rabbitmq/build-delayed-plugin.sh SRC_DIR OUT_DIR
 #
 #   SRC_DIR             the plugin's source tree (a checkout of rabbitmq-delayed-message-exchange):
 #                       its modules are SRC_DIR/src/*.erl
