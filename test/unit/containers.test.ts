@@ -309,6 +309,24 @@ describe('rabbitmq/ (broker image)', () => {
   });
 });
 
+describe('container scripts', () => {
+  // Neither runs in CI as a whole: the smoke run needs a Docker engine, the plugin build runs inside
+  // the image build (its steps are exercised by test/integration/delayed-plugin-build.test.ts).
+  const scripts = ['scripts/compose-smoke.sh', 'rabbitmq/build-delayed-plugin.sh'];
+  const hasShellcheck = spawnSync('sh', ['-c', 'command -v shellcheck'], { encoding: 'utf8' }).status === 0;
+
+  it.each(scripts)('%s is executable and parses (bash -n)', (script) => {
+    expect(statSync(repoFile(script)).mode & 0o111).not.toBe(0);
+    const check = spawnSync('bash', ['-n', repoFile(script)], { encoding: 'utf8' });
+    expect(check.status, check.stderr).toBe(0);
+  });
+
+  it.skipIf(!hasShellcheck).each(scripts)(`%s passes shellcheck${hasShellcheck ? '' : ' (skipped: shellcheck not installed)'}`, (script) => {
+    const check = spawnSync('shellcheck', [repoFile(script)], { encoding: 'utf8' });
+    expect(check.status, check.stdout).toBe(0);
+  });
+});
+
 describe('examples', () => {
   it('the example receiver exists and compose runs it', () => {
     expect(existsSync(repoFile('examples/receiver.mjs'))).toBe(true);
