@@ -4,16 +4,18 @@
  * local broker (Debian's RabbitMQ) with the plugin source kept beside the repository
  * (../shared/rabbitmq-plugins, the release line for that broker), and its output is loaded into a
  * throwaway node: a broken compile step, a malformed .app or a wrong layout fails here, not in a
- * user's image build.
+ * user's image build. The Dockerfile's plugin stage itself (fetch at the pinned commit, verify,
+ * build, rabbitmq-plugins) runs here too, with a local repository standing in for GitHub.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import amqplib from 'amqplib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { inspectBroker } from '../../src/topology/inspect-broker.js';
+import { instructionsOf, stagesOf } from '../support/dockerfile.js';
 import { findRabbitmqServer, startLocalBroker, type LocalBroker } from '../support/local-broker.js';
 import { sleep } from '../support/modes.js';
 
@@ -29,7 +31,8 @@ const source = existsSync(sharedPlugins)
       .map((name) => ({ dir: join(sharedPlugins, name), version: name.slice(APP.length + 1) }))[0]
   : undefined;
 const bin = findRabbitmqServer();
-const hasErlc = spawnSync('sh', ['-c', 'command -v erlc'], { encoding: 'utf8' }).status === 0;
+const onPath = (tool: string): boolean => spawnSync('sh', ['-c', `command -v ${tool}`]).status === 0;
+const hasErlc = onPath('erlc');
 
 const skipReason =
   source === undefined
@@ -38,7 +41,9 @@ const skipReason =
       ? 'rabbitmq-server is not installed'
       : !hasErlc
         ? 'erlc is not installed (Debian: apt-get install erlang-base)'
-        : undefined;
+        : !onPath('git')
+          ? 'git is not installed'
+          : undefined;
 
 /** The broker's own plugins folder: <install>/plugins, where <install>/sbin/rabbitmq-server is the real script. */
 const brokerPluginsOf = (serverBin: string): string => join(dirname(dirname(realpathSync(serverBin))), 'plugins');
@@ -91,5 +96,50 @@ describe.skipIf(skipReason !== undefined)(`rabbitmq/build-delayed-plugin.sh${ski
     } finally {
       await connection.close();
     }
+  });
+
+  it("runs the Dockerfile's plugin stage as written: fetch at the pinned commit, verify, build, accepted by rabbitmq-plugins", () => {
+    // GitHub is replaced by a local repository of the same source (git's url.<base>.insteadOf), and
+    // apt-get by a no-op; every other command of the RUN is the Dockerfile's own.
+    const work = join(out, 'stage');
+    const upstream = join(work, 'upstream');
+    mkdirSync(join(work, 'bin'), { recursive: true });
+    cpSync(join(source!.dir, 'src'), join(upstream, 'src'), { recursive: true });
+    const git = (...args: string[]): string => {
+      const run = spawnSync('git', ['-C', upstream, ...args], { encoding: 'utf8' });
+      expect(run.status, run.stderr).toBe(0);
+      return run.stdout.trim();
+    };
+    git('init', '-q');
+    git('add', '.');
+    git('-c', 'user.name=test', '-c', 'user.email=test@localhost', 'commit', '-qm', 'plugin source');
+    const commit = git('rev-parse', 'HEAD');
+    writeFileSync(join(work, 'bin', 'apt-get'), '#!/bin/sh\nexit 0\n');
+    chmodSync(join(work, 'bin', 'apt-get'), 0o755);
+
+    const stage = stagesOf(instructionsOf(readFileSync(join(repo, 'rabbitmq/Dockerfile'), 'utf8')))[0] ?? [];
+    const run = stage.find(({ keyword, args }) => keyword === 'RUN' && args.includes('build-delayed-plugin.sh'))?.args ?? '';
+    // The stage's absolute scratch paths (/src, /out, /tmp) move into this test's directory.
+    const script = run.replace(/(^|[\s:=])\/(src|out|tmp)\b/g, `$1${work}/$2`);
+    mkdirSync(join(work, 'tmp'));
+    const stageRun = spawnSync('sh', ['-c', script], {
+      encoding: 'utf8',
+      env: {
+        ...process.env,
+        PATH: [join(work, 'bin'), join(repo, 'rabbitmq'), dirname(bin!), process.env.PATH].join(':'),
+        RABBITMQ_HOME: dirname(brokerPluginsOf(bin!)),
+        DELAYED_PLUGIN: 'on',
+        DELAYED_PLUGIN_VERSION: source!.version,
+        DELAYED_PLUGIN_COMMIT: commit,
+        GIT_CONFIG_COUNT: '2',
+        GIT_CONFIG_KEY_0: `url.${upstream}.insteadOf`,
+        GIT_CONFIG_VALUE_0: 'https://github.com/rabbitmq/rabbitmq-delayed-message-exchange.git',
+        GIT_CONFIG_KEY_1: 'uploadpack.allowAnySHA1InWant',
+        GIT_CONFIG_VALUE_1: 'true',
+      },
+    });
+    expect(stageRun.status, `${stageRun.stdout}${stageRun.stderr}`).toBe(0);
+    expect(existsSync(join(work, 'out', `${APP}-${source!.version}`, 'ebin', `${APP}.app`))).toBe(true);
+    expect(readFileSync(join(work, 'tmp', 'enabled_plugins'), 'utf8')).toContain(APP);
   });
 });

@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { parseDuration } from '../../src/config/duration.js';
 import { configSchema } from '../../src/config/schema.js';
+import { argDefaults, copySources, expand, fromImage, instructionsOf, stagesOf } from '../support/dockerfile.js';
 
 const repoFile = (path: string): string => fileURLToPath(new URL(`../../${path}`, import.meta.url));
 const read = (path: string): string => readFileSync(repoFile(path), 'utf8');
@@ -57,70 +58,6 @@ function composeDurationMs(text: string): number {
   const parts = [...text.trim().matchAll(/(\d+(?:\.\d+)?)(us|ms|h|m|s)/g)];
   if (parts.length === 0 || parts.map((part) => part[0]).join('') !== text.trim()) throw new Error(`not a compose duration: ${text}`);
   return parts.reduce((sum, part) => sum + Number(part[1]) * (units[part[2] ?? ''] ?? Number.NaN), 0);
-}
-
-// ---- Dockerfile helpers ----
-
-interface Instruction {
-  keyword: string;
-  args: string;
-}
-
-/** Instructions in order; comment lines dropped and `\` continuations joined (as Docker does). */
-function instructionsOf(text: string): Instruction[] {
-  const lines = text.split(/\r?\n/).filter((line) => !/^\s*#/.test(line));
-  const logical: string[] = [];
-  let current = '';
-  for (const line of lines) {
-    if (/\\\s*$/.test(line)) {
-      current += `${line.replace(/\\\s*$/, '')} `;
-    } else {
-      current += line;
-      if (current.trim() !== '') logical.push(current.trim());
-      current = '';
-    }
-  }
-  if (current.trim() !== '') logical.push(current.trim());
-  return logical.map((line) => {
-    const match = /^(\S+)\s*(.*)$/s.exec(line);
-    return { keyword: (match?.[1] ?? '').toUpperCase(), args: match?.[2] ?? '' };
-  });
-}
-
-/** Instructions grouped per build stage (each starting at its FROM). */
-function stagesOf(instructions: Instruction[]): Instruction[][] {
-  const stages: Instruction[][] = [];
-  for (const instruction of instructions) {
-    if (instruction.keyword === 'FROM') stages.push([instruction]);
-    else stages.at(-1)?.push(instruction);
-  }
-  return stages;
-}
-
-/** The image of a FROM instruction, flags such as --platform skipped. */
-function fromImage(from: Instruction): string {
-  return from.args.split(/\s+/).find((word) => !word.startsWith('--')) ?? '';
-}
-
-/** ARG defaults (`ARG NAME=value`), substituted into `$NAME` / `${NAME}` by `expand`. */
-function argDefaults(instructions: Instruction[]): Record<string, string> {
-  const args: Record<string, string> = {};
-  for (const { keyword, args: text } of instructions) {
-    const match = keyword === 'ARG' ? /^(\w+)=(\S*)/.exec(text) : null;
-    if (match?.[1] !== undefined) args[match[1]] = (match[2] ?? '').replace(/^["']|["']$/g, '');
-  }
-  return args;
-}
-
-const expand = (text: string, vars: Record<string, string>): string =>
-  text.replace(/\$\{(\w+)\}|\$(\w+)/g, (whole, braced?: string, bare?: string) => vars[braced ?? bare ?? ''] ?? whole);
-
-/** Source paths of a COPY/ADD (flags and the destination dropped); JSON (exec) form included. */
-function copySources(instruction: Instruction): string[] {
-  const text = instruction.args.trim();
-  const words = text.startsWith('[') ? (JSON.parse(text) as string[]) : text.split(/\s+/);
-  const paths = words.filter((word) => !word.startsWith('--'));
-  return paths.slice(0, -1);
 }
 
 // ---- the files ----
