@@ -51,11 +51,13 @@ export function nodeEnvironment({ dir, home, node, amqpPort, distPort }: NodeLay
   };
 }
 
-export async function startLocalBroker(bin: string): Promise<LocalBroker> {
+/** `customize` may change the node's environment (and the files it names) before the first boot. */
+export async function startLocalBroker(bin: string, customize?: (env: NodeJS.ProcessEnv) => void): Promise<LocalBroker> {
   const dir = mkdtempSync(join(tmpdir(), 'callback-relay-broker-'));
   const [amqpPort, distPort] = [await freePort(), await freePort()];
   const node = `cr-test-${process.pid}-${amqpPort}@localhost`;
   const env = nodeEnvironment({ dir, home: dir, node, amqpPort, distPort });
+  customize?.(env);
   const url = `amqp://guest:guest@127.0.0.1:${amqpPort}`;
   let child: ChildProcess | undefined;
 

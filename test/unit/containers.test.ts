@@ -3,12 +3,14 @@
  * engine in CI, so these are checked as text: the things that break scaling, graceful shutdown,
  * the broker's plugin or the test harness if someone edits them carelessly.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { parseDuration } from '../../src/config/duration.js';
 import { configSchema } from '../../src/config/schema.js';
+import { argDefaults, copySources, expand, fromImage, instructionsOf, stagesOf } from '../support/dockerfile.js';
 
 const repoFile = (path: string): string => fileURLToPath(new URL(`../../${path}`, import.meta.url));
 const read = (path: string): string => readFileSync(repoFile(path), 'utf8');
@@ -58,70 +60,6 @@ function composeDurationMs(text: string): number {
   return parts.reduce((sum, part) => sum + Number(part[1]) * (units[part[2] ?? ''] ?? Number.NaN), 0);
 }
 
-// ---- Dockerfile helpers ----
-
-interface Instruction {
-  keyword: string;
-  args: string;
-}
-
-/** Instructions in order; comment lines dropped and `\` continuations joined (as Docker does). */
-function instructionsOf(text: string): Instruction[] {
-  const lines = text.split(/\r?\n/).filter((line) => !/^\s*#/.test(line));
-  const logical: string[] = [];
-  let current = '';
-  for (const line of lines) {
-    if (/\\\s*$/.test(line)) {
-      current += `${line.replace(/\\\s*$/, '')} `;
-    } else {
-      current += line;
-      if (current.trim() !== '') logical.push(current.trim());
-      current = '';
-    }
-  }
-  if (current.trim() !== '') logical.push(current.trim());
-  return logical.map((line) => {
-    const match = /^(\S+)\s*(.*)$/s.exec(line);
-    return { keyword: (match?.[1] ?? '').toUpperCase(), args: match?.[2] ?? '' };
-  });
-}
-
-/** Instructions grouped per build stage (each starting at its FROM). */
-function stagesOf(instructions: Instruction[]): Instruction[][] {
-  const stages: Instruction[][] = [];
-  for (const instruction of instructions) {
-    if (instruction.keyword === 'FROM') stages.push([instruction]);
-    else stages.at(-1)?.push(instruction);
-  }
-  return stages;
-}
-
-/** The image of a FROM instruction, flags such as --platform skipped. */
-function fromImage(from: Instruction): string {
-  return from.args.split(/\s+/).find((word) => !word.startsWith('--')) ?? '';
-}
-
-/** ARG defaults (`ARG NAME=value`), substituted into `$NAME` / `${NAME}` by `expand`. */
-function argDefaults(instructions: Instruction[]): Record<string, string> {
-  const args: Record<string, string> = {};
-  for (const { keyword, args: text } of instructions) {
-    const match = keyword === 'ARG' ? /^(\w+)=(\S*)/.exec(text) : null;
-    if (match?.[1] !== undefined) args[match[1]] = (match[2] ?? '').replace(/^["']|["']$/g, '');
-  }
-  return args;
-}
-
-const expand = (text: string, vars: Record<string, string>): string =>
-  text.replace(/\$\{(\w+)\}|\$(\w+)/g, (whole, braced?: string, bare?: string) => vars[braced ?? bare ?? ''] ?? whole);
-
-/** Source paths of a COPY/ADD (flags and the destination dropped); JSON (exec) form included. */
-function copySources(instruction: Instruction): string[] {
-  const text = instruction.args.trim();
-  const words = text.startsWith('[') ? (JSON.parse(text) as string[]) : text.split(/\s+/);
-  const paths = words.filter((word) => !word.startsWith('--'));
-  return paths.slice(0, -1);
-}
-
 // ---- the files ----
 
 const compose = dict(parse(read('docker-compose.yml')), 'docker-compose.yml');
@@ -135,6 +73,8 @@ const finalStage = rootStages.at(-1) ?? [];
 
 const brokerDockerfile = instructionsOf(read('rabbitmq/Dockerfile'));
 const brokerArgs = argDefaults(brokerDockerfile);
+const brokerStages = stagesOf(brokerDockerfile);
+const brokerRuns = brokerDockerfile.filter((instruction) => instruction.keyword === 'RUN').map((instruction) => instruction.args);
 
 describe('docker-compose.yml', () => {
   it('has no obsolete top-level version key', () => {
@@ -231,25 +171,57 @@ describe('rabbitmq/ (broker image)', () => {
     expect(tag).toMatch(/^\d+\.\d+(\.\d+)?(-[a-z-]+)?$/);
   });
 
-  it('downloads a versioned delayed-message plugin and verifies its SHA-256', () => {
-    const run = brokerDockerfile
-      .filter((instruction) => instruction.keyword === 'RUN')
-      .map((instruction) => expand(instruction.args, brokerArgs))
-      .find((args) => args.includes('rabbitmq_delayed_message_exchange'));
-    expect(run, 'a RUN that downloads the plugin').toBeDefined();
-    const url = /https:\/\/github\.com\/rabbitmq\/rabbitmq-delayed-message-exchange\/releases\/download\/v?(\d+\.\d+\.\d+)\/rabbitmq_delayed_message_exchange-(\d+\.\d+\.\d+)\.ez/.exec(run ?? '');
-    expect(url, 'release URL with a version').not.toBeNull();
-    expect(url?.[1]).toBe(url?.[2]);
-    expect(run).toMatch(/sha256sum -c/);
-    expect((run ?? '').indexOf('sha256sum -c')).toBeGreaterThan((run ?? '').indexOf(url?.[0] ?? ''));
+  it('builds the delayed-message plugin from its source at a pinned commit, verified before it is compiled', () => {
+    expect(brokerArgs.DELAYED_PLUGIN_COMMIT, 'ARG DELAYED_PLUGIN_COMMIT=<40 hex digits>').toMatch(/^[0-9a-f]{40}$/);
+    const run = brokerRuns.find((args) => args.includes('build-delayed-plugin.sh')) ?? '';
+    expect(run, 'a RUN that calls build-delayed-plugin.sh').not.toBe('');
+    const fetch = /git\b[^;]*\bfetch\b[^;]*https:\/\/github\.com\/rabbitmq\/rabbitmq-delayed-message-exchange(\.git)?\s+"?\$DELAYED_PLUGIN_COMMIT"?/.exec(run);
+    expect(fetch, 'git fetch of the upstream repository at $DELAYED_PLUGIN_COMMIT').not.toBeNull();
+    const check = /"\$(\w+)"\s*!=\s*"\$DELAYED_PLUGIN_COMMIT"/.exec(run);
+    expect(check, 'a comparison of the checked-out commit with $DELAYED_PLUGIN_COMMIT').not.toBeNull();
+    expect(run).toMatch(new RegExp(`\\b${check?.[1] ?? '-'}=\\$\\(git\\b[^)]*\\brev-parse HEAD\\)`));
+    const at = (text: string): number => run.indexOf(text);
+    expect(at(fetch?.[0] ?? '-')).toBeLessThan(at(check?.[0] ?? '-'));
+    expect(at(check?.[0] ?? '-')).toBeLessThan(at('build-delayed-plugin.sh'));
   });
 
-  it('the plugin version matches the broker minor version', () => {
-    const image = expand(fromImage(brokerDockerfile[0] ?? { keyword: 'FROM', args: '' }), brokerArgs);
-    const brokerMinor = /:(\d+\.\d+)/.exec(image)?.[1];
-    const plugin = brokerDockerfile.map((i) => expand(i.args, brokerArgs)).join('\n');
-    const pluginVersion = /rabbitmq_delayed_message_exchange-(\d+\.\d+)\.\d+\.ez/.exec(plugin)?.[1];
-    expect(pluginVersion).toBe(brokerMinor);
+  it('every RUN is valid /bin/sh (what Docker runs it with)', () => {
+    for (const run of brokerRuns) {
+      const check = spawnSync('sh', ['-n', '-c', run], { encoding: 'utf8' });
+      expect(check.status, `${check.stderr}\nRUN ${run}`).toBe(0);
+    }
+  });
+
+  it('downloads nothing unverified: no release files, no ADD of a URL', () => {
+    for (const { keyword, args } of brokerDockerfile) {
+      expect(`${keyword} ${args}`).not.toMatch(/\b(curl|wget)\b/);
+      if (keyword === 'ADD') expect(args).not.toMatch(/https?:\/\//);
+    }
+  });
+
+  it('a build argument leaves the plugin out, and the image then drops it from enabled_plugins', () => {
+    expect(brokerArgs.DELAYED_PLUGIN).toBe('on');
+    const run = brokerRuns.find((args) => args.includes('build-delayed-plugin.sh')) ?? '';
+    expect(run).toMatch(/\boff\)[^;]*;[^;]*exit 0/);
+    const final = brokerStages.at(-1) ?? [];
+    expect(final.some(({ keyword, args }) => keyword === 'COPY' && /--from=delayed-plugin\b/.test(args))).toBe(true);
+    expect(final.some(({ keyword, args }) => keyword === 'RUN' && /sed -i [^;]*rabbitmq_delayed_message_exchange[^;]*\/etc\/rabbitmq\/enabled_plugins/.test(args))).toBe(true);
+  });
+
+  it('the build script it copies is in its build context and executable', () => {
+    const copy = (brokerStages[0] ?? []).find(({ keyword, args }) => keyword === 'COPY' && args.includes('build-delayed-plugin.sh'));
+    expect(copy, 'COPY build-delayed-plugin.sh').toBeDefined();
+    for (const source of copySources(copy ?? { keyword: 'COPY', args: '' })) {
+      expect(statSync(repoFile(`rabbitmq/${source}`)).mode & 0o111, source).not.toBe(0);
+    }
+  });
+
+  it('compiles in the broker image itself, and the plugin release matches its major.minor', () => {
+    const images = brokerStages.map((stage) => expand(fromImage(stage[0] ?? { keyword: 'FROM', args: '' }), brokerArgs));
+    expect(new Set(images).size, images.join(', ')).toBe(1);
+    const brokerMinor = /^rabbitmq:(\d+\.\d+)/.exec(images[0] ?? '')?.[1];
+    expect(brokerMinor, 'the rabbitmq tag names its major.minor').toBeDefined();
+    expect(brokerArgs.DELAYED_PLUGIN_VERSION?.split('.').slice(0, 2).join('.')).toBe(brokerMinor);
   });
 
   it('enabled_plugins lists management, prometheus and the delayed exchange, ending with a period', () => {
@@ -271,6 +243,24 @@ describe('rabbitmq/ (broker image)', () => {
     const copies = brokerDockerfile.filter((instruction) => instruction.keyword === 'COPY').map((instruction) => instruction.args);
     expect(copies.some((args) => args.includes('enabled_plugins') && /\/etc\/rabbitmq\/?$/.test(args))).toBe(true);
     expect(copies.some((args) => args.includes('rabbitmq.conf') && /\/etc\/rabbitmq\/?$/.test(args))).toBe(true);
+  });
+});
+
+describe('container scripts', () => {
+  // Neither runs in CI as a whole: the smoke run needs a Docker engine, the plugin build runs inside
+  // the image build (its steps are exercised by test/integration/delayed-plugin-build.test.ts).
+  const scripts = ['scripts/compose-smoke.sh', 'rabbitmq/build-delayed-plugin.sh'];
+  const hasShellcheck = spawnSync('sh', ['-c', 'command -v shellcheck'], { encoding: 'utf8' }).status === 0;
+
+  it.each(scripts)('%s is executable and parses (bash -n)', (script) => {
+    expect(statSync(repoFile(script)).mode & 0o111).not.toBe(0);
+    const check = spawnSync('bash', ['-n', repoFile(script)], { encoding: 'utf8' });
+    expect(check.status, check.stderr).toBe(0);
+  });
+
+  it.skipIf(!hasShellcheck).each(scripts)(`%s passes shellcheck${hasShellcheck ? '' : ' (skipped: shellcheck not installed)'}`, (script) => {
+    const check = spawnSync('shellcheck', [repoFile(script)], { encoding: 'utf8' });
+    expect(check.status, check.stdout).toBe(0);
   });
 });
 
