@@ -16,7 +16,8 @@ export interface Cidr {
 export interface AddressPolicy {
   /**
    * `true` also refuses loopback, private (RFC 1918, fc00::/7, fec0::/10), CGNAT (100.64.0.0/10) and
-   * special-purpose (198.18.0.0/15, 192.0.0.0/24, 240.0.0.0/4) addresses. Default for integrators: `false`, because callbacks often go to internal services.
+   * special-purpose (198.18.0.0/15, 192.0.0.0/24, 240.0.0.0/4) addresses. TARGET_POLICY's default is `strict`: callback URLs usually come from
+   * callers, and internal receivers are listed in `allow`.
    */
   readonly strict: boolean;
   /** Always permitted, even link-local or metadata addresses: the allow list wins. Default: `[]`. */
