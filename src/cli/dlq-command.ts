@@ -3,7 +3,7 @@ import { openDeadQueueSession, type DeadQueueSession } from '../dlq/dead-queue-s
 import { formatDlqTable } from '../dlq/format-dlq-table.js';
 import { listDead } from '../dlq/list-dead.js';
 import { purgeDead } from '../dlq/purge-dead.js';
-import { replayDead } from '../dlq/replay-dead.js';
+import { MAX_HELD_BYTES, replayDead } from '../dlq/replay-dead.js';
 import { confirmPrompt } from './confirm-prompt.js';
 import { DEFAULT_LIST_LIMIT, DlqUsageError, parseDlqArgs, type DlqCommand } from './parse-dlq-args.js';
 
@@ -65,6 +65,9 @@ async function run(command: Exclude<DlqCommand, { action: 'help' }>, session: De
   if (command.action === 'replay') {
     const result = await replayDead(session, command.selector, command.limit);
     process.stdout.write(`replayed ${result.replayed}, kept ${result.kept}\n`);
+    if (result.movedToTail > 0) {
+      process.stderr.write(`note: ${result.movedToTail} kept message(s) were moved to the tail of ${queue} rather than held in memory (over ${MAX_HELD_BYTES / 1024 / 1024} MiB)\n`);
+    }
     if (result.notFound.length > 0) {
       process.stderr.write(`not found among the ${result.examined} message(s) looked at in ${queue}: ${result.notFound.join(', ')}\n`);
       return 1;
