@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
@@ -164,6 +164,28 @@ describe('callback-relay dlq', () => {
     expect((await ids(relay)).sort()).toEqual(['cb-a', 'cb-b']);
     const entries = JSON.parse((await dlq(relay, ['list', '--json'])).stdout) as DlqEntry[];
     expect(entries.find((e) => e.id === 'cb-b')).toMatchObject({ reason: 'exhausted', attempts: 3, lastStatus: 500 });
+  });
+
+  it('purge at the prompt removes only the messages it showed, not those parked while it waited', async () => {
+    relay = await relayWithTopology();
+    await parkThree(relay);
+    const fixture = relay;
+    // `script` gives the CLI a terminal, so it asks.
+    const command = `${process.execPath} --import tsx src/cli/main.ts dlq purge`;
+    const child = spawn('script', ['-qefc', command, '/dev/null'], { env: { ...process.env, ...configEnv(fixture.config), LOG_LEVEL: 'warn' } });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const deadline = Date.now() + 30_000;
+    while (!output.includes('[y/N]') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(output).toContain(`Purge the 3 oldest messages from ${fixture.names.deadQueue}? [y/N]`);
+    park(fixture, 'cb-late-1', 'rejected');
+    park(fixture, 'cb-late-2', 'rejected');
+    await fixture.waitForDead(5);
+    child.stdin.write('y\n');
+    expect(await exited).toBe(0);
+    expect(output).toContain(`purged 3 messages from ${fixture.names.deadQueue}`);
+    expect(await ids(fixture)).toEqual(['cb-late-1', 'cb-late-2']);
   });
 
   it('purge refuses without a terminal and without --yes, and empties P.dead with --yes', async () => {
