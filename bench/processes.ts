@@ -52,7 +52,7 @@ export function spawnNode(args: string[], env: Record<string, string>, readyMark
 
 /** A relay worker process, compiled (see bench-build.ts): `node NODE_ARGS …/consumer/main.js`, ready once it logs "consuming". */
 export const spawnRelayWorker = (env: Record<string, string>, nodeArgs: string[] = []): BenchChild =>
-  spawnNode([...nodeArgs, benchBuild().relayMain], { LOG_LEVEL: 'info', ...env }, '"msg":"consuming"');
+  spawnNode([...nodeArgs, benchBuild().relayMain], { LOG_LEVEL: 'info', TARGET_ALLOW: '127.0.0.0/8', ...env }, '"msg":"consuming"');
 
 /** A ceiling consumer (bench/NAME.ts, transpiled), ready once it prints "consuming". */
 export const spawnBenchScript = (name: 'minimal-consumer' | 'raw-consumer', env: Record<string, string>): BenchChild =>

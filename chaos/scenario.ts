@@ -13,6 +13,7 @@ import { startWorkerPool, type PoolStats, type WorkerPool } from './worker-pool.
 /** The relay settings under chaos: a short schedule so that whole retry histories fit in minutes. */
 export const WORKER_ENV = {
   QUEUE_TYPE: 'quorum',
+  TARGET_ALLOW: '127.0.0.0/8', // the chaos receivers listen on loopback
   RETRY_SCHEDULE: '1s,2s', // whole seconds: queues mode rounds each delay to the second
   MAX_ATTEMPTS: '3',
   RETRY_JITTER: '0.1',

@@ -56,5 +56,7 @@ cat <<MSG
   Receiver log: $STATE/receiver.log    Stop the broker and receiver: bash scripts/down.sh
 
 MSG
+# TARGET_POLICY=strict (the default) refuses loopback; the example receiver listens there.
+export TARGET_ALLOW="${TARGET_ALLOW:-127.0.0.0/8,::1}"
 say "starting a worker (Ctrl-C drains and stops it)"
 exec node dist/consumer/main.js

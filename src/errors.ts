@@ -5,6 +5,8 @@
  * - `CR_ERR_PUBLISH_TIMEOUT`: the broker did not confirm a publish in time (unreachable or blocked).
  * - `CR_ERR_PUBLISH_NACKED`: the broker refused a publish (negative confirm).
  * - `CR_ERR_BUFFER_FULL`: too many publishes are waiting for the broker; nothing was buffered.
+ * - `CR_ERR_OUTCOME_UNKNOWN`: the connection dropped before the broker confirmed a publish, and
+ *   republishing it got no confirm in time: it may or may not be queued (republish with the same id).
  * - `CR_ERR_CLOSED`: the publisher or worker was closed.
  * - `CR_ERR_TOPOLOGY`: the broker refused to declare the topology (e.g. a queue exists with other arguments).
  * - `CR_ERR_DELAY_MODE`: the requested delay mode cannot run on this broker.
@@ -15,6 +17,7 @@ export type RelayErrorCode =
   | 'CR_ERR_PUBLISH_TIMEOUT'
   | 'CR_ERR_PUBLISH_NACKED'
   | 'CR_ERR_BUFFER_FULL'
+  | 'CR_ERR_OUTCOME_UNKNOWN'
   | 'CR_ERR_CLOSED'
   | 'CR_ERR_TOPOLOGY'
   | 'CR_ERR_DELAY_MODE';

@@ -73,7 +73,7 @@ export async function runIsolation(name: string, options: IsolationOptions, env:
         target.server.close();
       }
     });
-    const config = loadConfig({ AMQP_URL: options.url, TOPOLOGY_PREFIX: prefix, LOG_LEVEL: 'silent', METRICS_PORT: '0', HTTP_TIMEOUT: options.httpTimeout, ...env });
+    const config = loadConfig({ AMQP_URL: options.url, TOPOLOGY_PREFIX: prefix, LOG_LEVEL: 'silent', METRICS_PORT: '0', HTTP_TIMEOUT: options.httpTimeout, TARGET_ALLOW: '127.0.0.0/8', ...env });
     const logger = createLogger('silent');
     const worker = scope.add(createWorker(config, logger));
     const publisher = scope.add(createPublisher(config, logger));

@@ -2,8 +2,8 @@ import { loadConfig } from '../config/load-config.js';
 import { openDeadQueueSession, type DeadQueueSession } from '../dlq/dead-queue-session.js';
 import { formatDlqTable } from '../dlq/format-dlq-table.js';
 import { listDead } from '../dlq/list-dead.js';
-import { purgeDead } from '../dlq/purge-dead.js';
-import { replayDead } from '../dlq/replay-dead.js';
+import { purgeDead, purgeFirst } from '../dlq/purge-dead.js';
+import { MAX_HELD_BYTES, replayDead } from '../dlq/replay-dead.js';
 import { confirmPrompt } from './confirm-prompt.js';
 import { DEFAULT_LIST_LIMIT, DlqUsageError, parseDlqArgs, type DlqCommand } from './parse-dlq-args.js';
 
@@ -17,7 +17,9 @@ export const DLQ_USAGE = `callback-relay dlq <command>
       same id), each removed from P.dead only once the broker confirmed its copy; the others stay.
       --id is repeatable; --limit looks at only the first N messages (default: all)
   purge [--yes]
-      delete every message in P.dead; asks first unless --yes (needs --yes without a terminal)
+      delete the messages in P.dead; asks first, showing how many, and then deletes only those (the
+      oldest), not what was parked meanwhile; --yes deletes all at once without asking (needed
+      without a terminal)
 
 P = TOPOLOGY_PREFIX. Connects with AMQP_URL. Exit status: 0 done, 1 failed or not everything
 found or purge declined, 2 bad flags or settings.`;
@@ -65,23 +67,30 @@ async function run(command: Exclude<DlqCommand, { action: 'help' }>, session: De
   if (command.action === 'replay') {
     const result = await replayDead(session, command.selector, command.limit);
     process.stdout.write(`replayed ${result.replayed}, kept ${result.kept}\n`);
+    if (result.movedToTail > 0) {
+      process.stderr.write(`note: ${result.movedToTail} kept message(s) were moved to the tail of ${queue} rather than held in memory (over ${MAX_HELD_BYTES / 1024 / 1024} MiB)\n`);
+    }
     if (result.notFound.length > 0) {
       process.stderr.write(`not found among the ${result.examined} message(s) looked at in ${queue}: ${result.notFound.join(', ')}\n`);
       return 1;
     }
     return 0;
   }
-  if (!command.yes) {
+  let purged: number;
+  if (command.yes) {
+    purged = await purgeDead(session);
+  } else {
     if (session.messageCount === 0) {
       process.stdout.write(`${queue} is empty\n`);
       return 0;
     }
-    if (!(await confirmPrompt(`Purge ${session.messageCount} messages from ${queue}? [y/N] `))) {
+    if (!(await confirmPrompt(`Purge the ${session.messageCount} oldest messages from ${queue}? [y/N] `))) {
       process.stdout.write('not purged\n');
       return 1;
     }
+    // Only what the question showed: callbacks parked while it was open stay.
+    purged = await purgeFirst(session, session.messageCount);
   }
-  const purged = await purgeDead(session);
   process.stdout.write(`purged ${purged} ${purged === 1 ? 'message' : 'messages'} from ${queue}\n`);
   return 0;
 }

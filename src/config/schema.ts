@@ -118,9 +118,9 @@ export const configSchema = {
   },
   ...isolationSchema,
   targetPolicy: {
-    doc: '`default` refuses link-local (cloud metadata), unspecified and known metadata addresses; `strict` also refuses loopback, private and CGNAT ones. Checked on the address actually dialled.',
+    doc: '`strict` refuses loopback, private, CGNAT and special-purpose addresses as well as link-local (cloud metadata), unspecified and known metadata ones; `default` refuses only the latter. Checked on the address actually dialled; list internal receivers in TARGET_ALLOW.',
     format: ['default', 'strict'],
-    default: 'default',
+    default: 'strict',
     env: 'TARGET_POLICY',
   },
   targetAllow: {

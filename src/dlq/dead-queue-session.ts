@@ -3,6 +3,8 @@ import type { RelayConfig } from '../config/load-config.js';
 import { amqpUrls } from '../config/amqp-urls.js';
 import { redactUrl } from '../config/redact-url.js';
 import { RelayError } from '../errors.js';
+import { resolveDelayMode, type DelayMode } from '../topology/delay-mode.js';
+import { inspectBroker } from '../topology/inspect-broker.js';
 import { topologyNames, type TopologyNames } from '../topology/topology-names.js';
 
 /** A connection to the broker with a confirm channel, for one DLQ command. */
@@ -14,6 +16,8 @@ export interface DeadQueueSession {
   messageCount: number;
   /** How long a publish may wait for its confirm (PUBLISH_TIMEOUT). */
   publishTimeoutMs: number;
+  /** The delay mode the relay runs in on this broker: DELAY_MODE resolved as a worker resolves it. */
+  delayMode(): Promise<DelayMode>;
   /** Throws `CR_ERR_CONFIG` naming TOPOLOGY_PREFIX when exchange P does not exist. */
   requireExchange(): Promise<void>;
   /** Closes the channel, which settles nothing: messages still unacked go back to P.dead. */
@@ -27,7 +31,7 @@ export interface DeadQueueSession {
  */
 export async function openDeadQueueSession(config: RelayConfig): Promise<DeadQueueSession> {
   const names = topologyNames(config.topologyPrefix);
-  const connection: ChannelModel = await connectFirst(amqpUrls(config.amqpUrl));
+  const { connection, url } = await connectFirst(amqpUrls(config.amqpUrl));
   // Without listeners an 'error' event would crash the process; the failing operation reports it instead.
   connection.on('error', () => {});
   try {
@@ -56,6 +60,8 @@ export async function openDeadQueueSession(config: RelayConfig): Promise<DeadQue
       channel,
       messageCount,
       publishTimeoutMs: config.publishTimeout,
+      // On a connection of its own: probing for the plugin's exchange type is a connection error without it.
+      delayMode: async () => resolveDelayMode(config.delayMode, (await inspectBroker(url)).hasDelayedPlugin),
       requireExchange: () => probe((ch) => ch.checkExchange(names.exchange), `exchange "${names.exchange}"`),
       async close() {
         await channel.close().catch(() => {});
@@ -81,11 +87,11 @@ function scrub(text: string, url: string): string {
 }
 
 /** The first broker of the list that accepts a connection; the error names them without passwords. */
-async function connectFirst(urls: string[]): Promise<ChannelModel> {
+async function connectFirst(urls: string[]): Promise<{ connection: ChannelModel; url: string }> {
   let last: Error | undefined;
   for (const url of urls) {
     try {
-      return await amqplib.connect(url, { timeout: 10_000 });
+      return { connection: await amqplib.connect(url, { timeout: 10_000 }), url };
     } catch (error) {
       last = new Error(`cannot connect to the broker at ${redactUrl(url)}: ${scrub((error as Error).message, url)}`, { cause: error });
     }

@@ -8,3 +8,15 @@ export async function purgeDead(session: DeadQueueSession): Promise<number> {
   const { messageCount } = await session.channel.purgeQueue(session.names.deadQueue);
   return messageCount;
 }
+
+/**
+ * Removes the first `count` messages of P.dead, one basic.get each, and returns how many it removed
+ * (fewer if P.dead ran out). After a prompt that showed `count`, this removes what the operator
+ * agreed to: a callback parked while the question was open lands behind them and is kept, where a
+ * queue purge would take it too.
+ */
+export async function purgeFirst(session: DeadQueueSession, count: number): Promise<number> {
+  let removed = 0;
+  while (removed < count && (await session.channel.get(session.names.deadQueue, { noAck: true })) !== false) removed += 1;
+  return removed;
+}

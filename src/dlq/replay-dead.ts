@@ -1,6 +1,7 @@
 import type { GetMessage } from 'amqplib';
 import type { DeadQueueSession } from './dead-queue-session.js';
 import { dlqEntry } from './dlq-entry.js';
+import { refreshPublishOptions } from './needs-refresh.js';
 import { publishConfirmed } from './publish-confirmed.js';
 import { replayPublishOptions } from './replay-publish-options.js';
 import { returnDeadMessages } from './return-dead-messages.js';
@@ -15,7 +16,12 @@ export interface ReplayResult {
   examined: number;
   /** `--id`s that matched no message looked at. */
   notFound: string[];
+  /** Of `kept`, those moved to the tail of P.dead (copy, confirm, ack) instead of being held. */
+  movedToTail: number;
 }
+
+/** What the unselected messages held until the end may take, by content size (see below). */
+export const MAX_HELD_BYTES = 64 * 1024 * 1024;
 
 /**
  * Replays selected messages from the head of P.dead. Each selected one is republished to exchange
@@ -26,14 +32,28 @@ export interface ReplayResult {
  *
  * At most `limit` messages are looked at, and never more than P.dead held when the session opened:
  * a callback that fails again while we run is parked again behind them, and must not be replayed
- * a second time in the same run.
+ * a second time in the same run. Unselected messages are held in this process up to `maxHeldBytes`
+ * of content; past it, each further one is moved to the tail of P.dead as a fresh copy (confirmed,
+ * then acked), so that `--id` over a large DLQ never loads all of it and still looks at every message.
+ *
+ * In queues mode exchange P is a direct exchange and the copy is published `mandatory`: should
+ * nothing be bound (a topology half deleted), the broker returns it rather than dropping it and
+ * acking, and the original stays in P.dead. The plugin's exchange does not support the flag.
  */
-export async function replayDead(session: DeadQueueSession, selector: ReplaySelector, limit: number | undefined): Promise<ReplayResult> {
+export async function replayDead(
+  session: DeadQueueSession,
+  selector: ReplaySelector,
+  limit: number | undefined,
+  maxHeldBytes: number = MAX_HELD_BYTES,
+): Promise<ReplayResult> {
   const { channel, names } = session;
   await session.requireExchange();
+  const mandatory = (await session.delayMode()) === 'queues';
   const window = Math.min(limit ?? Number.POSITIVE_INFINITY, session.messageCount);
   const kept: GetMessage[] = [];
   const seenIds: Array<string | null> = [];
+  let heldBytes = 0;
+  let movedToTail = 0;
   let replayed = 0;
   let examined = 0;
   let failure: unknown;
@@ -45,11 +65,17 @@ export async function replayDead(session: DeadQueueSession, selector: ReplaySele
       const entry = dlqEntry(message, new Date());
       seenIds.push(entry.id);
       if (!selectForReplay(entry, selector)) {
-        kept.push(message);
+        if (heldBytes + message.content.length <= maxHeldBytes) {
+          kept.push(message);
+          heldBytes += message.content.length;
+        } else {
+          await moveToTail(session, message, kept);
+          movedToTail += 1;
+        }
         continue;
       }
       try {
-        const options = replayPublishOptions(message.properties, entry.id);
+        const options = { ...replayPublishOptions(message.properties, entry.id), mandatory };
         await publishConfirmed(channel, { exchange: names.exchange, routingKey: names.routingKey }, message.content, options, session.publishTimeoutMs);
       } catch (error) {
         kept.push(message);
@@ -64,5 +90,17 @@ export async function replayDead(session: DeadQueueSession, selector: ReplaySele
   // If the channel died, the broker has already returned everything; the first error is the one to report.
   await returnDeadMessages(session, kept).catch((error: unknown) => (failure ??= error));
   if (failure !== undefined) throw failure;
-  return { replayed, kept: kept.length, examined, notFound: unmatchedIds(selector, seenIds) };
+  return { replayed, kept: kept.length + movedToTail, examined, notFound: unmatchedIds(selector, seenIds), movedToTail };
+}
+
+/** Republishes `message` to P.dead (behind everything in it), confirmed, then acks it; on failure it is held like the others. */
+async function moveToTail(session: DeadQueueSession, message: GetMessage, held: GetMessage[]): Promise<void> {
+  try {
+    const target = { exchange: '', routingKey: session.names.deadQueue };
+    await publishConfirmed(session.channel, target, message.content, { ...refreshPublishOptions(message.properties), mandatory: true }, session.publishTimeoutMs);
+  } catch (error) {
+    held.push(message);
+    throw error;
+  }
+  session.channel.ack(message);
 }

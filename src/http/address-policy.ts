@@ -15,8 +15,9 @@ export interface Cidr {
 /** Which resolved addresses a callback may be delivered to. Treat as immutable. */
 export interface AddressPolicy {
   /**
-   * `true` also refuses loopback, private (RFC 1918, fc00::/7, fec0::/10) and CGNAT (100.64.0.0/10)
-   * addresses. Default for integrators: `false`, because callbacks often go to internal services.
+   * `true` also refuses loopback, private (RFC 1918, fc00::/7, fec0::/10), CGNAT (100.64.0.0/10) and
+   * special-purpose (198.18.0.0/15, 192.0.0.0/24, 240.0.0.0/4) addresses. TARGET_POLICY's default is `strict`: callback URLs usually come from
+   * callers, and internal receivers are listed in `allow`.
    */
   readonly strict: boolean;
   /** Always permitted, even link-local or metadata addresses: the allow list wins. Default: `[]`. */
@@ -52,6 +53,8 @@ const STRICT_DENIED: readonly Rule[] = [
   rule('private', ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', 'fc00::/7', 'fec0::/10']),
   // Shared address space: carrier NAT, but also overlay networks (Tailscale) - internal, hence strict-only.
   rule('shared address space (CGNAT)', ['100.64.0.0/10']),
+  // RFC 6890 special-purpose blocks no public receiver lives in; 240.0.0.0/4 includes broadcast.
+  rule('special-purpose (benchmarking, IETF protocol assignments or reserved)', ['198.18.0.0/15', '192.0.0.0/24', '240.0.0.0/4']),
 ];
 
 /**
@@ -82,8 +85,8 @@ export function parseCidrList(value: string | readonly string[] | undefined, fie
 
 /**
  * Decides whether `ip` (a resolved address or an IP literal, zone id allowed) may be dialled.
- * Order: allow list, deny list, always-denied rules, strict-only rules. IPv4-mapped (::ffff:a.b.c.d)
- * and NAT64 (64:ff9b::a.b.c.d) addresses are also judged by the IPv4 address they carry.
+ * Order: allow list, deny list, always-denied rules, strict-only rules. An IPv6 address that carries
+ * an IPv4 address (mapped, compatible, NAT64, 6to4; see embeddedIpv4) is also judged by that address.
  * Anything that is not an IP address is refused (fail closed).
  */
 export function checkAddress(ip: string, policy: AddressPolicy): AddressVerdict {
@@ -91,9 +94,9 @@ export function checkAddress(ip: string, policy: AddressPolicy): AddressVerdict 
   const version = isIP(address);
   if (version === 0) return { allowed: false, reason: `${ip} is not an IP address` };
   const views: Array<{ address: string; family: 'ipv4' | 'ipv6' }> = [{ address, family: version === 4 ? 'ipv4' : 'ipv6' }];
-  const embedded = version === 6 ? embeddedIpv4(address) : undefined;
-  if (embedded !== undefined) views.push({ address: embedded, family: 'ipv4' });
-  const shown = embedded === undefined ? ip : `${ip} (${embedded})`;
+  const embedded = version === 6 ? embeddedIpv4(address) : [];
+  views.push(...embedded.map((view) => ({ address: view, family: 'ipv4' as const })));
+  const shown = embedded.length === 0 ? ip : `${ip} (${embedded.join(' or ')})`;
   const matches = (blocks: BlockList): boolean => views.some((view) => blocks.check(view.address, view.family));
 
   if (policy.allow.length > 0 && matches(toBlockList(policy.allow))) return { allowed: true };
@@ -115,15 +118,48 @@ function toBlockList(cidrs: readonly Cidr[]): BlockList {
   return blocks;
 }
 
-/** The IPv4 address inside an IPv4-mapped (::ffff:0:0/96) or NAT64 (64:ff9b::/96) IPv6 address. */
-function embeddedIpv4(address: string): string | undefined {
+/**
+ * The IPv4 addresses an IPv6 address may carry, each of which reaches that IPv4 host through a
+ * translator or tunnel: IPv4-mapped (::ffff:0:0/96), IPv4-compatible (::/96 but :: and ::1), NAT64
+ * (64:ff9b::/96), 6to4 (2002::/16, RFC 3056: the IPv4 address follows the prefix) and local-use
+ * NAT64 (64:ff9b:1::/48, RFC 8215), whose prefix length, and so the IPv4 address's position, is the
+ * operator's choice: every RFC 6052 position is judged.
+ */
+function embeddedIpv4(address: string): string[] {
   const words = ipv6Words(address);
-  const mapped = words.slice(0, 5).every((word) => word === 0) && words[5] === 0xffff;
-  const nat64 = words[0] === 0x64 && words[1] === 0xff9b && words.slice(2, 6).every((word) => word === 0);
-  if (!mapped && !nat64) return undefined;
-  const high = words[6] ?? 0;
-  const low = words[7] ?? 0;
-  return [high >> 8, high & 0xff, low >> 8, low & 0xff].join('.');
+  const bytes = words.flatMap((word) => [word >> 8, word & 0xff]);
+  const at = (...offsets: number[]): string => offsets.map((offset) => bytes[offset] ?? 0).join('.');
+  const last32 = at(12, 13, 14, 15);
+  const zeroUpTo = (count: number): boolean => words.slice(0, count).every((word) => word === 0);
+  if (zeroUpTo(5) && words[5] === 0xffff) return [last32];
+  if (zeroUpTo(6) && (words[6] !== 0 || (words[7] ?? 0) > 1)) return [last32];
+  if (words[0] === 0x64 && words[1] === 0xff9b && words.slice(2, 6).every((word) => word === 0)) return [last32];
+  if (words[0] === 0x2002) return [at(2, 3, 4, 5)];
+  if (words[0] === 0x64 && words[1] === 0xff9b && words[2] === 1 && bytes[8] === 0) return localUseNat64(bytes);
+  return [];
+}
+
+// RFC 6052 §2.2: where the IPv4 address sits for each NAT64 prefix length, by byte (bits 64–71 stay zero).
+const NAT64_LAYOUTS: ReadonlyArray<readonly number[]> = [
+  [6, 7, 9, 10],
+  [7, 9, 10, 11],
+  [9, 10, 11, 12],
+  [10, 11, 12, 13],
+  [11, 12, 13, 14],
+  [12, 13, 14, 15],
+];
+
+/**
+ * The IPv4 addresses a local-use NAT64 address may carry: every layout whose suffix (the bytes after
+ * the IPv4 address) is zero, as RFC 6052 requires. A 0.0.0.0/8 reading is the zero padding of a
+ * longer layout, not a host a translator would dial, so it is left out.
+ */
+function localUseNat64(bytes: readonly number[]): string[] {
+  const readings = NAT64_LAYOUTS.filter((layout) => bytes.slice((layout[3] ?? 15) + 1).every((byte) => byte === 0))
+    .map((layout) => layout.map((offset) => bytes[offset] ?? 0))
+    .filter((octets) => octets[0] !== 0)
+    .map((octets) => octets.join('.'));
+  return [...new Set(readings)];
 }
 
 /** Eight 16-bit words of a valid IPv6 address (no zone id); handles `::` and a trailing dotted quad. */

@@ -7,10 +7,11 @@ import { createLogger, type Logger } from '../logger.js';
 import type { Callback } from '../message/callback.js';
 import { connectTopology, type ResolvedTopology } from '../topology/connect-topology.js';
 import { MAX_LEVEL_DELAY_MS } from '../topology/delay-levels.js';
-import { laneBucket } from '../topology/lanes.js';
 import { deliveryRoute } from '../topology/delay-route.js';
+import { laneBucket } from '../topology/lanes.js';
 import { withTimeout } from '../util/with-timeout.js';
 import { encodeCallback } from './encode-callback.js';
+import { decidePublishFailure, publishTimeoutError } from './publish-failure.js';
 
 export interface PublishOptions {
   /** Delay before the first attempt, in ms. Default 0. At most 2^22 − 1 s (48.5 days). */
@@ -21,12 +22,14 @@ export interface PublishOptions {
 
 export interface CallbackPublisher {
   /**
-   * Validates, publishes and resolves with the callback's id once the broker has confirmed it.
-   * Rejects with `CR_ERR_INVALID_CALLBACK` (nothing published), `CR_ERR_BUFFER_FULL`,
-   * `CR_ERR_PUBLISH_TIMEOUT`, `CR_ERR_PUBLISH_NACKED` or `CR_ERR_CLOSED`.
+   * Validates, publishes and resolves with the callback's id once the broker has confirmed it. When
+   * the connection drops before the confirm, it publishes the callback again (same id) until
+   * PUBLISH_TIMEOUT. Rejects with `CR_ERR_INVALID_CALLBACK` (nothing published), `CR_ERR_BUFFER_FULL`,
+   * `CR_ERR_CLOSED` (called after close(); nothing published), `CR_ERR_PUBLISH_NACKED`, or, outcome
+   * unknown, `CR_ERR_PUBLISH_TIMEOUT` / `CR_ERR_OUTCOME_UNKNOWN` (publish again with the same id).
    */
   publish(callback: Callback, options?: PublishOptions): Promise<{ id: string }>;
-  /** Stops accepting publishes and closes the connection. */
+  /** Stops accepting publishes, lets those under way settle (each within PUBLISH_TIMEOUT), then closes the connection. */
   close(): Promise<void>;
 }
 
@@ -38,46 +41,80 @@ export function createPublisher(config: RelayConfig = loadConfig(), logger: Logg
   const abort = new AbortController();
   const topology = connectTopology(config, logger, abort.signal);
   topology.catch(() => {});
+  // Every loss of the channel or connection counts: an attempt that saw the count change lost its confirm.
+  let losses = 0;
   const manager = amqp.connect(amqpUrls(config.amqpUrl), { reconnectTimeInSeconds: 1, heartbeatIntervalInSeconds: 10 });
-  manager.on('disconnect', ({ err }) => logger.warn({ err: err?.message }, 'producer disconnected from the broker'));
+  manager.on('disconnect', ({ err }) => {
+    losses += 1;
+    logger.warn({ err: err?.message }, 'producer disconnected from the broker');
+  });
   const channel: ChannelWrapper = manager.createChannel({
     confirm: true,
-    setup: async (ch: Parameters<ResolvedTopology['declare']>[0]) => (await topology).declare(ch),
+    setup: async (ch: Parameters<ResolvedTopology['declare']>[0]) => {
+      // amqplib fails the unconfirmed publishes of a closing channel before this listener runs, and
+      // their callers resume only after it: they see the loss.
+      ch.once('close', () => (losses += 1));
+      await (await topology).declare(ch);
+    },
   });
   channel.on('error', (err) => logger.error({ err: (err as Error).message, code: (err as RelayError).code }, 'producer channel setup failed'));
-  let pending = 0;
+  const underWay = new Set<Promise<unknown>>();
   let closed = false;
 
+  async function publishConfirmed(content: Buffer, id: string, delayMs: number, bucket: number): Promise<void> {
+    const deadline = Date.now() + config.publishTimeout;
+    const lossesAtStart = losses;
+    const timeout = (): RelayError => publishTimeoutError(config.publishTimeout);
+    const { names, mode } = await withTimeout(topology, config.publishTimeout, timeout);
+    const route = deliveryRoute(names, mode, delayMs, bucket);
+    for (;;) {
+      const lossesBefore = losses;
+      const remaining = deadline - Date.now();
+      try {
+        if (remaining <= 0) throw timeout();
+        // The channel's own timeout, a little later than ours, drops the message from its buffer.
+        const confirmed = channel.publish(route.exchange, route.routingKey, content, {
+          persistent: true,
+          contentType: 'application/json',
+          messageId: id,
+          timestamp: Math.floor(Date.now() / 1000),
+          headers: route.headers,
+          timeout: remaining + CHANNEL_TIMEOUT_GRACE_MS,
+        });
+        await withTimeout(confirmed, remaining, timeout);
+        return;
+      } catch (error) {
+        if (isRelayError(error) && error.code !== 'CR_ERR_PUBLISH_TIMEOUT') throw error;
+        const decision = decidePublishFailure({
+          timedOut: isRelayError(error, 'CR_ERR_PUBLISH_TIMEOUT'),
+          lostDuringAttempt: losses !== lossesBefore,
+          lostSincePublish: losses !== lossesAtStart,
+          publishTimeoutMs: config.publishTimeout,
+        });
+        if (decision.action === 'reject') throw new RelayError(decision.error.code, decision.error.message, { cause: error });
+        logger.debug({ id }, 'connection lost before the broker confirmed; publishing the callback again');
+      }
+    }
+  }
+
   async function publish(callback: Callback, options: PublishOptions = {}): Promise<{ id: string }> {
-    if (closed) throw new RelayError('CR_ERR_CLOSED', 'the publisher is closed');
+    if (closed) throw new RelayError('CR_ERR_CLOSED', 'the publisher is closed; nothing was published');
     const { id, content } = encodeCallback(callback, config.maxPayloadBytes);
     const delayMs = firstAttemptDelay(options, Date.now());
-    if (pending >= config.publishBufferLimit) {
-      throw new RelayError('CR_ERR_BUFFER_FULL', `${pending} publishes are already waiting for the broker (PUBLISH_BUFFER_LIMIT=${config.publishBufferLimit}); nothing was published`);
+    if (underWay.size >= config.publishBufferLimit) {
+      throw new RelayError('CR_ERR_BUFFER_FULL', `${underWay.size} publishes are already waiting for the broker (PUBLISH_BUFFER_LIMIT=${config.publishBufferLimit}); nothing was published`);
     }
-    pending += 1;
-    const deadline = Date.now() + config.publishTimeout;
-    try {
-      const { names, mode } = await withTimeout(topology, config.publishTimeout, () => timeoutError(config.publishTimeout));
-      const route = deliveryRoute(names, mode, delayMs, laneBucket(new URL(callback.url).origin));
-      await channel.publish(route.exchange, route.routingKey, content, {
-        persistent: true,
-        contentType: 'application/json',
-        messageId: id,
-        timestamp: Math.floor(Date.now() / 1000),
-        headers: route.headers,
-        timeout: Math.max(1, deadline - Date.now()),
-      });
-      return { id };
-    } catch (error) {
-      throw publishError(error, config.publishTimeout);
-    } finally {
-      pending -= 1;
-    }
+    const settled = publishConfirmed(content, id, delayMs, laneBucket(new URL(callback.url).origin));
+    const tracked = settled.catch(() => {});
+    underWay.add(tracked);
+    void tracked.finally(() => underWay.delete(tracked));
+    await settled;
+    return { id };
   }
 
   async function close(): Promise<void> {
     closed = true;
+    await Promise.all(underWay);
     abort.abort();
     await channel.close().catch(() => {});
     await manager.close().catch(() => {});
@@ -85,6 +122,9 @@ export function createPublisher(config: RelayConfig = loadConfig(), logger: Logg
 
   return { publish, close };
 }
+
+/** Past our own deadline, so that the channel's timeout never answers first (its error carries no code). */
+const CHANNEL_TIMEOUT_GRACE_MS = 1_000;
 
 /** The first-attempt delay in ms from `delay` or `deliverAt`, or a `CR_ERR_INVALID_CALLBACK` naming the option. */
 export function firstAttemptDelay(options: PublishOptions, nowMs: number): number {
@@ -109,19 +149,4 @@ export function firstAttemptDelay(options: PublishOptions, nowMs: number): numbe
     throw new RelayError('CR_ERR_INVALID_CALLBACK', `${field}: at most ${formatDuration(MAX_LEVEL_DELAY_MS)} ahead`, { field });
   }
   return delayMs;
-}
-
-const timeoutError = (ms: number): RelayError =>
-  new RelayError(
-    'CR_ERR_PUBLISH_TIMEOUT',
-    `the broker did not confirm within ${formatDuration(ms)} (PUBLISH_TIMEOUT); it may be unreachable. The callback may or may not be queued: publish again with the same id`,
-  );
-
-function publishError(error: unknown, timeoutMs: number): Error {
-  if (isRelayError(error)) return error;
-  const message = (error as Error).message ?? String(error);
-  if (message === 'timeout') return timeoutError(timeoutMs);
-  if (/nack/i.test(message)) return new RelayError('CR_ERR_PUBLISH_NACKED', `the broker refused the callback: ${message}`, { cause: error });
-  if (/closed/i.test(message)) return new RelayError('CR_ERR_CLOSED', `the channel closed before the broker confirmed: ${message}`, { cause: error });
-  return error as Error;
 }

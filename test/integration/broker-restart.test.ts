@@ -24,7 +24,7 @@ afterAll(async () => {
 describeEachMode('broker restart', (mode) => {
   it('the worker reconnects after a broker restart and nothing is lost', async ({ skip }) => {
     if (!broker?.restart) return skip('no restartable broker (needs rabbitmq-server or a Docker engine)');
-    const config = loadConfig({ AMQP_URL: broker.url, TOPOLOGY_PREFIX: randomPrefix(), DELAY_MODE: mode, LOG_LEVEL: 'silent', METRICS_PORT: '0', PREFETCH: '5', RETRY_SCHEDULE: '1s', PUBLISH_TIMEOUT: '90s' });
+    const config = loadConfig({ AMQP_URL: broker.url, TOPOLOGY_PREFIX: randomPrefix(), DELAY_MODE: mode, LOG_LEVEL: 'silent', METRICS_PORT: '0', PREFETCH: '5', RETRY_SCHEDULE: '1s', PUBLISH_TIMEOUT: '90s', TARGET_ALLOW: '127.0.0.0/8' });
     const logger = createLogger(config.logLevel);
     const publisher = createPublisher(config, logger);
     const worker = createWorker(config, logger);

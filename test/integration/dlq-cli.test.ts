@@ -1,10 +1,11 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
 import { openDeadQueueSession } from '../../src/dlq/dead-queue-session.js';
 import type { DlqEntry } from '../../src/dlq/dlq-entry.js';
 import { listDead } from '../../src/dlq/list-dead.js';
+import { replayDead } from '../../src/dlq/replay-dead.js';
 import { REFRESH_AFTER_RETURNS } from '../../src/dlq/needs-refresh.js';
 import { createLogger } from '../../src/logger.js';
 import { HEADER } from '../../src/message/headers.js';
@@ -33,8 +34,8 @@ async function dlq(fixture: RelayFixture, args: string[], env: Record<string, st
 }
 
 /** A relay whose topology is declared, so P.dead and exchange P exist before any worker runs. */
-async function relayWithTopology(): Promise<RelayFixture> {
-  const fixture = await open.relay();
+async function relayWithTopology(env: Record<string, string> = {}): Promise<RelayFixture> {
+  const fixture = await open.relay(env);
   const topology = await connectTopology(fixture.config, createLogger('silent'), new AbortController().signal);
   await topology.declare(fixture.channel);
   return fixture;
@@ -133,6 +134,58 @@ describe('callback-relay dlq', () => {
     expect(await dlq(relay, ['replay', '--all'])).toMatchObject({ code: 0, stdout: 'replayed 1, kept 0\n' });
     expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
     expect(await relay.messageCount(relay.names.workQueue)).toBe(3);
+  });
+
+  it('replay publishes its copies mandatory in queues mode: one the broker returns stays in P.dead', async () => {
+    relay = await relayWithTopology({ DELAY_MODE: 'queues' });
+    await parkThree(relay);
+    // A half-deleted topology: exchange P exists but routes nothing, so a copy would be dropped and acked.
+    await relay.channel.unbindQueue(relay.names.workQueue, relay.names.exchange, relay.names.routingKey);
+    const result = await dlq(relay, ['replay', '--all']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/returned the copy as unroutable/);
+    expect(await relay.messageCount(relay.names.deadQueue)).toBe(3);
+    expect((await ids(relay)).sort()).toEqual(['cb-a', 'cb-b', 'cb-c']);
+  });
+
+  it('replay --id holds a bounded amount of the DLQ: past it, kept messages move to the tail, and all are looked at', async () => {
+    relay = await relayWithTopology();
+    await parkThree(relay);
+    const session = await openDeadQueueSession(relay.config);
+    try {
+      // Room for one parked message (about 60 bytes each), not two.
+      const result = await replayDead(session, { kind: 'ids', ids: ['cb-c'] }, undefined, 100);
+      expect(result).toEqual({ replayed: 1, kept: 2, examined: 3, notFound: [], movedToTail: 1 });
+    } finally {
+      await session.close();
+    }
+    const copy = await relay.channel.get(relay.names.workQueue, { noAck: true });
+    expect(copy && copy.properties.messageId).toBe('cb-c');
+    expect((await ids(relay)).sort()).toEqual(['cb-a', 'cb-b']);
+    const entries = JSON.parse((await dlq(relay, ['list', '--json'])).stdout) as DlqEntry[];
+    expect(entries.find((e) => e.id === 'cb-b')).toMatchObject({ reason: 'exhausted', attempts: 3, lastStatus: 500 });
+  });
+
+  it('purge at the prompt removes only the messages it showed, not those parked while it waited', async () => {
+    relay = await relayWithTopology();
+    await parkThree(relay);
+    const fixture = relay;
+    // `script` gives the CLI a terminal, so it asks.
+    const command = `${process.execPath} --import tsx src/cli/main.ts dlq purge`;
+    const child = spawn('script', ['-qefc', command, '/dev/null'], { env: { ...process.env, ...configEnv(fixture.config), LOG_LEVEL: 'warn' } });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const deadline = Date.now() + 30_000;
+    while (!output.includes('[y/N]') && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(output).toContain(`Purge the 3 oldest messages from ${fixture.names.deadQueue}? [y/N]`);
+    park(fixture, 'cb-late-1', 'rejected');
+    park(fixture, 'cb-late-2', 'rejected');
+    await fixture.waitForDead(5);
+    child.stdin.write('y\n');
+    expect(await exited).toBe(0);
+    expect(output).toContain(`purged 3 messages from ${fixture.names.deadQueue}`);
+    expect(await ids(fixture)).toEqual(['cb-late-1', 'cb-late-2']);
   });
 
   it('purge refuses without a terminal and without --yes, and empties P.dead with --yes', async () => {

@@ -1,18 +1,67 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { describe, expect, it } from 'vitest';
+import type { Channel } from 'amqplib';
+import { describe, expect, inject, it } from 'vitest';
+import { isRelayError } from '../../src/errors.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { createLogger } from '../../src/logger.js';
 import { createPublisher } from '../../src/producer/publisher.js';
 import type { Receiver } from '../support/receiver.js';
-import type { RelayFixture } from '../support/relay.js';
+import { testConfig, type RelayFixture } from '../support/relay.js';
+import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { configEnv } from '../support/worker-process.js';
 
 const run = promisify(execFile);
 let relay: RelayFixture | undefined;
 let receiver: Receiver | undefined;
 const open = openedInEachTest();
+
+type Outcome = { id: string } | { code: string | undefined };
+
+/**
+ * Starts `count` publishes at once through a publisher behind `proxy`, calls `onResolved` with the
+ * number resolved after each one, and returns every outcome (the id, or the rejection's code).
+ */
+async function burst(relay: RelayFixture, proxy: TcpProxy, env: Record<string, string>, count: number, onResolved: (resolved: number) => void): Promise<Outcome[]> {
+  const config = testConfig({ TOPOLOGY_PREFIX: relay.config.topologyPrefix, AMQP_URL: proxy.url, PUBLISH_BUFFER_LIMIT: String(count), ...env });
+  const publisher = createPublisher(config, createLogger('silent'));
+  try {
+    await publisher.publish({ url: 'http://127.0.0.1:9/warm-up', id: 'warm-up', body: 0 });
+    let resolved = 0;
+    return await Promise.all(
+      Array.from({ length: count }, (_, i) =>
+        publisher.publish({ url: `http://127.0.0.1:9/${i}`, id: `burst-${i}`, body: i }).then(
+          (result) => {
+            onResolved((resolved += 1));
+            return result;
+          },
+          (error: unknown) => ({ code: isRelayError(error) ? error.code : String(error) }),
+        ),
+      ),
+    );
+  } finally {
+    await publisher.close();
+  }
+}
+
+/** The message ids of everything in `queue`, consumed off it. */
+async function queuedIds(channel: Channel, queue: string): Promise<Set<string>> {
+  const { messageCount } = await channel.checkQueue(queue);
+  const ids = new Set<string>();
+  let received = 0;
+  await new Promise<void>((resolve) => {
+    if (messageCount === 0) return resolve();
+    void channel.consume(queue, (message) => {
+      if (message) ids.add(String(message.properties.messageId));
+      if ((received += 1) === messageCount) resolve();
+    }, { noAck: true });
+  });
+  return ids;
+}
+
+const resolvedIds = (outcomes: Outcome[]): string[] => outcomes.flatMap((outcome) => ('id' in outcome ? [outcome.id] : []));
+const rejectionCodes = (outcomes: Outcome[]): Set<string | undefined> => new Set(outcomes.flatMap((outcome) => ('code' in outcome ? [outcome.code] : [])));
 
 describe('producer', () => {
   it('rejects invalid callbacks naming the field and publishes nothing', async () => {
@@ -63,6 +112,46 @@ describe('producer', () => {
       await publisher.close();
     }
     await expect(publisher.publish({ url: 'http://x/', body: 1 })).rejects.toMatchObject({ code: 'CR_ERR_CLOSED' });
+  });
+
+  it('republishes what a dropped connection left unconfirmed: every resolved publish is queued, none rejects', async () => {
+    const proxy = await startTcpProxy(inject('amqpUrl'));
+    try {
+      relay = await open.relay();
+      const cuts: number[] = [];
+      const outcomes = await burst(relay, proxy, { PUBLISH_TIMEOUT: '120s' }, 10_000, (resolved) => {
+        // Cut twice while thousands are still waiting for their confirm.
+        if (resolved === 2_000 || resolved === 6_000) {
+          cuts.push(10_000 - resolved);
+          proxy.cut();
+        }
+      });
+      expect(cuts.length).toBe(2);
+      expect(Math.min(...cuts)).toBeGreaterThan(0);
+      expect(rejectionCodes(outcomes)).toEqual(new Set());
+      const queued = await queuedIds(relay.channel, relay.names.workQueue);
+      expect(resolvedIds(outcomes).filter((id) => !queued.has(id))).toEqual([]);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('reports publishes cut off from the broker until PUBLISH_TIMEOUT as outcome unknown, never as closed', async () => {
+    const proxy = await startTcpProxy(inject('amqpUrl'));
+    try {
+      relay = await open.relay();
+      const outcomes = await burst(relay, proxy, { PUBLISH_TIMEOUT: '3s' }, 2_000, (resolved) => {
+        if (resolved === 200) {
+          proxy.refuse(true);
+          proxy.cut();
+        }
+      });
+      expect(rejectionCodes(outcomes)).toEqual(new Set(['CR_ERR_OUTCOME_UNKNOWN']));
+      const queued = await queuedIds(relay.channel, relay.names.workQueue);
+      expect(resolvedIds(outcomes).filter((id) => !queued.has(id))).toEqual([]);
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('CLI: publishes and prints the id; bad input exits 2 naming the flag and publishes nothing', async () => {

@@ -52,9 +52,9 @@ describeEachMode('safe delivery', (mode) => {
     await receiver.waitFor((r) => r.length === 1);
   });
 
-  it('TARGET_POLICY=strict refuses loopback unless TARGET_ALLOW lists it', async () => {
+  it('by default (TARGET_POLICY=strict) loopback is refused unless TARGET_ALLOW lists it', async () => {
     receiver = await open.receiver(() => ({ status: 200 }));
-    relay = await open.relay({ DELAY_MODE: mode, TARGET_POLICY: 'strict' });
+    relay = await open.relay({ DELAY_MODE: mode, TARGET_ALLOW: '' });
     await relay.startWorker();
     await relay.publisher.publish({ url: `${receiver.origin}/strict`, body: 1 });
     await relay.waitForDead(1);
@@ -62,7 +62,7 @@ describeEachMode('safe delivery', (mode) => {
     expect(dead?.properties.headers?.[HEADER.reason]).toBe('forbidden-target');
     expect(receiver.requests).toHaveLength(0);
     await relay.cleanup();
-    relay = await open.relay({ DELAY_MODE: mode, TARGET_POLICY: 'strict', TARGET_ALLOW: '127.0.0.0/8' });
+    relay = await open.relay({ DELAY_MODE: mode, TARGET_ALLOW: '127.0.0.0/8' });
     await relay.startWorker();
     await relay.publisher.publish({ url: `${receiver.origin}/allowed`, body: 1 });
     await receiver.waitFor((r) => r.length === 1);

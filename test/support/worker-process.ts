@@ -25,6 +25,9 @@ export function configEnv(config: RelayConfig): Record<string, string> {
     LOG_LEVEL: 'info',
     METRICS_PORT: String(config.metricsPort),
     EVENTS: config.events,
+    TARGET_POLICY: config.targetPolicy,
+    TARGET_ALLOW: config.targetAllow,
+    TARGET_DENY: config.targetDeny,
   };
 }
 

@@ -26,6 +26,9 @@ describe('loadConfig defaults', () => {
       publishTimeout: 10_000,
       publishBufferLimit: 1_000,
       logLevel: 'info',
+      // Safe by default: loopback, private and link-local targets only when TARGET_ALLOW lists them.
+      targetPolicy: 'strict',
+      targetAllow: '',
     });
   });
 

@@ -32,7 +32,7 @@ describe('checkAddress: default mode', () => {
     (ip) => expect(checkAddress(ip, policy())).toEqual({ allowed: true }),
   );
 
-  it.each(['169.253.255.255', '169.255.0.0', '172.32.0.1', 'fec0::1'])('allows %s just outside the built-in ranges', (ip) => {
+  it.each(['169.253.255.255', '169.255.0.0', '172.32.0.1', 'fec0::1', '198.18.0.1', '192.0.0.8', '240.0.0.1'])('allows %s just outside the built-in ranges', (ip) => {
     expect(checkAddress(ip, policy())).toEqual({ allowed: true });
   });
 
@@ -59,6 +59,42 @@ describe('checkAddress: IPv4 inside IPv6', () => {
     expect(checkAddress('2001:db8::a9fe:a9fe', policy())).toEqual({ allowed: true });
   });
 
+  it.each([
+    ['2002:a9fe:a9fe::', '169.254.169.254'],
+    ['2002:a9fe:a9fe:1::1', '169.254.169.254'],
+    ['::169.254.169.254', '169.254.169.254'],
+    ['::a9fe:a9fe', '169.254.169.254'],
+  ])('judges 6to4 and IPv4-compatible %s by its IPv4 address', (ip, embedded) => {
+    expect(reasonOf(ip)).toBe(`${ip} (${embedded}) is link-local (cloud metadata)`);
+  });
+
+  it.each([
+    ['64:ff9b:1::a9fe:a9fe', '/96'],
+    ['64:ff9b:1:a9fe:a9:fe00::', '/48'],
+    ['64:ff9b:1:a9:fe:a9fe::', '/56'],
+    ['64:ff9b:1:0:a9:fea9:fe00:0', '/64'],
+    ['64:ff9b:1::a9fe:a9fe:0', '/72'],
+    ['64:ff9b:1::a9:fea9:fe00', '/80'],
+  ])('judges local-use NAT64 %s (prefix %s) by its IPv4 address', (ip) => {
+    expect(reasonOf(ip)).toMatch(/\(.*169\.254\.169\.254.*\) is link-local \(cloud metadata\)$/);
+  });
+
+  it('judges 6to4, IPv4-compatible and local-use NAT64 loopback and private addresses in strict mode', () => {
+    const strict = policy({ strict: true });
+    expect(reasonOf('2002:7f00:1::', strict)).toBe('2002:7f00:1:: (127.0.0.1) is loopback, refused in strict mode');
+    expect(reasonOf('2002:c0a8:101::1', strict)).toBe('2002:c0a8:101::1 (192.168.1.1) is private, refused in strict mode');
+    expect(reasonOf('::10.0.0.1', strict)).toBe('::10.0.0.1 (10.0.0.1) is private, refused in strict mode');
+    expect(reasonOf('64:ff9b:1::a00:1', strict)).toMatch(/\(.*10\.0\.0\.1.*\) is private, refused in strict mode$/);
+    expect(checkAddress('2002:5db8:d822::1', strict)).toEqual({ allowed: true });
+    expect(checkAddress('64:ff9b:1::5db8:d822', strict)).toEqual({ allowed: true });
+  });
+
+  it('keeps :: and ::1 out of the IPv4-compatible range', () => {
+    expect(reasonOf('::1', policy({ strict: true }))).toBe('::1 is loopback, refused in strict mode');
+    expect(checkAddress('::1', policy())).toEqual({ allowed: true });
+    expect(reasonOf('::')).toMatch(/^:: is unspecified/);
+  });
+
   it('applies IPv4 list entries to mapped addresses', () => {
     expect(reasonOf('::ffff:203.0.113.9', policy({ deny: '203.0.113.0/24' }))).toMatch(/deny list \(203\.0\.113\.0\/24\)/);
     expect(checkAddress('::ffff:169.254.169.254', policy({ allow: '169.254.169.254' }))).toEqual({ allowed: true });
@@ -79,6 +115,11 @@ describe('checkAddress: strict mode', () => {
     ['fdff:ffff::1', 'private'],
     ['100.64.0.1', 'shared address space (CGNAT)'],
     ['100.127.255.255', 'shared address space (CGNAT)'],
+    ['198.18.0.1', 'special-purpose (benchmarking, IETF protocol assignments or reserved)'],
+    ['198.19.255.255', 'special-purpose (benchmarking, IETF protocol assignments or reserved)'],
+    ['192.0.0.8', 'special-purpose (benchmarking, IETF protocol assignments or reserved)'],
+    ['240.0.0.1', 'special-purpose (benchmarking, IETF protocol assignments or reserved)'],
+    ['255.255.255.255', 'special-purpose (benchmarking, IETF protocol assignments or reserved)'],
   ])('refuses %s as %s', (ip, label) => {
     expect(reasonOf(ip, strict)).toBe(`${ip} is ${label}, refused in strict mode`);
   });
@@ -87,7 +128,7 @@ describe('checkAddress: strict mode', () => {
     expect(reasonOf('169.254.169.254', strict)).toBe('169.254.169.254 is link-local (cloud metadata)');
   });
 
-  it.each(['93.184.216.34', '100.128.0.1', '2606:4700::1111', '11.0.0.1'])('allows public %s', (ip) => {
+  it.each(['93.184.216.34', '100.128.0.1', '2606:4700::1111', '11.0.0.1', '198.17.255.255', '198.20.0.1', '192.0.1.1', '239.255.255.255'])('allows public %s', (ip) => {
     expect(checkAddress(ip, strict)).toEqual({ allowed: true });
   });
 });
