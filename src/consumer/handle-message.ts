@@ -9,7 +9,7 @@ import { AttemptDeadline } from './attempt-deadline.js';
 import { decode } from './decode.js';
 import type { Decider } from './decide.js';
 import { deliver, type DeliverOptions } from './deliver.js';
-import { settle, type AttemptRecord, type SettleContext } from './settle.js';
+import { settle, type AttemptRecord, type SettleContext, type SettleFallback } from './settle.js';
 import type { PipelineObserver } from './observer.js';
 
 export interface PipelineDeps {
@@ -26,6 +26,8 @@ export interface PipelineDeps {
   clock: () => number;
   logger: Logger;
   observer: PipelineObserver;
+  /** Confirm timeout and topology redeclare for settle (see SettleContext). */
+  settle?: Pick<SettleContext, 'confirmTimeoutMs' | 'redeclare'>;
 }
 
 const unattempted = (id: string, attempts: number, lastError?: string): AttemptRecord => ({
@@ -44,16 +46,21 @@ export function createMessageHandler(deps: PipelineDeps) {
   return async function handleMessage(message: ConsumeMessage, channel: ConfirmChannel, lane: Lane): Promise<void> {
     observer.inFlight(1);
     try {
-      await pipeline(message, { channel, message, names, mode, onConfirm: observer.confirmed }, lane);
+      await pipeline(message, { channel, message, names, mode, onConfirm: observer.confirmed, onFallback, ...deps.settle }, lane);
     } finally {
       observer.inFlight(-1);
     }
   };
 
+  function onFallback({ id, kind, cause, error }: SettleFallback): void {
+    logger.error({ id, kind, cause, err: error.message }, 'could not store a copy: the message was rejected, for the broker to dead-letter to P.dead');
+    observer.settleFallback(kind, cause);
+  }
+
   async function pipeline(message: ConsumeMessage, context: SettleContext, lane: Lane): Promise<void> {
     const decoded = decode(message, deps.maxPayloadBytes);
     if (!decoded.ok) {
-      await settle({ kind: 'dead', reason: 'invalid', why: decoded.error }, unattempted(decoded.id, decoded.attempt - 1, decoded.error), context);
+      if (!(await settle({ kind: 'dead', reason: 'invalid', why: decoded.error }, unattempted(decoded.id, decoded.attempt - 1, decoded.error), context))) return;
       logger.info({ id: decoded.id, reason: 'invalid', error: decoded.error }, 'callback dead-lettered');
       observer.invalid(decoded.id, decoded.error);
       return;
@@ -63,7 +70,7 @@ export function createMessageHandler(deps: PipelineDeps) {
     const admitted = await gate.admit(target, lane);
     if (admitted.kind !== 'deliver') {
       const settlement = admitted.kind === 'defer' ? { kind: 'defer' as const, delayMs: deps.overflowDelayMs } : admitted;
-      await settle(settlement, unattempted(delivery.id, delivery.attempt - 1), context);
+      if (!(await settle(settlement, unattempted(delivery.id, delivery.attempt - 1), context))) return;
       logger.debug({ id: delivery.id, target, action: admitted.kind, why: admitted.why }, 'not delivered now');
       observer.moved(admitted.kind === 'defer' ? 'deferred' : 'slow', admitted.why);
       return;
@@ -84,7 +91,7 @@ export function createMessageHandler(deps: PipelineDeps) {
     if (logger.isLevelEnabled('debug')) {
       logger.debug({ id: delivery.id, target, lane, attempt: delivery.attempt, status: outcome.status, error: outcome.error, ms: outcome.durationMs, decision: decision.kind }, 'attempt');
     }
-    await settle(decision, record, context);
+    if (!(await settle(decision, record, context))) return;
     if (decision.kind === 'dead') {
       logger.info({ id: delivery.id, target, reason: decision.reason, attempts: record.attempts, status: record.lastStatus, error: record.lastError }, 'callback dead-lettered');
     }

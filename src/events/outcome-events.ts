@@ -75,6 +75,7 @@ export function createOutcomeEvents(exchange: string, clock: () => number): Pipe
     },
     moved: none,
     confirmed: none,
+    settleFallback: none,
     transition: none,
     inFlight: none,
   };
