@@ -10,6 +10,7 @@ import type { ResolvedTopology } from '../topology/connect-topology.js';
 import { createDecider } from './decide.js';
 import { createMessageHandler, type Job } from './handle-message.js';
 import { observeAll } from './observer.js';
+import { settleOptions } from './settle-options.js';
 
 /** The isolation thresholds of a configuration, for the pure policy. */
 export function isolationPolicy(config: RelayConfig): IsolationPolicy {
@@ -62,6 +63,7 @@ export function buildPipeline(
     clock,
     logger,
     observer: observeAll(events ? [metrics, events] : [metrics]),
+    settle: settleOptions(topology, config.publishTimeout),
   });
   return { ...handle, events };
 }

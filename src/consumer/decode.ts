@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ConsumeMessage } from 'amqplib';
 import { isValidId, parseCallback, type Callback } from '../message/callback.js';
+import { headerTableSize, MAX_PRODUCER_HEADER_BYTES } from '../message/header-table-size.js';
 import { HEADER, readAttempt, readString } from '../message/headers.js';
 
 /** A decoded, valid callback and the retry state its headers carry. */
@@ -32,6 +33,11 @@ export function decode(message: ConsumeMessage, maxPayloadBytes: number): Decode
   const failed = (error: string): Decoded => ({ ok: false, id: fallbackId ?? randomUUID(), attempt, error });
   if (message.content.length > maxPayloadBytes) {
     return failed(`message is ${message.content.length} bytes, over the limit of ${maxPayloadBytes} (MAX_PAYLOAD_BYTES)`);
+  }
+  const headerBytes = headerTableSize(headers);
+  if (headerBytes > MAX_PRODUCER_HEADER_BYTES) {
+    // The relay could not publish a retry copy of it: the header table of a copy must fit in 64 KiB.
+    return failed(`headers are ${headerBytes} bytes encoded, over the limit of ${MAX_PRODUCER_HEADER_BYTES}`);
   }
   let parsed: unknown;
   try {

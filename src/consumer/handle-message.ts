@@ -11,7 +11,7 @@ import { AttemptDeadline } from './attempt-deadline.js';
 import { decode, type Delivery } from './decode.js';
 import type { Decider } from './decide.js';
 import { deliver, type DeliverOptions } from './deliver.js';
-import { settle, type AttemptRecord, type SettleContext } from './settle.js';
+import { settle, type AttemptRecord, type SettleContext, type SettleFallback } from './settle.js';
 import type { PipelineObserver } from './observer.js';
 
 /** The queue a message was consumed from: a work lane's index, or `slow` (the drained slow lane). */
@@ -34,6 +34,8 @@ export interface PipelineDeps {
   clock: () => number;
   logger: Logger;
   observer: PipelineObserver;
+  /** Confirm timeout and topology redeclare for settle (see SettleContext). */
+  settle?: Pick<SettleContext, 'confirmTimeoutMs' | 'redeclare'>;
 }
 
 /** A decoded message on its way: everything the later steps need, built once. */
@@ -75,6 +77,21 @@ export function createMessageHandler(deps: PipelineDeps) {
   const fifo = isolation ? undefined : new FairShare<Job>({ capacity: deps.capacity, perTarget: deps.capacity, initialPerTarget: deps.capacity, maxTargets: 1 });
   /** Channels that closed: the broker has requeued their unacked messages, so their jobs must not run. */
   const closed = new WeakSet<ConfirmChannel>();
+  const contextOf = (channel: ConfirmChannel, message: ConsumeMessage, bucket: number): SettleContext => ({
+    channel,
+    message,
+    names,
+    mode,
+    bucket,
+    onConfirm: observer.confirmed,
+    onFallback,
+    ...deps.settle,
+  });
+
+  function onFallback({ id, kind, cause, error }: SettleFallback): void {
+    logger.error({ id, kind, cause, err: error.message }, 'could not store a copy: the message was rejected, for the broker to dead-letter to P.dead');
+    observer.settleFallback(kind, cause);
+  }
 
   function handle(message: ConsumeMessage, channel: ConfirmChannel, lane: Lane): Promise<void> {
     return new Promise<void>((resolve, reject) => {
@@ -86,10 +103,11 @@ export function createMessageHandler(deps: PipelineDeps) {
       };
       const decoded = decode(message, deps.maxPayloadBytes);
       if (!decoded.ok) {
-        const context: SettleContext = { channel, message, names, mode, bucket: 0, onConfirm: observer.confirmed };
-        settle({ kind: 'dead', reason: 'invalid', why: decoded.error }, unattempted(decoded.id, decoded.attempt - 1, decoded.error), context).then(() => {
-          logger.info({ id: decoded.id, reason: 'invalid', error: decoded.error }, 'callback dead-lettered');
-          observer.invalid(decoded.id, decoded.error);
+        settle({ kind: 'dead', reason: 'invalid', why: decoded.error }, unattempted(decoded.id, decoded.attempt - 1, decoded.error), contextOf(channel, message, 0)).then((stored) => {
+          if (stored) {
+            logger.info({ id: decoded.id, reason: 'invalid', error: decoded.error }, 'callback dead-lettered');
+            observer.invalid(decoded.id, decoded.error);
+          }
           done();
         }, done);
         return;
@@ -163,7 +181,8 @@ export function createMessageHandler(deps: PipelineDeps) {
       if (logger.isLevelEnabled('debug')) {
         logger.debug({ id: delivery.id, target, lane, attempt: delivery.attempt, status: outcome.status, error: outcome.error, ms: outcome.durationMs, decision: decision.kind }, 'attempt');
       }
-      await settle(decision, record, { channel: job.channel, message: job.message, names, mode, bucket: job.bucket, onConfirm: observer.confirmed });
+      // false: no copy could be stored and the original went to P.dead by rejection (logged in onFallback).
+      if (!(await settle(decision, record, contextOf(job.channel, job.message, job.bucket)))) return finish();
       if (decision.kind === 'dead') {
         logger.info({ id: delivery.id, target, reason: decision.reason, attempts: record.attempts, status: record.lastStatus, error: record.lastError }, 'callback dead-lettered');
       }

@@ -2,6 +2,7 @@ import type { Transition } from '../isolation/health.js';
 import type { DeliveryOutcome } from '../policy/classify-outcome.js';
 import type { Decision } from '../policy/decide.js';
 import type { Lane } from './handle-message.js';
+import type { CopyFailure } from './publish-copy.js';
 
 /** One attempt, reported after its decision was carried out (so reports match what the broker holds). */
 export interface AttemptReport {
@@ -26,6 +27,8 @@ export interface PipelineObserver {
   invalid(id: string, error: string): void;
   /** A settle publish was confirmed by the broker after `seconds`. */
   confirmed(kind: 'retry' | 'dead', seconds: number): void;
+  /** A settle copy could not be stored (`cause`), so the original was rejected for the broker to dead-letter. */
+  settleFallback(kind: 'retry' | 'dead', cause: CopyFailure): void;
   transition(transition: Transition): void;
   inFlight(delta: 1 | -1): void;
 }
@@ -36,6 +39,7 @@ export function observeAll(observers: PipelineObserver[]): PipelineObserver {
     attempted: (report) => observers.forEach((o) => o.attempted(report)),
     invalid: (id, error) => observers.forEach((o) => o.invalid(id, error)),
     confirmed: (kind, seconds) => observers.forEach((o) => o.confirmed(kind, seconds)),
+    settleFallback: (kind, cause) => observers.forEach((o) => o.settleFallback(kind, cause)),
     transition: (transition) => observers.forEach((o) => o.transition(transition)),
     inFlight: (delta) => observers.forEach((o) => o.inFlight(delta)),
   };

@@ -1,9 +1,10 @@
-import type { ConfirmChannel, ConsumeMessage, Options } from 'amqplib';
+import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import { HEADER, carriedHeaders } from '../message/headers.js';
 import type { Decision } from '../policy/decide.js';
 import type { DelayMode } from '../topology/delay-mode.js';
-import { deliveryRoute } from '../topology/delay-route.js';
+import { deliveryRoute, type Route } from '../topology/delay-route.js';
 import type { TopologyNames } from '../topology/topology-names.js';
+import { isClosed, publishCopy, type Copy, type CopyFailure } from './publish-copy.js';
 
 /** What the relay knows about a callback's attempts so far, written into retry and DLQ headers. */
 export interface AttemptRecord {
@@ -16,38 +17,108 @@ export interface AttemptRecord {
   lastError: string | undefined;
 }
 
+
 /** A decision of the retry policy. */
 export type Settlement = Decision;
 
+export type CopyKind = 'retry' | 'dead';
+
+/** A copy that could not be stored, so the original was rejected to P.dead instead. */
+export interface SettleFallback {
+  id: string;
+  kind: CopyKind;
+  cause: CopyFailure;
+  error: Error;
+}
+
+/** How long a copy waits for its confirm when the context does not say (the PUBLISH_TIMEOUT default). */
+const DEFAULT_CONFIRM_TIMEOUT_MS = 10_000;
+
+/** Failures a second publish can cure once the topology is declared again (a deleted queue or binding). */
+const RETRIED: ReadonlySet<CopyFailure> = new Set(['returned', 'nacked']);
+
 export interface SettleContext {
   /** Told how long each confirm took. */
-  onConfirm?: (kind: 'retry' | 'dead', seconds: number) => void;
+  onConfirm?: (kind: CopyKind, seconds: number) => void;
+  /** Told when no copy could be stored and the original was rejected to P.dead by the broker instead. */
+  onFallback?: (fallback: SettleFallback) => void;
   channel: ConfirmChannel;
   message: ConsumeMessage;
   names: TopologyNames;
   mode: DelayMode;
   /** The message's lane bucket: a retry goes back to its own lane. */
   bucket: number;
+  /** How long a copy may wait for the broker's confirm (PUBLISH_TIMEOUT). */
+  confirmTimeoutMs?: number;
+  /** Declares the whole topology again; asked for when a copy came back unroutable or nacked. */
+  redeclare?: () => Promise<void>;
 }
 
 /**
- * Step 4: carry out a decision. A retry or dead-letter copy is published and confirmed by the broker
- * before the original is acked, so a crash in between duplicates a callback but never loses one.
- * Throws if the channel is gone; the broker then redelivers the original to another consumer.
+ * Step 4: carry out a decision. A retry or dead-letter copy is published and confirmed by the
+ * broker (and not returned as unroutable) before the original is acked, so a crash in between
+ * duplicates a callback but never loses one.
+ *
+ * When the copy cannot be stored on a live channel (returned, nacked, no confirm in time, headers too
+ * large), the topology is declared again and a returned or nacked copy published once more; if that
+ * fails too, the original is rejected without requeue and the broker dead-letters it to P.dead (both
+ * consumed queues name P.dead as their dead-letter target). Resolves `true` when the decision was
+ * carried out, `false` when the original was rejected instead. Throws if the channel is gone: the
+ * broker then redelivers the original.
  */
-export async function settle(settlement: Settlement, record: AttemptRecord, context: SettleContext): Promise<void> {
-  const { channel, message, names, mode } = context;
-  const started = performance.now();
-  if (settlement.kind === 'retry') {
-    const route = deliveryRoute(names, mode, settlement.delayMs, context.bucket);
-    const headers = { ...recordHeaders(message, record), ...route.headers, [HEADER.attempt]: settlement.attempt };
-    await publishConfirmed(channel, route.exchange, route.routingKey, message, record.id, headers);
-  } else if (settlement.kind === 'dead') {
-    const headers = { ...recordHeaders(message, record), [HEADER.reason]: settlement.reason, [HEADER.attempts]: record.attempts };
-    await publishConfirmed(channel, '', names.deadQueue, message, record.id, headers);
+export async function settle(settlement: Settlement, record: AttemptRecord, context: SettleContext): Promise<boolean> {
+  const { channel, message } = context;
+  if (settlement.kind === 'ack') {
+    channel.ack(message);
+    return true;
   }
-  if (settlement.kind !== 'ack') context.onConfirm?.(settlement.kind, (performance.now() - started) / 1000);
-  channel.ack(message);
+  const copy = copyOf(settlement, record, context);
+  const started = performance.now();
+  const timeoutMs = context.confirmTimeoutMs ?? DEFAULT_CONFIRM_TIMEOUT_MS;
+  for (let round = 1; ; round += 1) {
+    const result = await publishCopy(channel, copy, message, record.id, timeoutMs);
+    if (result.stored) {
+      context.onConfirm?.(settlement.kind, (performance.now() - started) / 1000);
+      channel.ack(message);
+      return true;
+    }
+    if (result.cause === 'closed' || isClosed(channel)) throw result.error;
+    if (round === 1 && RETRIED.has(result.cause)) {
+      // A redeclare that fails (a conflicting queue an operator made) leaves the retry to fail too.
+      await context.redeclare?.().catch(() => {});
+      if (!isClosed(channel)) continue;
+    }
+    // Throws on a channel that closed meanwhile: the broker redelivers the original instead.
+    channel.nack(message, false, false);
+    context.onFallback?.({ id: record.id, kind: settlement.kind, cause: result.cause, error: result.error });
+    return false;
+  }
+}
+
+/** The copy a settlement publishes: its route, and the headers that carry the retry state. */
+function copyOf(settlement: Exclude<Settlement, { kind: 'ack' }>, record: AttemptRecord, context: SettleContext): Copy {
+  const { message, names, mode } = context;
+  switch (settlement.kind) {
+    case 'retry': {
+      const route = deliveryRoute(names, mode, settlement.delayMs, context.bucket);
+      return viaRoute(route, { ...recordHeaders(message, record), ...route.headers, [HEADER.attempt]: settlement.attempt }, context);
+    }
+    case 'dead':
+      return toQueue(names.deadQueue, { ...recordHeaders(message, record), [HEADER.reason]: settlement.reason, [HEADER.attempts]: record.attempts });
+  }
+}
+
+/** Through the default exchange, which returns a mandatory message when the queue does not exist. */
+const toQueue = (queue: string, headers: Record<string, unknown>): Copy => ({ exchange: '', routingKey: queue, headers, mandatory: true });
+
+/**
+ * The x-delayed-message exchange routes a delayed message to no queue when it is published (only when
+ * its delay elapses), so the broker would return every one marked mandatory; the plugin does not
+ * support the flag: https://github.com/rabbitmq/rabbitmq-delayed-message-exchange#limitations
+ */
+function viaRoute(route: Route, headers: Record<string, unknown>, { names, mode }: SettleContext): Copy {
+  const pluginExchange = mode === 'plugin' && route.exchange === names.exchange;
+  return { exchange: route.exchange, routingKey: route.routingKey, headers, mandatory: !pluginExchange };
 }
 
 function recordHeaders(message: ConsumeMessage, record: AttemptRecord): Record<string, unknown> {
@@ -60,20 +131,4 @@ function recordHeaders(message: ConsumeMessage, record: AttemptRecord): Record<s
   put(HEADER.lastStatus, record.lastStatus);
   put(HEADER.lastError, record.lastError);
   return headers;
-}
-
-function publishConfirmed(
-  channel: ConfirmChannel,
-  exchange: string,
-  routingKey: string,
-  message: ConsumeMessage,
-  id: string,
-  headers: Record<string, unknown>,
-): Promise<void> {
-  const { contentType, timestamp } = message.properties;
-  const options: Options.Publish = { persistent: true, messageId: id, contentType: contentType ?? 'application/json', headers };
-  if (timestamp !== undefined) options.timestamp = timestamp;
-  return new Promise((resolve, reject) => {
-    channel.publish(exchange, routingKey, message.content, options, (error) => (error ? reject(error) : resolve()));
-  });
 }

@@ -74,6 +74,7 @@ export function createOutcomeEvents(exchange: string, clock: () => number): Pipe
       emit({ type: 'dead', id, url: '', attempt: 0, status: undefined, error, nextAttemptAt: undefined, reason: 'invalid', at: at() });
     },
     confirmed: none,
+    settleFallback: none,
     transition: none,
     inFlight: none,
   };

@@ -15,10 +15,12 @@ export const HEADER = {
   attempts: 'x-callback-attempts',
   /** Plugin mode: the delay in ms, read by the x-delayed-message exchange. */
   delay: 'x-delay',
+  /** On every copy a worker publishes: a token unique to that publish, matching a broker return to it. */
+  copy: 'x-callback-copy',
 } as const;
 
-/** Broker-added headers that must not be copied forward, or they grow with every retry. */
-const BROKER_HEADERS = ['x-death', 'x-first-death-exchange', 'x-first-death-queue', 'x-first-death-reason', 'x-last-death-exchange', 'x-last-death-queue', 'x-last-death-reason', 'x-delivery-count', HEADER.delay];
+/** Broker-added and per-publish headers that must not be copied forward, or they grow with every retry. */
+const BROKER_HEADERS = ['x-death', 'x-first-death-exchange', 'x-first-death-queue', 'x-first-death-reason', 'x-last-death-exchange', 'x-last-death-queue', 'x-last-death-reason', 'x-delivery-count', HEADER.delay, HEADER.copy];
 
 /** Headers to carry into a republished copy: the producer's own, minus what the broker added. */
 export function carriedHeaders(headers: Record<string, unknown> | undefined): Record<string, unknown> {

@@ -42,6 +42,12 @@ export function createRelayMetrics(successBody: string, health: () => HealthSour
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
     registers: [registry],
   });
+  const fallbacks = new Counter({
+    name: 'callback_relay_settle_fallbacks_total',
+    help: 'Retry, dead-letter or moved copies that could not be stored (returned, nacked, timeout, too-large, refused): the original was rejected for the broker to dead-letter to P.dead.',
+    labelNames: ['kind', 'cause'],
+    registers: [registry],
+  });
   const inFlight = new Gauge({ name: 'callback_relay_in_flight', help: 'Messages being processed by this worker.', registers: [registry] });
   const transitions = new Counter({ name: 'callback_relay_target_transitions_total', help: 'Target health transitions.', labelNames: ['to'], registers: [registry] });
   new Gauge({
@@ -78,6 +84,7 @@ export function createRelayMetrics(successBody: string, health: () => HealthSour
     },
     invalid: () => outcomes.inc({ outcome: 'dead', reason: 'invalid' }),
     confirmed: (kind, seconds) => confirm.observe({ kind }, seconds),
+    settleFallback: (kind, cause) => fallbacks.inc({ kind, cause }),
     transition: (transition) => transitions.inc({ to: transition.to }),
     inFlight: (delta) => inFlight.inc(delta),
   };

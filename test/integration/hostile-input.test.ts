@@ -1,5 +1,5 @@
-import amqplib, { type ConsumeMessage } from 'amqplib';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { ConsumeMessage } from 'amqplib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RelayError } from '../../src/errors.js';
 import type { Callback } from '../../src/message/callback.js';
 import { HEADER } from '../../src/message/headers.js';
@@ -7,6 +7,7 @@ import type { PublishOptions } from '../../src/producer/publisher.js';
 import { badMessage, goodCallback, oversized } from '../support/hostile-messages.js';
 import { sleep } from '../support/modes.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
+import { queueDepth } from '../support/queue-depth.js';
 import { startRelay, type RelayFixture } from '../support/relay.js';
 import { mulberry32 } from '../unit/_helpers/prng.js';
 
@@ -18,26 +19,6 @@ const BATCH = 500;
 const OVERSIZED_AT = new Set([1_233, 5_677, 9_001]);
 
 const open = openedInEachTest();
-
-/** The message count of a queue, asked on a connection of its own; waits until the queue exists. */
-async function queueDepth(queue: string, timeoutMs = 10_000): Promise<number> {
-  const connection = await amqplib.connect(inject('amqpUrl'));
-  try {
-    for (const deadline = Date.now() + timeoutMs; ; await sleep(100)) {
-      const channel = await connection.createChannel();
-      channel.on('error', () => {}); // a 404 closes only this channel
-      try {
-        return (await channel.checkQueue(queue)).messageCount;
-      } catch (error) {
-        if (Date.now() > deadline) throw error;
-      } finally {
-        await channel.close().catch(() => {});
-      }
-    }
-  } finally {
-    await connection.close();
-  }
-}
 
 /** Takes `count` messages off `queue` with a consumer (much faster than basic.get for thousands). */
 async function consumeAll(fixture: RelayFixture, queue: string, count: number, timeoutMs = 30_000): Promise<ConsumeMessage[]> {

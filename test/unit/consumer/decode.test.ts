@@ -1,6 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import type { ConsumeMessage } from 'amqplib';
 import { decode, type Decoded, type Delivery } from '../../../src/consumer/decode.js';
+import { MAX_PRODUCER_HEADER_BYTES } from '../../../src/message/header-table-size.js';
 
 const LIMIT = 1_048_576;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -117,6 +118,14 @@ describe('decode: failures never throw', () => {
     const bad = json({ id: 'from-body', url: 'ftp://x.test', body: 1 });
     expect(failed(decode(message(bad), LIMIT)).id).toBe('m1');
     expect(failed(decode(message(bad, { headers: {} }), LIMIT)).id).toMatch(UUID);
+  });
+
+  it('rejects headers too large for the copies the relay publishes', () => {
+    const content = json({ url: 'https://x.test', body: 1 });
+    const headers = { big: 'x'.repeat(MAX_PRODUCER_HEADER_BYTES) };
+    expect(failed(decode(message(content, { headers, messageId: 'm1' }), LIMIT)).error).toMatch(/^headers are \d+ bytes encoded, over the limit of 61440$/);
+    const fits = { big: 'x'.repeat(MAX_PRODUCER_HEADER_BYTES - 100) };
+    expect(delivered(decode(message(content, { headers: fits, messageId: 'm1' }), LIMIT)).id).toBe('m1');
   });
 
   it('keeps the attempt header on a failure', () => {

@@ -12,6 +12,7 @@ describe('HEADER', () => {
       reason: 'x-callback-reason',
       attempts: 'x-callback-attempts',
       delay: 'x-delay',
+      copy: 'x-callback-copy',
     });
   });
 });
@@ -22,7 +23,7 @@ describe('carriedHeaders', () => {
     expect(carriedHeaders(headers)).toEqual(headers);
   });
 
-  it('strips everything the broker adds, and x-delay', () => {
+  it('strips everything the broker adds, x-delay and the copy token', () => {
     const broker = {
       'x-death': [{ count: 1, reason: 'expired', queue: 'cr.delay.03' }],
       'x-first-death-exchange': 'cr.delay.03',
@@ -33,6 +34,7 @@ describe('carriedHeaders', () => {
       'x-last-death-reason': 'expired',
       'x-delivery-count': 2,
       'x-delay': 15_000,
+      'x-callback-copy': '123.4',
     };
     expect(carriedHeaders({ ...broker, 'x-tenant': 'acme' })).toEqual({ 'x-tenant': 'acme' });
   });

@@ -1,0 +1,136 @@
+import { EventEmitter } from 'node:events';
+import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
+import { describe, expect, it } from 'vitest';
+import { settle, type SettleContext, type SettleFallback } from '../../../src/consumer/settle.js';
+import { topologyNames } from '../../../src/topology/topology-names.js';
+
+// The broker cannot be made to withhold a confirm, and amqplib cannot send a table over 64 KiB: these
+// paths are driven by a stand-in channel. Returns and nacks are proven against a real broker in
+// test/integration/settle-failures.test.ts.
+
+type Confirm = 'ack' | 'nack' | 'never' | 'return-then-ack' | 'throw';
+
+class StandInChannel extends EventEmitter {
+  published: Array<{ exchange: string; routingKey: string; mandatory: boolean | undefined }> = [];
+  settled: string[] = [];
+  constructor(private readonly confirms: Confirm[]) {
+    super();
+  }
+  publish(exchange: string, routingKey: string, content: Buffer, options: { mandatory?: boolean; headers: Record<string, unknown> }, cb: (error: Error | null) => void): boolean {
+    this.published.push({ exchange, routingKey, mandatory: options.mandatory });
+    const confirm = this.confirms.shift() ?? 'ack';
+    if (confirm === 'throw') throw new TypeError('cannot encode');
+    if (confirm === 'never') return true;
+    setImmediate(() => {
+      if (confirm === 'return-then-ack') this.emit('return', { content, fields: { exchange, routingKey }, properties: { headers: options.headers } });
+      cb(confirm === 'nack' ? new Error('message nacked') : null);
+    });
+    return true;
+  }
+  ack(): void {
+    this.settled.push('ack');
+  }
+  nack(_message: unknown, _allUpTo: boolean, requeue: boolean): void {
+    this.settled.push(requeue ? 'requeue' : 'reject');
+  }
+}
+
+const message = (headers: Record<string, unknown> = {}): ConsumeMessage =>
+  ({ content: Buffer.from('{}'), fields: {}, properties: { headers, contentType: 'application/json' } }) as unknown as ConsumeMessage;
+
+const record = { id: 'c1', attempts: 1, firstAttemptAt: undefined, lastAttemptAt: undefined, lastStatus: 503, lastError: 'HTTP 503' };
+
+function run(confirms: Confirm[], options: { headers?: Record<string, unknown>; mode?: 'plugin' | 'queues'; settlement?: Parameters<typeof settle>[0] } = {}) {
+  const channel = new StandInChannel(confirms);
+  const fallbacks: SettleFallback[] = [];
+  let redeclared = 0;
+  const context: SettleContext = {
+    channel: channel as unknown as ConfirmChannel,
+    message: message(options.headers),
+    names: topologyNames('p'),
+    bucket: 3,
+    mode: options.mode ?? 'queues',
+    confirmTimeoutMs: 50,
+    redeclare: async () => void (redeclared += 1),
+    onFallback: (fallback) => fallbacks.push(fallback),
+  };
+  const settled = settle(options.settlement ?? { kind: 'retry', delayMs: 1_000, attempt: 2, why: 'HTTP 503' }, record, context);
+  return { channel, fallbacks, redeclared: () => redeclared, settled };
+}
+
+describe('settle', () => {
+  it('acks the original once the copy is confirmed', async () => {
+    const { channel, settled, redeclared } = run(['ack']);
+    expect(await settled).toBe(true);
+    expect(channel.settled).toEqual(['ack']);
+    expect(redeclared()).toBe(0);
+  });
+
+  it('a returned copy: declares the topology again, publishes once more, then acks', async () => {
+    const { channel, settled, redeclared } = run(['return-then-ack', 'ack']);
+    expect(await settled).toBe(true);
+    expect(redeclared()).toBe(1);
+    expect(channel.published).toHaveLength(2);
+    expect(channel.settled).toEqual(['ack']);
+  });
+
+  it('returned twice: rejects the original without requeue, for the broker to dead-letter', async () => {
+    const { channel, settled, fallbacks } = run(['return-then-ack', 'return-then-ack']);
+    expect(await settled).toBe(false);
+    expect(channel.settled).toEqual(['reject']);
+    expect(fallbacks).toMatchObject([{ id: 'c1', kind: 'retry', cause: 'returned' }]);
+  });
+
+  it('nacked twice: rejects the original', async () => {
+    const { channel, settled, fallbacks } = run(['nack', 'nack']);
+    expect(await settled).toBe(false);
+    expect(channel.settled).toEqual(['reject']);
+    expect(fallbacks.map((f) => f.cause)).toEqual(['nacked']);
+  });
+
+  it('no confirm within the timeout: rejects the original without publishing again', async () => {
+    const { channel, settled, fallbacks, redeclared } = run(['never']);
+    expect(await settled).toBe(false);
+    expect(channel.published).toHaveLength(1);
+    expect(channel.settled).toEqual(['reject']);
+    expect(fallbacks).toMatchObject([{ cause: 'timeout', error: { code: 'CR_ERR_PUBLISH_TIMEOUT' } }]);
+    expect(redeclared()).toBe(0);
+  });
+
+  it('headers too large to encode: never calls publish, rejects the original', async () => {
+    const { channel, settled, fallbacks } = run([], { headers: { big: 'x'.repeat(65_536) } });
+    expect(await settled).toBe(false);
+    expect(channel.published).toHaveLength(0);
+    expect(channel.settled).toEqual(['reject']);
+    expect(fallbacks.map((f) => f.cause)).toEqual(['too-large']);
+  });
+
+  it('a publish the client refuses: rejects the original', async () => {
+    const { channel, settled, fallbacks } = run(['throw']);
+    expect(await settled).toBe(false);
+    expect(channel.settled).toEqual(['reject']);
+    expect(fallbacks.map((f) => f.cause)).toEqual(['refused']);
+  });
+
+  it('a channel that closed: throws, leaving the original to the broker', async () => {
+    const { channel, settled } = run(['never']);
+    channel.emit('close');
+    channel.nack = () => {
+      throw new Error('Channel closed');
+    };
+    await expect(settled).rejects.toThrow();
+    expect(channel.settled).toEqual([]);
+  });
+
+  it('mandatory on every route but the x-delayed-message exchange', async () => {
+    const retry = { kind: 'retry' as const, delayMs: 1_000, attempt: 2, why: '' };
+    const route = async (mode: 'plugin' | 'queues', settlement: Parameters<typeof settle>[0]) => {
+      const { channel, settled } = run(['ack'], { mode, settlement });
+      await settled;
+      return channel.published[0];
+    };
+    expect(await route('plugin', retry)).toEqual({ exchange: 'p', routingKey: 'deliver.3', mandatory: false });
+    expect(await route('queues', retry)).toMatchObject({ exchange: 'p.delay', mandatory: true });
+    expect(await route('plugin', { kind: 'dead', reason: 'rejected', why: '' })).toEqual({ exchange: '', routingKey: 'p.dead', mandatory: true });
+  });
+});
