@@ -25,7 +25,7 @@ export const isolationSchema = {
   targetInitialConcurrency: {
     doc: 'Concurrency a target starts with; each fast result adds one, each slow one halves it, so a target that hangs from the start holds few slots.',
     format: 'positive-int',
-    default: 2,
+    default: 5,
     env: 'TARGET_INITIAL_CONCURRENCY',
   },
   slowThreshold: {

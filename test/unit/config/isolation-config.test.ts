@@ -12,7 +12,7 @@ describe('isolation settings: defaults (seed 002)', () => {
       isolation: 'on',
       targetKey: 'origin',
       targetConcurrency: 100,
-      targetInitialConcurrency: 2,
+      targetInitialConcurrency: 5,
       slowThreshold: 3_000,
       healthWindow: 20,
       degradeThreshold: 10,

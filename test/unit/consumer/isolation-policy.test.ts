@@ -13,7 +13,7 @@ describe('isolationPolicy', () => {
       maxTargets: 10_000,
       capacity: 100,
       perTarget: 100,
-      initialPerTarget: 2,
+      initialPerTarget: 5,
       probesPerTarget: 1,
       maxProbes: 10,
       slowThresholdMs: 3_000,
@@ -55,7 +55,7 @@ describe('isolationPolicy', () => {
   });
 
   it('drives a TargetIsolation that follows the configured thresholds', () => {
-    const iso = new TargetIsolation<number>(isolationPolicy(loadConfig({ PREFETCH: '4', HEALTH_WINDOW: '4', DEGRADE_THRESHOLD: '2', SLOW_THRESHOLD: '100ms' })));
+    const iso = new TargetIsolation<number>(isolationPolicy(loadConfig({ PREFETCH: '4', TARGET_INITIAL_CONCURRENCY: '2', HEALTH_WINDOW: '4', DEGRADE_THRESHOLD: '2', SLOW_THRESHOLD: '100ms' })));
     for (let i = 0; i < 6; i += 1) iso.offer('t', i);
     expect([iso.next()?.item, iso.next()?.item, iso.next()]).toEqual([0, 1, undefined]);
     expect(iso.slowThresholdMs).toBe(100);
