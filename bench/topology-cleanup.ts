@@ -9,7 +9,7 @@ export async function deleteTopologyAt(url: string, prefix: string): Promise<voi
   const names = topologyNames(prefix);
   const connection = await amqplib.connect(url);
   const channel = await connection.createChannel();
-  for (const queue of [names.workQueue, names.slowQueue, names.deadQueue, ...names.delayLevels]) await channel.deleteQueue(queue);
+  for (const queue of [names.workQueue, names.slowQueue, names.deadQueue, names.dueQueue, ...names.delayLevels]) await channel.deleteQueue(queue);
   for (const exchange of [names.exchange, names.eventsExchange, names.delayExchange, ...names.delayLevels]) await channel.deleteExchange(exchange);
   await connection.close();
 }

@@ -10,6 +10,7 @@ import type { Server } from 'node:http';
 import { startMetricsServer } from '../metrics/metrics-server.js';
 import type { Lane } from './admit.js';
 import { buildPipeline, isolationPolicy } from './build-pipeline.js';
+import { moveDue } from './move-due.js';
 import { createRelayMetrics } from '../metrics/relay-metrics.js';
 import { TargetIsolation } from '../policy/target-isolation.js';
 import { amqpUrls } from '../config/amqp-urls.js';
@@ -101,7 +102,8 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
         const main = await ch.consume(topology.names.workQueue, (message) => onMessage(message, ch, 'main'), { noAck: false });
         await ch.prefetch(config.slowPrefetch);
         const slow = await ch.consume(topology.names.slowQueue, (message) => onMessage(message, ch, 'slow'), { noAck: false });
-        consumers = { channel: ch, tags: [main.consumerTag, slow.consumerTag] };
+        const due = topology.mode === 'plugin' ? [await moveDue(ch, topology.names, config.prefetch, logger)] : [];
+        consumers = { channel: ch, tags: [main.consumerTag, slow.consumerTag, ...due] };
         ready = true;
         logger.info({ queue: topology.names.workQueue, prefetch: config.prefetch, slowPrefetch: config.slowPrefetch, isolation: config.isolation }, 'consuming');
       },

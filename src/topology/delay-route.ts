@@ -17,7 +17,8 @@ export function deliveryRoute(names: TopologyNames, mode: DelayMode, delayMs: nu
   const now: Route = { exchange: names.exchange, routingKey: names.routingKey, headers: {} };
   if (mode === 'plugin') {
     const ms = Math.min(Math.round(delayMs), MAX_PLUGIN_DELAY_MS);
-    return ms > 0 ? { ...now, headers: { 'x-delay': ms } } : now;
+    // Delayed messages land in P.due, a classic queue: see declare-delivery-path.ts.
+    return ms > 0 ? { ...now, routingKey: names.dueRoutingKey, headers: { 'x-delay': ms } } : now;
   }
   const seconds = levelDelaySeconds(delayMs);
   return seconds > 0 ? { exchange: names.delayExchange, routingKey: delayRoutingKey(seconds), headers: {} } : now;

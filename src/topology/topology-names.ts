@@ -7,6 +7,12 @@ export interface TopologyNames {
   routingKey: 'deliver';
   /** The queue workers consume. */
   workQueue: string;
+  /**
+   * Plugin mode: the classic queue the plugin hands delayed messages to (routing key `due`); workers
+   * move them on into P.work. See declare-delivery-path.ts for why it is not P.work itself.
+   */
+  dueQueue: string;
+  dueRoutingKey: 'due';
   /** Slow lane: degraded targets' callbacks, consumed by every worker with a small concurrency. */
   slowQueue: string;
   /** Topic exchange of outcome events (`delivered`, `retry-scheduled`, `dead`). */
@@ -28,6 +34,8 @@ export function topologyNames(prefix: string): TopologyNames {
     routingKey: 'deliver',
     workQueue: `${prefix}.work`,
     slowQueue: `${prefix}.slow`,
+    dueQueue: `${prefix}.due`,
+    dueRoutingKey: 'due',
     deadQueue: `${prefix}.dead`,
     eventsExchange: `${prefix}.events`,
     delayExchange: `${prefix}.delay`,

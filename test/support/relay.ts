@@ -88,6 +88,6 @@ export async function startRelay(env: Record<string, string> = {}): Promise<Rela
 
 /** Removes every queue and exchange of a prefix (test teardown). */
 export async function deleteTopology(channel: Channel, names: TopologyNames): Promise<void> {
-  for (const queue of [names.workQueue, names.slowQueue, names.deadQueue, ...names.delayLevels]) await channel.deleteQueue(queue);
+  for (const queue of [names.workQueue, names.slowQueue, names.deadQueue, names.dueQueue, ...names.delayLevels]) await channel.deleteQueue(queue);
   for (const exchange of [names.exchange, names.eventsExchange, names.delayExchange, ...names.delayLevels]) await channel.deleteExchange(exchange);
 }

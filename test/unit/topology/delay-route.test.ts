@@ -7,8 +7,8 @@ const names = topologyNames('cr');
 const immediate = { exchange: 'cr', routingKey: 'deliver', headers: {} };
 
 describe('deliveryRoute in plugin mode', () => {
-  it('routes a delayed message to the main exchange with an x-delay header', () => {
-    expect(deliveryRoute(names, 'plugin', 15_000)).toEqual({ exchange: 'cr', routingKey: 'deliver', headers: { 'x-delay': 15_000 } });
+  it('routes a delayed message to the main exchange with an x-delay header and routing key due (into the classic P.due)', () => {
+    expect(deliveryRoute(names, 'plugin', 15_000)).toEqual({ exchange: 'cr', routingKey: 'due', headers: { 'x-delay': 15_000 } });
   });
 
   it('keeps sub-second precision, rounded to whole ms', () => {
