@@ -61,7 +61,7 @@ export async function startCluster(size = 3): Promise<Cluster> {
     mkdirSync(dir);
     const name = `cr-c${i + 1}-${tag}@localhost`;
     nodes.push({ name, url: `amqp://guest:guest@127.0.0.1:${amqpPort}`, dir });
-    envs.push(nodeEnvironment({ dir, home, node: name, amqpPort, distPort }));
+    envs.push(nodeEnvironment({ dir, home, node: name, amqpPort, distPort, serverBin: rabbitmqBin('rabbitmq-server') }));
   }
   const boot = async (i: number): Promise<void> => {
     // Own process group (detached), so a stop takes the shell wrapper and the VM down together.

@@ -35,8 +35,24 @@ export async function queueDepths(url: string, names: TopologyNames): Promise<De
     connection.on('error', () => {});
     const channel = await connection.createChannel();
     const count = async (queue: string): Promise<number> => (await channel.checkQueue(queue)).messageCount;
-    let delay = 0;
-    for (const level of names.delayLevels) delay += await count(level).catch(() => 0);
+    // A queue of the other delay mode does not exist, and checking a missing queue closes the channel
+    // it was checked on: each of those is checked on a channel of its own.
+    const countIfDeclared = async (queue: string): Promise<number | undefined> => {
+      const own = await connection!.createChannel();
+      own.on('error', () => {});
+      try {
+        return (await own.checkQueue(queue)).messageCount;
+      } catch {
+        return undefined;
+      } finally {
+        await own.close().catch(() => {});
+      }
+    };
+    // Plugin mode: P.due, the plugin's landing queue (its own table is not visible over AMQP).
+    let delay = (await countIfDeclared(names.dueQueue)) ?? 0;
+    if ((await countIfDeclared(names.delayLevel(0))) !== undefined) {
+      for (const level of names.delayLevels) delay += await count(level);
+    }
     let work = 0;
     for (const lane of names.workQueues) work += await count(lane);
     return { work, slow: await count(names.slowQueue), delay, dead: await count(names.deadQueue) };

@@ -10,6 +10,7 @@ import type { Server } from 'node:http';
 import { startMetricsServer } from '../metrics/metrics-server.js';
 import type { Job, Lane } from './handle-message.js';
 import { buildPipeline, isolationPolicy } from './build-pipeline.js';
+import { moveDue } from './move-due.js';
 import { createRelayMetrics } from '../metrics/relay-metrics.js';
 import { TargetIsolation } from '../isolation/target-isolation.js';
 import { amqpUrls } from '../config/amqp-urls.js';
@@ -112,6 +113,8 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
         const tags: string[] = [];
         const queues: [string, Lane][] = [...topology.names.workQueues.map((queue, lane): [string, Lane] => [queue, String(lane)]), [topology.names.slowQueue, 'slow']];
         for (const [queue, lane] of queues) tags.push((await ch.consume(queue, (message) => onMessage(message, ch, lane), { noAck: false })).consumerTag);
+        // Plugin mode: move messages whose delay ended from P.due into their lanes (move-due.ts).
+        if (topology.mode === 'plugin') tags.push(await moveDue(ch, topology.names, config.prefetch, logger));
         consumers = { channel: ch, tags };
         ready = true;
         logger.info({ lanes: topology.names.workQueues.length, prefetch: config.prefetch, isolation: config.isolation }, 'consuming');

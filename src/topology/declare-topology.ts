@@ -40,6 +40,6 @@ export async function declareTopology(channel: Channel, options: TopologyOptions
  * benchmarks and chaos runs leave the broker as they found it). Deleting what does not exist is fine.
  */
 export async function deleteTopology(channel: Channel, names: TopologyNames): Promise<void> {
-  for (const queue of [...names.workQueues, names.slowQueue, names.deadQueue, ...names.delayLevels]) await channel.deleteQueue(queue);
+  for (const queue of [...names.workQueues, names.slowQueue, names.dueQueue, names.deadQueue, ...names.delayLevels]) await channel.deleteQueue(queue);
   for (const exchange of [names.exchange, names.eventsExchange, names.delayExchange, names.lanesExchange, ...names.delayLevels]) await channel.deleteExchange(exchange);
 }

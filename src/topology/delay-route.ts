@@ -18,7 +18,8 @@ export function deliveryRoute(names: TopologyNames, mode: DelayMode, delayMs: nu
   const now: Route = { exchange: names.exchange, routingKey: laneRoutingKey(bucket), headers: {} };
   if (mode === 'plugin') {
     const ms = Math.min(Math.round(delayMs), MAX_PLUGIN_DELAY_MS);
-    return ms > 0 ? { ...now, headers: { 'x-delay': ms } } : now;
+    // Delayed messages land in P.due, a classic queue: see declare-delivery-path.ts.
+    return ms > 0 ? { ...now, routingKey: `${names.dueRoutingKey}.${bucket}`, headers: { 'x-delay': ms } } : now;
   }
   const seconds = levelDelaySeconds(delayMs);
   // The bucket rides as the key's last word; P.lanes reads it once the delay levels are done.

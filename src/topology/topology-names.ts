@@ -12,6 +12,12 @@ export interface TopologyNames {
   workQueues: string[];
   /** Queues mode: topic exchange that ends every delay in the message's lane (key's last word = bucket). */
   lanesExchange: string;
+  /**
+   * Plugin mode: the classic queue the plugin hands delayed messages to (routing key `due`); workers
+   * move them on into P.work. See declare-delivery-path.ts for why it is not P.work itself.
+   */
+  dueQueue: string;
+  dueRoutingKey: 'due';
   /** Slow lane of earlier versions: no longer filled, still drained by every worker. */
   slowQueue: string;
   /** Topic exchange of outcome events (`delivered`, `retry-scheduled`, `dead`). */
@@ -35,6 +41,8 @@ export function topologyNames(prefix: string, lanes = DEFAULT_LANES): TopologyNa
     workQueues: Array.from({ length: lanes }, (_, lane) => (lane === 0 ? `${prefix}.work` : `${prefix}.work.${lane}`)),
     lanesExchange: `${prefix}.lanes`,
     slowQueue: `${prefix}.slow`,
+    dueQueue: `${prefix}.due`,
+    dueRoutingKey: 'due',
     deadQueue: `${prefix}.dead`,
     eventsExchange: `${prefix}.events`,
     delayExchange: `${prefix}.delay`,

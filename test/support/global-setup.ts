@@ -21,7 +21,7 @@ export async function setup(project: TestProject): Promise<void> {
   project.provide('hasDelayedPlugin', info.hasDelayedPlugin);
   process.stdout.write(`integration broker: RabbitMQ ${info.version} via ${broker.source}\n`);
   process.stdout.write(
-    info.hasDelayedPlugin ? 'plugin-mode suites: running (broker has x-delayed-message)\n' : 'plugin-mode suites: skipped: broker lacks x-delayed-message\n',
+    info.hasDelayedPlugin ? 'plugin-mode suites: running (broker has x-delayed-message)\n' : 'plugin-mode suites: skipped: broker lacks x-delayed-message (RABBITMQ_PLUGINS_DIR loads the plugin into the throwaway node)\n',
   );
 }
 

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import amqplib from 'amqplib';
+import { nodePlugins } from './broker-plugins.js';
 import { freePort } from './free-port.js';
 
 /** A throwaway RabbitMQ node: its own node name, ports and data directory, removed on stop. */
@@ -28,17 +29,23 @@ export interface NodeLayout {
   node: string;
   amqpPort: number;
   distPort: number;
+  /** The rabbitmq-server that will run the node: its own plugins folder stays on the search path. */
+  serverBin: string;
 }
 
 /**
- * Writes a node's rabbitmq.conf (loopback listener, guest allowed) and enabled_plugins (none) into
- * `dir`, and returns the environment that makes rabbitmq-server run it as its own node.
+ * Writes a node's rabbitmq.conf (loopback listener, guest allowed) and enabled_plugins (none, or the
+ * delayed-message plugin when RABBITMQ_PLUGINS_DIR offers it: see broker-plugins.ts) into `dir`, and
+ * returns the environment that makes rabbitmq-server run it as its own node.
  */
-export function nodeEnvironment({ dir, home, node, amqpPort, distPort }: NodeLayout): NodeJS.ProcessEnv {
+export function nodeEnvironment({ dir, home, node, amqpPort, distPort, serverBin }: NodeLayout): NodeJS.ProcessEnv {
+  const plugins = nodePlugins(serverBin);
   writeFileSync(join(dir, 'rabbitmq.conf'), `listeners.tcp.default = 127.0.0.1:${amqpPort}\nloopback_users = none\n`);
-  writeFileSync(join(dir, 'enabled_plugins'), '[].\n');
+  writeFileSync(join(dir, 'enabled_plugins'), `[${plugins.enabled.join(',')}].\n`);
+  const { RABBITMQ_PLUGINS_DIR: _given, ...inherited } = process.env;
   return {
-    ...process.env,
+    ...inherited,
+    ...(plugins.pluginsDir ? { RABBITMQ_PLUGINS_DIR: plugins.pluginsDir } : {}),
     HOME: home,
     RABBITMQ_NODENAME: node,
     RABBITMQ_NODE_PORT: String(amqpPort),
@@ -56,7 +63,7 @@ export async function startLocalBroker(bin: string, customize?: (env: NodeJS.Pro
   const dir = mkdtempSync(join(tmpdir(), 'callback-relay-broker-'));
   const [amqpPort, distPort] = [await freePort(), await freePort()];
   const node = `cr-test-${process.pid}-${amqpPort}@localhost`;
-  const env = nodeEnvironment({ dir, home: dir, node, amqpPort, distPort });
+  const env = nodeEnvironment({ dir, home: dir, node, amqpPort, distPort, serverBin: bin });
   customize?.(env);
   const url = `amqp://guest:guest@127.0.0.1:${amqpPort}`;
   let child: ChildProcess | undefined;

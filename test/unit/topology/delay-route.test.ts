@@ -7,8 +7,8 @@ const names = topologyNames('cr');
 const immediate = { exchange: 'cr', routingKey: 'deliver.5', headers: {} };
 
 describe('deliveryRoute in plugin mode', () => {
-  it('routes a delayed message to the main exchange with an x-delay header', () => {
-    expect(deliveryRoute(names, 'plugin', 15_000, 5)).toEqual({ exchange: 'cr', routingKey: 'deliver.5', headers: { 'x-delay': 15_000 } });
+  it('routes a delayed message to the main exchange with an x-delay header and routing key due.<bucket> (into the classic P.due)', () => {
+    expect(deliveryRoute(names, 'plugin', 15_000, 5)).toEqual({ exchange: 'cr', routingKey: 'due.5', headers: { 'x-delay': 15_000 } });
   });
 
   it('keeps sub-second precision, rounded to whole ms', () => {
