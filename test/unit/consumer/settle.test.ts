@@ -129,7 +129,7 @@ describe('settle', () => {
       await settled;
       return channel.published[0];
     };
-    expect(await route('plugin', retry)).toEqual({ exchange: 'p', routingKey: 'deliver.3', mandatory: false });
+    expect(await route('plugin', retry)).toEqual({ exchange: 'p', routingKey: 'due.3', mandatory: false });
     expect(await route('queues', retry)).toMatchObject({ exchange: 'p.delay', mandatory: true });
     expect(await route('plugin', { kind: 'dead', reason: 'rejected', why: '' })).toEqual({ exchange: '', routingKey: 'p.dead', mandatory: true });
   });

@@ -57,7 +57,7 @@ describe('deliveryRoute in queues mode', () => {
   it('carries the lane bucket as the last word of the key, and in the immediate route', () => {
     expect(deliveryRoute(names, 'queues', 3_000, 63).routingKey).toBe(`${delayRoutingKey(3)}.63`);
     expect(deliveryRoute(names, 'queues', 0, 63).routingKey).toBe('deliver.63');
-    expect(deliveryRoute(names, 'plugin', 3_000, 0).routingKey).toBe('deliver.0');
+    expect(deliveryRoute(names, 'plugin', 3_000, 0).routingKey).toBe('due.0');
   });
 
   it('uses the names of the given prefix', () => {
