@@ -93,6 +93,13 @@ async function workerPublishes(ports: number[]): Promise<number> {
   return total;
 }
 
+/** Publishes `count` callbacks to `target`, 500 at a time (the publisher's buffer holds PUBLISH_BUFFER_LIMIT). */
+async function publishTo(publisher: ReturnType<typeof createPublisher>, target: Target, tag: string, count: number): Promise<void> {
+  for (let start = 0; start < count; start += 500) {
+    await Promise.all(Array.from({ length: Math.min(500, count - start) }, (_, i) => publisher.publish({ url: `${target.origin}/${tag}/${start + i}`, body: start + i })));
+  }
+}
+
 const waitUntil = async (done: () => boolean, limitMs: number, started: number): Promise<boolean> => {
   while (!done() && Date.now() - started < limitMs) await new Promise((resolve) => setTimeout(resolve, 20));
   return done();
@@ -118,12 +125,12 @@ async function busyRun(ctx: BenchContext, name: string, consumer: Consumer, shar
     const lanes = consumer.kind === 'relay' ? (consumer.env.LANES ?? String(LANES)) : String(LANES);
     const publisher = scope.add(createPublisher(loadConfig({ AMQP_URL: ctx.url, TOPOLOGY_PREFIX: prefix, LOG_LEVEL: 'silent', LANES: lanes }), createLogger('silent')));
     // The backlog is queued before any consumer runs, as in the issue's setup.
-    await Promise.all(Array.from({ length: sizes.busy }, (_, i) => publisher.publish({ url: `${busy.origin}/t/${i}`, body: i })));
+    await publishTo(publisher, busy, 't', sizes.busy);
     const started = Date.now();
     const ports = await startConsumers(ctx, scope, prefix, consumer, base);
     await new Promise((resolve) => setTimeout(resolve, 500));
     const coldPublished = Date.now();
-    await Promise.all(Array.from({ length: sizes.cold }, (_, i) => publisher.publish({ url: `${cold.origin}/u/${i}`, body: i })));
+    await publishTo(publisher, cold, 'u', sizes.cold);
     const coldOk = await waitUntil(() => cold.delivered.size === sizes.cold, sizes.limitMs, started);
     const busyOk = await waitUntil(() => busy.delivered.size === sizes.busy, sizes.limitMs, started);
     const last = (target: Target): number => Math.max(...target.delivered.values());
@@ -165,11 +172,11 @@ async function sickRun(ctx: BenchContext, name: string, env: Record<string, stri
     const ports = await startConsumers(ctx, scope, prefix, { kind: 'relay', workers: 1, env: settings }, {});
     const publisher = scope.add(createPublisher(loadConfig({ AMQP_URL: ctx.url, TOPOLOGY_PREFIX: prefix, LOG_LEVEL: 'silent', LANES: String(LANES) }), createLogger('silent')));
     const started = Date.now();
-    await Promise.all(Array.from({ length: sizes.hanging }, (_, i) => publisher.publish({ url: `${hanging.origin}/a/${i}`, body: i })));
+    await publishTo(publisher, hanging, 'a', sizes.hanging);
     await new Promise((resolve) => setTimeout(resolve, sizes.lagMs));
     const othersPublished = Date.now();
-    await Promise.all(Array.from({ length: sizes.others }, (_, i) => publisher.publish({ url: `${flaky.origin}/b/${i}`, body: i })));
-    await Promise.all(Array.from({ length: sizes.others }, (_, i) => publisher.publish({ url: `${healthy.origin}/c/${i}`, body: i })));
+    await publishTo(publisher, flaky, 'b', sizes.others);
+    await publishTo(publisher, healthy, 'c', sizes.others);
     let deadCount = 0;
     let deadAt: number | undefined;
     const countDead = async (): Promise<void> => {

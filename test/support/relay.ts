@@ -14,7 +14,7 @@ export interface RelayFixture {
   names: TopologyNames;
   publisher: CallbackPublisher;
   /** Starts an in-process worker (stopped by `cleanup`). */
-  startWorker(deps?: WorkerDeps): Promise<Worker>;
+  startWorker(deps?: WorkerDeps, overrides?: Partial<RelayConfig>): Promise<Worker>;
   /** Raw channel for inspection and for publishing hand-made messages. */
   channel: Channel;
   messageCount(queue: string): Promise<number>;
@@ -60,8 +60,8 @@ export async function startRelay(env: Record<string, string> = {}): Promise<Rela
     publisher,
     channel,
     messageCount,
-    async startWorker(deps = {}) {
-      const worker = createWorker(config, logger, deps);
+    async startWorker(deps = {}, overrides = {}) {
+      const worker = createWorker({ ...config, ...overrides }, logger, deps);
       workers.push(worker);
       await worker.start();
       return worker;
