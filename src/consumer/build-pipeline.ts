@@ -25,7 +25,8 @@ export function isolationPolicy(config: RelayConfig): IsolationPolicy {
     initialPerTarget: config.targetInitialConcurrency,
     probesPerTarget: config.probeConcurrency,
     maxProbes: config.maxProbes,
-    slowThresholdMs: config.slowThreshold,
+    // A timeout is always slow, even when SLOW_THRESHOLD is set at or above HTTP_TIMEOUT.
+    slowThresholdMs: Math.min(config.slowThreshold, config.httpTimeout),
   };
 }
 

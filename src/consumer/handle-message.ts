@@ -207,10 +207,8 @@ export function createMessageHandler(deps: PipelineDeps) {
   /** The channel closed: drop its waiting jobs (the broker has requeued them); running ones finish. */
   function channelClosed(channel: ConfirmChannel): void {
     closed.add(channel);
-    const dropped: Job[] = [];
-    const matches = (job: Job): boolean => job.channel === channel && (dropped.push(job), true);
-    if (isolation) isolation.drop(matches);
-    else fifo?.drop(matches);
+    const matches = (job: Job): boolean => job.channel === channel;
+    const dropped = isolation ? isolation.drop(matches) : (fifo?.drop(matches).map(({ item }) => item) ?? []);
     for (const job of dropped) job.finish();
   }
 

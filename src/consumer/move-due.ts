@@ -1,5 +1,4 @@
 import type { ConfirmChannel, ConsumeMessage, Options } from 'amqplib';
-import type { Logger } from '../logger.js';
 import { carriedHeaders } from '../message/headers.js';
 import type { TopologyNames } from '../topology/topology-names.js';
 
@@ -11,15 +10,13 @@ import type { TopologyNames } from '../topology/topology-names.js';
  * message is not parsed here, so nothing in it can make a worker fail while moving it.
  * Returns the consumer tag.
  */
-export async function moveDue(channel: ConfirmChannel, names: TopologyNames, prefetch: number, logger: Logger): Promise<string> {
+export async function moveDue(channel: ConfirmChannel, names: TopologyNames, prefetch: number, onCancelled: () => void): Promise<string> {
   await channel.prefetch(prefetch);
   const { consumerTag } = await channel.consume(
     names.dueQueue,
     (message) => {
-      if (message === null) {
-        logger.error({ queue: names.dueQueue }, 'the broker cancelled the consumer (queue deleted?)');
-        return;
-      }
+      // The broker cancelled the consumer: the worker recovers as for a lane's.
+      if (message === null) return onCancelled();
       move(channel, names, message);
     },
     { noAck: false },
@@ -34,8 +31,14 @@ function move(channel: ConfirmChannel, names: TopologyNames, message: ConsumeMes
     const routingKey = bucket === undefined ? names.routingKey : `${names.routingKey}.${bucket}`;
     channel.publish(names.exchange, routingKey, message.content, publishOptions(message), (error) => {
       // A nack leaves the message in P.due for the next try; a closed channel returns it anyway.
-      if (error) channel.nack(message, false, true);
-      else channel.ack(message);
+      // This callback can run inside amqplib's handling of the channel's close, where a throw would
+      // stop the other close listeners (the reconnect among them): settle only what can be settled.
+      try {
+        if (error) channel.nack(message, false, true);
+        else channel.ack(message);
+      } catch {
+        // The channel closed: the broker has requeued the message.
+      }
     });
   } catch {
     // The channel is closed: the broker requeues the unacked message for the next consumer.

@@ -57,6 +57,8 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   let consumers: { channel: ConfirmChannel; tags: string[] } | undefined;
   let stopping = false;
   let ready = false;
+  /** A reconnect for a cancelled consumer is under way: further cancels of the old channel are the same event. */
+  let recycling = false;
   let server: Server | undefined;
   const isolation = config.isolation === 'on' ? new TargetIsolation<Job>(isolationPolicy(config)) : undefined;
   const metrics = createRelayMetrics(config.successBody, () => isolation);
@@ -67,18 +69,19 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     const topology = await connectTopology(config, logger, abort.signal);
     await applyTopology(topology.url, topology);
     const { handle, channelClosed, events } = buildPipeline(config, topology, agent, logger, clock, deps.random ?? Math.random, metrics.observer, isolation);
+    // The broker cancelled a consumer (queue deleted, its node gone, a consumer timeout): a worker
+    // that keeps the connection but consumes nothing must not look ready. Recycle the connection once;
+    // the setup declares the topology again and consumes every queue anew.
+    const consumerCancelled = (lane: Lane): void => {
+      if (stopping || recycling) return;
+      recycling = true;
+      ready = false;
+      metrics.consumerCancelled();
+      logger.error({ lane }, 'the broker cancelled a consumer; reconnecting to consume again');
+      manager?.reconnect();
+    };
     const onMessage = (message: ConsumeMessage | null, ch: ConfirmChannel, lane: Lane): void => {
-      if (message === null) {
-        // The broker cancelled a consumer (queue deleted, its node gone, a consumer timeout): a worker
-        // that keeps the connection but consumes nothing must not look ready. Recycle the connection;
-        // the setup declares the topology again and consumes every queue anew.
-        if (!ready || stopping) return;
-        ready = false;
-        metrics.consumerCancelled();
-        logger.error({ lane }, 'the broker cancelled a consumer; reconnecting to consume again');
-        manager?.reconnect();
-        return;
-      }
+      if (message === null) return consumerCancelled(lane);
       const work = handle(message, ch, lane).catch((error: Error) =>
         logger.warn({ err: error.message }, 'could not settle a message; the broker will redeliver it'),
       );
@@ -86,7 +89,11 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       void work.finally(() => inFlight.delete(work));
     };
     manager = amqp.connect(amqpUrls(config.amqpUrl), { reconnectTimeInSeconds: 1, heartbeatIntervalInSeconds: 10 });
-    manager.on('connect', () => logger.info('connected to the broker'));
+    manager.on('connect', () => {
+      // Registered before the channel's own listener, so this runs before the setup consumes again.
+      recycling = false;
+      logger.info('connected to the broker');
+    });
     manager.on('disconnect', ({ err }) => {
       ready = false;
       logger.warn({ err: err?.message }, 'disconnected from the broker; reconnecting');
@@ -114,7 +121,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
         const queues: [string, Lane][] = [...topology.names.workQueues.map((queue, lane): [string, Lane] => [queue, String(lane)]), [topology.names.slowQueue, 'slow']];
         for (const [queue, lane] of queues) tags.push((await ch.consume(queue, (message) => onMessage(message, ch, lane), { noAck: false })).consumerTag);
         // Plugin mode: move messages whose delay ended from P.due into their lanes (move-due.ts).
-        if (topology.mode === 'plugin') tags.push(await moveDue(ch, topology.names, config.prefetch, logger));
+        if (topology.mode === 'plugin') tags.push(await moveDue(ch, topology.names, config.prefetch, () => consumerCancelled('due')));
         consumers = { channel: ch, tags };
         ready = true;
         logger.info({ lanes: topology.names.workQueues.length, prefetch: config.prefetch, isolation: config.isolation }, 'consuming');

@@ -11,7 +11,8 @@ export interface FairSharePolicy {
 }
 
 interface TargetQueue<T> {
-  waiting: T[];
+  /** Taken items are cleared and the array compacted as the head moves, so memory follows what waits. */
+  waiting: (T | undefined)[];
   /** Index of the next waiting item (a head pointer, so taking one is O(1)). */
   head: number;
   inFlight: number;
@@ -69,9 +70,13 @@ export class FairShare<T> {
       const queue = this.targets.get(target) as TargetQueue<T>;
       this.unready(target, queue);
       const item = queue.waiting[queue.head] as T;
+      queue.waiting[queue.head] = undefined;
       queue.head += 1;
       if (queue.head === queue.waiting.length) {
         queue.waiting = [];
+        queue.head = 0;
+      } else if (queue.head >= 1_024 && queue.head * 2 >= queue.waiting.length) {
+        queue.waiting = queue.waiting.slice(queue.head);
         queue.head = 0;
       }
       this.waitingTotal -= 1;
@@ -121,7 +126,7 @@ export class FairShare<T> {
     const queue = this.targets.get(target);
     if (!queue) return [];
     this.unready(target, queue);
-    const taken = queue.waiting.slice(queue.head);
+    const taken = queue.waiting.slice(queue.head) as T[];
     this.waitingTotal -= taken.length;
     queue.waiting = [];
     queue.head = 0;
@@ -129,15 +134,19 @@ export class FairShare<T> {
     return taken;
   }
 
-  /** Removes waiting items that match (their channel closed: the broker has requeued them). */
-  drop(matches: (item: T) => boolean): number {
-    let dropped = 0;
+  /** Removes waiting items that match (their channel closed: the broker has requeued them) and returns them. */
+  drop(matches: (item: T) => boolean): Started<T>[] {
+    const dropped: Started<T>[] = [];
     for (const [target, queue] of [...this.targets]) {
-      const kept = queue.waiting.slice(queue.head).filter((item) => !matches(item));
-      const removed = queue.waiting.length - queue.head - kept.length;
+      const kept: T[] = [];
+      const before = dropped.length;
+      for (const item of queue.waiting.slice(queue.head) as T[]) {
+        if (matches(item)) dropped.push({ target, item });
+        else kept.push(item);
+      }
+      const removed = dropped.length - before;
       if (removed === 0) continue;
       this.unready(target, queue);
-      dropped += removed;
       this.waitingTotal -= removed;
       queue.waiting = kept;
       queue.head = 0;
@@ -186,13 +195,26 @@ export class FairShare<T> {
     return Math.min(this.policy.initialPerTarget, this.policy.perTarget);
   }
 
+  /** A running attempt of `target` turned slow: it loses what it earned now, not when the attempt ends. */
+  slowed(target: string): void {
+    this.refile(target, () => this.limits.delete(target));
+  }
+
   private remember(target: string, limit: number): void {
     this.limits.delete(target);
     if (limit === this.initial()) return;
     this.limits.set(target, limit);
     if (this.limits.size > this.policy.maxTargets) {
       const oldest = this.limits.keys().next().value;
-      if (oldest !== undefined) this.limits.delete(oldest);
+      if (oldest !== undefined) this.refile(oldest, () => this.limits.delete(oldest));
     }
+  }
+
+  /** Changes what `target` may have, then files it again as ready or blocked. */
+  private refile(target: string, change: () => void): void {
+    const queue = this.targets.get(target);
+    if (queue) this.unready(target, queue);
+    change();
+    if (queue) this.reready(target, queue);
   }
 }

@@ -35,7 +35,7 @@ interface TargetRecord {
 
 /**
  * Per-target health, pure: the caller passes the time. A target turns degraded when abnormal results
- * (slow or failed) reach `degradeThreshold` in the last `window` results, and turns healthy again when
+ * (what the caller counts as abnormal: slow ones, for target isolation) reach `degradeThreshold` in the last `window` results, and turns healthy again when
  * fast results have pushed them down to `recoverThreshold` and `quietPeriodMs` has passed since the
  * last abnormal one. State lives in memory, per worker.
  */

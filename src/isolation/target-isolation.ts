@@ -78,6 +78,7 @@ export class TargetIsolation<T> {
 
   /** An attempt still running has passed the slow threshold: abnormal, right now. */
   overdue(target: string, nowMs: number): Effects<T> {
+    this.share.slowed(target);
     return this.effects(target, this.health.record(target, true, nowMs));
   }
 
@@ -96,17 +97,10 @@ export class TargetIsolation<T> {
   }
 
   /** Drops waiting items that match (their channel closed; the broker has requeued them). */
-  drop(matches: (item: T) => boolean): number {
+  drop(matches: (item: T) => boolean): T[] {
     const dropped = this.share.drop((waiting) => matches(waiting.item));
-    // Probe reservations follow what is still waiting or in flight.
-    this.probesTotal = 0;
-    for (const [target, count] of [...this.probes]) {
-      const left = Math.min(count, this.share.waiting(target) + this.share.inFlight(target));
-      if (left > 0) this.probes.set(target, left);
-      else this.probes.delete(target);
-      this.probesTotal += left;
-    }
-    return dropped;
+    for (const { target, item } of dropped) if (item.kind === 'probe') this.releaseProbe(target);
+    return dropped.map(({ item }) => item.item);
   }
 
   get slowThresholdMs(): number {
@@ -135,8 +129,10 @@ export class TargetIsolation<T> {
 
   private effects(target: string, transition: Transition | undefined): Effects<T> {
     // The circuit just opened: what waits for a slot would only wait to fail; fail it fast now.
-    const failFast = transition?.to === 'degraded' ? this.share.takeWaiting(target).map((waiting) => waiting.item) : [];
-    return { transition, failFast };
+    if (transition?.to !== 'degraded') return { transition, failFast: [] };
+    const taken = this.share.takeWaiting(target);
+    for (const waiting of taken) if (waiting.kind === 'probe') this.releaseProbe(target);
+    return { transition, failFast: taken.map((waiting) => waiting.item) };
   }
 
   private releaseProbe(target: string): void {

@@ -127,7 +127,7 @@ describe('FairShare', () => {
     startAll(share);
     expect(share.takeWaiting('a')).toEqual([1, 2, 3, 4]);
     expect(share.waiting('a')).toBe(0);
-    expect(share.drop((item) => item % 2 === 0)).toBe(2);
+    expect(share.drop((item) => item % 2 === 0).map((d) => d.item)).toEqual([12, 14]);
     expect(share.waiting()).toBe(2);
     share.done('b', 'none');
     const left: number[] = [];
@@ -143,5 +143,47 @@ describe('FairShare', () => {
       share.done(target, 'fast');
     }
     expect([share.limit('a'), share.limit('b'), share.limit('c')]).toEqual([2, 3, 3]);
+  });
+
+  it('keeps no reference to items it has handed out, however long a target stays busy', () => {
+    const share = new FairShare<{ n: number }>(policy({ capacity: 1, initialPerTarget: 1 }));
+    for (let n = 0; n < 100; n += 1) share.push('t', { n });
+    for (let n = 0; n < 20_000; n += 1) {
+      share.push('t', { n });
+      share.next();
+      share.done('t', 'fast');
+    }
+    // 100 still wait; the 20,000 handed out must not be held.
+    const queue = (share as unknown as { targets: Map<string, { waiting: unknown[] }> }).targets.get('t');
+    expect(share.waiting('t')).toBe(100);
+    expect(queue!.waiting.length).toBeLessThan(1_300);
+  });
+
+  it('takes what a target earned the moment one of its attempts turns slow, so it borrows no more', () => {
+    const share = new FairShare<number>(policy({ capacity: 10, initialPerTarget: 2 }));
+    for (let i = 0; i < 50; i += 1) share.push('t', i);
+    startAll(share);
+    share.done('t', 'fast');
+    expect(startAll(share).length).toBeGreaterThan(0);
+    expect(share.inFlight('t')).toBe(10);
+    share.slowed('t');
+    expect(share.limit('t')).toBe(2);
+    share.done('t', 'none');
+    expect(startAll(share)).toEqual([]);
+  });
+
+  it('files a target again when its earned limit is forgotten (more than maxTargets earned)', () => {
+    const share = new FairShare<number>(policy({ capacity: 10, initialPerTarget: 1, maxTargets: 1 }));
+    share.push('a', 0);
+    share.next();
+    share.done('a', 'fast');
+    for (let i = 0; i < 5; i += 1) share.push('a', i);
+    expect(startAll(share)).toHaveLength(5);
+    share.push('b', 0);
+    share.next();
+    share.done('b', 'fast'); // forgets a's limit: a may no longer borrow
+    for (let i = 0; i < 5; i += 1) share.done('a', 'none');
+    for (let i = 0; i < 5; i += 1) share.push('a', i);
+    expect(startAll(share)).toHaveLength(1);
   });
 });

@@ -105,11 +105,41 @@ describe('TargetIsolation', () => {
     const iso = new TargetIsolation<number>(POLICY);
     open(iso, 'a');
     iso.offer('a', 7);
-    expect(iso.drop((item) => item === 7)).toBe(1);
+    expect(iso.drop((item) => item === 7)).toEqual([7]);
     expect(iso.offer('a', 8)).toBe('queued');
     expect(iso.waiting()).toBe(1);
     const next = iso.next();
     iso.abandon('a', next!.kind);
     expect(iso.inFlight()).toBe(0);
+  });
+
+  it('releases the probe of a waiting item dropped with its channel, so the circuit can still be probed', () => {
+    const iso = new TargetIsolation<number>(POLICY);
+    for (let i = 0; i < 2; i += 1) iso.offer('a', i);
+    const running = [iso.next(), iso.next()];
+    expect(running.every((r) => r?.target === 'a')).toBe(true);
+    for (let i = 0; i < POLICY.degradeThreshold; i += 1) iso.overdue('a', i);
+    expect(iso.state('a')).toBe('degraded');
+    expect(iso.offer('a', 99)).toBe('queued');
+    expect(iso.next()).toBeUndefined();
+    expect(iso.drop((item) => item === 99)).toEqual([99]);
+    for (const r of running) iso.complete('a', r!.kind, hang, 20, true);
+    expect(iso.offer('a', 100)).toBe('queued');
+    expect(iso.next()?.kind).toBe('probe');
+  });
+
+  it('releases the probe of a waiting item taken out when the circuit opens again', () => {
+    const iso = new TargetIsolation<number>({ ...POLICY, probesPerTarget: 2, quietPeriodMs: 0 });
+    open(iso, 'a');
+    // Recover with fast probes, then open again while a probe still waits.
+    for (let i = 0; i < 20 && iso.state('a') === 'degraded'; i += 1) {
+      iso.offer('a', i);
+      const probe = iso.next();
+      iso.complete('a', probe!.kind, ok, 1_000 + i);
+    }
+    expect(iso.state('a')).toBe('healthy');
+    open(iso, 'a', 2_000);
+    expect(iso.state('a')).toBe('degraded');
+    expect([iso.offer('a', 1), iso.offer('a', 2), iso.offer('a', 3)]).toEqual(['queued', 'queued', 'fail-fast']);
   });
 });
