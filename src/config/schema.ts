@@ -105,7 +105,7 @@ export const configSchema = {
     env: 'DRAIN_TIMEOUT',
   },
   publishTimeout: {
-    doc: 'How long a publish waits for the broker\'s confirm (including while disconnected) before it rejects.',
+    doc: 'How long a publish waits for the broker\'s confirm (including while disconnected) before it rejects; in a worker, how long a retry, dead-letter or moved copy waits before the original is rejected to P.dead instead.',
     format: 'positive-duration',
     default: 10e3,
     env: 'PUBLISH_TIMEOUT',

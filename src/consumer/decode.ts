@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import type { ConsumeMessage } from 'amqplib';
 import { isValidId, parseCallback, type Callback } from '../message/callback.js';
+import { derivedId } from '../message/derived-id.js';
 import { headerTableSize, MAX_PRODUCER_HEADER_BYTES } from '../message/header-table-size.js';
 import { HEADER, readAttempt, readString } from '../message/headers.js';
 
@@ -30,7 +30,9 @@ export function decode(message: ConsumeMessage, maxPayloadBytes: number): Decode
   const messageId: unknown = message.properties.messageId;
   // A message_id becomes the webhook-id header, so only one that is a valid id is used.
   const fallbackId = typeof messageId === 'string' && isValidId(messageId) ? messageId : undefined;
-  const failed = (error: string): Decoded => ({ ok: false, id: fallbackId ?? randomUUID(), attempt, error });
+  // Without either id, one derived from the message: the same on every redelivery of it.
+  const stableId = (): string => fallbackId ?? derivedId(message);
+  const failed = (error: string): Decoded => ({ ok: false, id: stableId(), attempt, error });
   if (message.content.length > maxPayloadBytes) {
     return failed(`message is ${message.content.length} bytes, over the limit of ${maxPayloadBytes} (MAX_PAYLOAD_BYTES)`);
   }
@@ -59,6 +61,6 @@ export function decode(message: ConsumeMessage, maxPayloadBytes: number): Decode
   } catch (error) {
     return failed(`body: cannot be serialised (${(error as Error).message})`);
   }
-  const id = callback.id ?? fallbackId ?? randomUUID();
+  const id = callback.id ?? stableId();
   return { ok: true, delivery: { id, callback, url, payload, attempt, firstAttemptAt: readString(headers, HEADER.firstAttemptAt) } };
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Channel, ConsumeMessage } from 'amqplib';
 import type { AttemptReport, PipelineObserver } from '../consumer/observer.js';
 import { UnroutedPause } from './unrouted-pause.js';
@@ -24,6 +25,20 @@ export interface OutcomeEvent {
   at: string;
 }
 
+/** An AMQP `message_id` is a short string: 255 bytes at most (amqplib refuses a longer one). */
+const MAX_MESSAGE_ID_BYTES = 255;
+
+/**
+ * `<callback id>:<type>:<attempt>`, the same for every copy of one outcome. A callback id may take
+ * the whole 255 bytes by itself; then its SHA-256 stands in for it (the body still names the id).
+ */
+export function eventMessageId(event: Pick<OutcomeEvent, 'id' | 'type' | 'attempt'>): string {
+  const suffix = `:${event.type}:${event.attempt}`;
+  const full = `${event.id}${suffix}`;
+  if (Buffer.byteLength(full) <= MAX_MESSAGE_ID_BYTES) return full;
+  return `sha256-${createHash('sha256').update(event.id).digest('hex')}${suffix}`;
+}
+
 /**
  * Publishes outcome events so the service that published a callback can follow its fate (bind a
  * queue to P.events with `delivered`, `dead`, `#`…). Best effort by design: events are transient,
@@ -37,7 +52,7 @@ export function createOutcomeEvents(exchange: string, clock: () => number): Pipe
     if (!channel || !unrouted.shouldPublish(event.type)) return;
     try {
       // mandatory: the broker returns an event no queue is bound for, and its type is paused.
-      channel.publish(exchange, event.type, Buffer.from(JSON.stringify(event)), { contentType: 'application/json', messageId: `${event.id}:${event.type}:${event.attempt}`, mandatory: true });
+      channel.publish(exchange, event.type, Buffer.from(JSON.stringify(event)), { contentType: 'application/json', messageId: eventMessageId(event), mandatory: true });
     } catch {
       // The channel closed under us: the event is lost, the callback is not.
     }

@@ -5,7 +5,7 @@ export type CallbackMethod = (typeof METHODS)[number];
 
 /** A callback as it travels in a message body (the wire contract). */
 export interface Callback {
-  /** Stable id, sent as `webhook-id`; defaults to the AMQP `message_id`, else a new UUID. */
+  /** Stable id, sent as `webhook-id`; defaults to the AMQP `message_id`, else one derived from the message (derived-id.ts). */
   id?: string;
   /** http or https target. */
   url: string;

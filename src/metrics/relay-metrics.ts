@@ -37,14 +37,14 @@ export function createRelayMetrics(successBody: string, health: () => HealthSour
   });
   const confirm = new Histogram({
     name: 'callback_relay_publish_confirm_seconds',
-    help: 'Time from publishing a retry, dead-letter or moved copy to the broker confirm.',
+    help: 'Time from publishing a retry or dead-letter copy to the broker confirm.',
     labelNames: ['kind'],
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
     registers: [registry],
   });
   const fallbacks = new Counter({
     name: 'callback_relay_settle_fallbacks_total',
-    help: 'Retry, dead-letter or moved copies that could not be stored (returned, nacked, timeout, too-large, refused): the original was rejected for the broker to dead-letter to P.dead.',
+    help: 'Retry or dead-letter copies that could not be stored (returned, nacked, timeout, too-large, refused): the original was rejected for the broker to dead-letter to P.dead.',
     labelNames: ['kind', 'cause'],
     registers: [registry],
   });

@@ -103,7 +103,7 @@ describe('hostile input (queues mode)', () => {
         !(typeof headers[HEADER.lastError] === 'string' && headers[HEADER.lastError] !== '') && 'no last error',
         !message.content.equals(sent.content) && 'body changed',
         sent.messageId !== undefined && message.properties.messageId !== sent.messageId && `message id ${message.properties.messageId}`,
-        sent.messageId === undefined && !/^[0-9a-f-]{36}$/.test(String(message.properties.messageId)) && 'no generated id',
+        sent.messageId === undefined && !/^msg_[A-Za-z0-9_-]{43}$/.test(String(message.properties.messageId)) && 'no derived id',
       ].filter(Boolean);
       if (problems.length > 0) wrong.push(`#${seq} (${sent.kind}): ${problems.join(', ')}`);
     }

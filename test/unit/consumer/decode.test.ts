@@ -4,7 +4,7 @@ import { decode, type Decoded, type Delivery } from '../../../src/consumer/decod
 import { MAX_PRODUCER_HEADER_BYTES } from '../../../src/message/header-table-size.js';
 
 const LIMIT = 1_048_576;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+const DERIVED = /^msg_[A-Za-z0-9_-]{43}$/;
 
 function message(content: string | Buffer, properties: { headers?: Record<string, unknown>; messageId?: unknown } = { headers: {}, messageId: 'm1' }): ConsumeMessage {
   return {
@@ -43,11 +43,32 @@ describe('decode: valid callbacks', () => {
     expect(delivered(decode(message(json({ url: 'https://x.test', body: 1 })), LIMIT)).id).toBe('m1');
   });
 
-  it('generates an id when neither is present', () => {
+  it('derives an id from the message when neither is present', () => {
     const content = json({ url: 'https://x.test', body: 1 });
-    expect(delivered(decode(message(content, { headers: {} }), LIMIT)).id).toMatch(UUID);
-    expect(delivered(decode(message(content, { headers: {}, messageId: '' }), LIMIT)).id).toMatch(UUID);
-    expect(delivered(decode(message(content, { headers: {}, messageId: 42 }), LIMIT)).id).toMatch(UUID);
+    const id = delivered(decode(message(content, { headers: {} }), LIMIT)).id;
+    expect(id).toMatch(DERIVED);
+    expect(delivered(decode(message(content, { headers: {}, messageId: '' }), LIMIT)).id).toBe(id);
+    expect(delivered(decode(message(content, { headers: {}, messageId: 42 }), LIMIT)).id).toBe(id);
+  });
+
+  it('derives the same id on every redelivery, whatever the broker added', () => {
+    const content = json({ url: 'https://x.test', body: 1 });
+    const first = delivered(decode(message(content, { headers: { tenant: 'a' } }), LIMIT)).id;
+    const redelivered = { tenant: 'a', 'x-delivery-count': 3, 'x-death': [{ count: 1, reason: 'rejected' }] };
+    expect(delivered(decode(message(content, { headers: redelivered }), LIMIT)).id).toBe(first);
+  });
+
+  it('derives different ids for different bodies or producer properties', () => {
+    const id = (content: string, properties: Record<string, unknown>): string => delivered(decode(message(content, properties as any), LIMIT)).id;
+    const content = json({ url: 'https://x.test', body: 1 });
+    const ids = new Set([
+      id(content, { headers: {} }),
+      id(json({ url: 'https://x.test', body: 2 }), { headers: {} }),
+      id(content, { headers: { tenant: 'a' } }),
+      id(content, { headers: {}, timestamp: 1_700_000_000 }),
+      id(content, { headers: {}, correlationId: 'c' }),
+    ]);
+    expect(ids.size).toBe(5);
   });
 
   it('reads the attempt and first attempt time from the headers', () => {
@@ -114,10 +135,12 @@ describe('decode: failures never throw', () => {
     expect(failed(decode(message(content), LIMIT)).error.startsWith(prefix)).toBe(true);
   });
 
-  it('uses the message id, or a generated one, for a failure', () => {
+  it('uses the message id, or a derived one, for a failure', () => {
     const bad = json({ id: 'from-body', url: 'ftp://x.test', body: 1 });
     expect(failed(decode(message(bad), LIMIT)).id).toBe('m1');
-    expect(failed(decode(message(bad, { headers: {} }), LIMIT)).id).toMatch(UUID);
+    const derived = failed(decode(message(bad, { headers: {} }), LIMIT)).id;
+    expect(derived).toMatch(DERIVED);
+    expect(failed(decode(message(bad, { headers: {} }), LIMIT)).id).toBe(derived);
   });
 
   it('rejects headers too large for the copies the relay publishes', () => {
