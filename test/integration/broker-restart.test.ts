@@ -30,7 +30,7 @@ async function withRelay(
   settings: Record<string, string>,
   run: (relay: { publisher: CallbackPublisher; path: string; seen: () => Set<string> }) => Promise<void>,
 ): Promise<void> {
-  const config = loadConfig({ AMQP_URL: broker!.url, TOPOLOGY_PREFIX: randomPrefix(), DELAY_MODE: mode, LOG_LEVEL: 'silent', METRICS_PORT: '0', PUBLISH_TIMEOUT: '90s', ...settings });
+  const config = loadConfig({ AMQP_URL: broker!.url, TOPOLOGY_PREFIX: randomPrefix(), DELAY_MODE: mode, LOG_LEVEL: 'silent', METRICS_PORT: '0', PUBLISH_TIMEOUT: '90s', TARGET_ALLOW: '127.0.0.0/8', ...settings });
   const logger = createLogger(config.logLevel);
   const publisher = createPublisher(config, logger);
   const worker = createWorker(config, logger);
