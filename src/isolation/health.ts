@@ -48,12 +48,6 @@ export class EndpointHealth {
     return this.targets.get(target)?.state ?? 'healthy';
   }
 
-  /** Whether `target` has results and none of them abnormal: its waiting messages will get a slot soon. */
-  provenFast(target: string): boolean {
-    const record = this.targets.get(target);
-    return record !== undefined && record.state === 'healthy' && record.results.length > 0 && record.abnormal === 0;
-  }
-
   /** Remembers one result; returns the transition it caused, if any. */
   record(target: string, abnormal: boolean, nowMs: number): Transition | undefined {
     const record = this.touch(target);
