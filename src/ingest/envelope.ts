@@ -33,12 +33,12 @@ export function idempotencyKey(value: string | string[] | undefined): string | u
 }
 
 /**
- * Turns an envelope into what `publish()` takes, validated exactly as `publish()` would validate it
- * (wire contract, MAX_PAYLOAD_BYTES, delay range), so that a batch can be refused whole before any
- * of it is published. The id is the envelope's, else `fallbackId` (from the Idempotency-Key, or new).
- * Throws `CR_ERR_INVALID_CALLBACK` naming the field.
+ * Splits an envelope into what `publish()` takes: the callback (its id is the envelope's, else
+ * `fallbackId`: from the Idempotency-Key, or new) and the first-attempt options. Checks only the
+ * delay's spelling; `publish()` checks the rest, or `checkPublishJob` when nothing may be published
+ * before everything was checked. Throws `CR_ERR_INVALID_CALLBACK` naming the field.
  */
-export function toPublishJob(envelope: Envelope, fallbackId: string, nowMs: number, maxPayloadBytes: number): PublishJob {
+export function toPublishJob(envelope: Envelope, fallbackId: string): PublishJob {
   const { delay, deliverAt, ...rest } = envelope;
   const callback: Callback = { ...rest, id: rest.id ?? fallbackId };
   const options: PublishOptions = {};
@@ -49,7 +49,15 @@ export function toPublishJob(envelope: Envelope, fallbackId: string, nowMs: numb
     options.delay = delay;
   }
   if (deliverAt !== undefined) options.deliverAt = new Date(deliverAt);
-  firstAttemptDelay(options, nowMs);
-  encodeCallback(callback, maxPayloadBytes);
   return { callback, options };
+}
+
+/**
+ * Checks a job exactly as `publish()` will (wire contract, MAX_PAYLOAD_BYTES, delay range), so that
+ * a batch can be refused whole before any of it is published. Throws `CR_ERR_INVALID_CALLBACK`.
+ */
+export function checkPublishJob(job: PublishJob, nowMs: number, maxPayloadBytes: number): PublishJob {
+  firstAttemptDelay(job.options, nowMs);
+  encodeCallback(job.callback, maxPayloadBytes);
+  return job;
 }

@@ -3,7 +3,7 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, ty
 import { RelayError, isRelayError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { CallbackPublisher } from '../producer/publisher.js';
-import { idempotencyKey, toPublishJob, type Envelope, type PublishJob } from './envelope.js';
+import { checkPublishJob, idempotencyKey, toPublishJob, type Envelope, type PublishJob } from './envelope.js';
 import { errorResponse, schemaErrorResponse, type ErrorResponse } from './error-responses.js';
 import { createIngestMetrics, type IngestMetrics } from './ingest-metrics.js';
 import { ingestSchemas, openApiDocument } from './openapi.js';
@@ -22,6 +22,7 @@ export interface IngestDeps {
   publisher: Pick<CallbackPublisher, 'publish' | 'connected'>;
   metrics?: IngestMetrics;
   logger?: Logger;
+  /** The clock a batch's delays are checked against. */
   now?: () => number;
   newId?: () => string;
 }
@@ -109,7 +110,8 @@ export function buildIngestServer(options: IngestOptions, deps: IngestDeps): Ing
     schema: { body: schemas.envelope, response: { 202: schemas.accepted, ...failures, 429: schemas.error, 503: schemas.error } },
     handler: async (request, reply) => {
       const key = idempotencyKey(request.headers['idempotency-key']);
-      const job = toPublishJob(request.body as Envelope, key ?? newId(), now(), options.maxPayloadBytes);
+      // publish() checks the callback itself, with the same errors: no need to check it twice.
+      const job = toPublishJob(request.body as Envelope, key ?? newId());
       const { id } = await publisher.publish(job.callback, job.options);
       metrics.accepted(1);
       return reply.code(202).send({ id });
@@ -127,7 +129,7 @@ export function buildIngestServer(options: IngestOptions, deps: IngestDeps): Ing
       // All or nothing: every item is checked before the first is published.
       const jobs: PublishJob[] = envelopes.map((envelope, index) => {
         try {
-          return toPublishJob(envelope, key === undefined ? newId() : `${key}:${index}`, nowMs, options.maxPayloadBytes);
+          return checkPublishJob(toPublishJob(envelope, key === undefined ? newId() : `${key}:${index}`), nowMs, options.maxPayloadBytes);
         } catch (error) {
           if (!isRelayError(error, 'CR_ERR_INVALID_CALLBACK')) throw error;
           throw new RelayError('CR_ERR_INVALID_CALLBACK', `callbacks[${index}].${error.message}`, { field: `callbacks[${index}].${error.field}`, cause: error });

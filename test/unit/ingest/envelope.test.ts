@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isRelayError } from '../../../src/errors.js';
-import { idempotencyKey, toPublishJob, type Envelope } from '../../../src/ingest/envelope.js';
+import { checkPublishJob, idempotencyKey, toPublishJob, type Envelope } from '../../../src/ingest/envelope.js';
 
 const NOW = Date.parse('2030-01-01T00:00:00Z');
 const URL_ = 'https://example.com/hook';
@@ -15,16 +15,16 @@ function fieldOf(run: () => unknown): string | undefined {
   throw new Error('accepted');
 }
 
-describe('toPublishJob', () => {
+describe('toPublishJob, checkPublishJob', () => {
   it('keeps the envelope id, else takes the fallback id', () => {
-    expect(toPublishJob({ id: 'own', url: URL_, body: 1 }, 'key', NOW, 1e6).callback.id).toBe('own');
-    expect(toPublishJob({ url: URL_, body: null }, 'key', NOW, 1e6)).toEqual({ callback: { url: URL_, body: null, id: 'key' }, options: {} });
+    expect(toPublishJob({ id: 'own', url: URL_, body: 1 }, 'key').callback.id).toBe('own');
+    expect(toPublishJob({ url: URL_, body: null }, 'key')).toEqual({ callback: { url: URL_, body: null, id: 'key' }, options: {} });
   });
 
   it('takes delay as ms or a duration, and deliverAt as a date-time', () => {
-    expect(toPublishJob({ url: URL_, body: 1, delay: 1500 }, 'k', NOW, 1e6).options).toEqual({ delay: 1500 });
-    expect(toPublishJob({ url: URL_, body: 1, delay: '5m' }, 'k', NOW, 1e6).options).toEqual({ delay: 300_000 });
-    expect(toPublishJob({ url: URL_, body: 1, deliverAt: '2030-01-01T00:01:00Z' }, 'k', NOW, 1e6).options).toEqual({ deliverAt: new Date(NOW + 60_000) });
+    expect(toPublishJob({ url: URL_, body: 1, delay: 1500 }, 'k').options).toEqual({ delay: 1500 });
+    expect(toPublishJob({ url: URL_, body: 1, delay: '5m' }, 'k').options).toEqual({ delay: 300_000 });
+    expect(toPublishJob({ url: URL_, body: 1, deliverAt: '2030-01-01T00:01:00Z' }, 'k').options).toEqual({ deliverAt: new Date(NOW + 60_000) });
   });
 
   it('refuses what publish() would refuse, naming the field', () => {
@@ -38,7 +38,7 @@ describe('toPublishJob', () => {
       [{ body: 'x'.repeat(200) }, 'body'],
     ];
     for (const [change, field] of cases) {
-      expect(fieldOf(() => toPublishJob({ url: URL_, body: 1, ...change } as Envelope, 'k', NOW, 150)), JSON.stringify(change)).toBe(field);
+      expect(fieldOf(() => checkPublishJob(toPublishJob({ url: URL_, body: 1, ...change } as Envelope, 'k'), NOW, 150)), JSON.stringify(change)).toBe(field);
     }
   });
 });

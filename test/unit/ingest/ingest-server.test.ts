@@ -4,13 +4,14 @@ import { configSchema } from '../../../src/config/schema.js';
 import { RelayError, type RelayErrorCode } from '../../../src/errors.js';
 import { buildIngestServer, type IngestServer } from '../../../src/ingest/ingest-server.js';
 import type { Callback } from '../../../src/message/callback.js';
-import type { PublishOptions } from '../../../src/producer/publisher.js';
+import { encodeCallback } from '../../../src/producer/encode-callback.js';
+import { firstAttemptDelay, type PublishOptions } from '../../../src/producer/publisher.js';
 
 const TOKEN = 'unit-test-token-0123456789';
 const auth = { authorization: `Bearer ${TOKEN}` };
 const URL_ = 'https://example.com/hook';
 
-/** Stands in for the library publisher: records publishes, fails those whose url says so. */
+/** Stands in for the library publisher: checks as publish() does, records publishes, fails those whose url says so. */
 function publisherStub() {
   const published: { callback: Callback; options: PublishOptions | undefined }[] = [];
   let connected = true;
@@ -20,6 +21,8 @@ function publisherStub() {
     publisher: {
       connected: () => connected,
       async publish(callback: Callback, options?: PublishOptions) {
+        encodeCallback(callback, 2_000);
+        firstAttemptDelay(options ?? {}, Date.now());
         const failure = /fail=(\w+)/.exec(callback.url)?.[1];
         if (failure) throw new RelayError(failure as RelayErrorCode, 'stub failure');
         published.push({ callback, options });
