@@ -1,6 +1,8 @@
 # Worker image: `docker build -t callback-relay .`
 # Runs the consumer (what `npm start` runs); the CLI is in the image too:
 #   docker run --rm -e AMQP_URL=... callback-relay node dist/cli/main.js publish --url ... --data ...
+# and so is the HTTP ingest:
+#   docker run --rm -e AMQP_URL=... -e INGEST_TOKENS=... -p 8080:8080 callback-relay node dist/ingest/main.js
 
 # ---- build: all dependencies, compile TypeScript to dist/ ----
 FROM node:24-slim AS build

@@ -10,6 +10,8 @@ export interface BenchBuild {
   dir: string;
   /** consumer/main.js of the compiled src/. */
   relayMain: string;
+  /** ingest/main.js of the compiled src/. */
+  ingestMain: string;
   /** A bench script (minimal-consumer, raw-consumer) transpiled to JavaScript. */
   script(name: 'minimal-consumer' | 'raw-consumer'): string;
 }
@@ -42,7 +44,7 @@ export function benchBuild(): BenchBuild {
   // Bare imports resolve through node_modules next to the build; the package is ESM.
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
   writeFileSync(join(dir, 'package.json'), '{"type":"module"}\n');
-  build = { dir, relayMain: join(dir, 'dist/consumer/main.js'), script: (name) => join(dir, 'bench', `${name}.js`) };
+  build = { dir, relayMain: join(dir, 'dist/consumer/main.js'), ingestMain: join(dir, 'dist/ingest/main.js'), script: (name) => join(dir, 'bench', `${name}.js`) };
   return build;
 }
 

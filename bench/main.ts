@@ -13,12 +13,13 @@ import { machineInfo, markdownScenario, writeReport, type BenchReport } from './
 import { backlog } from './scenarios/backlog.js';
 import { fairness } from './scenarios/fairness.js';
 import { halfLoad } from './scenarios/half-load.js';
+import { ingest } from './scenarios/ingest.js';
 import { isolation } from './scenarios/isolation.js';
 import { retryTiming } from './scenarios/retry-timing.js';
 import { scaleOut } from './scenarios/scale-out.js';
 import { throughput } from './scenarios/throughput.js';
 
-const SCENARIOS: Scenario[] = [throughput, halfLoad, retryTiming, backlog, scaleOut, isolation, fairness];
+const SCENARIOS: Scenario[] = [throughput, halfLoad, retryTiming, backlog, scaleOut, isolation, fairness, ingest];
 
 const { values } = parseArgs({
   options: {

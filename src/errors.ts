@@ -10,6 +10,8 @@
  * - `CR_ERR_CLOSED`: the publisher or worker was closed.
  * - `CR_ERR_TOPOLOGY`: the broker refused to declare the topology (e.g. a queue exists with other arguments).
  * - `CR_ERR_DELAY_MODE`: the requested delay mode cannot run on this broker.
+ * - `CR_ERR_UNAUTHORIZED`: an HTTP ingest request lacked a valid bearer token.
+ * - `CR_ERR_INTERNAL`: the HTTP ingest failed unexpectedly (its log says why; the answer does not).
  */
 export type RelayErrorCode =
   | 'CR_ERR_CONFIG'
@@ -20,7 +22,9 @@ export type RelayErrorCode =
   | 'CR_ERR_OUTCOME_UNKNOWN'
   | 'CR_ERR_CLOSED'
   | 'CR_ERR_TOPOLOGY'
-  | 'CR_ERR_DELAY_MODE';
+  | 'CR_ERR_DELAY_MODE'
+  | 'CR_ERR_UNAUTHORIZED'
+  | 'CR_ERR_INTERNAL';
 
 /** The one error class of the package; `code` is stable, `field` names the bad input where there is one. */
 export class RelayError extends Error {

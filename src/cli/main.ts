@@ -8,6 +8,7 @@ const USAGE = `usage: callback-relay <command>
 commands:
   publish     publish one callback (see: callback-relay publish --help)
   dlq         list, replay or purge the dead-letter queue P.dead (see: callback-relay dlq --help)
+  ingest      run the HTTP ingest (POST /v1/callbacks) on INGEST_PORT until SIGTERM
 
 Settings come from environment variables (AMQP_URL, TOPOLOGY_PREFIX, …); see README.`;
 
@@ -16,6 +17,8 @@ try {
   if (command === 'publish') {
     if (rest.includes('--help') || rest.includes('-h')) process.stdout.write(`${PUBLISH_USAGE}\n`);
     else await publishCommand(rest);
+  } else if (command === 'ingest') {
+    await import('../ingest/main.js');
   } else if (command === 'dlq') {
     process.exitCode = await dlqCommand(rest);
   } else if (command === undefined || command === 'help' || command === '--help' || command === '-h') {

@@ -3,6 +3,7 @@ import convict from 'convict';
 import { parseCidrList } from '../http/address-policy.js';
 import { amqpUrls } from './amqp-urls.js';
 import { parseSigningSecrets } from '../signing/signing-secrets.js';
+import { parseIngestTokens } from '../ingest/tokens.js';
 import { MAX_LEVEL_DELAY_MS as MAX_DELAY_MS } from '../topology/delay-levels.js';
 import { formatDuration, parseDuration, parseDurationList } from './duration.js';
 
@@ -122,6 +123,9 @@ export function registerFormats(): void {
           }
         }
       },
+    },
+    'token-list': {
+      validate: (value: unknown) => void parseIngestTokens(String(value)),
     },
     'topology-prefix': {
       validate: (value: unknown) => {

@@ -160,6 +160,25 @@ export const configSchema = {
     default: 9464,
     env: 'METRICS_PORT',
   },
+  ingestPort: {
+    doc: 'Port of the HTTP ingest (`callback-relay ingest`): `POST /v1/callbacks`, probes, `/metrics`.',
+    format: 'port',
+    default: 8080,
+    env: 'INGEST_PORT',
+  },
+  ingestTokens: {
+    doc: 'Bearer tokens the HTTP ingest accepts, comma-separated (several during a rotation), each at least 16 characters. The ingest refuses to start without one.',
+    format: 'token-list',
+    default: '',
+    env: 'INGEST_TOKENS',
+    sensitive: true,
+  },
+  ingestBatchMax: {
+    doc: 'Callbacks in one `POST /v1/callbacks:batch` at most; its request body may be this many times MAX_PAYLOAD_BYTES.',
+    format: 'positive-int',
+    default: 100,
+    env: 'INGEST_BATCH_MAX',
+  },
   events: {
     doc: 'Publish outcome events (`delivered`, `retry-scheduled`, `dead`) to the topic exchange P.events.',
     format: ['on', 'off'],

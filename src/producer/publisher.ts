@@ -1,24 +1,18 @@
 import amqp, { type ChannelWrapper } from 'amqp-connection-manager';
 import { amqpUrls } from '../config/amqp-urls.js';
 import { loadConfig, type RelayConfig } from '../config/load-config.js';
-import { formatDuration } from '../config/duration.js';
 import { RelayError, isRelayError } from '../errors.js';
 import { createLogger, type Logger } from '../logger.js';
 import type { Callback } from '../message/callback.js';
 import { connectTopology, type ResolvedTopology } from '../topology/connect-topology.js';
-import { MAX_LEVEL_DELAY_MS } from '../topology/delay-levels.js';
 import { deliveryRoute } from '../topology/delay-route.js';
 import { laneBucket } from '../topology/lanes.js';
 import { withTimeout } from '../util/with-timeout.js';
 import { encodeCallback } from './encode-callback.js';
+import { firstAttemptDelay, type PublishOptions } from './first-attempt-delay.js';
 import { decidePublishFailure, publishTimeoutError } from './publish-failure.js';
 
-export interface PublishOptions {
-  /** Delay before the first attempt, in ms. Default 0. At most 2^22 − 1 s (48.5 days). */
-  delay?: number;
-  /** Alternative to `delay`: the first attempt's time. A past time means now. */
-  deliverAt?: Date;
-}
+export { firstAttemptDelay, type PublishOptions };
 
 export interface CallbackPublisher {
   /**
@@ -29,6 +23,8 @@ export interface CallbackPublisher {
    * unknown, `CR_ERR_PUBLISH_TIMEOUT` / `CR_ERR_OUTCOME_UNKNOWN` (publish again with the same id).
    */
   publish(callback: Callback, options?: PublishOptions): Promise<{ id: string }>;
+  /** Whether the connection to the broker is up now (a readiness probe; a publish may still wait for it). */
+  connected(): boolean;
   /** Stops accepting publishes, lets those under way settle (each within PUBLISH_TIMEOUT), then closes the connection. */
   close(): Promise<void>;
 }
@@ -120,33 +116,8 @@ export function createPublisher(config: RelayConfig = loadConfig(), logger: Logg
     await manager.close().catch(() => {});
   }
 
-  return { publish, close };
+  return { publish, close, connected: () => manager.isConnected() };
 }
 
 /** Past our own deadline, so that the channel's timeout never answers first (its error carries no code). */
 const CHANNEL_TIMEOUT_GRACE_MS = 1_000;
-
-/** The first-attempt delay in ms from `delay` or `deliverAt`, or a `CR_ERR_INVALID_CALLBACK` naming the option. */
-export function firstAttemptDelay(options: PublishOptions, nowMs: number): number {
-  if (options.delay !== undefined && options.deliverAt !== undefined) {
-    throw new RelayError('CR_ERR_INVALID_CALLBACK', 'delay: give either delay or deliverAt, not both', { field: 'delay' });
-  }
-  let delayMs = 0;
-  let field = 'delay';
-  if (options.deliverAt !== undefined) {
-    field = 'deliverAt';
-    if (!(options.deliverAt instanceof Date) || Number.isNaN(options.deliverAt.getTime())) {
-      throw new RelayError('CR_ERR_INVALID_CALLBACK', 'deliverAt: must be a valid Date', { field });
-    }
-    delayMs = Math.max(0, options.deliverAt.getTime() - nowMs);
-  } else if (options.delay !== undefined) {
-    if (!Number.isFinite(options.delay) || options.delay < 0) {
-      throw new RelayError('CR_ERR_INVALID_CALLBACK', `delay: must be a non-negative number of ms, got ${options.delay}`, { field });
-    }
-    delayMs = options.delay;
-  }
-  if (delayMs > MAX_LEVEL_DELAY_MS) {
-    throw new RelayError('CR_ERR_INVALID_CALLBACK', `${field}: at most ${formatDuration(MAX_LEVEL_DELAY_MS)} ahead`, { field });
-  }
-  return delayMs;
-}

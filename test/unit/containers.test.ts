@@ -121,6 +121,22 @@ describe('docker-compose.yml', () => {
   });
 });
 
+describe('docker-compose.yml ingest', () => {
+  const ingest = dict(services.ingest, 'services.ingest');
+
+  it('runs the ingest from the worker image once the broker is healthy', () => {
+    expect(ingest.command).toEqual(['node', 'dist/ingest/main.js']);
+    expect(dict(dict(ingest.depends_on, 'ingest.depends_on').rabbitmq, 'ingest.depends_on.rabbitmq').condition).toBe('service_healthy');
+    expect(environmentOf(ingest).AMQP_URL).toMatch(/^amqp:\/\/[^@]*@rabbitmq(:5672)?\/?$/);
+    expect(environmentOf(ingest).INGEST_TOKENS).toBeTruthy();
+  });
+
+  it('stop_grace_period exceeds PUBLISH_TIMEOUT, so publishes under way settle on SIGTERM', () => {
+    const publishMs = parseDuration(environmentOf(ingest).PUBLISH_TIMEOUT ?? '') ?? configSchema.publishTimeout.default;
+    expect(composeDurationMs(String(ingest.stop_grace_period))).toBeGreaterThan(publishMs);
+  });
+});
+
 describe('Dockerfile (worker)', () => {
   it('is multi-stage and its final stage is node:24-slim', () => {
     expect(rootStages.length).toBeGreaterThanOrEqual(2);

@@ -1,0 +1,32 @@
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export interface IngestMetrics {
+  registry: Registry;
+  /** One answered request: its route (the pattern, never the raw URL) and status. */
+  answered(route: string, status: number, seconds: number): void;
+  /** Callbacks the broker confirmed. */
+  accepted(count: number): void;
+}
+
+/** Prometheus metrics of an ingest replica; labels are small fixed sets (route patterns, status codes). */
+export function createIngestMetrics(): IngestMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const requests = new Counter({ name: 'callback_relay_ingest_requests_total', help: 'HTTP requests answered, by route and status.', labelNames: ['route', 'status'], registers: [registry] });
+  const duration = new Histogram({
+    name: 'callback_relay_ingest_request_duration_seconds',
+    help: 'Time to answer, by route; for the callback routes it includes waiting for the broker confirm.',
+    labelNames: ['route'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+    registers: [registry],
+  });
+  const callbacks = new Counter({ name: 'callback_relay_ingest_accepted_total', help: 'Callbacks accepted (confirmed by the broker).', registers: [registry] });
+  return {
+    registry,
+    answered(route, status, seconds) {
+      requests.inc({ route, status: String(status) });
+      duration.observe({ route }, seconds);
+    },
+    accepted: (count) => callbacks.inc(count),
+  };
+}

@@ -1,0 +1,160 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { RelayError, isRelayError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { CallbackPublisher } from '../producer/publisher.js';
+import { checkPublishJob, idempotencyKey, toPublishJob, type Envelope, type PublishJob } from './envelope.js';
+import { errorResponse, schemaErrorResponse, type ErrorResponse } from './error-responses.js';
+import { createIngestMetrics, type IngestMetrics } from './ingest-metrics.js';
+import { ingestSchemas, openApiDocument } from './openapi.js';
+import { createTokenCheck } from './tokens.js';
+
+export interface IngestOptions {
+  /** INGEST_TOKENS, parsed; at least one. */
+  tokens: readonly string[];
+  /** INGEST_BATCH_MAX. */
+  batchMax: number;
+  /** MAX_PAYLOAD_BYTES: the request body limit of one callback. */
+  maxPayloadBytes: number;
+}
+
+export interface IngestDeps {
+  publisher: Pick<CallbackPublisher, 'publish' | 'connected'>;
+  metrics?: IngestMetrics;
+  logger?: Logger;
+  /** The clock a batch's delays are checked against. */
+  now?: () => number;
+  newId?: () => string;
+}
+
+export interface IngestServer {
+  app: FastifyInstance;
+  metrics: IngestMetrics;
+  /** From now on /readyz answers 503, so that load balancers stop sending before the server closes. */
+  drain(): void;
+}
+
+/** `/v1/callbacks:batch`: find-my-way reads `:` as a parameter; `::` is a literal colon. */
+const BATCH_PATH = '/v1/callbacks::batch';
+
+/**
+ * The stateless HTTP ingest: `POST /v1/callbacks` and `/v1/callbacks:batch` answer 202 only once the
+ * broker has confirmed (the publisher waits for the confirm), plus probes, metrics and the OpenAPI
+ * document. Errors answer `{code, message, field?, retry}`; see error-responses.ts for the statuses.
+ */
+export function buildIngestServer(options: IngestOptions, deps: IngestDeps): IngestServer {
+  const { publisher, logger } = deps;
+  const metrics = deps.metrics ?? createIngestMetrics();
+  const now = deps.now ?? Date.now;
+  const newId = deps.newId ?? randomUUID;
+  const schemas = ingestSchemas(options.batchMax);
+  const document = openApiDocument(schemas);
+  const authorized = createTokenCheck(options.tokens);
+  let draining = false;
+
+  const app = Fastify({
+    logger: false,
+    bodyLimit: options.maxPayloadBytes,
+    // Longer than the idle timeout of common load balancers (60 s), so that the balancer, not this
+    // server, closes idle keep-alive connections: else a request can race the server's close.
+    keepAliveTimeout: 65_000,
+    // Reject rather than repair: unknown fields are an error (the wire contract), and no type is coerced.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false } },
+  });
+  // Only JSON is accepted; fastify would otherwise parse text/plain too.
+  app.removeContentTypeParser('text/plain');
+
+  const send = (reply: FastifyReply, { status, body }: ErrorResponse): FastifyReply => {
+    if (status === 429 || status === 503) void reply.header('retry-after', '1');
+    return reply.code(status).send(body);
+  };
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error.validation?.[0]) return send(reply, schemaErrorResponse(error.validation[0]));
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      const limit = request.routeOptions.bodyLimit ?? options.maxPayloadBytes;
+      return send(reply, { status: 413, body: { code: 'CR_ERR_INVALID_CALLBACK', message: `request: the request body is over ${limit} bytes (MAX_PAYLOAD_BYTES${limit === options.maxPayloadBytes ? '' : ' × INGEST_BATCH_MAX'})`, field: 'request', retry: false } });
+    }
+    if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+      return send(reply, { status: 415, body: { code: 'CR_ERR_INVALID_CALLBACK', message: 'content-type: must be application/json', field: 'content-type', retry: false } });
+    }
+    if (error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || (error.statusCode === 400 && error instanceof SyntaxError)) {
+      return send(reply, { status: 400, body: { code: 'CR_ERR_INVALID_CALLBACK', message: 'request: the request body is not valid JSON', field: 'request', retry: false } });
+    }
+    const response = errorResponse(error);
+    if (response.status === 500) logger?.error({ err: error.message, code: (error as Partial<RelayError>).code }, 'ingest request failed');
+    return send(reply, response);
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url?.replace('::', ':') ?? 'unmatched';
+    metrics.answered(route, reply.statusCode, reply.elapsedTime / 1000);
+  });
+
+  const authenticate = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    if (authorized(request.headers.authorization)) return;
+    void reply.header('www-authenticate', 'Bearer');
+    await send(reply, errorResponse(new RelayError('CR_ERR_UNAUTHORIZED', 'authorization: a valid "Bearer <token>" is required')));
+  };
+
+  app.get('/healthz', async () => 'ok\n');
+  app.get('/readyz', async (_request, reply) => {
+    const ready = !draining && publisher.connected();
+    return reply.code(ready ? 200 : 503).send(ready ? 'ready\n' : 'not ready\n');
+  });
+  app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+  app.get('/openapi.json', async () => document);
+
+  const failures = { 400: schemas.error, 401: schemas.error, 413: schemas.error, 415: schemas.error };
+  app.post('/v1/callbacks', {
+    onRequest: authenticate,
+    schema: { body: schemas.envelope, response: { 202: schemas.accepted, ...failures, 429: schemas.error, 503: schemas.error } },
+    handler: async (request, reply) => {
+      const key = idempotencyKey(request.headers['idempotency-key']);
+      // publish() checks the callback itself, with the same errors: no need to check it twice.
+      const job = toPublishJob(request.body as Envelope, key ?? newId());
+      const { id } = await publisher.publish(job.callback, job.options);
+      metrics.accepted(1);
+      return reply.code(202).send({ id });
+    },
+  });
+
+  app.post(BATCH_PATH, {
+    onRequest: authenticate,
+    bodyLimit: options.maxPayloadBytes * options.batchMax,
+    schema: { body: schemas.batchRequest, response: { 202: schemas.batchResult, ...failures, 429: schemas.batchResult, 503: schemas.batchResult } },
+    handler: async (request, reply) => {
+      const key = idempotencyKey(request.headers['idempotency-key']);
+      const envelopes = (request.body as { callbacks: Envelope[] }).callbacks;
+      const nowMs = now();
+      // All or nothing: every item is checked before the first is published.
+      const jobs: PublishJob[] = envelopes.map((envelope, index) => {
+        try {
+          return checkPublishJob(toPublishJob(envelope, key === undefined ? newId() : `${key}:${index}`), nowMs, options.maxPayloadBytes);
+        } catch (error) {
+          if (!isRelayError(error, 'CR_ERR_INVALID_CALLBACK')) throw error;
+          throw new RelayError('CR_ERR_INVALID_CALLBACK', `callbacks[${index}].${error.message}`, { field: `callbacks[${index}].${error.field}`, cause: error });
+        }
+      });
+      const outcomes = await Promise.allSettled(jobs.map((job) => publisher.publish(job.callback, job.options)));
+      let status = 202;
+      const results = outcomes.map((outcome, index) => {
+        const id = jobs[index]!.callback.id!;
+        if (outcome.status === 'fulfilled') return { index, id, status: 202 };
+        const { status: itemStatus, body } = errorResponse(outcome.reason);
+        status = Math.max(status === 202 ? 0 : status, itemStatus);
+        return { index, id, status: itemStatus, code: body.code, message: body.message, retry: body.retry };
+      });
+      metrics.accepted(results.filter((result) => result.status === 202).length);
+      if (status === 429 || status === 503) void reply.header('retry-after', '1');
+      return reply.code(status).send({ results });
+    },
+  });
+
+  return {
+    app,
+    metrics,
+    drain: () => {
+      draining = true;
+    },
+  };
+}

@@ -1,0 +1,45 @@
+import type { AddressInfo } from 'node:net';
+import type { RelayConfig } from '../config/load-config.js';
+import { RelayError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { createPublisher } from '../producer/publisher.js';
+import { buildIngestServer, type IngestServer } from './ingest-server.js';
+import { parseIngestTokens } from './tokens.js';
+
+export interface RunningIngest {
+  /** e.g. http://127.0.0.1:8080 */
+  origin: string;
+  server: IngestServer;
+  /** Marks it unready, stops taking requests, lets those under way finish, then closes the publisher. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts an ingest replica: its own publisher (which declares the topology) and the HTTP server on
+ * INGEST_PORT (`port` overrides it; 0 picks a free one). Throws `CR_ERR_CONFIG` without a token.
+ */
+export async function startIngest(config: RelayConfig, logger: Logger, port = config.ingestPort): Promise<RunningIngest> {
+  const tokens = parseIngestTokens(config.ingestTokens);
+  if (tokens.length === 0) {
+    throw new RelayError('CR_ERR_CONFIG', 'invalid configuration:\n  INGEST_TOKENS (ingestTokens): the ingest needs at least one bearer token: value was ""');
+  }
+  const publisher = createPublisher(config, logger);
+  const server = buildIngestServer({ tokens, batchMax: config.ingestBatchMax, maxPayloadBytes: config.maxPayloadBytes }, { publisher, logger });
+  try {
+    await server.app.listen({ port, host: '0.0.0.0' });
+  } catch (error) {
+    await publisher.close();
+    throw error;
+  }
+  const { port: bound } = server.app.server.address() as AddressInfo;
+  logger.info({ port: bound }, 'ingest listening');
+  return {
+    origin: `http://127.0.0.1:${bound}`,
+    server,
+    async close() {
+      server.drain();
+      await server.app.close();
+      await publisher.close();
+    },
+  };
+}
