@@ -16,6 +16,7 @@ export const PUBLISH_USAGE = `callback-relay publish --url URL [--data JSON | --
   --method M           POST (default), PUT or PATCH
   --id ID              callback id, sent as webhook-id (default: a new UUID)
   --delay DURATION     delay before the first attempt, e.g. 30s, 5m
+  --policy NAME        retry policy of the workers' RETRY_POLICIES_FILE (default: their own settings)
 
 Connects with AMQP_URL and TOPOLOGY_PREFIX; prints the id once the broker has confirmed.`;
 
@@ -33,6 +34,7 @@ export function parsePublishArgs(argv: string[]): { callback: Callback; delay: n
       method: { type: 'string' },
       id: { type: 'string' },
       delay: { type: 'string' },
+      policy: { type: 'string' },
     },
     strict: true,
   });
@@ -60,6 +62,7 @@ export function parsePublishArgs(argv: string[]): { callback: Callback; delay: n
   if (Object.keys(headers).length > 0) callback.headers = headers;
   if (values.method !== undefined) callback.method = values.method.toUpperCase() as CallbackMethod;
   if (values.id !== undefined) callback.id = values.id;
+  if (values.policy !== undefined) callback.policy = values.policy;
   return { callback, delay };
 }
 

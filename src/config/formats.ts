@@ -7,6 +7,33 @@ import { parseIngestTokens } from '../ingest/tokens.js';
 import { MAX_LEVEL_DELAY_MS as MAX_DELAY_MS } from '../topology/delay-levels.js';
 import { formatDuration, parseDuration, parseDurationList } from './duration.js';
 
+/** A duration from 1ms to the longest delay level (HTTP_TIMEOUT, RETRY_AFTER_MAX, a retry policy's timeout). */
+export const positiveDuration: convict.Format = {
+  coerce: (value: unknown) => (typeof value === 'string' ? (parseDuration(value) ?? value) : value),
+  validate: (value: unknown) => {
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_DELAY_MS) {
+      throw new Error(`must be a duration from 1ms to ${formatDuration(MAX_DELAY_MS)}, such as 500ms, 15s, 3m or 6h`);
+    }
+  },
+};
+
+/** A non-empty comma-separated list of such durations (RETRY_SCHEDULE, a retry policy's schedule). */
+export const durationList: convict.Format = {
+  coerce: (value: unknown) => (typeof value === 'string' ? (parseDurationList(value) ?? value) : value),
+  validate: (value: unknown) => {
+    const ok = Array.isArray(value) && value.length > 0 && value.every((ms) => Number.isInteger(ms) && ms > 0 && ms <= MAX_DELAY_MS);
+    if (!ok) throw new Error(`must be a comma-separated list of durations from 1ms to ${formatDuration(MAX_DELAY_MS)}, such as 15s,30s,3m`);
+  },
+};
+
+/** A whole number ≥ 1 (MAX_ATTEMPTS, a retry policy's maxAttempts). */
+export const positiveInt: convict.Format = {
+  coerce: (value: unknown) => (typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value),
+  validate: (value: unknown) => {
+    if (!Number.isInteger(value) || (value as number) < 1) throw new Error('must be a whole number ≥ 1');
+  },
+};
+
 /**
  * Custom convict formats. `coerce` never throws: it hands anything it cannot parse to `validate`,
  * whose message convict reports together with the setting name and the raw value.
@@ -25,27 +52,9 @@ export function registerFormats(): void {
         }
       },
     },
-    'positive-duration': {
-      coerce: (value: unknown) => (typeof value === 'string' ? (parseDuration(value) ?? value) : value),
-      validate: (value: unknown) => {
-        if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_DELAY_MS) {
-          throw new Error(`must be a duration from 1ms to ${formatDuration(MAX_DELAY_MS)}, such as 500ms, 15s, 3m or 6h`);
-        }
-      },
-    },
-    'duration-list': {
-      coerce: (value: unknown) => (typeof value === 'string' ? (parseDurationList(value) ?? value) : value),
-      validate: (value: unknown) => {
-        const ok = Array.isArray(value) && value.length > 0 && value.every((ms) => Number.isInteger(ms) && ms > 0 && ms <= MAX_DELAY_MS);
-        if (!ok) throw new Error(`must be a comma-separated list of durations from 1ms to ${formatDuration(MAX_DELAY_MS)}, such as 15s,30s,3m`);
-      },
-    },
-    'positive-int': {
-      coerce: (value: unknown) => (typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value),
-      validate: (value: unknown) => {
-        if (!Number.isInteger(value) || (value as number) < 1) throw new Error('must be a whole number ≥ 1');
-      },
-    },
+    'positive-duration': positiveDuration,
+    'duration-list': durationList,
+    'positive-int': positiveInt,
     prefetch: {
       coerce: (value: unknown) => (typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value),
       validate: (value: unknown) => {

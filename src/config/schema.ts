@@ -80,6 +80,12 @@ export const configSchema = {
     default: '',
     env: 'SUCCESS_BODY',
   },
+  retryPoliciesFile: {
+    doc: 'A JSON file of named retry policies `{"payment": {"schedule": "15s,30s,3m", "maxAttempts": 4, "timeout": "5s", "successBody": "success"}}`, every field optional (default: the setting it stands for), picked by a callback\'s `policy` field. Read once, at start.',
+    format: String,
+    default: '',
+    env: 'RETRY_POLICIES_FILE',
+  },
   responseBodyLimit: {
     doc: 'Bytes of a response body read at most (then discarded); a longer body is cut off.',
     format: 'positive-int',

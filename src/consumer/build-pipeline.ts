@@ -1,5 +1,6 @@
 import type { Dispatcher } from 'undici';
 import type { RelayConfig } from '../config/load-config.js';
+import { loadRetryPolicies } from '../config/retry-policies-file.js';
 import { createOutcomeEvents } from '../events/outcome-events.js';
 import type { Logger } from '../logger.js';
 import type { PipelineObserver } from './observer.js';
@@ -42,10 +43,12 @@ export function buildPipeline(
   isolation: TargetIsolation<Job> | undefined,
 ) {
   const events = config.events === 'on' ? createOutcomeEvents(topology.names.eventsExchange, clock) : undefined;
+  const retry = { schedule: config.retrySchedule, maxAttempts: config.maxAttempts, jitter: config.retryJitter, retryAfterMaxMs: config.retryAfterMax, successBody: config.successBody };
   const handle = createMessageHandler({
     names: topology.names,
     mode: topology.mode,
     maxPayloadBytes: config.maxPayloadBytes,
+    policies: loadRetryPolicies(config.retryPoliciesFile, { retry, timeoutMs: config.httpTimeout }),
     deliverOptions: {
       timeoutMs: config.httpTimeout,
       responseBodyLimit: config.responseBodyLimit,
@@ -53,11 +56,7 @@ export function buildPipeline(
       dispatcher,
       sign: createSigner(config),
     },
-    decide: createDecider(
-      { schedule: config.retrySchedule, maxAttempts: config.maxAttempts, jitter: config.retryJitter, retryAfterMaxMs: config.retryAfterMax, successBody: config.successBody },
-      clock,
-      random,
-    ),
+    decide: createDecider(retry, clock, random),
     isolation,
     capacity: config.prefetch,
     targetKey: config.targetKey,

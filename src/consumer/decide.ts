@@ -11,11 +11,12 @@ export interface Verdict {
 
 /**
  * Step 3: asks the pure policy what to do with an attempt's outcome and records the attempt for the
- * headers of a retry or dead-letter copy. The clock and random source are injected.
+ * headers of a retry or dead-letter copy. `policy` is the worker's own; a callback with a named policy
+ * is decided by the one decode resolved for it. The clock and random source are injected.
  */
 export function createDecider(policy: RetryPolicy, clock: () => number, random: Random) {
   return (delivery: Delivery, outcome: DeliveryOutcome, startedAtMs: number): Verdict => {
-    const decision = decide(outcome, delivery.attempt, policy, clock(), random);
+    const decision = decide(outcome, delivery.attempt, delivery.policy?.retry ?? policy, clock(), random);
     const startedAt = new Date(startedAtMs).toISOString();
     return {
       decision,
@@ -26,6 +27,7 @@ export function createDecider(policy: RetryPolicy, clock: () => number, random: 
         lastAttemptAt: startedAt,
         lastStatus: outcome.status,
         lastError: decision.kind === 'ack' ? undefined : (outcome.error ?? decision.why),
+        policy: delivery.policy,
       },
     };
   };

@@ -1,8 +1,11 @@
 import type { ConsumeMessage } from 'amqplib';
+import { RelayError } from '../errors.js';
 import { isValidId, parseCallback, type Callback } from '../message/callback.js';
 import { derivedId } from '../message/derived-id.js';
 import { headerTableSize, MAX_PRODUCER_HEADER_BYTES } from '../message/header-table-size.js';
 import { HEADER, readAttempt, readString } from '../message/headers.js';
+import { carriesPolicy, readPolicyHeaders } from '../message/policy-headers.js';
+import type { MessagePolicy, RetryPolicies } from '../policy/message-policy.js';
 
 /** A decoded, valid callback and the retry state its headers carry. */
 export interface Delivery {
@@ -16,15 +19,18 @@ export interface Delivery {
   attempt: number;
   /** ISO time of attempt 1, when there was one. */
   firstAttemptAt: string | undefined;
+  /** The callback's named policy, resolved; `undefined` (no policy): the worker's own settings. */
+  policy?: MessagePolicy | undefined;
 }
 
 export type Decoded = { ok: true; delivery: Delivery } | { ok: false; id: string; attempt: number; error: string };
 
 /**
- * Step 1: message → delivery. Never throws: a message that is too large, not JSON or not a valid
- * callback comes back as `{ ok: false }` with the reason, for the dead-letter queue.
+ * Step 1: message → delivery. Never throws: a message that is too large, not JSON, not a valid
+ * callback or naming a policy the worker cannot resolve comes back as `{ ok: false }` with the
+ * reason, for the dead-letter queue.
  */
-export function decode(message: ConsumeMessage, maxPayloadBytes: number): Decoded {
+export function decode(message: ConsumeMessage, maxPayloadBytes: number, policies?: RetryPolicies): Decoded {
   const headers = message.properties.headers;
   const attempt = readAttempt(headers);
   const messageId: unknown = message.properties.messageId;
@@ -61,6 +67,25 @@ export function decode(message: ConsumeMessage, maxPayloadBytes: number): Decode
   } catch (error) {
     return failed(`body: cannot be serialised (${(error as Error).message})`);
   }
+  let policy: MessagePolicy | undefined;
+  if (callback.policy !== undefined) {
+    try {
+      policy = policyOf(callback.policy, headers, policies);
+    } catch (error) {
+      return failed((error as Error).message);
+    }
+  }
   const id = callback.id ?? stableId();
-  return { ok: true, delivery: { id, callback, url, payload, attempt, firstAttemptAt: readString(headers, HEADER.firstAttemptAt) } };
+  return { ok: true, delivery: { id, callback, url, payload, attempt, firstAttemptAt: readString(headers, HEADER.firstAttemptAt), policy } };
+}
+
+/**
+ * A policy resolved at an earlier attempt travels in the headers, and they decide: workers whose
+ * files differ never disagree about a message in flight. Otherwise this worker's file resolves it.
+ */
+function policyOf(name: string, headers: Record<string, unknown> | undefined, policies: RetryPolicies | undefined): MessagePolicy {
+  if (policies && headers && carriesPolicy(headers)) return readPolicyHeaders(name, headers, policies.defaults);
+  const policy = policies?.byName.get(name);
+  if (policy) return policy;
+  throw new RelayError('CR_ERR_INVALID_CALLBACK', `policy: ${JSON.stringify(name)} is not a retry policy of this worker (RETRY_POLICIES_FILE)`, { field: 'policy' });
 }

@@ -6,11 +6,11 @@ import type { Signer } from '../signing/create-signer.js';
 import type { Delivery } from './decode.js';
 
 export interface DeliverOptions {
-  /** Whole-request limit: connect, headers and body. */
+  /** Whole-request limit: connect, headers and body (a callback's policy may set its own). */
   timeoutMs: number;
   /** Bytes of response body read at most; the rest is not read. */
   responseBodyLimit: number;
-  /** Keep the start of the body as text (only needed to compare a success body). */
+  /** Keep the start of the body as text (only needed to compare a success body; a policy decides for its callbacks). */
   keepBody: boolean;
   dispatcher: Dispatcher;
   /** Adds Standard Webhooks signature headers for a target (its origin), when signing is configured. */
@@ -23,7 +23,9 @@ export interface DeliverOptions {
  * up to a cap and discarded unless `keepBody`.
  */
 export async function deliver(delivery: Delivery, options: DeliverOptions, signal: DeadlineSignal): Promise<DeliveryOutcome> {
-  const { callback, url, id, attempt, payload } = delivery;
+  const { callback, url, id, attempt, payload, policy } = delivery;
+  const timeoutMs = policy ? policy.timeoutMs : options.timeoutMs;
+  const keepBody = policy ? policy.retry.successBody !== '' : options.keepBody;
   const started = performance.now();
   const elapsed = (): number => Math.round(performance.now() - started);
   try {
@@ -46,8 +48,10 @@ export async function deliver(delivery: Delivery, options: DeliverOptions, signa
       },
       body: payload,
       signal,
+      // The agent's own limits are HTTP_TIMEOUT's: a policy's longer timeout must not be cut short by them.
+      ...(policy && { headersTimeout: timeoutMs, bodyTimeout: timeoutMs }),
     });
-    const body = options.keepBody ? await readCapped(response.body, options.responseBodyLimit) : await discard(response.body, options.responseBodyLimit, signal);
+    const body = keepBody ? await readCapped(response.body, options.responseBodyLimit) : await discard(response.body, options.responseBodyLimit, signal);
     const retryAfter = response.headers['retry-after'];
     return {
       status: response.statusCode,
@@ -58,7 +62,7 @@ export async function deliver(delivery: Delivery, options: DeliverOptions, signa
   } catch (error) {
     // Refused by the address policy before any connection: final, never retried.
     if (isForbiddenTargetError(error)) return { error: `${FORBIDDEN_TARGET_CODE}: ${(error as Error).message}`, forbidden: true, durationMs: elapsed() };
-    return { error: describeError(error, options.timeoutMs), durationMs: elapsed() };
+    return { error: describeError(error, timeoutMs), durationMs: elapsed() };
   }
 }
 

@@ -4,6 +4,7 @@ import { FairShare } from '../isolation/fair-share.js';
 import type { Transition } from '../isolation/health.js';
 import { targetOf, type AttemptKind, type Effects, type TargetIsolation, type TargetKey } from '../isolation/target-isolation.js';
 import type { DeliveryOutcome } from '../policy/classify-outcome.js';
+import type { RetryPolicies } from '../policy/message-policy.js';
 import type { DelayMode } from '../topology/delay-mode.js';
 import { laneBucket } from '../topology/lanes.js';
 import type { TopologyNames } from '../topology/topology-names.js';
@@ -24,6 +25,8 @@ export interface PipelineDeps {
   names: TopologyNames;
   mode: DelayMode;
   maxPayloadBytes: number;
+  /** The named retry policies (RETRY_POLICIES_FILE) decode resolves a callback's `policy` with. */
+  policies?: RetryPolicies;
   deliverOptions: DeliverOptions;
   decide: Decider;
   /** Absent when isolation is off: then messages are attempted in arrival order. */
@@ -101,7 +104,7 @@ export function createMessageHandler(deps: PipelineDeps) {
         if (error === undefined) resolve();
         else reject(error instanceof Error ? error : new Error(String(error)));
       };
-      const decoded = decode(message, deps.maxPayloadBytes);
+      const decoded = decode(message, deps.maxPayloadBytes, deps.policies);
       if (!decoded.ok) {
         settle({ kind: 'dead', reason: 'invalid', why: decoded.error }, unattempted(decoded.id, decoded.attempt - 1, decoded.error), contextOf(channel, message, 0)).then((stored) => {
           if (stored) {
@@ -156,7 +159,7 @@ export function createMessageHandler(deps: PipelineDeps) {
     const { target } = job;
     const startedAt = clock();
     const deadline = new AttemptDeadline(
-      deps.deliverOptions.timeoutMs,
+      job.delivery.policy?.timeoutMs ?? deps.deliverOptions.timeoutMs,
       isolation && { afterMs: isolation.slowThresholdMs, onSlow: () => apply(isolation.overdue(target, clock())) },
     );
     // deliver never throws; the catch only guarantees the slot is freed whatever happens.

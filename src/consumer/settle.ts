@@ -1,5 +1,7 @@
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import { HEADER, carriedHeaders } from '../message/headers.js';
+import { policyHeaders } from '../message/policy-headers.js';
+import type { MessagePolicy } from '../policy/message-policy.js';
 import type { Decision } from '../policy/decide.js';
 import type { DelayMode } from '../topology/delay-mode.js';
 import { deliveryRoute, type Route } from '../topology/delay-route.js';
@@ -15,6 +17,8 @@ export interface AttemptRecord {
   lastAttemptAt: string | undefined;
   lastStatus: number | undefined;
   lastError: string | undefined;
+  /** The callback's resolved policy, carried forward in the copy's headers; absent without one. */
+  policy?: MessagePolicy | undefined;
 }
 
 
@@ -130,5 +134,6 @@ function recordHeaders(message: ConsumeMessage, record: AttemptRecord): Record<s
   put(HEADER.lastAttemptAt, record.lastAttemptAt);
   put(HEADER.lastStatus, record.lastStatus);
   put(HEADER.lastError, record.lastError);
+  if (record.policy) Object.assign(headers, policyHeaders(record.policy));
   return headers;
 }

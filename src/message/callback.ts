@@ -15,11 +15,16 @@ export interface Callback {
   headers?: Record<string, string>;
   /** Default POST. */
   method?: CallbackMethod;
+  /** A retry policy of the workers' RETRY_POLICIES_FILE; absent: the workers' own settings. */
+  policy?: string;
 }
 
 export const MAX_URL_LENGTH = 4_096;
 /** An AMQP `message_id` is a short string: 255 bytes at most. */
 export const MAX_ID_LENGTH = 255;
+/** A policy name: what the producer can check without the workers' file (a name they lack is dead-lettered). */
+const POLICY_NAME = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
+export const isValidPolicyName = (name: string): boolean => POLICY_NAME.test(name);
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 // Headers the relay owns: framing and hop-by-hop ones would corrupt the request, the rest are ours.
 const RESERVED = /^(host|content-length|content-type|transfer-encoding|connection|keep-alive|upgrade|te|trailer|expect|proxy-.*|webhook-.*|x-callback-.*)$/i;
@@ -41,7 +46,7 @@ export function parseCallback(value: unknown): { callback: Callback; url: URL } 
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalid('callback', 'must be a JSON object');
   const input = value as Record<string, unknown>;
   for (const key of Object.keys(input)) {
-    if (!['id', 'url', 'body', 'headers', 'method'].includes(key)) throw invalid(key, 'is not a callback field (id, url, body, headers, method)');
+    if (!['id', 'url', 'body', 'headers', 'method', 'policy'].includes(key)) throw invalid(key, 'is not a callback field (id, url, body, headers, method, policy)');
   }
   const url = parseUrl(input.url);
   if (!('body' in input) || input.body === undefined) throw invalid('body', 'is required (any JSON value, null included)');
@@ -51,6 +56,9 @@ export function parseCallback(value: unknown): { callback: Callback; url: URL } 
   }
   if (input.method !== undefined && !METHODS.includes(input.method as CallbackMethod)) throw invalid('method', `must be one of ${METHODS.join(', ')}`);
   if (input.headers !== undefined) validateHeaders(input.headers);
+  if (input.policy !== undefined && (typeof input.policy !== 'string' || !isValidPolicyName(input.policy))) {
+    throw invalid('policy', 'must be 1-64 letters, digits, ".", "_", ":" or "-", starting with a letter or digit');
+  }
   return { callback: input as unknown as Callback, url };
 }
 

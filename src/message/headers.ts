@@ -17,6 +17,15 @@ export const HEADER = {
   delay: 'x-delay',
   /** On every copy a worker publishes: a token unique to that publish, matching a broker return to it. */
   copy: 'x-callback-copy',
+  /**
+   * On the copies of a callback with a `policy`: the policy as the worker of its first attempt resolved
+   * it (policy-headers.ts). Later attempts follow these, never their own worker's RETRY_POLICIES_FILE.
+   */
+  policy: 'x-callback-policy',
+  schedule: 'x-callback-schedule',
+  maxAttempts: 'x-callback-max-attempts',
+  timeout: 'x-callback-timeout',
+  successBody: 'x-callback-success-body',
 } as const;
 
 /** Broker-added and per-publish headers that must not be copied forward, or they grow with every retry. */

@@ -74,7 +74,7 @@ export function createRelayMetrics(successBody: string, health: () => HealthSour
       if (report.outcome.error === CIRCUIT_OPEN) {
         attempts.inc({ lane: report.lane, result: 'circuit-open' });
       } else {
-        attempts.inc({ lane: report.lane, result: classifyOutcome(report.outcome, successBody).kind });
+        attempts.inc({ lane: report.lane, result: attemptResult(report, successBody) });
         duration.observe({ lane: report.lane }, report.outcome.durationMs / 1000);
       }
       const { decision } = report;
@@ -89,4 +89,15 @@ export function createRelayMetrics(successBody: string, health: () => HealthSour
     inFlight: (delta) => inFlight.inc(delta),
   };
   return { registry, observer, consumerCancelled: () => cancelled.inc() };
+}
+
+/**
+ * An attempt's result label. A callback's retry policy may set a success body other than the worker's
+ * SUCCESS_BODY, and only the decision knows which applied: an acked attempt succeeded, a 2xx that was
+ * not acked lacked the body its policy asked for.
+ */
+function attemptResult(report: AttemptReport, successBody: string): 'success' | 'retryable' | 'terminal' {
+  if (report.decision.kind === 'ack') return 'success';
+  const kind = classifyOutcome(report.outcome, successBody).kind;
+  return kind === 'success' ? 'retryable' : kind;
 }

@@ -10,6 +10,8 @@ export interface EncodedCallback {
 /**
  * Validates and serialises a callback exactly as the wire contract says, or throws
  * `CR_ERR_INVALID_CALLBACK` naming the field. Nothing is published for a callback that fails here.
+ * A `policy` is checked for its shape only: the producer cannot see the workers' RETRY_POLICIES_FILE,
+ * so a name they lack is dead-lettered by the worker, as `invalid`.
  */
 export function encodeCallback(callback: Callback, maxPayloadBytes: number): EncodedCallback {
   validateCallback(callback);

@@ -93,4 +93,13 @@ describe('createDecider', () => {
     expect(record.lastError).toBe('HTTP 200 without the expected success body');
     expect(record.lastStatus).toBe(200);
   });
+
+  it('a callback with a policy is decided by it, and the record carries it for the copy\'s headers', () => {
+    const payment = { name: 'payment', retry: { ...policy, schedule: [7_000], maxAttempts: 5, jitter: 0 }, timeoutMs: 5_000 };
+    const { decision, record } = decideAt({ ...delivery(3, FIRST_ISO), policy: payment }, outcome({ status: 500 }), STARTED);
+    expect(decision).toEqual({ kind: 'retry', delayMs: 7_000, attempt: 4, why: 'HTTP 500' });
+    expect(record.policy).toBe(payment);
+    // The worker's own policy (3 attempts) would have given up here.
+    expect(decideAt(delivery(3, FIRST_ISO), outcome({ status: 500 }), STARTED).decision.kind).toBe('dead');
+  });
 });

@@ -2,6 +2,9 @@ import { describe, it, expect } from 'vitest';
 import type { ConsumeMessage } from 'amqplib';
 import { decode, type Decoded, type Delivery } from '../../../src/consumer/decode.js';
 import { MAX_PRODUCER_HEADER_BYTES } from '../../../src/message/header-table-size.js';
+import { HEADER } from '../../../src/message/headers.js';
+import { policyHeaders } from '../../../src/message/policy-headers.js';
+import { resolvePolicy, type PolicyDefaults, type RetryPolicies } from '../../../src/policy/message-policy.js';
 
 const LIMIT = 1_048_576;
 const DERIVED = /^msg_[A-Za-z0-9_-]{43}$/;
@@ -153,5 +156,37 @@ describe('decode: failures never throw', () => {
 
   it('keeps the attempt header on a failure', () => {
     expect(failed(decode(message('nope', { headers: { 'x-callback-attempt': 4 }, messageId: 'm1' }), LIMIT)).attempt).toBe(4);
+  });
+});
+
+describe('decode: retry policies', () => {
+  const defaults: PolicyDefaults = { retry: { schedule: [15_000], maxAttempts: 2, jitter: 0, retryAfterMaxMs: 60_000, successBody: '' }, timeoutMs: 10_000 };
+  const payment = resolvePolicy('payment', { schedule: [1_000, 2_000], timeoutMs: 5_000 }, defaults);
+  const policies: RetryPolicies = { defaults, byName: new Map([['payment', payment]]) };
+  const withPolicy = json({ url: 'https://x.test', body: 1, policy: 'payment' });
+
+  it('a callback without a policy gets none: the worker\'s own settings apply', () => {
+    expect(delivered(decode(message(json({ url: 'https://x.test', body: 1 })), LIMIT, policies)).policy).toBeUndefined();
+  });
+
+  it('first attempt: the policy comes from the worker\'s file, shared, not rebuilt', () => {
+    expect(delivered(decode(message(withPolicy), LIMIT, policies)).policy).toBe(payment);
+  });
+
+  it('an unknown policy fails decode, naming it', () => {
+    expect(failed(decode(message(withPolicy), LIMIT, { defaults, byName: new Map() })).error).toBe('policy: "payment" is not a retry policy of this worker (RETRY_POLICIES_FILE)');
+  });
+
+  it('a retry: the headers decide, not this worker\'s file', () => {
+    const elsewhere = resolvePolicy('payment', { schedule: [60_000], maxAttempts: 9, timeoutMs: 1_000, successBody: 'ok' }, defaults);
+    const headers = { ...policyHeaders(elsewhere), [HEADER.attempt]: 2 };
+    expect(delivered(decode(message(withPolicy, { headers, messageId: 'm1' }), LIMIT, policies)).policy).toEqual(elsewhere);
+    // Even a worker whose file lacks the policy follows the headers.
+    expect(delivered(decode(message(withPolicy, { headers, messageId: 'm1' }), LIMIT, { defaults, byName: new Map() })).policy).toEqual(elsewhere);
+  });
+
+  it('malformed policy headers fail decode, naming the header', () => {
+    const headers = { ...policyHeaders(payment), [HEADER.maxAttempts]: 'many' };
+    expect(failed(decode(message(withPolicy, { headers, messageId: 'm1' }), LIMIT, policies)).error).toMatch(/^x-callback-max-attempts: must be a whole number/);
   });
 });

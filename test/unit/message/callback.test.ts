@@ -139,6 +139,16 @@ describe('validateCallback: method', () => {
   });
 });
 
+describe('validateCallback: policy', () => {
+  it.each(['payment', 'p', 'tier-1.fast_lane:v2', 'x'.repeat(64)])('accepts the name %j: only its shape is checked', (policy) => {
+    expect(validateCallback({ ...valid, policy })).toMatchObject({ policy });
+  });
+
+  it.each(['', '-payment', 'pay ment', 'päyment', 'x'.repeat(65), 7, null, ['payment']])('rejects %j', (policy) => {
+    expectField({ ...valid, policy }, 'policy');
+  });
+});
+
 describe('validateCallback: headers', () => {
   it.each([null, 'X-A: 1', ['X-A', '1'], 42])('must be an object, not %j', (headers) => {
     expectField({ ...valid, headers }, 'headers');

@@ -13,6 +13,11 @@ describe('HEADER', () => {
       attempts: 'x-callback-attempts',
       delay: 'x-delay',
       copy: 'x-callback-copy',
+      policy: 'x-callback-policy',
+      schedule: 'x-callback-schedule',
+      maxAttempts: 'x-callback-max-attempts',
+      timeout: 'x-callback-timeout',
+      successBody: 'x-callback-success-body',
     });
   });
 });

@@ -25,6 +25,12 @@ describe('encodeCallback', () => {
     expect(JSON.parse(content.toString('utf8'))).toEqual(callback);
   });
 
+  it('carries a policy name on the wire, checking only its shape', () => {
+    const { content } = encodeCallback({ url: 'https://example.com/hook', body: 1, policy: 'payment' }, LIMIT);
+    expect(JSON.parse(content.toString('utf8'))).toMatchObject({ policy: 'payment' });
+    expect(encodeError({ url: 'https://example.com/hook', body: 1, policy: 'pay ment' }).field).toBe('policy');
+  });
+
   it('generates a UUID id when none is given and writes it into the message', () => {
     const { id, content } = encodeCallback({ url: 'https://example.com/hook', body: null }, LIMIT);
     expect(id).toMatch(UUID);
