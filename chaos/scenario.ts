@@ -83,7 +83,7 @@ export async function runScenario(spec: ScenarioSpec, say: (line: string) => voi
   await pool.waitConsuming(90_000);
 
   const startedAt = Date.now();
-  const load = startLoad({ amqpUrl: spec.publisherUrl, prefix, run, callbacks: spec.callbacks, spreadMs: spec.spreadMs, giveUpMs: 120_000, ledger });
+  const load = startLoad({ amqpUrl: spec.publisherUrl, prefix, mode: spec.mode, run, callbacks: spec.callbacks, spreadMs: spec.spreadMs, giveUpMs: 120_000, ledger });
   const stopProgress = progress(spec.inspectUrl, names, ledger, () => load.stats.confirmed, say);
   const [stats, chaos] = await Promise.all([load.done, runChaos(spec.timeline({ pool, names, ledger }), startedAt, say)]);
   say(`  publishing done: ${stats.confirmed} confirmed, ${stats.republished} republished, ${stats.unconfirmed.length} unconfirmed`);
