@@ -44,6 +44,8 @@ export interface ScenarioSpec {
   logDir: string;
   /** Ids whose full history goes into the result besides the lost ones (e.g. the canary's). */
   traceIds: string[];
+  /** Set where the set-up loses callbacks by design: the run measures the loss instead of failing on it. */
+  lossExpected?: string;
 }
 
 /** Everything the run saw of one callback, for a post-mortem. */
@@ -66,6 +68,8 @@ export interface ScenarioResult {
   verdict: Verdict;
   /** Histories of the lost ids and of `traceIds` (at most 20). */
   traces: Record<string, Trace>;
+  /** Why losses here are by design (then they do not fail the run). */
+  lossExpected?: string;
 }
 
 /** One ledger run: workers + ledger receiver + paced publisher + chaos, then quiescence and the verdict. */
@@ -121,6 +125,7 @@ export async function runScenario(spec: ScenarioSpec, say: (line: string) => voi
     quiescence,
     leftInQueues,
     verdict,
+    ...(spec.lossExpected ? { lossExpected: spec.lossExpected } : {}),
     traces: Object.fromEntries(
       [...new Set([...verdict.lostIds, ...spec.traceIds])].slice(0, 20).map((id) => [id, { requests: ledger.byId.get(id) ?? [], dead: dead.filter((entry) => entry.id === id) }]),
     ),
