@@ -1,42 +1,95 @@
 import type { ConfirmChannel, ConsumeMessage, Options } from 'amqplib';
 import type { Logger } from '../logger.js';
 import { carriedHeaders } from '../message/headers.js';
+import { declareDueQueue } from '../topology/declare-due-queue.js';
 import type { TopologyNames } from '../topology/topology-names.js';
 
-/**
- * Plugin mode: moves the messages whose delay has ended from P.due (classic, where the plugin can
- * deliver safely at any time) into P.work (see declare-delivery-path.ts). Each one is published to P
- * with routing key `deliver` and no `x-delay`, so the exchange routes it at once, and it is acked only
- * once the broker confirmed the copy: a crash in between duplicates a message, never loses one. The
- * message is not parsed here, so nothing in it can make a worker fail while moving it.
- * Returns the consumer tag.
- */
-export async function moveDue(channel: ConfirmChannel, names: TopologyNames, prefetch: number, logger: Logger): Promise<string> {
-  await channel.prefetch(prefetch);
-  const { consumerTag } = await channel.consume(
-    names.dueQueue,
-    (message) => {
-      if (message === null) {
-        logger.error({ queue: names.dueQueue }, 'the broker cancelled the consumer (queue deleted?)');
-        return;
-      }
-      move(channel, names, message);
-    },
-    { noAck: false },
-  );
-  return consumerTag;
+/** What the mover needs of a connection: a confirm channel of its own. */
+export interface ChannelSource {
+  createConfirmChannel(): Promise<ConfirmChannel>;
 }
 
-function move(channel: ConfirmChannel, names: TopologyNames, message: ConsumeMessage): void {
-  try {
-    channel.publish(names.exchange, names.routingKey, message.content, publishOptions(message), (error) => {
-      // A nack leaves the message in P.due for the next try; a closed channel returns it anyway.
-      if (error) channel.nack(message, false, true);
-      else channel.ack(message);
+export interface DueMover {
+  /** (Re)starts moving on `connection`; called after every (re)connect. */
+  attach(connection: ChannelSource): void;
+  close(): Promise<void>;
+}
+
+const RETRY_MS = 5_000;
+
+/**
+ * Plugin mode: moves the messages whose delay has ended from P.due (see declare-due-queue.ts) into
+ * P.work. Each one is published to P with routing key `deliver` and no `x-delay`, so the exchange
+ * routes it at once, and it is acked only once the broker confirmed the copy: a crash in between
+ * duplicates a message, never loses one. Nothing is parsed here, so no message can make it fail.
+ *
+ * It runs on a confirm channel of its own: P.due is a classic queue on one node, and while that node
+ * is down, declaring or consuming it fails. The worker goes on consuming P.work meanwhile, and the
+ * mover tries again every few seconds.
+ */
+export function createDueMover(names: TopologyNames, prefetch: number, logger: Logger): DueMover {
+  let channel: ConfirmChannel | undefined;
+  /** The newest connection: a retry always uses it, never one that has since gone. */
+  let current: ChannelSource | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  let closed = false;
+
+  async function start(connection: ChannelSource): Promise<void> {
+    const ch = await connection.createConfirmChannel();
+    channel = ch;
+    ch.on('error', () => {});
+    ch.on('close', () => {
+      if (channel === ch) schedule();
     });
-  } catch {
-    // The channel is closed: the broker requeues the unacked message for the next consumer.
+    await declareDueQueue(ch, names);
+    await ch.prefetch(prefetch);
+    await ch.consume(names.dueQueue, (message) => message && move(ch, message), { noAck: false });
   }
+
+  function schedule(): void {
+    if (closed || retry) return;
+    retry = setTimeout(() => {
+      retry = undefined;
+      if (current) attach(current);
+    }, RETRY_MS);
+  }
+
+  function attach(connection: ChannelSource): void {
+    if (closed) return;
+    current = connection;
+    clearTimeout(retry);
+    retry = undefined;
+    const previous = channel;
+    channel = undefined;
+    void previous?.close().catch(() => {});
+    start(connection).catch((error: Error) => {
+      logger.warn({ queue: names.dueQueue, err: error.message }, 'cannot move due messages yet; retrying');
+      schedule();
+    });
+  }
+
+  function move(ch: ConfirmChannel, message: ConsumeMessage): void {
+    try {
+      ch.publish(names.exchange, names.routingKey, message.content, publishOptions(message), (error) => {
+        // A nack leaves the message in P.due for the next try; a closed channel returns it anyway.
+        if (error) ch.nack(message, false, true);
+        else ch.ack(message);
+      });
+    } catch {
+      // The channel is closed: the broker requeues the unacked message for the next consumer.
+    }
+  }
+
+  return {
+    attach,
+    async close() {
+      closed = true;
+      clearTimeout(retry);
+      const last = channel;
+      channel = undefined;
+      await last?.close().catch(() => {});
+    },
+  };
 }
 
 /** The message's own properties, without the plugin's `x-delay` (already spent, now negative). */

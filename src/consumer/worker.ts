@@ -10,7 +10,7 @@ import type { Server } from 'node:http';
 import { startMetricsServer } from '../metrics/metrics-server.js';
 import type { Lane } from './admit.js';
 import { buildPipeline, isolationPolicy } from './build-pipeline.js';
-import { moveDue } from './move-due.js';
+import { createDueMover, type DueMover } from './move-due.js';
 import { createRelayMetrics } from '../metrics/relay-metrics.js';
 import { TargetIsolation } from '../policy/target-isolation.js';
 import { amqpUrls } from '../config/amqp-urls.js';
@@ -58,6 +58,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   let stopping = false;
   let ready = false;
   let server: Server | undefined;
+  let dueMover: DueMover | undefined;
   const isolation = config.isolation === 'on' ? new TargetIsolation(isolationPolicy(config)) : undefined;
   const metrics = createRelayMetrics(config.successBody, () => isolation);
 
@@ -78,6 +79,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       inFlight.add(work);
       void work.finally(() => inFlight.delete(work));
     };
+    if (topology.mode === 'plugin') dueMover = createDueMover(topology.names, config.prefetch, logger);
     manager = amqp.connect(amqpUrls(config.amqpUrl), { reconnectTimeInSeconds: 1, heartbeatIntervalInSeconds: 10 });
     manager.on('connect', () => logger.info('connected to the broker'));
     manager.on('disconnect', ({ err }) => {
@@ -102,8 +104,8 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
         const main = await ch.consume(topology.names.workQueue, (message) => onMessage(message, ch, 'main'), { noAck: false });
         await ch.prefetch(config.slowPrefetch);
         const slow = await ch.consume(topology.names.slowQueue, (message) => onMessage(message, ch, 'slow'), { noAck: false });
-        const due = topology.mode === 'plugin' ? [await moveDue(ch, topology.names, config.prefetch, logger)] : [];
-        consumers = { channel: ch, tags: [main.consumerTag, slow.consumerTag, ...due] };
+        consumers = { channel: ch, tags: [main.consumerTag, slow.consumerTag] };
+        if (manager?.connection) dueMover?.attach(manager.connection);
         ready = true;
         logger.info({ queue: topology.names.workQueue, prefetch: config.prefetch, slowPrefetch: config.slowPrefetch, isolation: config.isolation }, 'consuming');
       },
@@ -118,6 +120,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     ready = false;
     abort.abort();
     for (const tag of consumers?.tags ?? []) await consumers?.channel.cancel(tag).catch(() => {});
+    await dueMover?.close();
     const drained = Promise.allSettled([...inFlight]).then(() => true);
     const finished = await Promise.race([drained, sleep(config.drainTimeout).then(() => false)]);
     if (!finished) logger.warn({ unfinished: inFlight.size }, 'drain timeout: unfinished deliveries return to the queue');
