@@ -21,7 +21,7 @@ export interface NodePlugins {
  * plugin-mode suites run. See https://www.rabbitmq.com/docs/plugins#plugin-directories.
  * Unset: the broker's own plugins, none enabled (plugin mode is then skipped).
  */
-export function nodePlugins(serverBin: string, setting = process.env.RABBITMQ_PLUGINS_DIR): NodePlugins {
+export function nodePlugins(serverBin: string, setting: string | undefined): NodePlugins {
   if (!setting?.trim()) return { pluginsDir: undefined, enabled: [] };
   const given = setting.split(':').filter((dir) => dir.trim() !== '').map((dir) => resolve(dir));
   for (const dir of given) {

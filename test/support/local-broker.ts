@@ -39,7 +39,7 @@ export interface NodeLayout {
  * returns the environment that makes rabbitmq-server run it as its own node.
  */
 export function nodeEnvironment({ dir, home, node, amqpPort, distPort, serverBin }: NodeLayout): NodeJS.ProcessEnv {
-  const plugins = nodePlugins(serverBin);
+  const plugins = nodePlugins(serverBin, process.env.RABBITMQ_PLUGINS_DIR);
   writeFileSync(join(dir, 'rabbitmq.conf'), `listeners.tcp.default = 127.0.0.1:${amqpPort}\nloopback_users = none\n`);
   writeFileSync(join(dir, 'enabled_plugins'), `[${plugins.enabled.join(',')}].\n`);
   const { RABBITMQ_PLUGINS_DIR: _given, ...inherited } = process.env;
