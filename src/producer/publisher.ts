@@ -7,6 +7,7 @@ import { createLogger, type Logger } from '../logger.js';
 import type { Callback } from '../message/callback.js';
 import { connectTopology, type ResolvedTopology } from '../topology/connect-topology.js';
 import { MAX_LEVEL_DELAY_MS } from '../topology/delay-levels.js';
+import { declareDueQueueAside } from '../topology/declare-due-queue.js';
 import { deliveryRoute } from '../topology/delay-route.js';
 import { withTimeout } from '../util/with-timeout.js';
 import { encodeCallback } from './encode-callback.js';
@@ -41,7 +42,11 @@ export function createPublisher(config: RelayConfig = loadConfig(), logger: Logg
   manager.on('disconnect', ({ err }) => logger.warn({ err: err?.message }, 'producer disconnected from the broker'));
   const channel: ChannelWrapper = manager.createChannel({
     confirm: true,
-    setup: async (ch: Parameters<ResolvedTopology['declare']>[0]) => (await topology).declare(ch),
+    setup: async (ch: Parameters<ResolvedTopology['declare']>[0]) => {
+      const { declare, mode, names } = await topology;
+      await declare(ch);
+      if (mode === 'plugin' && manager.connection) void declareDueQueueAside(manager.connection, names);
+    },
   });
   channel.on('error', (err) => logger.error({ err: (err as Error).message, code: (err as RelayError).code }, 'producer channel setup failed'));
   let pending = 0;

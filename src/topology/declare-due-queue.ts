@@ -19,3 +19,20 @@ export async function declareDueQueue(channel: Channel, names: TopologyNames): P
   await channel.assertQueue(names.dueQueue, { durable: true, arguments: queueArguments({ type: 'classic' }) });
   await channel.bindQueue(names.dueQueue, names.exchange, names.dueRoutingKey);
 }
+
+/**
+ * Declares P.due on a short-lived channel of `connection`, best effort: false while its node is down
+ * (the workers' movers keep trying). Publishers and `npm run topology` do this too, so that delayed
+ * callbacks published before any worker ran find P.due when they fall due.
+ */
+export async function declareDueQueueAside(connection: { createChannel(): Promise<Channel> }, names: TopologyNames): Promise<boolean> {
+  try {
+    const channel = await connection.createChannel();
+    channel.on('error', () => {});
+    await declareDueQueue(channel, names);
+    await channel.close();
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -2,7 +2,7 @@ import amqplib from 'amqplib';
 import type { RelayConfig } from '../config/load-config.js';
 import type { Logger } from '../logger.js';
 import { connectTopology, type ResolvedTopology } from './connect-topology.js';
-import { declareDueQueue } from './declare-due-queue.js';
+import { declareDueQueueAside } from './declare-due-queue.js';
 
 /**
  * Declares `topology` on a short-lived connection. Workers do this once before consuming so that a
@@ -16,12 +16,7 @@ export async function applyTopology(url: string, topology: ResolvedTopology): Pr
     channel.on('error', () => {});
     await topology.declare(channel);
     await channel.close();
-    if (topology.mode === 'plugin') {
-      // Best effort: while P.due's node is down this fails, and the workers' movers keep trying.
-      const own = await connection.createChannel();
-      own.on('error', () => {});
-      await declareDueQueue(own, topology.names).then(() => own.close(), () => {});
-    }
+    if (topology.mode === 'plugin') await declareDueQueueAside(connection, topology.names);
   } finally {
     await connection.close().catch(() => {});
   }
