@@ -20,6 +20,8 @@ export interface LoadStats {
 export interface LoadOptions {
   amqpUrl: string;
   prefix: string;
+  /** The workers' delay mode: the publisher declares the same exchange type (auto would pick the plugin wherever the broker has it). */
+  mode: 'queues' | 'plugin';
   run: string;
   callbacks: number;
   /** Publishing is spread evenly over this long, so chaos events hit a relay under load. */
@@ -40,6 +42,7 @@ export function startLoad(options: LoadOptions): { stats: LoadStats; done: Promi
   const config = loadConfig({
     AMQP_URL: options.amqpUrl,
     TOPOLOGY_PREFIX: options.prefix,
+    DELAY_MODE: options.mode,
     PUBLISH_TIMEOUT: '20s',
     PUBLISH_BUFFER_LIMIT: '2000',
     LOG_LEVEL: 'error',

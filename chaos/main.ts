@@ -1,5 +1,5 @@
 /**
- * "Prove no loss": `npm run chaos [-- --quick | --cluster [--quick] [--node-kill]] [--callbacks N] [--canary]`.
+ * "Prove no loss": `npm run chaos [-- --quick | --cluster [--quick] [--node-kill | --node-loss]] [--callbacks N] [--canary]`.
  * Starts throwaway brokers, workers and a ledger receiver, publishes scripted callbacks while killing
  * workers, restarting brokers and cutting connections, then checks every callback: delivered, or parked
  * in P.dead with the reason its fate implies. Exits 1 if one was lost. Summary: chaos/results/latest.json.
@@ -20,7 +20,14 @@ import type { WorkerPool } from './worker-pool.js';
 type Run = Parameters<ScenarioSpec['timeline']>[0];
 
 const { values } = parseArgs({
-  options: { quick: { type: 'boolean', default: false }, cluster: { type: 'boolean', default: false }, 'node-kill': { type: 'boolean', default: false }, callbacks: { type: 'string' }, canary: { type: 'boolean', default: false } },
+  options: {
+    quick: { type: 'boolean', default: false },
+    cluster: { type: 'boolean', default: false },
+    'node-kill': { type: 'boolean', default: false },
+    'node-loss': { type: 'boolean', default: false },
+    callbacks: { type: 'string' },
+    canary: { type: 'boolean', default: false },
+  },
 });
 const RESULTS = fileURLToPath(new URL('./results/', import.meta.url));
 const LOGS = `${RESULTS}logs`;
@@ -72,34 +79,44 @@ async function singleNode(scenarios: ScenarioResult[], skipped: Skipped[]): Prom
   return { version: info.version, delayedPlugin: info.hasDelayedPlugin, nodes: 1 };
 }
 
-/** Three nodes; one worker per node; node 2 is stopped mid-run and brought back. */
+// The plugin keeps delayed messages in a Mnesia table local to the node the retry was published on,
+// not replicated, and P.due (classic) lives on one node: a node that goes away takes both with it.
+const PLUGIN_CLUSTER_LOSS = 'plugin mode keeps delayed messages on one node (by design of the plugin)';
+
+/**
+ * Three nodes; one worker per node; node 2 is stopped mid-run and brought back (`--node-loss`: killed
+ * and not brought back during the run, as if the machine were gone). Queues mode must lose nothing;
+ * plugin mode runs where the broker has the plugin, and its losses are measured, not judged.
+ */
 async function cluster(scenarios: ScenarioResult[], skipped: Skipped[]): Promise<Summary['broker']> {
   say('starting a 3-node cluster…');
   const c = await startCluster(3);
   const [n1, n2, n3] = c.nodes as [typeof c.nodes[0], typeof c.nodes[0], typeof c.nodes[0]];
   const info = await inspectBroker(n1.url);
   say(`cluster: ${c.nodes.map((n) => `${n.name} (${new URL(n.url).host})`).join(', ')}; RabbitMQ ${info.version}`);
-  const how = values['node-kill'] ? 'kill' : 'stop_app';
+  const lose = values['node-loss'];
+  const how = values['node-kill'] || lose ? 'kill' : 'stop_app';
   const span = PROFILE.spreadMs;
-  const timeline = ({ pool, names, ledger }: Run): ChaosEvent[] => [
-    ...(canary ? [canary.event(n1.url, names, ledger, 0.5 * span)] : []),
+  const timeline = (mode: 'queues' | 'plugin') => ({ pool, names, ledger }: Run): ChaosEvent[] => [
+    ...(canary && mode === 'queues' ? [canary.event(n1.url, names, ledger, 0.5 * span)] : []),
     kill(pool, 0.15 * span),
-    { atMs: 0.3 * span, kind: 'node-stop', label: `${how === 'kill' ? 'SIGKILL' : 'stop_app'} node 2 (${n2.name})`, run: () => c.stopNode(1, how) },
-    { atMs: 0.65 * span, kind: 'node-start', label: `bring node 2 back`, run: () => c.startNode(1, how) },
+    { atMs: 0.3 * span, kind: 'node-stop', label: `${how === 'kill' ? 'SIGKILL' : 'stop_app'} node 2 (${n2.name})${lose ? ', for good' : ''}`, run: () => c.stopNode(1, how) },
+    ...(lose ? [] : [{ atMs: 0.65 * span, kind: 'node-start' as const, label: `bring node 2 back`, run: () => c.startNode(1, how) }]),
     kill(pool, 0.8 * span),
     { atMs: 0.9 * span, kind: 'connection-cut', label: 'close_all_connections via node 3 (cluster-wide)', run: () => c.cutConnections(2) },
   ];
-  const title = `3-node cluster [queues mode]${how === 'kill' ? ' (node killed)' : ''}`;
-  scenarios.push(
-    await runScenario(
-      { title, mode: 'queues', callbacks, spreadMs: span, quiesceTimeoutMs: PROFILE.quiesceMs, workerUrls: [n1.url, n2.url, n3.url], publisherUrl: n1.url, inspectUrl: n1.url, timeline, traceIds: canary?.swallowed ?? [], logDir: LOGS },
-      say,
-    ),
-  );
-  // Delayed messages of the plugin live in one node's local table: a stopped node strands them.
-  const reason = info.hasDelayedPlugin ? 'skipped: the plugin keeps delayed messages node-locally (not a no-loss setup for clusters)' : NO_PLUGIN;
-  skipped.push({ title: '3-node cluster [plugin mode]', reason });
-  say(`\n== 3-node cluster [plugin mode]: ${reason}`);
+  for (const mode of ['queues', 'plugin'] as const) {
+    const title = `3-node cluster [${mode} mode]${lose ? ' (node lost)' : how === 'kill' ? ' (node killed)' : ''}`;
+    const skip = mode === 'plugin' && (!info.hasDelayedPlugin ? NO_PLUGIN : canary ? 'skipped: the canary runs in queues mode' : undefined);
+    if (skip) {
+      skipped.push({ title, reason: skip });
+      say(`\n== ${title}: ${skip}`);
+      continue;
+    }
+    const spec: ScenarioSpec = { title, mode, callbacks, spreadMs: span, quiesceTimeoutMs: PROFILE.quiesceMs, workerUrls: [n1.url, n2.url, n3.url], publisherUrl: n1.url, inspectUrl: n1.url, timeline: timeline(mode), traceIds: canary?.swallowed ?? [], logDir: LOGS };
+    scenarios.push(await runScenario(mode === 'plugin' ? { ...spec, lossExpected: PLUGIN_CLUSTER_LOSS } : spec, say));
+    if (lose) await c.startNode(1, how); // the next scenario starts on three nodes again
+  }
   return { version: info.version, delayedPlugin: info.hasDelayedPlugin, nodes: 3 };
 }
 
@@ -112,7 +129,9 @@ const skipped: Skipped[] = [];
 let exitCode = 1;
 try {
   const broker = values.cluster ? await cluster(scenarios, skipped) : await singleNode(scenarios, skipped);
-  const lost = scenarios.reduce((sum, s) => sum + s.verdict.lost, 0);
+  const judged = scenarios.filter((s) => !s.lossExpected);
+  const lost = judged.reduce((sum, s) => sum + s.verdict.lost, 0);
+  const lostByDesign = scenarios.reduce((sum, s) => sum + s.verdict.lost, 0) - lost;
   const summary: Summary = {
     kind: `${values.cluster ? 'cluster' : 'single-node'}${values.quick ? ' quick' : ''}`,
     startedAt: new Date(started).toISOString(),
@@ -121,14 +140,15 @@ try {
     scenarios,
     skipped,
     lost,
-    passed: scenarios.length > 0 && (canary ? canary.check(scenarios).passed : lost === 0),
-    ...(canary ? { canary: { line: canary.check(scenarios).line, takenAt: canary.takenAt } } : {}),
+    lostByDesign,
+    passed: judged.length > 0 && (canary ? canary.check(judged).passed : lost === 0),
+    ...(canary ? { canary: { line: canary.check(judged).line, takenAt: canary.takenAt } } : {}),
   };
   for (const scenario of scenarios) say(formatScenario(scenario));
   for (const skip of skipped) say(`\n### ${skip.title}: ${skip.reason}`);
   writeSummary(`${RESULTS}latest.json`, summary);
-  if (canary) say(`\n${canary.check(scenarios).line}`);
-  say(`\n${summary.passed ? 'PASS' : 'FAIL'}: lost ${lost} in ${summary.seconds} s; summary in chaos/results/latest.json, worker logs in chaos/results/logs/`);
+  if (canary) say(`\n${canary.check(judged).line}`);
+  say(`\n${summary.passed ? 'PASS' : 'FAIL'}: lost ${lost}${lostByDesign ? ` (and ${lostByDesign} by design, see above)` : ''} in ${summary.seconds} s; summary in chaos/results/latest.json, worker logs in chaos/results/logs/`);
   exitCode = summary.passed ? 0 : 1;
 } finally {
   say('cleaning up (workers, receiver, broker nodes, data dirs)…');

@@ -18,8 +18,10 @@ export interface Summary {
   skipped: Skipped[];
   /** `--canary` only: what was swallowed when, and whether exactly that was reported lost. */
   canary?: { line: string; takenAt: Record<string, number> };
-  /** The run's one hard rule: no callback neither delivered nor parked. */
+  /** The run's one hard rule: no callback neither delivered nor parked (over the scenarios that promise it). */
   lost: number;
+  /** Lost where the set-up loses callbacks by design (plugin mode on a cluster that loses a node). */
+  lostByDesign: number;
   passed: boolean;
 }
 
@@ -44,7 +46,7 @@ export function formatScenario(result: ScenarioResult): string {
   const failedActs = result.chaos.filter((event) => event.error).length;
   lines.push(
     '',
-    `LOST: ${v.lost}${v.lostIds.length ? ` (e.g. ${v.lostIds.slice(0, 5).join(', ')})` : ''}`,
+    `LOST: ${v.lost}${v.lostIds.length ? ` (e.g. ${v.lostIds.slice(0, 5).join(', ')})` : ''}${result.lossExpected ? `; measured, not judged: ${result.lossExpected}` : ''}`,
     `P.dead by reason: ${Object.entries(v.dead).map(([reason, n]) => `${reason} ${n}`).join(', ') || 'none'}`,
     `duplicates: ${v.duplicates.deliveredTwice} delivered twice (${v.duplicates.afterRepublish} after a producer republish), ` +
       `${v.duplicates.parkedTwice} parked twice, ${v.duplicates.deliveredAndParked} delivered and parked; ${v.repeatedAttempts} repeated attempts; ` +

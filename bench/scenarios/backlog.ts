@@ -36,13 +36,13 @@ class RssSampler {
 
 /**
  * A backlog of pending delayed callbacks: N callbacks published with the same `deliverAt` (a time far
- * enough ahead for the publishing to finish), so they sit in the delay queues together and all fall
- * due at once. Measures the delayed-publish rate, worker and broker RSS while they sit, and the drain.
+ * enough ahead for the publishing to finish), so they sit together in the delay queues (queues mode)
+ * or in the plugin's table (plugin mode) and all fall due at once. Measures the delayed-publish rate, worker and broker RSS while they sit, and the drain.
  */
-async function runBacklog(ctx: BenchContext, count: number) {
+async function runBacklog(ctx: BenchContext, count: number, mode: 'queues' | 'plugin') {
   return withScope(ctx.url, async (scope) => {
     const receiver = scope.add(await startReceiver(10));
-    const relay = await startRelay(ctx, scope, 'backlog', { DELAY_MODE: 'queues' });
+    const relay = await startRelay(ctx, scope, `backlog-${mode}`, { DELAY_MODE: mode });
     const sampler = new RssSampler(relay.worker.pid, ctx.broker.beamPid);
     scope.defer(async () => sampler.stop());
     await sleep(1_000);
@@ -75,6 +75,7 @@ async function runBacklog(ctx: BenchContext, count: number) {
     const drainStart = arrivals.reduce((a, b) => Math.min(a, b), Infinity);
     const drainSeconds = (arrivals.reduce((a, b) => Math.max(a, b), 0) - drainStart) / 1000;
     return {
+      mode,
       count,
       published,
       publishedLate,
@@ -94,46 +95,54 @@ async function runBacklog(ctx: BenchContext, count: number) {
   });
 }
 
+type BacklogRun = Awaited<ReturnType<typeof runBacklog>>;
+
+function row(run: BacklogRun): string[] {
+  const mb = (phase: string, who: 'worker' | 'broker'): string => fmt(run.rss[phase]?.[who]);
+  return [
+    run.mode,
+    fmt(run.published.rate),
+    fmt(run.brokerCpuUsPerPublish),
+    fmt(run.satForSeconds, 1),
+    `${mb('idle', 'worker')} / ${mb('sitting', 'worker')} / ${mb('draining', 'worker')}`,
+    `${mb('idle', 'broker')} / ${mb('sitting', 'broker')} / ${mb('draining', 'broker')}`,
+    fmt(run.drainSeconds, 1),
+    fmt(run.drainRate),
+    String(run.failedFast),
+  ];
+}
+
+const drainNote = (run: BacklogRun): string =>
+  `Drain (${run.mode} mode): the ${run.drained} callbacks due at the final due time, first → last delivery (the first ${Math.round(Math.abs(run.firstDeliveryAfterDueMs))} ms ${run.firstDeliveryAfterDueMs < 0 ? 'before' : 'after'} the due time; delays are whole seconds in queues mode). ${run.publishedLate > 0 ? `Publishing overran the due time by ${run.publishedLate} ms.` : 'Publishing finished before the due time.'} The due time was pushed back by ${fmt(run.dueSpreadMs / 1000, 1)} s while publishing; ${run.count - run.drained} callbacks published before that fell due earlier and are not in the drain. Worker memory right after the drain: V8 heap ${fmt(run.workerMemoryAfterDrain.heapUsedMb)} MB used of ${fmt(run.workerMemoryAfterDrain.heapTotalMb)} MB, external ${fmt(run.workerMemoryAfterDrain.externalMb)} MB.`;
+
 export const backlog: Scenario = {
   name: 'backlog',
   async run(ctx) {
     const count = ctx.quick ? 20_000 : 200_000;
-    const run = await runBacklog(ctx, count);
-    ctx.log(`backlog: published ${fmt(run.published.rate)}/s, drained ${fmt(run.drainRate)}/s`);
-    const mb = (phase: string, who: 'worker' | 'broker'): string => fmt(run.rss[phase]?.[who]);
-    const plugin = ctx.broker.hasPlugin ? 'not measured (queues mode only in this scenario)' : SKIP_PLUGIN;
+    const run = await runBacklog(ctx, count, 'queues');
+    ctx.log(`backlog queues: published ${fmt(run.published.rate)}/s, drained ${fmt(run.drainRate)}/s`);
+    const plugin = ctx.broker.hasPlugin ? await runBacklog(ctx, count, 'plugin') : undefined;
+    if (plugin) ctx.log(`backlog plugin: published ${fmt(plugin.published.rate)}/s, drained ${fmt(plugin.drainRate)}/s`);
+    const runs = plugin ? [run, plugin] : [run];
     return {
       tables: [
         {
-          title: `Backlog: ${count} delayed callbacks due at the same moment (queues mode)`,
+          title: `Backlog: ${count} delayed callbacks due at the same moment`,
           headers: ['delay mode', 'publish /s', 'broker CPU µs/publish', 'sat for s', 'worker RSS MB idle / sitting / draining', 'broker RSS MB idle / sitting / draining', 'drain s', 'drain /s', 'failed fast'],
-          rows: [
-            [
-              'queues',
-              fmt(run.published.rate),
-              fmt(run.brokerCpuUsPerPublish),
-              fmt(run.satForSeconds, 1),
-              `${mb('idle', 'worker')} / ${mb('sitting', 'worker')} / ${mb('draining', 'worker')}`,
-              `${mb('idle', 'broker')} / ${mb('sitting', 'broker')} / ${mb('draining', 'broker')}`,
-              fmt(run.drainSeconds, 1),
-              fmt(run.drainRate),
-              String(run.failedFast),
-            ],
-            ['plugin', plugin, '', '', '', '', '', '', ''],
-          ],
+          rows: [...runs.map(row), ...(plugin ? [] : [['plugin', SKIP_PLUGIN, '', '', '', '', '', '', '']])],
         },
       ],
-      data: { ...run, workerTargetMb: 150 },
+      // The queues run stays at the top level, where earlier results keep it; the plugin run beside it.
+      data: { ...run, ...(plugin ? { plugin } : {}), workerTargetMb: 150 },
       notes: [
-        'Published with the library publisher (200 unconfirmed at a time) and `deliverAt` = one shared due time, so each callback routes through the delay levels of its own remaining seconds and all fall due together.',
+        'Published with the library publisher (200 unconfirmed at a time) and `deliverAt` = one shared due time. In queues mode each callback routes through the delay levels of its own remaining seconds; in plugin mode it waits in the plugin\'s node-local table with its own `x-delay`. All fall due together.',
         `Worker: one compiled relay worker process (\`node …/consumer/main.js\`, as \`npm start\` runs it) with the defaults; RSS is VmRSS from /proc, peak per phase (target ≤ 150 MB). Broker: RSS of the throwaway node's beam.smp (${ctx.broker.beamPid ? 'local' : 'n/a: not a local broker'}).`,
-        `Worker memory right after the drain: V8 heap ${fmt(run.workerMemoryAfterDrain.heapUsedMb)} MB used of ${fmt(run.workerMemoryAfterDrain.heapTotalMb)} MB, external ${fmt(run.workerMemoryAfterDrain.externalMb)} MB.`,
-        `Drain: the ${run.drained} callbacks due at the final due time, first → last delivery (the first ${Math.abs(run.firstDeliveryAfterDueMs)} ms ${run.firstDeliveryAfterDueMs < 0 ? 'before' : 'after'} the due time; delays are whole seconds). ${run.publishedLate > 0 ? `Publishing overran the due time by ${run.publishedLate} ms.` : 'Publishing finished before the due time.'} The due time was pushed back by ${fmt(run.dueSpreadMs / 1000, 1)} s while publishing; ${run.count - run.drained} callbacks published before that fell due earlier and are not in the drain.`,
+        ...runs.map(drainNote),
       ],
-      charts: [
-        { title: 'worker RSS (peak per phase)', unit: 'MB', target: 150, bars: ['idle', 'sitting', 'draining'].map((phase) => ({ label: phase, value: run.rss[phase]?.worker ?? Number.NaN })) },
-        { title: 'delayed publish and drain rates', unit: '/s', bars: [{ label: 'publish (delayed)', value: run.published.rate }, { label: 'drain', value: run.drainRate }] },
-      ],
+      charts: runs.flatMap((r) => [
+        { title: `worker RSS (peak per phase, ${r.mode} mode)`, unit: 'MB', target: 150, bars: ['idle', 'sitting', 'draining'].map((phase) => ({ label: phase, value: r.rss[phase]?.worker ?? Number.NaN })) },
+        { title: `delayed publish and drain rates (${r.mode} mode)`, unit: '/s', bars: [{ label: 'publish (delayed)', value: r.published.rate }, { label: 'drain', value: r.drainRate }] },
+      ]),
     };
   },
 };

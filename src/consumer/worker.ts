@@ -10,7 +10,7 @@ import type { Server } from 'node:http';
 import { startMetricsServer } from '../metrics/metrics-server.js';
 import type { Job, Lane } from './handle-message.js';
 import { buildPipeline, isolationPolicy } from './build-pipeline.js';
-import { moveDue } from './move-due.js';
+import { createDueMover, type DueMover } from './move-due.js';
 import { createRelayMetrics } from '../metrics/relay-metrics.js';
 import { TargetIsolation } from '../isolation/target-isolation.js';
 import { amqpUrls } from '../config/amqp-urls.js';
@@ -60,6 +60,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   /** A reconnect for a cancelled consumer is under way: further cancels of the old channel are the same event. */
   let recycling = false;
   let server: Server | undefined;
+  let dueMover: DueMover | undefined;
   const isolation = config.isolation === 'on' ? new TargetIsolation<Job>(isolationPolicy(config)) : undefined;
   const metrics = createRelayMetrics(config.successBody, () => isolation);
 
@@ -88,6 +89,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       inFlight.add(work);
       void work.finally(() => inFlight.delete(work));
     };
+    if (topology.mode === 'plugin') dueMover = createDueMover(topology.names, config.prefetch, logger);
     manager = amqp.connect(amqpUrls(config.amqpUrl), { reconnectTimeInSeconds: 1, heartbeatIntervalInSeconds: 10 });
     manager.on('connect', () => {
       // Registered before the channel's own listener, so this runs before the setup consumes again.
@@ -120,9 +122,9 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
         const tags: string[] = [];
         const queues: [string, Lane][] = [...topology.names.workQueues.map((queue, lane): [string, Lane] => [queue, String(lane)]), [topology.names.slowQueue, 'slow']];
         for (const [queue, lane] of queues) tags.push((await ch.consume(queue, (message) => onMessage(message, ch, lane), { noAck: false })).consumerTag);
-        // Plugin mode: move messages whose delay ended from P.due into their lanes (move-due.ts).
-        if (topology.mode === 'plugin') tags.push(await moveDue(ch, topology.names, config.prefetch, () => consumerCancelled('due')));
         consumers = { channel: ch, tags };
+        // Plugin mode: messages whose delay ended are moved from P.due into their lanes (move-due.ts).
+        if (manager?.connection) dueMover?.attach(manager.connection);
         ready = true;
         logger.info({ lanes: topology.names.workQueues.length, prefetch: config.prefetch, isolation: config.isolation }, 'consuming');
       },
@@ -137,6 +139,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     ready = false;
     abort.abort();
     for (const tag of consumers?.tags ?? []) await consumers?.channel.cancel(tag).catch(() => {});
+    await dueMover?.close();
     const drained = Promise.allSettled([...inFlight]).then(() => true);
     const finished = await Promise.race([drained, sleep(config.drainTimeout).then(() => false)]);
     if (!finished) logger.warn({ unfinished: inFlight.size }, 'drain timeout: unfinished deliveries return to the queue');

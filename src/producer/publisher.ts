@@ -5,6 +5,7 @@ import { RelayError, isRelayError } from '../errors.js';
 import { createLogger, type Logger } from '../logger.js';
 import type { Callback } from '../message/callback.js';
 import { connectTopology, type ResolvedTopology } from '../topology/connect-topology.js';
+import { declareDueQueueAside } from '../topology/declare-due-queue.js';
 import { deliveryRoute } from '../topology/delay-route.js';
 import { laneBucket } from '../topology/lanes.js';
 import { withTimeout } from '../util/with-timeout.js';
@@ -50,7 +51,9 @@ export function createPublisher(config: RelayConfig = loadConfig(), logger: Logg
       // amqplib fails the unconfirmed publishes of a closing channel before this listener runs, and
       // their callers resume only after it: they see the loss.
       ch.once('close', () => (losses += 1));
-      await (await topology).declare(ch);
+      const { declare, mode, names } = await topology;
+      await declare(ch);
+      if (mode === 'plugin' && manager.connection) void declareDueQueueAside(manager.connection, names);
     },
   });
   channel.on('error', (err) => logger.error({ err: (err as Error).message, code: (err as RelayError).code }, 'producer channel setup failed'));

@@ -36,14 +36,7 @@ export async function declareDeliveryPath(channel: Channel, names: TopologyNames
   if (options.mode === 'plugin') {
     // The plugin's exchange routes like its x-delayed-type once a message's x-delay has elapsed.
     await channel.assertExchange(names.exchange, 'x-delayed-message', { durable: true, arguments: { 'x-delayed-type': 'direct' } });
-    // When a delay ends the plugin hands the message to its queues without a confirm. A quorum queue
-    // whose leader is not up yet drops it: at every broker start the plugin fires all overdue messages
-    // at once, before the quorum queues have elected leaders. A classic queue is up by then, so the
-    // plugin delivers into P.due (classic) and workers move each message on into P.work with a
-    // confirmed publish. Plugin source: rabbit_delayed_message:route/3 (rabbit_amqqueue:deliver).
-    await channel.assertQueue(names.dueQueue, { durable: true, arguments: queueArguments({ type: 'classic' }) });
-    await channel.bindQueue(names.dueQueue, names.exchange, names.dueRoutingKey);
-    for (let bucket = 0; bucket < LANE_BUCKETS; bucket += 1) await channel.bindQueue(names.dueQueue, names.exchange, `${names.dueRoutingKey}.${bucket}`);
+    // Delayed messages land in P.due, declared on a channel of its own: see declare-due-queue.ts.
   } else {
     await channel.assertExchange(names.exchange, 'direct', { durable: true });
   }

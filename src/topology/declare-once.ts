@@ -2,6 +2,7 @@ import amqplib from 'amqplib';
 import type { RelayConfig } from '../config/load-config.js';
 import type { Logger } from '../logger.js';
 import { connectTopology, type ResolvedTopology } from './connect-topology.js';
+import { declareDueQueueAside } from './declare-due-queue.js';
 
 /**
  * Declares `topology` on a short-lived connection. Workers do this once before consuming so that a
@@ -15,6 +16,7 @@ export async function applyTopology(url: string, topology: ResolvedTopology): Pr
     channel.on('error', () => {});
     await topology.declare(channel);
     await channel.close();
+    if (topology.mode === 'plugin') await declareDueQueueAside(connection, topology.names);
   } finally {
     await connection.close().catch(() => {});
   }

@@ -3,6 +3,7 @@ import { promisify } from 'node:util';
 import type { Channel } from 'amqplib';
 import { describe, expect, inject, it } from 'vitest';
 import { isRelayError } from '../../src/errors.js';
+import { sleep } from '../support/modes.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { createLogger } from '../../src/logger.js';
@@ -95,6 +96,17 @@ describe('producer', () => {
     await receiver.waitFor((r) => r.length === 2, 10_000);
     expect(receiver.requests.map((r) => r.path)).toEqual(['/now', '/later']);
     expect(receiver.requests[1]!.at - publishedAt).toBeGreaterThanOrEqual(1_900);
+  });
+
+  // The plugin drops a message that falls due with no queue bound: the publisher declares P.due too.
+  it.skipIf(!inject('hasDelayedPlugin'))('plugin mode: a delayed callback that falls due before any worker ran is delivered once one starts', async () => {
+    receiver = await open.receiver(() => ({ status: 200 }));
+    relay = await open.relay({ DELAY_MODE: 'plugin' });
+    await relay.publisher.publish({ url: `${receiver.origin}/early`, body: 1 }, { delay: 500 });
+    await sleep(1_500);
+    await relay.startWorker();
+    await receiver.waitFor((r) => r.length === 1, 10_000);
+    expect(receiver.requests.map((r) => r.path)).toEqual(['/early']);
   });
 
   it('rejects with CR_ERR_PUBLISH_TIMEOUT when the broker is unreachable, and bounds its buffer', async () => {
