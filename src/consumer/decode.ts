@@ -3,6 +3,7 @@ import { isValidId, parseCallback, type Callback } from '../message/callback.js'
 import { derivedId } from '../message/derived-id.js';
 import { headerTableSize, MAX_PRODUCER_HEADER_BYTES } from '../message/header-table-size.js';
 import { HEADER, readAttempt, readString } from '../message/headers.js';
+import { readTraceContext, type TraceContext } from '../tracing/trace-context.js';
 
 /** A decoded, valid callback and the retry state its headers carry. */
 export interface Delivery {
@@ -16,6 +17,8 @@ export interface Delivery {
   attempt: number;
   /** ISO time of attempt 1, when there was one. */
   firstAttemptAt: string | undefined;
+  /** The trace context published with it (W3C `traceparent`/`tracestate` AMQP headers), carried through retries. */
+  trace?: TraceContext | undefined;
 }
 
 export type Decoded = { ok: true; delivery: Delivery } | { ok: false; id: string; attempt: number; error: string };
@@ -62,5 +65,5 @@ export function decode(message: ConsumeMessage, maxPayloadBytes: number): Decode
     return failed(`body: cannot be serialised (${(error as Error).message})`);
   }
   const id = callback.id ?? stableId();
-  return { ok: true, delivery: { id, callback, url, payload, attempt, firstAttemptAt: readString(headers, HEADER.firstAttemptAt) } };
+  return { ok: true, delivery: { id, callback, url, payload, attempt, firstAttemptAt: readString(headers, HEADER.firstAttemptAt), trace: readTraceContext(headers) } };
 }
