@@ -1,7 +1,7 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, createTraceState, trace, type Context, type Span } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { BasicTracerProvider, BatchSpanProcessor, type BufferConfig } from '@opentelemetry/sdk-trace-base';
 import { attemptResult, attemptStartAttributes, publishAttributes } from './span-attributes.js';
 import { formatTraceparent, parseTraceparent, type TraceContext } from './trace-context.js';
 import type { Tracing } from './tracing.js';
@@ -11,14 +11,14 @@ export const SPAN_NAME = { publish: 'callback publish', attempt: 'callback attem
 
 /**
  * The relay's spans through an OpenTelemetry SDK tracer provider of its own, not registered as the
- * global one, so an application's own provider is left alone. The OTLP/HTTP exporter, the batch
- * processor and the sampler read their standard OTEL_* settings from the environment:
+ * global one, so an application's own provider is left alone. The OTLP/HTTP exporter reads its
+ * standard OTEL_EXPORTER_OTLP_* settings from the environment itself; the sampler is parent-based, always on:
  * https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/
  */
 export function createOtelTracing(): Tracing {
   // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, when set, win over the default name.
   const resource = resourceFromAttributes({ 'service.name': 'callback-relay' }).merge(detectResources({ detectors: [envDetector] }));
-  const provider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())] });
+  const provider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter(), batchOptions(process.env))] });
   const tracer = provider.getTracer('callback-relay');
   return {
     startPublish(id, origin, delayMs, parent) {
@@ -51,6 +51,20 @@ export function createOtelTracing(): Tracing {
     },
     shutdown: () => provider.shutdown(),
   };
+}
+
+/**
+ * The batch processor's standard settings. The SDK 2.x tracer provider no longer reads them itself
+ * (only the Node SDK package does), so they are passed on; an unset or non-numeric one keeps the default.
+ */
+function batchOptions(env: NodeJS.ProcessEnv): BufferConfig {
+  const options: BufferConfig = {};
+  const keys = { OTEL_BSP_SCHEDULE_DELAY: 'scheduledDelayMillis', OTEL_BSP_EXPORT_TIMEOUT: 'exportTimeoutMillis', OTEL_BSP_MAX_QUEUE_SIZE: 'maxQueueSize', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: 'maxExportBatchSize' } as const;
+  for (const [key, option] of Object.entries(keys)) {
+    const value = Number(env[key]);
+    if (env[key]?.trim() && Number.isFinite(value) && value >= 0) options[option] = value;
+  }
+  return options;
 }
 
 /** The remote parent a trace context names, or `fallback` without one. */
