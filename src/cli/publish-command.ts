@@ -5,7 +5,8 @@ import { loadConfig } from '../config/load-config.js';
 import { RelayError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import type { Callback, CallbackMethod } from '../message/callback.js';
-import { createPublisher } from '../producer/publisher.js';
+import { createPublisher, type PublishOptions } from '../producer/publisher.js';
+import { traceOption } from '../tracing/trace-context.js';
 
 export const PUBLISH_USAGE = `callback-relay publish --url URL [--data JSON | --data-file FILE] [options]
 
@@ -17,13 +18,15 @@ export const PUBLISH_USAGE = `callback-relay publish --url URL [--data JSON | --
   --id ID              callback id, sent as webhook-id (default: a new UUID)
   --delay DURATION     delay before the first attempt, e.g. 30s, 5m
   --policy NAME        retry policy of the workers' RETRY_POLICIES_FILE (default: their own settings)
+  --traceparent TP     W3C trace context to carry to the receiver (00-<trace id>-<span id>-<flags>)
+  --tracestate TS      its vendor state (needs --traceparent)
 
 Connects with AMQP_URL and TOPOLOGY_PREFIX; prints the id once the broker has confirmed.`;
 
 const bad = (field: string, problem: string): RelayError => new RelayError('CR_ERR_INVALID_CALLBACK', `${field}: ${problem}`, { field });
 
 /** Builds the callback and options from argv; throws `CR_ERR_INVALID_CALLBACK` naming the flag. */
-export function parsePublishArgs(argv: string[]): { callback: Callback; delay: number | undefined } {
+export function parsePublishArgs(argv: string[]): { callback: Callback; options: PublishOptions } {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -35,6 +38,8 @@ export function parsePublishArgs(argv: string[]): { callback: Callback; delay: n
       id: { type: 'string' },
       delay: { type: 'string' },
       policy: { type: 'string' },
+      traceparent: { type: 'string' },
+      tracestate: { type: 'string' },
     },
     strict: true,
   });
@@ -63,15 +68,20 @@ export function parsePublishArgs(argv: string[]): { callback: Callback; delay: n
   if (values.method !== undefined) callback.method = values.method.toUpperCase() as CallbackMethod;
   if (values.id !== undefined) callback.id = values.id;
   if (values.policy !== undefined) callback.policy = values.policy;
-  return { callback, delay };
+  const options: PublishOptions = {};
+  if (delay !== undefined) options.delay = delay;
+  // Checked before connecting; the error names the option, which is the flag's name.
+  const trace = traceOption(values);
+  if (trace) Object.assign(options, trace);
+  return { callback, options };
 }
 
 export async function publishCommand(argv: string[]): Promise<void> {
-  const { callback, delay } = parsePublishArgs(argv);
+  const { callback, options } = parsePublishArgs(argv);
   const config = loadConfig();
   const publisher = createPublisher(config, createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, 'callback-relay-cli'));
   try {
-    const { id } = await publisher.publish(callback, delay === undefined ? {} : { delay });
+    const { id } = await publisher.publish(callback, options);
     process.stdout.write(`published ${id}\n`);
   } finally {
     await publisher.close();

@@ -8,6 +8,7 @@ import type { Random } from '../policy/jitter.js';
 import type { IsolationPolicy, TargetIsolation } from '../isolation/target-isolation.js';
 import { createSigner } from '../signing/create-signer.js';
 import type { ResolvedTopology } from '../topology/connect-topology.js';
+import type { Tracing } from '../tracing/tracing.js';
 import { createDecider } from './decide.js';
 import { createMessageHandler, type Job } from './handle-message.js';
 import { observeAll } from './observer.js';
@@ -41,6 +42,7 @@ export function buildPipeline(
   random: Random,
   metrics: PipelineObserver,
   isolation: TargetIsolation<Job> | undefined,
+  tracing?: Tracing,
 ) {
   const events = config.events === 'on' ? createOutcomeEvents(topology.names.eventsExchange, clock) : undefined;
   const retry = { schedule: config.retrySchedule, maxAttempts: config.maxAttempts, jitter: config.retryJitter, retryAfterMaxMs: config.retryAfterMax, successBody: config.successBody };
@@ -64,6 +66,7 @@ export function buildPipeline(
     logger,
     observer: observeAll(events ? [metrics, events] : [metrics]),
     settle: settleOptions(topology, config.publishTimeout),
+    tracing,
   });
   return { ...handle, events };
 }

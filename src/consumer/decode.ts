@@ -6,6 +6,7 @@ import { headerTableSize, MAX_PRODUCER_HEADER_BYTES } from '../message/header-ta
 import { HEADER, readAttempt, readString } from '../message/headers.js';
 import { carriesPolicy, readPolicyHeaders } from '../message/policy-headers.js';
 import type { MessagePolicy, RetryPolicies } from '../policy/message-policy.js';
+import { readTraceContext, type TraceContext } from '../tracing/trace-context.js';
 
 /** A decoded, valid callback and the retry state its headers carry. */
 export interface Delivery {
@@ -21,6 +22,8 @@ export interface Delivery {
   firstAttemptAt: string | undefined;
   /** The callback's named policy, resolved; `undefined` (no policy): the worker's own settings. */
   policy?: MessagePolicy | undefined;
+  /** The trace context published with it (W3C `traceparent`/`tracestate` AMQP headers), carried through retries. */
+  trace?: TraceContext | undefined;
 }
 
 export type Decoded = { ok: true; delivery: Delivery } | { ok: false; id: string; attempt: number; error: string };
@@ -76,7 +79,7 @@ export function decode(message: ConsumeMessage, maxPayloadBytes: number, policie
     }
   }
   const id = callback.id ?? stableId();
-  return { ok: true, delivery: { id, callback, url, payload, attempt, firstAttemptAt: readString(headers, HEADER.firstAttemptAt), policy } };
+  return { ok: true, delivery: { id, callback, url, payload, attempt, firstAttemptAt: readString(headers, HEADER.firstAttemptAt), policy, trace: readTraceContext(headers) } };
 }
 
 /**

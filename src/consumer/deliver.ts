@@ -3,6 +3,7 @@ import type { Dispatcher } from 'undici';
 import { FORBIDDEN_TARGET_CODE, isForbiddenTargetError } from '../http/guarded-agent.js';
 import type { DeliveryOutcome } from '../policy/classify-outcome.js';
 import type { Signer } from '../signing/create-signer.js';
+import { traceHeaders, withoutTraceHeaders, type TraceContext } from '../tracing/trace-context.js';
 import type { Delivery } from './decode.js';
 
 export interface DeliverOptions {
@@ -21,8 +22,11 @@ export interface DeliverOptions {
  * Step 2: one HTTP attempt, aborted through `signal` at its deadline (headers or body). Never throws:
  * network errors and timeouts come back as an outcome without a status. The response body is read
  * up to a cap and discarded unless `keepBody`.
+ *
+ * `trace` (the attempt span's context when tracing, else the published one) is sent as `traceparent`
+ * and `tracestate`, replacing any the callback's own headers name, so the receiver joins the trace.
  */
-export async function deliver(delivery: Delivery, options: DeliverOptions, signal: DeadlineSignal): Promise<DeliveryOutcome> {
+export async function deliver(delivery: Delivery, options: DeliverOptions, signal: DeadlineSignal, trace: TraceContext | undefined = delivery.trace): Promise<DeliveryOutcome> {
   const { callback, url, id, attempt, payload, policy } = delivery;
   const timeoutMs = policy ? policy.timeoutMs : options.timeoutMs;
   const keepBody = policy ? policy.retry.successBody !== '' : options.keepBody;
@@ -39,7 +43,8 @@ export async function deliver(delivery: Delivery, options: DeliverOptions, signa
       path: url.search ? url.pathname + url.search : url.pathname,
       method: callback.method ?? 'POST',
       headers: {
-        ...callback.headers,
+        ...(trace ? withoutTraceHeaders(callback.headers) : callback.headers),
+        ...(trace && traceHeaders(trace)),
         'content-type': 'application/json',
         'user-agent': 'callback-relay',
         'webhook-id': id,

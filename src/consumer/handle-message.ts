@@ -14,6 +14,7 @@ import type { Decider } from './decide.js';
 import { deliver, type DeliverOptions } from './deliver.js';
 import { settle, type AttemptRecord, type SettleContext, type SettleFallback } from './settle.js';
 import type { PipelineObserver } from './observer.js';
+import type { Tracing } from '../tracing/tracing.js';
 
 /** The queue a message was consumed from: a work lane's index, or `slow` (the drained slow lane). */
 export type Lane = string;
@@ -39,6 +40,8 @@ export interface PipelineDeps {
   observer: PipelineObserver;
   /** Confirm timeout and topology redeclare for settle (see SettleContext). */
   settle?: Pick<SettleContext, 'confirmTimeoutMs' | 'redeclare'>;
+  /** A span per attempt, when OTEL_EXPORTER_OTLP_ENDPOINT is set. */
+  tracing?: Tracing | undefined;
 }
 
 /** A decoded message on its way: everything the later steps need, built once. */
@@ -162,13 +165,15 @@ export function createMessageHandler(deps: PipelineDeps) {
       job.delivery.policy?.timeoutMs ?? deps.deliverOptions.timeoutMs,
       isolation && { afterMs: isolation.slowThresholdMs, onSlow: () => apply(isolation.overdue(target, clock())) },
     );
+    // The receiver gets the attempt span's context, or without tracing the published one (deliver's default).
+    const span = deps.tracing?.startAttempt(job.delivery);
     // deliver never throws; the catch only guarantees the slot is freed whatever happens.
-    const outcome: DeliveryOutcome = await deliver(job.delivery, deps.deliverOptions, deadline).catch((error: unknown) => ({ error: String(error), durationMs: clock() - startedAt }));
+    const outcome: DeliveryOutcome = await deliver(job.delivery, deps.deliverOptions, deadline, span?.context).catch((error: unknown) => ({ error: String(error), durationMs: clock() - startedAt }));
     const wasOverdue = deadline.finish();
     if (isolation) apply(isolation.complete(target, kind, outcome, clock(), wasOverdue));
     else fifo?.done(ALL, 'none');
     pump();
-    await conclude(job, outcome, startedAt);
+    await conclude(job, outcome, startedAt, span);
   }
 
   /** An attempt of a target whose circuit is open: counted, recorded, no request made. */
@@ -177,10 +182,11 @@ export function createMessageHandler(deps: PipelineDeps) {
   }
 
   /** Steps 4 and 5: decide what the outcome means, and settle it. */
-  async function conclude(job: Job, outcome: DeliveryOutcome, startedAt: number): Promise<void> {
+  async function conclude(job: Job, outcome: DeliveryOutcome, startedAt: number, span = deps.tracing?.startAttempt(job.delivery)): Promise<void> {
     const { delivery, target, lane, finish } = job;
     try {
       const { decision, record } = deps.decide(delivery, outcome, startedAt);
+      span?.end(outcome, decision, outcome.error === CIRCUIT_OPEN);
       if (logger.isLevelEnabled('debug')) {
         logger.debug({ id: delivery.id, target, lane, attempt: delivery.attempt, status: outcome.status, error: outcome.error, ms: outcome.durationMs, decision: decision.kind }, 'attempt');
       }

@@ -16,6 +16,7 @@ import { TargetIsolation } from '../isolation/target-isolation.js';
 import { amqpUrls } from '../config/amqp-urls.js';
 import { parseCidrList } from '../http/address-policy.js';
 import { createGuardedAgent } from '../http/guarded-agent.js';
+import { loadTracing, type Tracing } from '../tracing/tracing.js';
 
 export { isolationPolicy } from './build-pipeline.js';
 
@@ -24,6 +25,8 @@ export interface WorkerDeps {
   clock?: () => number;
   /** Jitter source; default `Math.random`. */
   random?: Random;
+  /** Spans per attempt; default: the OpenTelemetry SDK when OTEL_EXPORTER_OTLP_ENDPOINT is set (tracing.ts). */
+  tracing?: Promise<Tracing | undefined>;
 }
 
 export interface Worker {
@@ -63,13 +66,14 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   let dueMover: DueMover | undefined;
   const isolation = config.isolation === 'on' ? new TargetIsolation<Job>(isolationPolicy(config)) : undefined;
   const metrics = createRelayMetrics(config.successBody, () => isolation);
+  const tracing = 'tracing' in deps ? deps.tracing : loadTracing(logger);
 
   async function start(): Promise<void> {
     // Probes answer from the start: alive while waiting for the broker, ready only once consuming.
     if (config.metricsPort > 0) server = await startMetricsServer(config.metricsPort, metrics.registry, { ready: () => ready });
     const topology = await connectTopology(config, logger, abort.signal);
     await applyTopology(topology.url, topology);
-    const { handle, channelClosed, events } = buildPipeline(config, topology, agent, logger, clock, deps.random ?? Math.random, metrics.observer, isolation);
+    const { handle, channelClosed, events } = buildPipeline(config, topology, agent, logger, clock, deps.random ?? Math.random, metrics.observer, isolation, await tracing);
     // The broker cancelled a consumer (queue deleted, its node gone, a consumer timeout): a worker
     // that keeps the connection but consumes nothing must not look ready. Recycle the connection once;
     // the setup declares the topology again and consumes every queue anew.
@@ -147,6 +151,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     await manager?.close().catch(() => {});
     await agent.close().catch(() => {});
     await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
+    await (await tracing)?.shutdown().catch(() => {});
     logger.info('worker stopped');
   }
 

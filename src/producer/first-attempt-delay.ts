@@ -7,6 +7,12 @@ export interface PublishOptions {
   delay?: number;
   /** Alternative to `delay`: the first attempt's time. A past time means now. */
   deliverAt?: Date;
+  /**
+   * The W3C trace context to carry to the receiver (`traceparent`, optionally `tracestate`). Without
+   * it, and with tracing on (OTEL_EXPORTER_OTLP_ENDPOINT), the caller's active OpenTelemetry span.
+   */
+  traceparent?: string;
+  tracestate?: string;
 }
 
 /** The first-attempt delay in ms from `delay` or `deliverAt`, or a `CR_ERR_INVALID_CALLBACK` naming the option. */

@@ -8,6 +8,8 @@ import { connectTopology, type ResolvedTopology } from '../topology/connect-topo
 import { declareDueQueueAside } from '../topology/declare-due-queue.js';
 import { deliveryRoute } from '../topology/delay-route.js';
 import { laneBucket } from '../topology/lanes.js';
+import { traceHeaders, traceOption, type TraceContext } from '../tracing/trace-context.js';
+import { loadTracing, type Tracing } from '../tracing/tracing.js';
 import { withTimeout } from '../util/with-timeout.js';
 import { encodeCallback } from './encode-callback.js';
 import { firstAttemptDelay, type PublishOptions } from './first-attempt-delay.js';
@@ -34,7 +36,11 @@ export interface CallbackPublisher {
  * A publisher on its own reconnecting connection. It declares the topology too, so a callback
  * published before any worker has started is queued, not dropped as unroutable.
  */
-export function createPublisher(config: RelayConfig = loadConfig(), logger: Logger = createLogger(config.logLevel, 'callback-relay-producer')): CallbackPublisher {
+export function createPublisher(
+  config: RelayConfig = loadConfig(),
+  logger: Logger = createLogger(config.logLevel, 'callback-relay-producer'),
+  tracing: Promise<Tracing | undefined> | undefined = loadTracing(logger),
+): CallbackPublisher {
   const abort = new AbortController();
   const topology = connectTopology(config, logger, abort.signal);
   topology.catch(() => {});
@@ -60,7 +66,7 @@ export function createPublisher(config: RelayConfig = loadConfig(), logger: Logg
   const underWay = new Set<Promise<unknown>>();
   let closed = false;
 
-  async function publishConfirmed(content: Buffer, id: string, delayMs: number, bucket: number): Promise<void> {
+  async function publishConfirmed(content: Buffer, id: string, delayMs: number, bucket: number, trace: TraceContext | undefined): Promise<void> {
     const deadline = Date.now() + config.publishTimeout;
     const lossesAtStart = losses;
     const timeout = (): RelayError => publishTimeoutError(config.publishTimeout);
@@ -77,7 +83,8 @@ export function createPublisher(config: RelayConfig = loadConfig(), logger: Logg
           contentType: 'application/json',
           messageId: id,
           timestamp: Math.floor(Date.now() / 1000),
-          headers: route.headers,
+          // Producer headers: carried into every retry copy (carriedHeaders), so each attempt sees the context.
+          headers: trace ? { ...route.headers, ...traceHeaders(trace) } : route.headers,
           timeout: remaining + CHANNEL_TIMEOUT_GRACE_MS,
         });
         await withTimeout(confirmed, remaining, timeout);
@@ -97,13 +104,19 @@ export function createPublisher(config: RelayConfig = loadConfig(), logger: Logg
   }
 
   async function publish(callback: Callback, options: PublishOptions = {}): Promise<{ id: string }> {
+    // First, so everything after it (the closed and buffer checks, adding to underWay) stays in one turn.
+    const tracer = tracing && (await tracing);
     if (closed) throw new RelayError('CR_ERR_CLOSED', 'the publisher is closed; nothing was published');
     const { id, content } = encodeCallback(callback, config.maxPayloadBytes);
     const delayMs = firstAttemptDelay(options, Date.now());
+    const trace = traceOption(options);
     if (underWay.size >= config.publishBufferLimit) {
       throw new RelayError('CR_ERR_BUFFER_FULL', `${underWay.size} publishes are already waiting for the broker (PUBLISH_BUFFER_LIMIT=${config.publishBufferLimit}); nothing was published`);
     }
-    const settled = publishConfirmed(content, id, delayMs, laneBucket(new URL(callback.url).origin));
+    const origin = new URL(callback.url).origin;
+    const span = tracer?.startPublish(id, origin, delayMs, trace);
+    const settled = publishConfirmed(content, id, delayMs, laneBucket(origin), span ? span.context : trace);
+    if (span) void settled.then(() => span.end(), (error: unknown) => span.end(error));
     const tracked = settled.catch(() => {});
     underWay.add(tracked);
     void tracked.finally(() => underWay.delete(tracked));
@@ -117,6 +130,7 @@ export function createPublisher(config: RelayConfig = loadConfig(), logger: Logg
     abort.abort();
     await channel.close().catch(() => {});
     await manager.close().catch(() => {});
+    await (await tracing)?.shutdown().catch(() => {});
   }
 
   return { publish, close, connected: () => manager.isConnected() };
