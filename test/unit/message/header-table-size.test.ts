@@ -3,8 +3,8 @@ import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AMQP_HEADER_TABLE_LIMIT, headerTableSize } from '../../../src/message/header-table-size.js';
 
-// amqplib's own encoder: the size estimate must never be below what it writes.
-// amqplib's own table encoder: not an exported entry point, so it is loaded by its file path.
+// amqplib's own encoder: the size estimate must never be below what it writes. Not an exported
+// entry point of amqplib 2, so it is loaded by its file path.
 const require = createRequire(import.meta.url);
 const codec = require(join(dirname(require.resolve('amqplib')), 'lib', 'codec.js')) as { encodeTable(buffer: Buffer, value: unknown, offset: number): number };
 const encoded = (headers: Record<string, unknown>): number => codec.encodeTable(Buffer.alloc(1 << 20), headers, 0);
