@@ -1,7 +1,15 @@
-import type { Channel, ConsumeMessage } from 'amqplib';
+import amqplib, { type Channel, type ConsumeMessage } from 'amqplib';
 import { expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/load-config.js';
+import { createWorker } from '../../src/consumer/worker.js';
+import { createLogger } from '../../src/logger.js';
+import { createPublisher } from '../../src/producer/publisher.js';
+import { deleteTopology } from '../../src/topology/declare-topology.js';
+import { topologyNames } from '../../src/topology/topology-names.js';
+import { startTestBroker } from '../support/broker.js';
 import { describeEachMode } from '../support/modes.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
+import { randomPrefix } from '../support/relay.js';
 
 const open = openedInEachTest();
 
@@ -54,6 +62,48 @@ describeEachMode('durable outcome events', (mode) => {
       for (const [i, id] of ids.entries()) expect(new Set(table.finals.get(id)), paths[i]).toEqual(new Set([paths[i]!.startsWith('/gone') ? 'dead' : 'delivered']));
     } finally {
       await relay.channel.deleteQueue(queue);
+    }
+  });
+});
+
+describeEachMode('durable outcome events across a broker restart', (mode) => {
+  // A broker of its own: an external AMQP_URL broker must never be restarted by a test.
+  it('events of delivered callbacks wait in the service\'s queue through a broker restart', async ({ skip }) => {
+    const broker = await startTestBroker({ allowExternal: false }).catch(() => undefined);
+    if (!broker?.restart) return skip('no restartable broker (needs rabbitmq-server or a Docker engine)');
+    const receiver = await open.receiver(() => ({ status: 200 }));
+    const config = loadConfig({ AMQP_URL: broker.url, TOPOLOGY_PREFIX: randomPrefix(), DELAY_MODE: mode, EVENTS: 'durable', LOG_LEVEL: 'silent', METRICS_PORT: '0', TARGET_ALLOW: '127.0.0.0/8' });
+    const names = topologyNames(config.topologyPrefix, config.lanes);
+    const queue = `${config.topologyPrefix}.status`;
+    const logger = createLogger('silent');
+    try {
+      const setup = await amqplib.connect(broker.url);
+      const channel = await setup.createChannel();
+      await channel.assertExchange(names.eventsExchange, 'topic', { durable: true });
+      await channel.assertQueue(queue, { durable: true });
+      await channel.bindQueue(queue, names.eventsExchange, 'delivered');
+      await setup.close();
+      const publisher = createPublisher(config, logger);
+      const worker = createWorker(config, logger);
+      await worker.start();
+      const ids = await Promise.all(Array.from({ length: 20 }, (_, i) => publisher.publish({ url: `${receiver.origin}/r/${i}`, body: i }).then((r) => r.id)));
+      await receiver.waitFor((r) => r.length >= ids.length, 30_000);
+      await worker.stop();
+      await publisher.close();
+      // Nobody has read the service's queue yet; best-effort (transient) events would not survive this.
+      await broker.restart();
+      const after = await amqplib.connect(broker.url);
+      const reader = await after.createChannel();
+      const delivered = new Set<string>();
+      for (let message = await reader.get(queue, { noAck: true }); message; message = await reader.get(queue, { noAck: true })) {
+        delivered.add((JSON.parse(message.content.toString()) as { id: string }).id);
+      }
+      expect(delivered).toEqual(new Set(ids));
+      await reader.deleteQueue(queue);
+      await deleteTopology(reader, names);
+      await after.close();
+    } finally {
+      await broker.stop();
     }
   });
 });
