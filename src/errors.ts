@@ -7,6 +7,8 @@
  * - `CR_ERR_BUFFER_FULL`: too many publishes are waiting for the broker; nothing was buffered.
  * - `CR_ERR_OUTCOME_UNKNOWN`: the connection dropped before the broker confirmed a publish, and
  *   republishing it got no confirm in time: it may or may not be queued (republish with the same id).
+ * - `CR_ERR_EVENT_NOT_STORED`: EVENTS=durable and the broker did not store a callback's outcome event,
+ *   so the callback was not acked: it went back to its queue to be attempted again.
  * - `CR_ERR_CLOSED`: the publisher or worker was closed.
  * - `CR_ERR_TOPOLOGY`: the broker refused to declare the topology (e.g. a queue exists with other arguments).
  * - `CR_ERR_DELAY_MODE`: the requested delay mode cannot run on this broker.
@@ -20,6 +22,7 @@ export type RelayErrorCode =
   | 'CR_ERR_PUBLISH_NACKED'
   | 'CR_ERR_BUFFER_FULL'
   | 'CR_ERR_OUTCOME_UNKNOWN'
+  | 'CR_ERR_EVENT_NOT_STORED'
   | 'CR_ERR_CLOSED'
   | 'CR_ERR_TOPOLOGY'
   | 'CR_ERR_DELAY_MODE'

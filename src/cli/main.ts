@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { isRelayError } from '../errors.js';
 import { dlqCommand } from './dlq-command.js';
+import { historyCommand } from './history-command.js';
 import { PUBLISH_USAGE, publishCommand } from './publish-command.js';
 
 const USAGE = `usage: callback-relay <command>
@@ -8,6 +9,7 @@ const USAGE = `usage: callback-relay <command>
 commands:
   publish     publish one callback (see: callback-relay publish --help)
   dlq         list, replay or purge the dead-letter queue P.dead (see: callback-relay dlq --help)
+  history     a callback's timeline, or follow events as they happen (see: callback-relay history --help)
   ingest      run the HTTP ingest (POST /v1/callbacks) on INGEST_PORT until SIGTERM
 
 Settings come from environment variables (AMQP_URL, TOPOLOGY_PREFIX, …); see README.`;
@@ -21,6 +23,12 @@ try {
     await import('../ingest/main.js');
   } else if (command === 'dlq') {
     process.exitCode = await dlqCommand(rest);
+  } else if (command === 'history') {
+    // --follow runs until interrupted: Ctrl-C ends the read cleanly.
+    const interrupted = new AbortController();
+    process.once('SIGINT', () => interrupted.abort());
+    process.once('SIGTERM', () => interrupted.abort());
+    process.exitCode = await historyCommand(rest, interrupted.signal);
   } else if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
     process.stdout.write(`${USAGE}\n`);
   } else {

@@ -136,6 +136,13 @@ export function registerFormats(): void {
     'token-list': {
       validate: (value: unknown) => void parseIngestTokens(String(value)),
     },
+    // The broker's own syntax, passed through as the stream's x-max-age:
+    // https://www.rabbitmq.com/docs/streams#retention
+    'stream-max-age': {
+      validate: (value: unknown) => {
+        if (typeof value !== 'string' || !/^[1-9]\d{0,8}[YMDhms]$/.test(value)) throw new Error('must be a whole number and one unit of Y, M, D, h, m or s, such as 7D or 12h');
+      },
+    },
     'topology-prefix': {
       validate: (value: unknown) => {
         if (typeof value !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/.test(value)) {

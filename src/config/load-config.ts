@@ -9,13 +9,14 @@ type Raw = { [K in keyof Schema]: Schema[K]['default'] };
 
 /** The validated settings; durations in milliseconds. */
 type Derived = 'maxAttempts' | 'targetConcurrency' | 'recoverThreshold' | 'maxProbes';
-export type RelayConfig = Omit<Raw, Derived | 'delayMode' | 'queueType' | 'logLevel' | 'isolation' | 'targetKey' | 'events' | 'targetPolicy'> & {
+export type RelayConfig = Omit<Raw, Derived | 'delayMode' | 'queueType' | 'logLevel' | 'isolation' | 'targetKey' | 'events' | 'history' | 'targetPolicy'> & {
   delayMode: 'auto' | 'plugin' | 'queues';
   queueType: 'quorum' | 'classic';
   logLevel: string;
   isolation: 'on' | 'off';
   targetKey: 'origin' | 'host';
-  events: 'on' | 'off';
+  events: 'on' | 'durable' | 'off';
+  history: 'on' | 'off';
   targetPolicy: 'default' | 'strict';
 } & { [K in Derived]: number };
 

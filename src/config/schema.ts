@@ -186,10 +186,22 @@ export const configSchema = {
     env: 'INGEST_BATCH_MAX',
   },
   events: {
-    doc: 'Publish outcome events (`delivered`, `retry-scheduled`, `dead`) to the topic exchange P.events.',
-    format: ['on', 'off'],
+    doc: 'Outcome events (`delivered`, `retry-scheduled`, `dead`) on the topic exchange P.events: `on` best effort, `durable` persistent and confirmed before the callback is acked, `off` none.',
+    format: ['on', 'durable', 'off'],
     default: 'on',
     env: 'EVENTS',
+  },
+  history: {
+    doc: 'Declare the stream P.history, bound to P.events, that `callback-relay history` reads (needs EVENTS=on or durable).',
+    format: ['on', 'off'],
+    default: 'off',
+    env: 'HISTORY',
+  },
+  historyMaxAge: {
+    doc: 'How long P.history keeps events: a stream `x-max-age` such as 7D, 12h or 30m (units Y, M, D, h, m, s).',
+    format: 'stream-max-age',
+    default: '7D',
+    env: 'HISTORY_MAX_AGE',
   },
   logLevel: {
     doc: 'pino log level.',

@@ -1,6 +1,7 @@
 import type { Dispatcher } from 'undici';
 import type { RelayConfig } from '../config/load-config.js';
 import { loadRetryPolicies } from '../config/retry-policies-file.js';
+import { createDurableEvents } from '../events/durable-events.js';
 import { createOutcomeEvents } from '../events/outcome-events.js';
 import type { Logger } from '../logger.js';
 import type { PipelineObserver } from './observer.js';
@@ -67,6 +68,7 @@ export function buildPipeline(
     observer: observeAll(events ? [metrics, events] : [metrics]),
     settle: settleOptions(topology, config.publishTimeout),
     tracing,
+    durableEvents: config.events === 'durable' ? createDurableEvents(topology.names.eventsExchange, clock, config.publishTimeout) : undefined,
   });
   return { ...handle, events };
 }

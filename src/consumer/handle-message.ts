@@ -12,7 +12,8 @@ import { AttemptDeadline } from './attempt-deadline.js';
 import { decode, type Delivery } from './decode.js';
 import type { Decider } from './decide.js';
 import { deliver, type DeliverOptions } from './deliver.js';
-import { settle, type AttemptRecord, type SettleContext, type SettleFallback } from './settle.js';
+import { settle, type AttemptRecord, type SettleContext, type SettleFallback, type StoreEvent } from './settle.js';
+import type { DurableEvents } from '../events/durable-events.js';
 import type { PipelineObserver } from './observer.js';
 import type { Tracing } from '../tracing/tracing.js';
 
@@ -42,6 +43,8 @@ export interface PipelineDeps {
   settle?: Pick<SettleContext, 'confirmTimeoutMs' | 'redeclare'>;
   /** A span per attempt, when OTEL_EXPORTER_OTLP_ENDPOINT is set. */
   tracing?: Tracing | undefined;
+  /** EVENTS=durable: each outcome's event is stored before its message is settled. */
+  durableEvents?: DurableEvents | undefined;
 }
 
 /** A decoded message on its way: everything the later steps need, built once. */
@@ -83,7 +86,8 @@ export function createMessageHandler(deps: PipelineDeps) {
   const fifo = isolation ? undefined : new FairShare<Job>({ capacity: deps.capacity, perTarget: deps.capacity, initialPerTarget: deps.capacity, maxTargets: 1 });
   /** Channels that closed: the broker has requeued their unacked messages, so their jobs must not run. */
   const closed = new WeakSet<ConfirmChannel>();
-  const contextOf = (channel: ConfirmChannel, message: ConsumeMessage, bucket: number): SettleContext => ({
+  const contextOf = (channel: ConfirmChannel, message: ConsumeMessage, bucket: number, storeEvent?: StoreEvent): SettleContext => ({
+    storeEvent,
     channel,
     message,
     names,
@@ -109,7 +113,7 @@ export function createMessageHandler(deps: PipelineDeps) {
       };
       const decoded = decode(message, deps.maxPayloadBytes, deps.policies);
       if (!decoded.ok) {
-        settle({ kind: 'dead', reason: 'invalid', why: decoded.error }, unattempted(decoded.id, decoded.attempt - 1, decoded.error), contextOf(channel, message, 0)).then((stored) => {
+        settle({ kind: 'dead', reason: 'invalid', why: decoded.error }, unattempted(decoded.id, decoded.attempt - 1, decoded.error), contextOf(channel, message, 0, deps.durableEvents?.forInvalid(channel, decoded.id, decoded.error))).then((stored) => {
           if (stored) {
             logger.info({ id: decoded.id, reason: 'invalid', error: decoded.error }, 'callback dead-lettered');
             observer.invalid(decoded.id, decoded.error);
@@ -190,13 +194,15 @@ export function createMessageHandler(deps: PipelineDeps) {
       if (logger.isLevelEnabled('debug')) {
         logger.debug({ id: delivery.id, target, lane, attempt: delivery.attempt, status: outcome.status, error: outcome.error, ms: outcome.durationMs, decision: decision.kind }, 'attempt');
       }
+      const nextAttemptAt = decision.kind === 'retry' ? new Date(clock() + decision.delayMs).toISOString() : undefined;
+      const report = { id: delivery.id, url: delivery.callback.url, target, lane, attempt: delivery.attempt, outcome, decision, nextAttemptAt };
+      const storeEvent = deps.durableEvents?.forAttempt(job.channel, report);
       // false: no copy could be stored and the original went to P.dead by rejection (logged in onFallback).
-      if (!(await settle(decision, record, contextOf(job.channel, job.message, job.bucket)))) return finish();
+      if (!(await settle(decision, record, contextOf(job.channel, job.message, job.bucket, storeEvent)))) return finish();
       if (decision.kind === 'dead') {
         logger.info({ id: delivery.id, target, reason: decision.reason, attempts: record.attempts, status: record.lastStatus, error: record.lastError }, 'callback dead-lettered');
       }
-      const nextAttemptAt = decision.kind === 'retry' ? new Date(clock() + decision.delayMs).toISOString() : undefined;
-      observer.attempted({ id: delivery.id, url: delivery.callback.url, target, lane, attempt: delivery.attempt, outcome, decision, nextAttemptAt });
+      observer.attempted(report);
       finish();
     } catch (error) {
       finish(error);

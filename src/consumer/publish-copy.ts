@@ -74,14 +74,7 @@ export async function publishCopy(channel: ConfirmChannel, copy: Copy, message: 
   if (timestamp !== undefined) options.timestamp = timestamp;
   watched.pending.add(token);
   try {
-    const confirmed = new Promise<Error | null>((resolve, reject) => {
-      try {
-        channel.publish(copy.exchange, copy.routingKey, message.content, options, (error) => resolve(error ?? null));
-      } catch (error) {
-        reject(error as Error);
-      }
-    });
-    const error = await withTimeout(confirmed, timeoutMs, () => new RelayError('CR_ERR_PUBLISH_TIMEOUT', `no confirm from the broker within ${timeoutMs} ms (PUBLISH_TIMEOUT)`));
+    const error = await publishConfirmed(channel, copy.exchange, copy.routingKey, message.content, options, timeoutMs);
     if (watched.returned.has(token)) return { stored: false, cause: 'returned', error: new Error(`no queue is bound for routing key "${copy.routingKey}" on exchange "${copy.exchange}"`) };
     if (error) return { stored: false, cause: watched.closed ? 'closed' : 'nacked', error };
     return { stored: true };
@@ -92,4 +85,19 @@ export async function publishCopy(channel: ConfirmChannel, copy: Copy, message: 
     watched.pending.delete(token);
     watched.returned.delete(token);
   }
+}
+
+/**
+ * Publishes and waits for the broker's confirm: resolves with the nack's error (null when acked);
+ * rejects when the client refuses the publish or, with `CR_ERR_PUBLISH_TIMEOUT`, after `timeoutMs`.
+ */
+export function publishConfirmed(channel: ConfirmChannel, exchange: string, routingKey: string, content: Buffer, options: Options.Publish, timeoutMs: number): Promise<Error | null> {
+  const confirmed = new Promise<Error | null>((resolve, reject) => {
+    try {
+      channel.publish(exchange, routingKey, content, options, (error) => resolve(error ?? null));
+    } catch (error) {
+      reject(error as Error);
+    }
+  });
+  return withTimeout(confirmed, timeoutMs, () => new RelayError('CR_ERR_PUBLISH_TIMEOUT', `no confirm from the broker within ${timeoutMs} ms (PUBLISH_TIMEOUT)`));
 }

@@ -6,7 +6,8 @@ import type { Decision } from '../policy/decide.js';
 import type { DelayMode } from '../topology/delay-mode.js';
 import { deliveryRoute, type Route } from '../topology/delay-route.js';
 import type { TopologyNames } from '../topology/topology-names.js';
-import { isClosed, publishCopy, type Copy, type CopyFailure } from './publish-copy.js';
+import { RelayError } from '../errors.js';
+import { isClosed, publishCopy, type Copy, type CopyFailure, type CopyResult } from './publish-copy.js';
 
 /** What the relay knows about a callback's attempts so far, written into retry and DLQ headers. */
 export interface AttemptRecord {
@@ -56,7 +57,12 @@ export interface SettleContext {
   confirmTimeoutMs?: number;
   /** Declares the whole topology again; asked for when a copy came back unroutable or nacked. */
   redeclare?: () => Promise<void>;
+  /** EVENTS=durable: stores the outcome's event before the message is settled (see storeEventFirst). */
+  storeEvent?: StoreEvent;
 }
+
+/** Publishes an outcome's event and waits for its confirm; `rejected` when no copy was stored and the original goes to P.dead. */
+export type StoreEvent = (rejected: boolean) => Promise<CopyResult>;
 
 /**
  * Step 4: carry out a decision. A retry or dead-letter copy is published and confirmed by the
@@ -68,35 +74,63 @@ export interface SettleContext {
  * fails too, the original is rejected without requeue and the broker dead-letters it to P.dead (both
  * consumed queues name P.dead as their dead-letter target). Resolves `true` when the decision was
  * carried out, `false` when the original was rejected instead. Throws if the channel is gone: the
- * broker then redelivers the original.
+ * broker then redelivers the original. With EVENTS=durable the outcome's event is stored first.
  */
 export async function settle(settlement: Settlement, record: AttemptRecord, context: SettleContext): Promise<boolean> {
   const { channel, message } = context;
   if (settlement.kind === 'ack') {
+    await storeEventFirst(context, false);
     channel.ack(message);
     return true;
   }
   const copy = copyOf(settlement, record, context);
   const started = performance.now();
   const timeoutMs = context.confirmTimeoutMs ?? DEFAULT_CONFIRM_TIMEOUT_MS;
+  const result = await publishOnceMore(context, () => publishCopy(channel, copy, message, record.id, timeoutMs));
+  if (result.stored) {
+    context.onConfirm?.(settlement.kind, (performance.now() - started) / 1000);
+    await storeEventFirst(context, false);
+    channel.ack(message);
+    return true;
+  }
+  await storeEventFirst(context, true);
+  // Throws on a channel that closed meanwhile: the broker redelivers the original instead.
+  channel.nack(message, false, false);
+  context.onFallback?.({ id: record.id, kind: settlement.kind, cause: result.cause, error: result.error });
+  return false;
+}
+
+/**
+ * Publishes; when the broker returned or nacked the publish on a live channel, declares the topology
+ * again and publishes once more. Throws if the channel is gone.
+ */
+async function publishOnceMore(context: SettleContext, publish: () => Promise<CopyResult>): Promise<CopyResult> {
+  const { channel } = context;
   for (let round = 1; ; round += 1) {
-    const result = await publishCopy(channel, copy, message, record.id, timeoutMs);
-    if (result.stored) {
-      context.onConfirm?.(settlement.kind, (performance.now() - started) / 1000);
-      channel.ack(message);
-      return true;
-    }
+    const result = await publish();
+    if (result.stored) return result;
     if (result.cause === 'closed' || isClosed(channel)) throw result.error;
     if (round === 1 && RETRIED.has(result.cause)) {
       // A redeclare that fails (a conflicting queue an operator made) leaves the retry to fail too.
       await context.redeclare?.().catch(() => {});
       if (!isClosed(channel)) continue;
     }
-    // Throws on a channel that closed meanwhile: the broker redelivers the original instead.
-    channel.nack(message, false, false);
-    context.onFallback?.({ id: record.id, kind: settlement.kind, cause: result.cause, error: result.error });
-    return false;
+    return result;
   }
+}
+
+/**
+ * EVENTS=durable: the outcome's event is confirmed before the message is acked or rejected. An event
+ * that cannot be stored on a live channel sends the message back to its queue, so it is neither
+ * acked without its event nor left unacked: it is attempted again, and its event published again.
+ */
+async function storeEventFirst(context: SettleContext, rejected: boolean): Promise<void> {
+  const { storeEvent, channel, message } = context;
+  if (!storeEvent) return;
+  const result = await publishOnceMore(context, () => storeEvent(rejected));
+  if (result.stored) return;
+  channel.nack(message, false, true);
+  throw new RelayError('CR_ERR_EVENT_NOT_STORED', `the outcome event was not stored (${result.cause}: ${result.error.message}); the message went back to its queue`, { cause: result.error });
 }
 
 /** The copy a settlement publishes: its route, and the headers that carry the retry state. */

@@ -87,7 +87,7 @@ function scrub(text: string, url: string): string {
 }
 
 /** The first broker of the list that accepts a connection; the error names them without passwords. */
-async function connectFirst(urls: string[]): Promise<{ connection: ChannelModel; url: string }> {
+export async function connectFirst(urls: string[]): Promise<{ connection: ChannelModel; url: string }> {
   let last: Error | undefined;
   for (const url of urls) {
     try {

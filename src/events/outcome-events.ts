@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { Channel, ConsumeMessage } from 'amqplib';
 import type { AttemptReport, PipelineObserver } from '../consumer/observer.js';
 import { UnroutedPause } from './unrouted-pause.js';
@@ -22,8 +23,15 @@ export interface OutcomeEvent {
   nextAttemptAt: string | undefined;
   /** For `dead`: exhausted, rejected, invalid. */
   reason: string | undefined;
+  /** How long the attempt took (0 when it failed fast, e.g. `circuit open`). */
+  durationMs: number | undefined;
+  /** The worker that made the attempt: `<host>/<pid>`. */
+  worker: string;
   at: string;
 }
+
+/** Who made an attempt, as events name it. */
+export const workerName = (): string => `${hostname()}/${process.pid}`;
 
 /** An AMQP `message_id` is a short string: 255 bytes at most (amqplib refuses a longer one). */
 const MAX_MESSAGE_ID_BYTES = 255;
@@ -45,7 +53,7 @@ export function eventMessageId(event: Pick<OutcomeEvent, 'id' | 'type' | 'attemp
  * not confirmed, and dropped when the channel is gone; the callback itself is never affected. A type
  * no queue is bound for is not published (see UnroutedPause).
  */
-export function createOutcomeEvents(exchange: string, clock: () => number): PipelineObserver & { attach(channel: Channel): void } {
+export function createOutcomeEvents(exchange: string, clock: () => number, worker = workerName()): PipelineObserver & { attach(channel: Channel): void } {
   let channel: Channel | undefined;
   const unrouted = new UnroutedPause(UNROUTED_PAUSE_MS, clock);
   const emit = (event: OutcomeEvent): void => {
@@ -70,27 +78,45 @@ export function createOutcomeEvents(exchange: string, clock: () => number): Pipe
       // only after a reconnect: the previous events channel may still be open.
       if (previous && previous !== next) void Promise.resolve().then(() => previous.close()).catch(() => {});
     },
-    attempted(report: AttemptReport) {
-      const { decision, outcome } = report;
-      const type: OutcomeType = decision.kind === 'ack' ? 'delivered' : decision.kind === 'retry' ? 'retry-scheduled' : 'dead';
-      emit({
-        type,
-        id: report.id,
-        url: report.url,
-        attempt: report.attempt,
-        status: outcome.status,
-        error: decision.kind === 'ack' ? undefined : (outcome.error ?? decision.why),
-        nextAttemptAt: report.nextAttemptAt,
-        reason: decision.kind === 'dead' ? decision.reason : undefined,
-        at: at(),
-      });
-    },
-    invalid(id: string, error: string) {
-      emit({ type: 'dead', id, url: '', attempt: 0, status: undefined, error, nextAttemptAt: undefined, reason: 'invalid', at: at() });
-    },
+    attempted: (report: AttemptReport) => emit(outcomeEventOf(report, worker, at())),
+    invalid: (id: string, error: string) => emit(invalidEvent(id, error, worker, at())),
     confirmed: none,
     settleFallback: none,
     transition: none,
     inFlight: none,
   };
 }
+
+/** The event of an attempt whose decision was carried out. */
+export function outcomeEventOf(report: AttemptReport, worker: string, at: string): OutcomeEvent {
+  const { decision, outcome } = report;
+  const type: OutcomeType = decision.kind === 'ack' ? 'delivered' : decision.kind === 'retry' ? 'retry-scheduled' : 'dead';
+  return {
+    type,
+    id: report.id,
+    url: report.url,
+    attempt: report.attempt,
+    status: outcome.status,
+    error: decision.kind === 'ack' ? undefined : (outcome.error ?? decision.why),
+    nextAttemptAt: report.nextAttemptAt,
+    reason: decision.kind === 'dead' ? decision.reason : undefined,
+    durationMs: outcome.durationMs,
+    worker,
+    at,
+  };
+}
+
+/** The `dead` event of a message that could not be decoded (reason `invalid`). */
+export const invalidEvent = (id: string, error: string, worker: string, at: string): OutcomeEvent => ({
+  type: 'dead',
+  id,
+  url: '',
+  attempt: 0,
+  status: undefined,
+  error,
+  nextAttemptAt: undefined,
+  reason: 'invalid',
+  durationMs: undefined,
+  worker,
+  at,
+});

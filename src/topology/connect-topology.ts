@@ -30,6 +30,7 @@ export async function connectTopology(config: RelayConfig, logger: Logger, signa
     { delayMode: mode, requested: config.delayMode, brokerVersion: broker.version, plugin: broker.hasDelayedPlugin, prefix: names.exchange },
     `delay mode: ${mode}${config.delayMode === 'auto' ? (broker.hasDelayedPlugin ? ' (auto: broker has x-delayed-message)' : ' (auto: broker lacks x-delayed-message)') : ''}`,
   );
-  const options = { names, mode, broker, queueType: config.queueType, deliveryLimit: config.deliveryLimit };
+  const history = config.history === 'on' ? { maxAge: config.historyMaxAge } : undefined;
+  const options = { names, mode, broker, queueType: config.queueType, deliveryLimit: config.deliveryLimit, history };
   return { names, mode, broker, url: broker.url, declare: (channel) => declareTopology(channel, options) };
 }

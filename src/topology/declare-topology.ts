@@ -2,6 +2,7 @@ import type { Channel } from 'amqplib';
 import { RelayError } from '../errors.js';
 import { declareDelayLevels } from './declare-delay-levels.js';
 import { declareDeliveryPath } from './declare-delivery-path.js';
+import { declareHistory } from '../history/declare-history.js';
 import type { DelayMode } from './delay-mode.js';
 import type { BrokerFeatures } from './queue-arguments.js';
 import type { TopologyNames } from './topology-names.js';
@@ -12,6 +13,8 @@ export interface TopologyOptions {
   queueType: 'quorum' | 'classic';
   deliveryLimit: number;
   broker: BrokerFeatures;
+  /** HISTORY=on: the stream P.history and its retention (HISTORY_MAX_AGE). */
+  history?: { maxAge: string } | undefined;
 }
 
 /**
@@ -25,6 +28,7 @@ export async function declareTopology(channel: Channel, options: TopologyOptions
     if (mode === 'queues') {
       await declareDelayLevels(channel, names, queueType === 'quorum' && broker.quorumDeadLettering ? 'quorum' : 'classic');
     }
+    if (options.history) await declareHistory(channel, names, options.history.maxAge);
   } catch (error) {
     throw new RelayError(
       'CR_ERR_TOPOLOGY',
@@ -40,6 +44,6 @@ export async function declareTopology(channel: Channel, options: TopologyOptions
  * benchmarks and chaos runs leave the broker as they found it). Deleting what does not exist is fine.
  */
 export async function deleteTopology(channel: Channel, names: TopologyNames): Promise<void> {
-  for (const queue of [...names.workQueues, names.slowQueue, names.dueQueue, names.deadQueue, ...names.delayLevels]) await channel.deleteQueue(queue);
+  for (const queue of [...names.workQueues, names.slowQueue, names.dueQueue, names.deadQueue, names.historyQueue, ...names.delayLevels]) await channel.deleteQueue(queue);
   for (const exchange of [names.exchange, names.eventsExchange, names.delayExchange, names.lanesExchange, ...names.delayLevels]) await channel.deleteExchange(exchange);
 }

@@ -22,6 +22,8 @@ export interface TopologyNames {
   slowQueue: string;
   /** Topic exchange of outcome events (`delivered`, `retry-scheduled`, `dead`). */
   eventsExchange: string;
+  /** HISTORY=on: the stream of every outcome event, bound to P.events (src/history/). */
+  historyQueue: string;
   /** Dead-letter queue operators inspect and replay from. */
   deadQueue: string;
   /** Queues mode: entry exchange of the delay levels (topic; routing key = the delay's bits). */
@@ -45,6 +47,7 @@ export function topologyNames(prefix: string, lanes = DEFAULT_LANES): TopologyNa
     dueRoutingKey: 'due',
     deadQueue: `${prefix}.dead`,
     eventsExchange: `${prefix}.events`,
+    historyQueue: `${prefix}.history`,
     delayExchange: `${prefix}.delay`,
     delayLevel,
     delayLevels: Array.from({ length: DELAY_LEVELS }, (_, i) => delayLevel(DELAY_LEVELS - 1 - i)),

@@ -25,6 +25,8 @@ export function configEnv(config: RelayConfig): Record<string, string> {
     LOG_LEVEL: 'info',
     METRICS_PORT: String(config.metricsPort),
     EVENTS: config.events,
+    HISTORY: config.history,
+    HISTORY_MAX_AGE: config.historyMaxAge,
     TARGET_POLICY: config.targetPolicy,
     TARGET_ALLOW: config.targetAllow,
     TARGET_DENY: config.targetDeny,

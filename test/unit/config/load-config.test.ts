@@ -126,6 +126,12 @@ describe('loadConfig valid values', () => {
     expect(loadConfig({ DELAY_MODE: mode }).delayMode).toBe(mode);
   });
 
+  it('accepts EVENTS=durable and HISTORY_MAX_AGE in the broker\'s units', () => {
+    expect(loadConfig({ EVENTS: 'durable' }).events).toBe('durable');
+    expect(loadConfig({ HISTORY: 'on', HISTORY_MAX_AGE: '12h' })).toMatchObject({ history: 'on', historyMaxAge: '12h' });
+    expect(loadConfig({}).historyMaxAge).toBe('7D');
+  });
+
   it('accepts a 100-character TOPOLOGY_PREFIX', () => {
     expect(loadConfig({ TOPOLOGY_PREFIX: 'p'.repeat(100) }).topologyPrefix).toHaveLength(100);
   });
@@ -203,6 +209,9 @@ const INVALID: Array<[string, string]> = [
   ['HEALTH_MAX_TARGETS', '0'],
   ['METRICS_PORT', '70000'],
   ['EVENTS', 'sometimes'],
+  ['HISTORY', 'yes'],
+  ['HISTORY_MAX_AGE', '7 days'],
+  ['HISTORY_MAX_AGE', '0D'],
   ['TARGET_POLICY', 'lax'],
   ['TARGET_ALLOW', '10.0.0.0/33'],
   ['TARGET_DENY', 'not-an-ip'],

@@ -2,6 +2,8 @@ import { EventEmitter } from 'node:events';
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import { describe, expect, it } from 'vitest';
 import { settle, type SettleContext, type SettleFallback } from '../../../src/consumer/settle.js';
+import { createDurableEvents } from '../../../src/events/durable-events.js';
+import { isRelayError } from '../../../src/errors.js';
 import { topologyNames } from '../../../src/topology/topology-names.js';
 
 // The broker cannot be made to withhold a confirm, and amqplib cannot send a table over 64 KiB: these
@@ -13,11 +15,16 @@ type Confirm = 'ack' | 'nack' | 'never' | 'return-then-ack' | 'throw';
 class StandInChannel extends EventEmitter {
   published: Array<{ exchange: string; routingKey: string; mandatory: boolean | undefined }> = [];
   settled: string[] = [];
+  /** Publishes (by exchange) and settles, in order. */
+  log: string[] = [];
+  bodies: unknown[] = [];
   constructor(private readonly confirms: Confirm[]) {
     super();
   }
   publish(exchange: string, routingKey: string, content: Buffer, options: { mandatory?: boolean; headers: Record<string, unknown> }, cb: (error: Error | null) => void): boolean {
     this.published.push({ exchange, routingKey, mandatory: options.mandatory });
+    this.log.push(`publish ${exchange}`);
+    this.bodies.push(JSON.parse(content.toString()));
     const confirm = this.confirms.shift() ?? 'ack';
     if (confirm === 'throw') throw new TypeError('cannot encode');
     if (confirm === 'never') return true;
@@ -29,9 +36,11 @@ class StandInChannel extends EventEmitter {
   }
   ack(): void {
     this.settled.push('ack');
+    this.log.push('ack');
   }
   nack(_message: unknown, _allUpTo: boolean, requeue: boolean): void {
     this.settled.push(requeue ? 'requeue' : 'reject');
+    this.log.push(requeue ? 'requeue' : 'reject');
   }
 }
 
@@ -40,7 +49,9 @@ const message = (headers: Record<string, unknown> = {}): ConsumeMessage =>
 
 const record = { id: 'c1', attempts: 1, firstAttemptAt: undefined, lastAttemptAt: undefined, lastStatus: 503, lastError: 'HTTP 503' };
 
-function run(confirms: Confirm[], options: { headers?: Record<string, unknown>; mode?: 'plugin' | 'queues'; settlement?: Parameters<typeof settle>[0] } = {}) {
+type Options = { headers?: Record<string, unknown>; mode?: 'plugin' | 'queues'; settlement?: Parameters<typeof settle>[0]; durable?: boolean };
+
+function run(confirms: Confirm[], options: Options = {}) {
   const channel = new StandInChannel(confirms);
   const fallbacks: SettleFallback[] = [];
   let redeclared = 0;
@@ -54,7 +65,12 @@ function run(confirms: Confirm[], options: { headers?: Record<string, unknown>; 
     redeclare: async () => void (redeclared += 1),
     onFallback: (fallback) => fallbacks.push(fallback),
   };
-  const settled = settle(options.settlement ?? { kind: 'retry', delayMs: 1_000, attempt: 2, why: 'HTTP 503' }, record, context);
+  const settlement = options.settlement ?? { kind: 'retry', delayMs: 1_000, attempt: 2, why: 'HTTP 503' };
+  if (options.durable) {
+    const report = { id: 'c1', url: 'https://a.example/h', target: 'https://a.example', lane: '0', attempt: 1, outcome: { status: 503, durationMs: 12 }, decision: settlement, nextAttemptAt: undefined };
+    context.storeEvent = createDurableEvents('p.events', () => 0, 50, 'w/1').forAttempt(context.channel, report);
+  }
+  const settled = settle(settlement, record, context);
   return { channel, fallbacks, redeclared: () => redeclared, settled };
 }
 
@@ -132,5 +148,44 @@ describe('settle', () => {
     expect(await route('plugin', retry)).toEqual({ exchange: 'p', routingKey: 'due.3', mandatory: false });
     expect(await route('queues', retry)).toMatchObject({ exchange: 'p.delay', mandatory: true });
     expect(await route('plugin', { kind: 'dead', reason: 'rejected', why: '' })).toEqual({ exchange: '', routingKey: 'p.dead', mandatory: true });
+  });
+});
+
+describe('settle with EVENTS=durable', () => {
+  const delivered = { settlement: { kind: 'ack' as const }, durable: true };
+
+  it('a delivered callback: its event is confirmed before the ack, with a stable message id', async () => {
+    const { channel, settled } = run(['ack'], delivered);
+    expect(await settled).toBe(true);
+    expect(channel.log).toEqual(['publish p.events', 'ack']);
+    expect(channel.bodies[0]).toMatchObject({ type: 'delivered', id: 'c1', attempt: 1, durationMs: 12, worker: 'w/1' });
+  });
+
+  it('a retry: copy, then event, then ack', async () => {
+    const { channel, settled } = run(['ack', 'ack'], { durable: true });
+    expect(await settled).toBe(true);
+    expect(channel.log).toEqual(['publish p.delay', 'publish p.events', 'ack']);
+    expect(channel.bodies[1]).toMatchObject({ type: 'retry-scheduled' });
+  });
+
+  it('an event nacked twice: the message goes back to its queue, never acked', async () => {
+    const { channel, settled, redeclared } = run(['nack', 'nack'], delivered);
+    const error = await settled.catch((e: unknown) => e);
+    expect(isRelayError(error, 'CR_ERR_EVENT_NOT_STORED')).toBe(true);
+    expect(redeclared()).toBe(1);
+    expect(channel.log).toEqual(['publish p.events', 'publish p.events', 'requeue']);
+  });
+
+  it('an event not confirmed in time: requeued, not published twice', async () => {
+    const { channel, settled } = run(['never'], delivered);
+    await expect(settled).rejects.toMatchObject({ code: 'CR_ERR_EVENT_NOT_STORED' });
+    expect(channel.log).toEqual(['publish p.events', 'requeue']);
+  });
+
+  it('no copy stored: a dead event (reason unsettled) is confirmed before the original is rejected', async () => {
+    const { channel, settled } = run(['nack', 'nack', 'ack'], { durable: true });
+    expect(await settled).toBe(false);
+    expect(channel.log).toEqual(['publish p.delay', 'publish p.delay', 'publish p.events', 'reject']);
+    expect(channel.bodies[2]).toMatchObject({ type: 'dead', reason: 'unsettled' });
   });
 });

@@ -1,0 +1,52 @@
+import type { ConfirmChannel } from 'amqplib';
+import type { AttemptReport } from '../consumer/observer.js';
+import { isClosed, publishConfirmed, type CopyResult } from '../consumer/publish-copy.js';
+import type { StoreEvent } from '../consumer/settle.js';
+import { isRelayError } from '../errors.js';
+import { eventMessageId, invalidEvent, outcomeEventOf, workerName, type OutcomeEvent } from './outcome-events.js';
+
+/** The `reason` of the `dead` event of a message no copy could be stored for, rejected to P.dead instead. */
+export const UNSETTLED = 'unsettled';
+
+/** What the pipeline asks of EVENTS=durable: the step that stores an outcome's event before its message is acked. */
+export interface DurableEvents {
+  forAttempt(channel: ConfirmChannel, report: AttemptReport): StoreEvent;
+  forInvalid(channel: ConfirmChannel, id: string, error: string): StoreEvent;
+}
+
+/**
+ * EVENTS=durable: each outcome event is published persistent on the channel that settles its
+ * callback, and settle acks the callback only once the broker has confirmed the event. A crash in
+ * between leaves the callback unacked: it is attempted again and its event published again, under the
+ * same `message_id` (`<id>:<type>:<attempt>`), so a consumer that deduplicates on it never misses a
+ * final outcome nor counts one twice. Not mandatory: an event no queue is bound for is dropped by the
+ * broker and still confirmed (https://www.rabbitmq.com/docs/confirms#when-publishes-are-confirmed).
+ */
+export function createDurableEvents(exchange: string, clock: () => number, timeoutMs: number, worker = workerName()): DurableEvents {
+  const at = (): string => new Date(clock()).toISOString();
+  const step =
+    (channel: ConfirmChannel, event: () => OutcomeEvent): StoreEvent =>
+    (rejected) => {
+      const outcome = event();
+      // The copy could not be stored and the original is about to be rejected to P.dead: say so.
+      const stored: OutcomeEvent = rejected ? { ...outcome, type: 'dead', nextAttemptAt: undefined, reason: UNSETTLED } : outcome;
+      return storeEvent(channel, exchange, stored, timeoutMs);
+    };
+  return {
+    forAttempt: (channel, report) => step(channel, () => outcomeEventOf(report, worker, at())),
+    forInvalid: (channel, id, error) => step(channel, () => invalidEvent(id, error, worker, at())),
+  };
+}
+
+/** Publishes `event` persistent and waits for its confirm. Never rejects; a failure comes back with its cause. */
+export async function storeEvent(channel: ConfirmChannel, exchange: string, event: OutcomeEvent, timeoutMs: number): Promise<CopyResult> {
+  const options = { persistent: true, contentType: 'application/json', messageId: eventMessageId(event), timestamp: Math.floor(Date.parse(event.at) / 1000) };
+  try {
+    const error = await publishConfirmed(channel, exchange, event.type, Buffer.from(JSON.stringify(event)), options, timeoutMs);
+    if (error) return { stored: false, cause: isClosed(channel) ? 'closed' : 'nacked', error };
+    return { stored: true };
+  } catch (error) {
+    if (isRelayError(error, 'CR_ERR_PUBLISH_TIMEOUT')) return { stored: false, cause: 'timeout', error };
+    return { stored: false, cause: isClosed(channel) ? 'closed' : 'refused', error: error as Error };
+  }
+}
