@@ -6,7 +6,7 @@
  *
  * The routing key spells d in binary, one topic word per level, highest level first. An exchange
  * with levels `top` … 0 still ahead routes a key straight to the queue of the highest of them whose
- * bit is set, or to the lanes exchange when none is: one routing step per level visited, never a walk
+ * bit is set, or to the message's lane when none is: one routing step per level visited, never a walk
  * down an exchange chain (each exchange-to-exchange hop costs the broker a routing step of its own).
  * A last word after the bits carries the message's lane bucket (lanes.ts).
  */
@@ -27,7 +27,7 @@ export function delayRoutingKey(seconds: number): string {
   return seconds.toString(2).padStart(DELAY_LEVELS, '0').split('').join('.');
 }
 
-/** A binding of a delay exchange: keys matching `bindingKey` go to level `to`'s queue, or to the lanes exchange. */
+/** A binding of a delay exchange: keys matching `bindingKey` go to level `to`'s queue, or to the lanes (the last word, the bucket, picks one). */
 export interface LevelRoute {
   bindingKey: string;
   to: number | 'lanes';
