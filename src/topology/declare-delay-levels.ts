@@ -7,18 +7,19 @@ import type { TopologyNames } from './topology-names.js';
 /**
  * Queues mode (see delay-levels.ts): level queues P.delay.21 … P.delay.00, the entry exchange
  * P.delay, and exchanges P.delay.20 … P.delay.00, where level n + 1's queue dead-letters its expired
- * messages; level 0 dead-letters into P.lanes, which reads the lane bucket off the key's last word.
- * Each exchange binds the queues of the levels still ahead directly, and, for a key with no level
- * ahead, the lane of each bucket directly too: a queue, never an exchange, is the target of every
- * binding a dead-lettered message follows (quorum queues' at-least-once dead-lettering lost messages
- * routed on through an exchange-to-exchange binding across a broker restart). Quorum level queues use
+ * messages; level 0 dead-letters into P.work. Each exchange binds the queues of the levels still
+ * ahead directly, and, for a key with no level ahead, the lane of its bucket (the key's last word)
+ * directly too: a queue, never an exchange, is the target of every binding. Quorum level queues use
  * at-least-once dead-lettering so a message is never dropped between levels:
  * https://www.rabbitmq.com/docs/quorum-queues#dead-lettering
  */
 export async function declareDelayLevels(channel: Channel, names: TopologyNames, queueType: 'quorum' | 'classic'): Promise<void> {
   const laneQueue = (bucket: number): string => names.workQueues[laneOf(bucket, names.workQueues.length)] as string;
   for (let level = 0; level < DELAY_LEVELS; level += 1) {
-    const deadLetter = { exchange: level === 0 ? names.lanesExchange : names.delayLevel(level - 1) };
+    // Level 0 dead-letters through the default exchange, straight to P.work: routing by queue name needs
+    // no binding, so it cannot miss. Through the topic exchange P.lanes, quorum queues' at-least-once
+    // dead-lettering lost retries that fell due across a broker restart (measured in the chaos run).
+    const deadLetter = level === 0 ? { exchange: '', routingKey: names.workQueue } : { exchange: names.delayLevel(level - 1) };
     await channel.assertQueue(names.delayLevel(level), { durable: true, arguments: queueArguments({ type: queueType, messageTtlMs: levelTtlMs(level), deadLetter }) });
   }
   const bindLevels = async (exchange: string, top: number): Promise<void> => {

@@ -15,8 +15,7 @@ export interface DeliveryPathOptions {
 
 /**
  * Exchange P; the work lanes P.work, P.work.1 … (lanes.ts), bound with `deliver` (lane 0) and
- * `deliver.<bucket>` (bucket mod lanes); in queues mode the lanes exchange P.lanes, where delays
- * end; the slow lane P.slow of earlier versions (drained, no longer filled) and the dead-letter
+ * `deliver.<bucket>` (bucket mod lanes); the slow lane P.slow of earlier versions (drained, no longer filled) and the dead-letter
  * queue P.dead. Every consumed queue dead-letters into P.dead, so a message that keeps crashing
  * workers is parked once it passes the delivery limit:
  * https://www.rabbitmq.com/docs/quorum-queues#poison-message-handling
@@ -44,12 +43,6 @@ export async function declareDeliveryPath(channel: Channel, names: TopologyNames
   const lanes = names.workQueues.length;
   for (let bucket = 0; bucket < LANE_BUCKETS; bucket += 1) {
     await channel.bindQueue(names.workQueues[laneOf(bucket, lanes)] as string, names.exchange, laneRoutingKey(bucket));
-  }
-  if (options.mode === 'queues') {
-    await channel.assertExchange(names.lanesExchange, 'topic', { durable: true });
-    for (let bucket = 0; bucket < LANE_BUCKETS; bucket += 1) {
-      await channel.bindQueue(names.workQueues[laneOf(bucket, lanes)] as string, names.lanesExchange, `#.${bucket}`);
-    }
   }
   await channel.assertExchange(names.eventsExchange, 'topic', { durable: true });
 }

@@ -10,7 +10,7 @@ export interface TopologyNames {
   workQueue: string;
   /** Every work lane, P.work first (P.work, P.work.1, …, P.work.<LANES − 1>). */
   workQueues: string[];
-  /** Queues mode: topic exchange that ends every delay in the message's lane (key's last word = bucket). */
+  /** A topic exchange that earlier builds declared in queues mode; only torn down now. */
   lanesExchange: string;
   /**
    * Plugin mode: the classic queue the plugin hands delayed messages to (routing key `due`); workers

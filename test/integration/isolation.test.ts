@@ -120,7 +120,7 @@ describeEachMode('target isolation', (mode) => {
 });
 
 describeEachMode('work lanes', (mode) => {
-  it('routes each callback, and its retries, to the lane of its origin; plain `deliver` still works', async () => {
+  it('routes each callback to the lane of its origin, its retries come back, and plain `deliver` still works', async () => {
     const receiver = await startReceiver((request) => (request.nth === 1 ? { status: 503 } : { status: 200 }));
     receivers = [receiver];
     relay = await startRelay({ DELAY_MODE: mode, LANES: String(LANES), RETRY_SCHEDULE: '1s' });
