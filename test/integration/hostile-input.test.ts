@@ -276,7 +276,7 @@ describe('hostile input: producer validation gaps', () => {
   // A 256-character id would make amqplib throw after queueing its confirm callback, shifting every later
   // confirm: it must be refused naming the field.
   it('an id of 256 characters is either published or refused naming the field; publish() never resolves for a lost message', async () => {
-    const relay = await open.relay({ DELAY_MODE: 'queues', PUBLISH_TIMEOUT: '2s' });
+    const relay = await open.relay({ DELAY_MODE: 'queues', PUBLISH_TIMEOUT: '10s' });
     await relay.publisher.publish({ ...ok, id: 'warm-up' });
     const long = relay.publisher.publish({ ...ok, id: 'i'.repeat(256) });
     long.catch(() => {}); // judged below, after the later publishes
