@@ -22,6 +22,6 @@ export function deliveryRoute(names: TopologyNames, mode: DelayMode, delayMs: nu
     return ms > 0 ? { ...now, routingKey: `${names.dueRoutingKey}.${bucket}`, headers: { 'x-delay': ms } } : now;
   }
   const seconds = levelDelaySeconds(delayMs);
-  // The bucket rides as the key's last word; P.lanes reads it once the delay levels are done.
+  // The bucket rides as the key's last word; the last delay exchange binds it to its lane.
   return seconds > 0 ? { exchange: names.delayExchange, routingKey: `${delayRoutingKey(seconds)}.${bucket}`, headers: {} } : now;
 }
