@@ -57,7 +57,7 @@ function firstSampleIn(profile: CpuProfile, byId: Map<number, ProfileNode>, file
 /** Self time by frame and by module, counted from the first sample inside `from` (default: the message handler). */
 export type ProfileSummary = { totalMs: number; frames: ProfileLine[]; modules: ProfileLine[] };
 
-export function summarizeProfile(file: string, top = 15, from = /consumer\/handle-message\.[jt]s$/): ProfileSummary {
+export function summarizeProfile(file: string, top = 15, from = /consumer\/pipeline\.[jt]s$/): ProfileSummary {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const selfMs = new Map<number, number>();

@@ -52,9 +52,8 @@ export async function deliver(delivery: Delivery, options: DeliverOptions, signa
         ...signature,
       },
       body: payload,
+      // The attempt's one timer: it aborts the request, headers or body, at its deadline.
       signal,
-      // The agent's own limits are HTTP_TIMEOUT's: a policy's longer timeout must not be cut short by them.
-      ...(policy && { headersTimeout: timeoutMs, bodyTimeout: timeoutMs }),
     });
     const body = keepBody ? await readCapped(response.body, options.responseBodyLimit) : await discard(response.body, options.responseBodyLimit, signal);
     const retryAfter = response.headers['retry-after'];
@@ -107,7 +106,7 @@ async function discard(body: Body, limit: number, signal: DeadlineSignal): Promi
 
 function describeError(error: unknown, timeoutMs: number): string {
   const err = error as Error & { code?: string; cause?: { code?: string; message?: string } };
-  if (err.name === 'TimeoutError' || err.name === 'AbortError' || err.code === 'UND_ERR_HEADERS_TIMEOUT' || err.code === 'UND_ERR_BODY_TIMEOUT') {
+  if (err.name === 'TimeoutError' || err.name === 'AbortError') {
     return `TIMEOUT: no complete answer within ${timeoutMs}ms`;
   }
   const code = err.code ?? err.cause?.code ?? err.name;

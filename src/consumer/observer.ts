@@ -1,7 +1,7 @@
 import type { Transition } from '../isolation/health.js';
 import type { DeliveryOutcome } from '../policy/classify-outcome.js';
 import type { Decision } from '../policy/decide.js';
-import type { Lane } from './handle-message.js';
+import type { Lane } from './pipeline.js';
 import type { CopyFailure } from './publish-copy.js';
 
 /** One attempt, reported after its decision was carried out (so reports match what the broker holds). */

@@ -1,24 +1,28 @@
 import amqp, { type AmqpConnectionManager, type ChannelWrapper } from 'amqp-connection-manager';
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
-import type { RelayConfig } from '../config/load-config.js';
-import type { Logger } from '../logger.js';
-import type { Random } from '../policy/jitter.js';
-import { connectTopology } from '../topology/connect-topology.js';
-import { applyTopology } from '../topology/declare-once.js';
-import { sleep } from '../util/with-timeout.js';
 import type { Server } from 'node:http';
-import { startMetricsServer } from '../metrics/metrics-server.js';
-import type { Job, Lane } from './handle-message.js';
-import { buildPipeline, isolationPolicy } from './build-pipeline.js';
-import { createDueMover, type DueMover } from './move-due.js';
-import { createRelayMetrics } from '../metrics/relay-metrics.js';
-import { TargetIsolation } from '../isolation/target-isolation.js';
+import type { Dispatcher } from 'undici';
 import { amqpUrls } from '../config/amqp-urls.js';
-import { parseCidrList } from '../http/address-policy.js';
+import type { RelayConfig } from '../config/load-config.js';
+import { createDurableEvents } from '../events/durable-events.js';
+import { createOutcomeEvents } from '../events/outcome-events.js';
 import { createGuardedAgent } from '../http/guarded-agent.js';
+import { ArrivalOrder, TargetIsolation } from '../isolation/target-isolation.js';
+import type { Logger } from '../logger.js';
+import { startMetricsServer } from '../metrics/metrics-server.js';
+import { createRelayMetrics } from '../metrics/relay-metrics.js';
+import type { Random } from '../policy/jitter.js';
+import { connectTopology, type ResolvedTopology } from '../topology/connect-topology.js';
+import { applyTopology } from '../topology/declare-once.js';
 import { loadTracing, type Tracing } from '../tracing/tracing.js';
+import { sleep } from '../util/with-timeout.js';
+import { createDueMover, type DueMover } from './move-due.js';
+import { observeAll, type PipelineObserver } from './observer.js';
+import { createPipeline, type Job, type Lane } from './pipeline.js';
+import { settleOptions } from './settle-options.js';
+import { resolveWorkerSettings, type WorkerSettings } from './worker-settings.js';
 
-export { isolationPolicy } from './build-pipeline.js';
+export { isolationPolicy } from './worker-settings.js';
 
 export interface WorkerDeps {
   /** Wall clock in ms; default `Date.now`. */
@@ -48,13 +52,12 @@ export interface Worker {
  * from; after a reconnect the broker has already requeued those, so they are never acked on the new one.
  */
 export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDeps = {}): Worker {
+  const settings = resolveWorkerSettings(config);
+  const { consume } = settings;
   const clock = deps.clock ?? Date.now;
   const abort = new AbortController();
   const inFlight = new Set<Promise<void>>();
-  const agent = createGuardedAgent({
-    timeoutMs: config.httpTimeout,
-    policy: { strict: config.targetPolicy === 'strict', allow: parseCidrList(config.targetAllow, 'TARGET_ALLOW'), deny: parseCidrList(config.targetDeny, 'TARGET_DENY') },
-  });
+  const agent = createGuardedAgent({ timeoutMs: settings.delivery.timeoutMs, policy: settings.addressPolicy });
   let manager: AmqpConnectionManager | undefined;
   let channel: ChannelWrapper | undefined;
   let consumers: { channel: ConfirmChannel; tags: string[] } | undefined;
@@ -64,16 +67,18 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   let recycling = false;
   let server: Server | undefined;
   let dueMover: DueMover | undefined;
-  const isolation = config.isolation === 'on' ? new TargetIsolation<Job>(isolationPolicy(config)) : undefined;
-  const metrics = createRelayMetrics(config.successBody, () => isolation);
+  const isolation = settings.isolation && new TargetIsolation<Job>(settings.isolation);
+  const metrics = createRelayMetrics(() => isolation);
   const tracing = 'tracing' in deps ? deps.tracing : loadTracing(logger);
 
   async function start(): Promise<void> {
     // Probes answer from the start: alive while waiting for the broker, ready only once consuming.
-    if (config.metricsPort > 0) server = await startMetricsServer(config.metricsPort, metrics.registry, { ready: () => ready });
+    if (consume.metricsPort > 0) server = await startMetricsServer(consume.metricsPort, metrics.registry, { ready: () => ready });
     const topology = await connectTopology(config, logger, abort.signal);
     await applyTopology(topology.url, topology);
-    const { handle, channelClosed, events } = buildPipeline(config, topology, agent, logger, clock, deps.random ?? Math.random, metrics.observer, isolation, await tracing);
+    const events = settings.events === 'on' ? createOutcomeEvents(topology.names.eventsExchange, clock) : undefined;
+    const observer = events ? observeAll([metrics.observer, events]) : metrics.observer;
+    const { handle, channelClosed } = createPipeline(pipelineContext(settings, { topology, dispatcher: agent, scheduler: isolation ?? new ArrivalOrder(consume.prefetch), observer, tracing: await tracing, clock, random: deps.random ?? Math.random, logger }));
     // The broker cancelled a consumer (queue deleted, its node gone, a consumer timeout): a worker
     // that keeps the connection but consumes nothing must not look ready. Recycle the connection once;
     // the setup declares the topology again and consumes every queue anew.
@@ -93,7 +98,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       inFlight.add(work);
       void work.finally(() => inFlight.delete(work));
     };
-    if (topology.mode === 'plugin') dueMover = createDueMover(topology.names, config.prefetch, logger);
+    if (topology.mode === 'plugin') dueMover = createDueMover(topology.names, consume.prefetch, logger);
     manager = amqp.connect(amqpUrls(config.amqpUrl), { reconnectTimeInSeconds: 1, heartbeatIntervalInSeconds: 10 });
     manager.on('connect', () => {
       // Registered before the channel's own listener, so this runs before the setup consumes again.
@@ -122,7 +127,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
         // basic.qos without `global` limits each consumer started after it on this channel, so each
         // lane may hold PREFETCH messages and a target alone in its lane can fill every slot:
         // https://www.rabbitmq.com/docs/consumer-prefetch
-        await ch.prefetch(config.prefetch);
+        await ch.prefetch(consume.prefetch);
         const tags: string[] = [];
         const queues: [string, Lane][] = [...topology.names.workQueues.map((queue, lane): [string, Lane] => [queue, String(lane)]), [topology.names.slowQueue, 'slow']];
         for (const [queue, lane] of queues) tags.push((await ch.consume(queue, (message) => onMessage(message, ch, lane), { noAck: false })).consumerTag);
@@ -130,7 +135,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
         // Plugin mode: messages whose delay ended are moved from P.due into their lanes (move-due.ts).
         if (manager?.connection) dueMover?.attach(manager.connection);
         ready = true;
-        logger.info({ lanes: topology.names.workQueues.length, prefetch: config.prefetch, isolation: config.isolation }, 'consuming');
+        logger.info({ lanes: topology.names.workQueues.length, prefetch: consume.prefetch, isolation: isolation ? 'on' : 'off' }, 'consuming');
       },
     });
     channel.on('error', (error: Error & { code?: string }) => logger.error({ err: error.message, code: error.code }, 'channel setup failed'));
@@ -145,7 +150,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     for (const tag of consumers?.tags ?? []) await consumers?.channel.cancel(tag).catch(() => {});
     await dueMover?.close();
     const drained = Promise.allSettled([...inFlight]).then(() => true);
-    const finished = await Promise.race([drained, sleep(config.drainTimeout).then(() => false)]);
+    const finished = await Promise.race([drained, sleep(consume.drainTimeoutMs).then(() => false)]);
     if (!finished) logger.warn({ unfinished: inFlight.size }, 'drain timeout: unfinished deliveries return to the queue');
     await channel?.close().catch(() => {});
     await manager?.close().catch(() => {});
@@ -168,5 +173,34 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       const address = server?.address();
       return typeof address === 'object' && address ? address.port : undefined;
     },
+  };
+}
+
+interface PipelineParts {
+  topology: ResolvedTopology;
+  dispatcher: Dispatcher;
+  scheduler: TargetIsolation<Job> | ArrivalOrder<Job>;
+  observer: PipelineObserver;
+  tracing: Tracing | undefined;
+  clock: () => number;
+  random: Random;
+  logger: Logger;
+}
+
+/** The pipeline's context: the worker's settings and the parts it made, put together once. */
+function pipelineContext(settings: WorkerSettings, parts: PipelineParts) {
+  const { topology, clock } = parts;
+  const { delivery, retry } = settings;
+  return {
+    ...parts,
+    names: topology.names,
+    mode: topology.mode,
+    maxPayloadBytes: delivery.maxPayloadBytes,
+    retry,
+    policies: settings.policies,
+    deliver: { timeoutMs: delivery.timeoutMs, responseBodyLimit: delivery.responseBodyLimit, keepBody: retry.successBody !== '', dispatcher: parts.dispatcher, sign: delivery.sign },
+    targetKey: settings.targetKey,
+    settle: settleOptions(topology, settings.publishTimeoutMs),
+    durableEvents: settings.events === 'durable' ? createDurableEvents(topology.names.eventsExchange, clock, settings.publishTimeoutMs) : undefined,
   };
 }

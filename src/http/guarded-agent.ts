@@ -20,7 +20,7 @@ export class ForbiddenTargetError extends Error {
 }
 
 export interface GuardedAgentOptions {
-  /** Connect timeout, and the longest wait for headers and between body chunks, in ms. No default. */
+  /** Connect timeout in ms (the caller's own deadline bounds the whole request). No default. */
   timeoutMs: number;
   /** Which resolved addresses may be dialled (see `checkAddress`). No default. */
   policy: AddressPolicy;
@@ -50,7 +50,9 @@ export function createGuardedAgent(options: GuardedAgentOptions): Agent {
     }
     connectSocket(connectOptions, callback);
   };
-  return new Agent({ connect, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, keepAliveTimeout: 4_000 });
+  // No header or body timers of undici's own: each attempt's deadline (consumer/attempt-deadline.ts)
+  // is its one whole-request timer, and it aborts the request; 0 turns undici's off.
+  return new Agent({ connect, headersTimeout: 0, bodyTimeout: 0, keepAliveTimeout: 4_000 });
 }
 
 /**

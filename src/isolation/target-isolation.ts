@@ -32,6 +32,63 @@ export interface Effects<T> {
   failFast: T[];
 }
 
+/** The `error` of an attempt failed fast because its target's circuit is open: no request was made. */
+export const CIRCUIT_OPEN = 'circuit open';
+
+/** What the consumer asks of a scheduler: target isolation, or arrival order when isolation is off. */
+export interface Scheduler<T> {
+  offer(target: string, item: T): 'queued' | 'fail-fast';
+  next(): Next<T> | undefined;
+  /** Called once a running attempt passes `slowThresholdMs` (never when that is undefined). */
+  overdue(target: string, nowMs: number): Effects<T>;
+  complete(target: string, kind: AttemptKind, outcome: DeliveryOutcome, nowMs: number, wasOverdue?: boolean): Effects<T>;
+  abandon(target: string, kind: AttemptKind): void;
+  drop(matches: (item: T) => boolean): T[];
+  readonly slowThresholdMs: number | undefined;
+}
+
+const NO_EFFECTS: Effects<never> = { transition: undefined, failFast: [] };
+
+/**
+ * ISOLATION=off: one FIFO for every target with `capacity` slots, no health and no circuit; messages
+ * are attempted in the order they arrived.
+ */
+export class ArrivalOrder<T> implements Scheduler<T> {
+  private readonly fifo: FairShare<T>;
+  readonly slowThresholdMs = undefined;
+
+  constructor(capacity: number) {
+    this.fifo = new FairShare<T>({ capacity, perTarget: capacity, initialPerTarget: capacity, maxTargets: 1 });
+  }
+
+  offer(_target: string, item: T): 'queued' {
+    this.fifo.push('', item);
+    return 'queued';
+  }
+
+  next(): Next<T> | undefined {
+    const started = this.fifo.next();
+    return started && { ...started, kind: 'attempt' };
+  }
+
+  overdue(): Effects<T> {
+    return NO_EFFECTS;
+  }
+
+  complete(): Effects<T> {
+    this.fifo.done('', 'none');
+    return NO_EFFECTS;
+  }
+
+  abandon(): void {
+    this.fifo.done('', 'none');
+  }
+
+  drop(matches: (item: T) => boolean): T[] {
+    return this.fifo.drop(matches).map(({ item }) => item);
+  }
+}
+
 /**
  * Target isolation (seed 002) as one policy with one owner per piece of state:
  * - `EndpointHealth`: the sliding window of slow results and the quiet period; degraded = circuit open;
@@ -45,7 +102,7 @@ export interface Effects<T> {
  * the retry schedule and the attempt budget carry on as if the target had answered at once.
  * Deterministic: times are inputs.
  */
-export class TargetIsolation<T> {
+export class TargetIsolation<T> implements Scheduler<T> {
   private readonly health: EndpointHealth;
   private readonly share: FairShare<{ item: T; kind: AttemptKind }>;
   private readonly probes = new Map<string, number>();

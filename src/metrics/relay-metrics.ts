@@ -1,7 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { AttemptReport, PipelineObserver } from '../consumer/observer.js';
-import { CIRCUIT_OPEN } from '../consumer/handle-message.js';
-import { classifyOutcome } from '../policy/classify-outcome.js';
+import { CIRCUIT_OPEN } from '../isolation/target-isolation.js';
 
 /** Degraded targets named in `callback_relay_degraded_target`, at most: label cardinality stays bounded. */
 export const MAX_TARGET_LABELS = 20;
@@ -17,7 +16,7 @@ export interface HealthSource {
  * fixed sets (lane, result, reason), never by callback id or URL; targets appear only while
  * degraded and at most MAX_TARGET_LABELS at a time.
  */
-export function createRelayMetrics(successBody: string, health: () => HealthSource | undefined): { registry: Registry; observer: PipelineObserver; consumerCancelled: () => void } {
+export function createRelayMetrics(health: () => HealthSource | undefined): { registry: Registry; observer: PipelineObserver; consumerCancelled: () => void } {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const attempts = new Counter({ name: 'callback_relay_attempts_total', help: 'Attempts by lane (work lane index, or slow) and result: success, retryable, terminal, or circuit-open (failed fast, no request).', labelNames: ['lane', 'result'], registers: [registry] });
@@ -74,7 +73,7 @@ export function createRelayMetrics(successBody: string, health: () => HealthSour
       if (report.outcome.error === CIRCUIT_OPEN) {
         attempts.inc({ lane: report.lane, result: 'circuit-open' });
       } else {
-        attempts.inc({ lane: report.lane, result: attemptResult(report, successBody) });
+        attempts.inc({ lane: report.lane, result: attemptResult(report) });
         duration.observe({ lane: report.lane }, report.outcome.durationMs / 1000);
       }
       const { decision } = report;
@@ -92,12 +91,11 @@ export function createRelayMetrics(successBody: string, health: () => HealthSour
 }
 
 /**
- * An attempt's result label. A callback's retry policy may set a success body other than the worker's
- * SUCCESS_BODY, and only the decision knows which applied: an acked attempt succeeded, a 2xx that was
- * not acked lacked the body its policy asked for.
+ * An attempt's result label, read off its decision (the outcome was classified once, by the policy):
+ * acked → success; retried or out of attempts → retryable; refused for good → terminal. A 2xx
+ * without the success body its policy asked for is retryable, as the policy decided.
  */
-function attemptResult(report: AttemptReport, successBody: string): 'success' | 'retryable' | 'terminal' {
-  if (report.decision.kind === 'ack') return 'success';
-  const kind = classifyOutcome(report.outcome, successBody).kind;
-  return kind === 'success' ? 'retryable' : kind;
+function attemptResult({ decision }: AttemptReport): 'success' | 'retryable' | 'terminal' {
+  if (decision.kind === 'ack') return 'success';
+  return decision.kind === 'dead' && decision.reason !== 'exhausted' ? 'terminal' : 'retryable';
 }

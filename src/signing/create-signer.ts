@@ -13,7 +13,7 @@ export type Signer = (target: string, id: string, timestampSeconds: number, body
  * with secrets of their own. Secrets are read once, at startup; any problem is a `CR_ERR_CONFIG`
  * that names the setting, never the secret.
  */
-export function createSigner(config: RelayConfig): Signer | undefined {
+export function createSigner(config: Pick<RelayConfig, 'signingSecret' | 'signingSecretFile' | 'signingTargetSecretsFile'>): Signer | undefined {
   const shared = loadSigningSecrets({ value: config.signingSecret, file: config.signingSecretFile }, 'SIGNING_SECRET');
   const perTarget = loadTargetSecrets(config.signingTargetSecretsFile);
   if (shared.length === 0 && perTarget.size === 0) return undefined;

@@ -19,8 +19,11 @@ export interface ResolvedTopology {
   declare: (channel: Channel) => Promise<void>;
 }
 
+/** The settings the topology is derived from. */
+export type TopologySettings = Pick<RelayConfig, 'amqpUrl' | 'delayMode' | 'topologyPrefix' | 'lanes' | 'history' | 'historyMaxAge' | 'queueType' | 'deliveryLimit'>;
+
 /** Waits for the broker, picks the delay mode (logging the choice) and prepares the topology setup. */
-export async function connectTopology(config: RelayConfig, logger: Logger, signal: AbortSignal): Promise<ResolvedTopology> {
+export async function connectTopology(config: TopologySettings, logger: Logger, signal: AbortSignal): Promise<ResolvedTopology> {
   const broker = await waitForBroker(amqpUrls(config.amqpUrl), signal, (url, error) =>
     logger.warn({ broker: redactUrl(url), err: error.message }, 'broker unreachable; retrying'),
   );

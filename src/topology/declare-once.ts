@@ -1,7 +1,6 @@
 import amqplib from 'amqplib';
-import type { RelayConfig } from '../config/load-config.js';
 import type { Logger } from '../logger.js';
-import { connectTopology, type ResolvedTopology } from './connect-topology.js';
+import { connectTopology, type ResolvedTopology, type TopologySettings } from './connect-topology.js';
 import { declareDueQueueAside } from './declare-due-queue.js';
 
 /**
@@ -23,7 +22,7 @@ export async function applyTopology(url: string, topology: ResolvedTopology): Pr
 }
 
 /** Declares the topology once and disconnects (`npm run topology`); gives up after `timeoutMs` without a broker. */
-export async function declareOnce(config: RelayConfig, logger: Logger, timeoutMs = 30_000): Promise<ResolvedTopology> {
+export async function declareOnce(config: TopologySettings, logger: Logger, timeoutMs = 30_000): Promise<ResolvedTopology> {
   const topology = await connectTopology(config, logger, AbortSignal.timeout(timeoutMs));
   await applyTopology(topology.url, topology);
   return topology;

@@ -123,7 +123,8 @@ describeEachMode('work lanes', (mode) => {
   it('routes each callback to the lane of its origin, its retries come back, and plain `deliver` still works', async () => {
     const receiver = await startReceiver((request) => (request.nth === 1 ? { status: 503 } : { status: 200 }));
     receivers = [receiver];
-    relay = await startRelay({ DELAY_MODE: mode, LANES: String(LANES), RETRY_SCHEDULE: '1s' });
+    // The publisher declares the topology first (about 1,500 bindings in queues mode): slow on a busy machine.
+    relay = await startRelay({ DELAY_MODE: mode, LANES: String(LANES), RETRY_SCHEDULE: '1s', PUBLISH_TIMEOUT: '30s' });
     const [published] = await publishMany(receiver, 1, 'x');
     const laneQueue = relay.names.workQueues[lane(receiver)]!;
     expect(await relay.messageCount(laneQueue)).toBe(1);

@@ -1,36 +1,27 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { RelayConfig } from '../../src/config/load-config.js';
+import { configSchema } from '../../src/config/schema.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** The settings of `config` as the env vars a worker process reads. */
+const DURATIONS = new Set(['duration', 'positive-duration']);
+
+/**
+ * The settings of `config` as the env vars a worker process reads, derived from the schema so a new
+ * setting reaches spawned workers without being listed here: durations in ms, lists comma-joined,
+ * unset optional values left out. LOG_LEVEL is `info`, which the spawned-worker helpers wait on.
+ */
 export function configEnv(config: RelayConfig): Record<string, string> {
-  return {
-    AMQP_URL: config.amqpUrl,
-    TOPOLOGY_PREFIX: config.topologyPrefix,
-    DELAY_MODE: config.delayMode,
-    QUEUE_TYPE: config.queueType,
-    RETRY_SCHEDULE: config.retrySchedule.map((ms) => `${ms}ms`).join(','),
-    MAX_ATTEMPTS: String(config.maxAttempts),
-    RETRY_JITTER: String(config.retryJitter),
-    HTTP_TIMEOUT: `${config.httpTimeout}ms`,
-    DRAIN_TIMEOUT: `${config.drainTimeout}ms`,
-    PREFETCH: String(config.prefetch),
-    ISOLATION: config.isolation,
-    TARGET_CONCURRENCY: String(config.targetConcurrency),
-    TARGET_INITIAL_CONCURRENCY: String(config.targetInitialConcurrency),
-    LANES: String(config.lanes),
-    SLOW_THRESHOLD: `${config.slowThreshold}ms`,
-    LOG_LEVEL: 'info',
-    METRICS_PORT: String(config.metricsPort),
-    EVENTS: config.events,
-    HISTORY: config.history,
-    HISTORY_MAX_AGE: config.historyMaxAge,
-    TARGET_POLICY: config.targetPolicy,
-    TARGET_ALLOW: config.targetAllow,
-    TARGET_DENY: config.targetDeny,
-  };
+  const env: Record<string, string> = {};
+  for (const [key, spec] of Object.entries(configSchema as Record<string, { env: string; format?: unknown }>)) {
+    const value: unknown = config[key as keyof RelayConfig];
+    if (value === null || value === undefined) continue;
+    if (spec.format === 'duration-list') env[spec.env] = (value as number[]).map((ms) => `${ms}ms`).join(',');
+    else if (typeof spec.format === 'string' && DURATIONS.has(spec.format)) env[spec.env] = `${value as number}ms`;
+    else env[spec.env] = Array.isArray(value) ? value.join(',') : String(value);
+  }
+  return { ...env, LOG_LEVEL: 'info' };
 }
 
 export interface WorkerProcess {

@@ -14,8 +14,8 @@ const report = (status: number, body: string, decision: Decision): AttemptReport
   nextAttemptAt: undefined,
 });
 
-async function results(successBody: string, reports: AttemptReport[]): Promise<Record<string, number>> {
-  const metrics = createRelayMetrics(successBody, () => undefined);
+async function results(reports: AttemptReport[]): Promise<Record<string, number>> {
+  const metrics = createRelayMetrics(() => undefined);
   for (const one of reports) metrics.observer.attempted(one);
   const { values } = await metrics.registry.getSingleMetric('callback_relay_attempts_total')!.get();
   return Object.fromEntries(values.map(({ labels, value }) => [String(labels.result), value]));
@@ -24,11 +24,16 @@ async function results(successBody: string, reports: AttemptReport[]): Promise<R
 describe('relay metrics: attempt results', () => {
   const retry: Decision = { kind: 'retry', delayMs: 1_000, attempt: 2, why: 'HTTP 200 without the expected success body' };
 
-  it('follow the success body that applied, the worker\'s or a retry policy\'s', async () => {
-    // The worker requires "success"; a policy accepting any 2xx acked the "ok" answer.
-    expect(await results('success', [report(200, 'ok', { kind: 'ack' })])).toEqual({ success: 1 });
-    // The worker accepts any 2xx; a policy requiring "success" retried the "ok" answer.
-    expect(await results('', [report(200, 'ok', retry)])).toEqual({ retryable: 1 });
-    expect(await results('', [report(404, '', { kind: 'dead', reason: 'rejected', why: 'HTTP 404' }), report(503, '', retry)])).toEqual({ terminal: 1, retryable: 1 });
+  it('follow the decision, so the success body that applied (the worker\'s or a policy\'s) decides', async () => {
+    expect(await results([report(200, 'ok', { kind: 'ack' })])).toEqual({ success: 1 });
+    // A policy requiring "success" retried the "ok" answer.
+    expect(await results([report(200, 'ok', retry)])).toEqual({ retryable: 1 });
+    expect(await results([report(404, '', { kind: 'dead', reason: 'rejected', why: 'HTTP 404' }), report(503, '', retry)])).toEqual({ terminal: 1, retryable: 1 });
+  });
+
+  it('count a callback out of attempts as retryable, and a forbidden target as terminal', async () => {
+    const exhausted = report(503, '', { kind: 'dead', reason: 'exhausted', why: 'HTTP 503' });
+    const forbidden = report(0, '', { kind: 'dead', reason: 'forbidden-target', why: 'forbidden' });
+    expect(await results([exhausted, forbidden])).toEqual({ retryable: 1, terminal: 1 });
   });
 });

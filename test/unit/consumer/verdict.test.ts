@@ -1,8 +1,9 @@
 import { describe, it, expect } from 'vitest';
-import { createDecider } from '../../../src/consumer/decide.js';
 import type { Delivery } from '../../../src/consumer/decode.js';
 import type { DeliveryOutcome } from '../../../src/policy/classify-outcome.js';
 import type { RetryPolicy } from '../../../src/policy/decide.js';
+import { verdictOf } from '../../../src/consumer/pipeline.js';
+import type { Random } from '../../../src/policy/jitter.js';
 
 const NOW = Date.parse('2025-01-01T00:10:00.000Z');
 const STARTED = Date.parse('2025-01-01T00:09:59.000Z');
@@ -22,7 +23,11 @@ const delivery = (attempt: number, firstAttemptAt?: string): Delivery => ({
 
 const outcome = (fields: Partial<DeliveryOutcome>): DeliveryOutcome => ({ durationMs: 12, ...fields });
 
-describe('createDecider', () => {
+/** Decides as the pipeline does: the clock read once per decision. */
+const createDecider = (retry: RetryPolicy, clock: () => number, random: Random) => (d: Delivery, o: DeliveryOutcome, startedAt: number) =>
+  verdictOf(d, o, startedAt, retry, clock(), random);
+
+describe('verdictOf', () => {
   const decideAt = createDecider(policy, () => NOW, () => 0.5);
 
   it('acks a success and records the attempt without an error', () => {

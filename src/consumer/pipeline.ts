@@ -1,0 +1,229 @@
+import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
+import type { DurableEvents } from '../events/durable-events.js';
+import { CIRCUIT_OPEN, targetOf, type AttemptKind, type Effects, type Scheduler, type TargetKey } from '../isolation/target-isolation.js';
+import type { Logger } from '../logger.js';
+import type { DeliveryOutcome } from '../policy/classify-outcome.js';
+import { decide, type Decision, type RetryPolicy } from '../policy/decide.js';
+import type { Random } from '../policy/jitter.js';
+import type { RetryPolicies } from '../policy/message-policy.js';
+import type { DelayMode } from '../topology/delay-mode.js';
+import { laneBucket } from '../topology/lanes.js';
+import type { TopologyNames } from '../topology/topology-names.js';
+import type { AttemptSpan, Tracing } from '../tracing/tracing.js';
+import { AttemptDeadline } from './attempt-deadline.js';
+import { decode, type Delivery } from './decode.js';
+import { deliver, type DeliverOptions } from './deliver.js';
+import type { AttemptReport, PipelineObserver } from './observer.js';
+import { settle, type AttemptRecord, type SettleContext, type SettleFallback, type StoreEvent } from './settle.js';
+
+/** The queue a message was consumed from: a work lane's index, or `slow` (the drained slow lane). */
+export type Lane = string;
+
+/** Everything the per-message path needs, built once when the worker starts. */
+export interface PipelineContext {
+  names: TopologyNames;
+  mode: DelayMode;
+  maxPayloadBytes: number;
+  /** The worker's own retry policy, and the named ones a callback's `policy` field picks from. */
+  retry: RetryPolicy;
+  policies: RetryPolicies | undefined;
+  deliver: DeliverOptions;
+  /** Target isolation, or arrival order when ISOLATION=off: which waiting job gets the next slot. */
+  scheduler: Scheduler<Job>;
+  targetKey: TargetKey;
+  clock: () => number;
+  random: Random;
+  logger: Logger;
+  observer: PipelineObserver;
+  /** Confirm timeout and topology redeclare for settle (see SettleContext). */
+  settle: Pick<SettleContext, 'confirmTimeoutMs' | 'redeclare'>;
+  /** A span per attempt, when OTEL_EXPORTER_OTLP_ENDPOINT is set. */
+  tracing?: Tracing | undefined;
+  /** EVENTS=durable: each outcome's event is stored before its message is settled. */
+  durableEvents?: DurableEvents | undefined;
+}
+
+/** Step 1 → 2: a decoded message waiting for a slot. */
+export interface Job {
+  message: ConsumeMessage;
+  channel: ConfirmChannel;
+  lane: Lane;
+  delivery: Delivery;
+  target: string;
+  /** Its lane bucket: retries are routed back to its own lane. */
+  bucket: number;
+  /** Settles the promise `handle` returned for this message (with the error when settling failed). */
+  finish: (error?: unknown) => void;
+}
+
+/** Step 3 → 4: what an attempt (or a fail-fast) gave. */
+interface Attempted {
+  job: Job;
+  outcome: DeliveryOutcome;
+  startedAt: number;
+  span: AttemptSpan | undefined;
+}
+
+/** Step 4 → 5: what to do with the message, and what its headers and reports record. */
+export interface Verdict {
+  decision: Decision;
+  record: AttemptRecord;
+}
+
+/**
+ * Step 4, pure: the retry policy's decision on an attempt's outcome, and the record a retry or
+ * dead-letter copy carries. A callback with a named policy is decided by it, any other by `retry`.
+ */
+export function verdictOf(delivery: Delivery, outcome: DeliveryOutcome, startedAtMs: number, retry: RetryPolicy, nowMs: number, random: Random): Verdict {
+  const decision = decide(outcome, delivery.attempt, delivery.policy?.retry ?? retry, nowMs, random);
+  const startedAt = new Date(startedAtMs).toISOString();
+  const record: AttemptRecord = {
+    id: delivery.id,
+    attempts: delivery.attempt,
+    firstAttemptAt: delivery.firstAttemptAt ?? startedAt,
+    lastAttemptAt: startedAt,
+    lastStatus: outcome.status,
+    lastError: decision.kind === 'ack' ? undefined : (outcome.error ?? decision.why),
+    policy: delivery.policy,
+  };
+  return { decision, record };
+}
+
+/**
+ * The per-message path, top to bottom: decode → admit → deliver → decide → settle.
+ *
+ * `handle` decodes a message (1) and admits it to the scheduler (2), which starts attempts while the
+ * worker has free slots; a target whose circuit is open gets its attempt failed fast instead. Each
+ * attempt (3) frees its slot as soon as its HTTP exchange ends; then its outcome is decided (4) and
+ * the decision settled on the message's own channel (5). The promise `handle` returns settles once the
+ * message has been settled (or dropped because its channel closed); it rejects only when settling
+ * failed, and the broker then redelivers the message.
+ */
+export function createPipeline(context: PipelineContext) {
+  const { names, mode, logger, clock, scheduler, observer } = context;
+  /** Channels that closed: the broker has requeued their unacked messages, so their jobs must not run. */
+  const closed = new WeakSet<ConfirmChannel>();
+
+  /** Step 1: message → job, or straight to P.dead (reason `invalid`) when it cannot be decoded. */
+  function handle(message: ConsumeMessage, channel: ConfirmChannel, lane: Lane): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      observer.inFlight(1);
+      let finished = false;
+      const finish = (error?: unknown): void => {
+        if (finished) return;
+        finished = true;
+        observer.inFlight(-1);
+        if (error === undefined) resolve();
+        else reject(error instanceof Error ? error : new Error(String(error)));
+      };
+      const decoded = decode(message, context.maxPayloadBytes, context.policies);
+      if (!decoded.ok) {
+        const record: AttemptRecord = { id: decoded.id, attempts: decoded.attempt - 1, firstAttemptAt: undefined, lastAttemptAt: undefined, lastStatus: undefined, lastError: decoded.error };
+        const storeEvent = context.durableEvents?.forInvalid(channel, decoded.id, decoded.error);
+        settle({ kind: 'dead', reason: 'invalid', why: decoded.error }, record, settleContext(channel, message, 0, storeEvent)).then((stored) => {
+          if (stored) {
+            logger.info({ id: decoded.id, reason: 'invalid', error: decoded.error }, 'callback dead-lettered');
+            observer.invalid(decoded.id, decoded.error);
+          }
+          finish();
+        }, finish);
+        return;
+      }
+      const { delivery } = decoded;
+      admit({ message, channel, lane, delivery, target: targetOf(delivery.url, context.targetKey), bucket: laneBucket(delivery.url.origin), finish });
+    });
+  }
+
+  /** Step 2: queue the job for a slot, or fail it fast when its target's circuit is open. */
+  function admit(job: Job): void {
+    if (scheduler.offer(job.target, job) === 'fail-fast') void failFast(job);
+    else pump();
+  }
+
+  /** Starts attempts while there are free slots and waiting jobs. */
+  function pump(): void {
+    for (let next = scheduler.next(); next; next = scheduler.next()) {
+      if (closed.has(next.item.channel)) {
+        scheduler.abandon(next.target, next.kind);
+        next.item.finish();
+      } else {
+        void attempt(next.item, next.kind).then(conclude);
+      }
+    }
+  }
+
+  /** Step 3: one HTTP attempt; its slot is freed the moment it ends, before the decision is settled. */
+  async function attempt(job: Job, kind: AttemptKind): Promise<Attempted> {
+    const { target, delivery } = job;
+    const startedAt = clock();
+    const slowAfterMs = scheduler.slowThresholdMs;
+    const deadline = new AttemptDeadline(
+      delivery.policy?.timeoutMs ?? context.deliver.timeoutMs,
+      slowAfterMs === undefined ? undefined : { afterMs: slowAfterMs, onSlow: () => apply(scheduler.overdue(target, clock())) },
+    );
+    // The receiver gets the attempt span's context, or without tracing the published one (deliver's default).
+    const span = context.tracing?.startAttempt(delivery);
+    // deliver never throws; the catch only guarantees the slot is freed whatever happens.
+    const outcome: DeliveryOutcome = await deliver(delivery, context.deliver, deadline, span?.context).catch((error: unknown) => ({ error: String(error), durationMs: clock() - startedAt }));
+    apply(scheduler.complete(target, kind, outcome, clock(), deadline.finish()));
+    pump();
+    return { job, outcome, startedAt, span };
+  }
+
+  /** Step 3 for a target whose circuit is open: an attempt counted and recorded, no request made. */
+  function failFast(job: Job): Promise<void> {
+    return conclude({ job, outcome: { error: CIRCUIT_OPEN, durationMs: 0 }, startedAt: clock(), span: context.tracing?.startAttempt(job.delivery) });
+  }
+
+  /** Steps 4 and 5: decide what the outcome means, and settle it on the message's channel. */
+  async function conclude({ job, outcome, startedAt, span }: Attempted): Promise<void> {
+    const { delivery, target, lane, finish } = job;
+    try {
+      const { decision, record } = verdictOf(delivery, outcome, startedAt, context.retry, clock(), context.random);
+      span?.end(outcome, decision, outcome.error === CIRCUIT_OPEN);
+      if (logger.isLevelEnabled('debug')) {
+        logger.debug({ id: delivery.id, target, lane, attempt: delivery.attempt, status: outcome.status, error: outcome.error, ms: outcome.durationMs, decision: decision.kind }, 'attempt');
+      }
+      const nextAttemptAt = decision.kind === 'retry' ? new Date(clock() + decision.delayMs).toISOString() : undefined;
+      const report: AttemptReport = { id: delivery.id, url: delivery.callback.url, target, lane, attempt: delivery.attempt, outcome, decision, nextAttemptAt };
+      const storeEvent = context.durableEvents?.forAttempt(job.channel, report);
+      // false: no copy could be stored and the original went to P.dead by rejection (logged in onFallback).
+      if (!(await settle(decision, record, settleContext(job.channel, job.message, job.bucket, storeEvent)))) return finish();
+      if (decision.kind === 'dead') {
+        logger.info({ id: delivery.id, target, reason: decision.reason, attempts: record.attempts, status: record.lastStatus, error: record.lastError }, 'callback dead-lettered');
+      }
+      observer.attempted(report);
+      finish();
+    } catch (error) {
+      finish(error);
+    }
+  }
+
+  /** Step 5's context: the message, its channel and route, and where settle reports. */
+  function settleContext(channel: ConfirmChannel, message: ConsumeMessage, bucket: number, storeEvent?: StoreEvent): SettleContext {
+    return { storeEvent, channel, message, names, mode, bucket, onConfirm: observer.confirmed, onFallback, ...context.settle };
+  }
+
+  function onFallback({ id, kind, cause, error }: SettleFallback): void {
+    logger.error({ id, kind, cause, err: error.message }, 'could not store a copy: the message was rejected, for the broker to dead-letter to P.dead');
+    observer.settleFallback(kind, cause);
+  }
+
+  /** Logs a health transition (one line each) and fails fast what an opened circuit took out of the queue. */
+  function apply(effects: Effects<Job>): void {
+    const { transition } = effects;
+    if (transition) {
+      logger.warn({ ...transition }, transition.to === 'degraded' ? 'target degraded: circuit open, attempts fail fast but for probes' : 'target recovered: circuit closed');
+      observer.transition(transition);
+    }
+    for (const job of effects.failFast) void failFast(job);
+  }
+
+  /** The channel closed: drop its waiting jobs (the broker has requeued them); running ones finish. */
+  function channelClosed(channel: ConfirmChannel): void {
+    closed.add(channel);
+    for (const job of scheduler.drop((waiting) => waiting.channel === channel)) job.finish();
+  }
+
+  return { handle, channelClosed };
+}

@@ -1,0 +1,86 @@
+import type { RelayConfig } from '../config/load-config.js';
+import { loadRetryPolicies } from '../config/retry-policies-file.js';
+import { parseCidrList, type AddressPolicy } from '../http/address-policy.js';
+import type { IsolationPolicy, TargetKey } from '../isolation/target-isolation.js';
+import type { RetryPolicy } from '../policy/decide.js';
+import type { RetryPolicies } from '../policy/message-policy.js';
+import { createSigner, type Signer } from '../signing/create-signer.js';
+
+/** How the worker consumes: the slots it holds and how long a stop waits for them. */
+export interface ConsumeSettings {
+  /** Unacked messages per lane consumer, and deliveries in flight at most (PREFETCH). */
+  prefetch: number;
+  drainTimeoutMs: number;
+  /** `/metrics`, `/healthz`, `/readyz`; 0 = off. */
+  metricsPort: number;
+}
+
+/** The limits of one HTTP attempt (a callback's named policy may set its own timeout and success body). */
+export interface DeliverySettings {
+  timeoutMs: number;
+  responseBodyLimit: number;
+  maxPayloadBytes: number;
+  /** Standard Webhooks signatures, when a secret applies to the target. */
+  sign: Signer | undefined;
+}
+
+/** Every value the worker needs, each worked out once from the configuration. */
+export interface WorkerSettings {
+  consume: ConsumeSettings;
+  delivery: DeliverySettings;
+  /** The worker's own retry policy: a callback without a named policy is decided by it. */
+  retry: RetryPolicy;
+  /** RETRY_POLICIES_FILE, read and checked. */
+  policies: RetryPolicies;
+  /** Absent with ISOLATION=off: then messages are attempted in arrival order, PREFETCH at a time. */
+  isolation: IsolationPolicy | undefined;
+  targetKey: TargetKey;
+  addressPolicy: AddressPolicy;
+  events: RelayConfig['events'];
+  /** How long any publish may wait for the broker's confirm (PUBLISH_TIMEOUT). */
+  publishTimeoutMs: number;
+}
+
+/**
+ * Turns a validated configuration into the worker's settings. Files are read here (RETRY_POLICIES_FILE,
+ * signing secrets), so a bad one stops the worker at start with `CR_ERR_CONFIG`, naming the setting.
+ */
+export function resolveWorkerSettings(config: RelayConfig): WorkerSettings {
+  const retry: RetryPolicy = {
+    schedule: config.retrySchedule,
+    maxAttempts: config.maxAttempts,
+    jitter: config.retryJitter,
+    retryAfterMaxMs: config.retryAfterMax,
+    successBody: config.successBody,
+  };
+  return {
+    consume: { prefetch: config.prefetch, drainTimeoutMs: config.drainTimeout, metricsPort: config.metricsPort },
+    delivery: { timeoutMs: config.httpTimeout, responseBodyLimit: config.responseBodyLimit, maxPayloadBytes: config.maxPayloadBytes, sign: createSigner(config) },
+    retry,
+    policies: loadRetryPolicies(config.retryPoliciesFile, { retry, timeoutMs: config.httpTimeout }),
+    isolation: config.isolation === 'on' ? isolationPolicy(config) : undefined,
+    targetKey: config.targetKey,
+    addressPolicy: { strict: config.targetPolicy === 'strict', allow: parseCidrList(config.targetAllow, 'TARGET_ALLOW'), deny: parseCidrList(config.targetDeny, 'TARGET_DENY') },
+    events: config.events,
+    publishTimeoutMs: config.publishTimeout,
+  };
+}
+
+/** The isolation thresholds of a configuration, for the pure policy. */
+export function isolationPolicy(config: RelayConfig): IsolationPolicy {
+  return {
+    window: config.healthWindow,
+    degradeThreshold: config.degradeThreshold,
+    recoverThreshold: config.recoverThreshold,
+    quietPeriodMs: config.quietPeriod,
+    maxTargets: config.healthMaxTargets,
+    capacity: config.prefetch,
+    // TARGET_CONCURRENCY caps a target at most at PREFETCH (load-config resolves its default).
+    perTarget: config.targetConcurrency,
+    initialPerTarget: config.targetInitialConcurrency,
+    probesPerTarget: config.probeConcurrency,
+    maxProbes: config.maxProbes,
+    // A timeout is always slow, even when SLOW_THRESHOLD is set at or above HTTP_TIMEOUT.
+    slowThresholdMs: Math.min(config.slowThreshold, config.httpTimeout),
+  };
+}
