@@ -9,7 +9,7 @@ import { sleep } from '../support/modes.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
 import { queueDepth } from '../support/queue-depth.js';
 import { startRelay, type RelayFixture } from '../support/relay.js';
-import { mulberry32 } from '../unit/_helpers/prng.js';
+import { mulberry32 } from '../support/prng.js';
 
 const SEED = 0x5eed_2024;
 const TOTAL = 10_000;

@@ -6,7 +6,7 @@ import { sleep } from '../support/modes.js';
 import { responseHead, startRawReceiver, type RawReceiver, type RawRequest } from '../support/raw-receiver.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
 import { startRelay, type RelayFixture } from '../support/relay.js';
-import { mulberry32, randomInt } from '../unit/_helpers/prng.js';
+import { mulberry32, randomInt } from '../support/prng.js';
 
 /** A short schedule: two attempts 200 ms apart, one second per attempt. */
 const ENV = { DELAY_MODE: 'queues', RETRY_SCHEDULE: '200ms', MAX_ATTEMPTS: '2', HTTP_TIMEOUT: '1s' };

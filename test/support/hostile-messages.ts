@@ -1,6 +1,6 @@
-import { randomInt } from '../unit/_helpers/prng.js';
+import { randomInt } from './prng.js';
 
-/** A seeded source of numbers in [0, 1) (mulberry32 from test/unit/_helpers/prng.ts). */
+/** A seeded source of numbers in [0, 1) (mulberry32 from prng.ts). */
 export type Rng = () => number;
 
 /** One message body published raw, with the name of the generator that made it. */

@@ -1,7 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import { loadConfig } from '../../../src/config/load-config.js';
 import { configSchema } from '../../../src/config/schema.js';
-import { configError } from '../_helpers/config-error.js';
+import { configError } from '../../support/config-error.js';
 
 const DEFAULT_SCHEDULE = [15e3, 15e3, 30e3, 18e4, 6e5, 12e5, 18e5, 18e5, 18e5, 36e5, 108e5, 108e5, 108e5, 216e5, 216e5];
 

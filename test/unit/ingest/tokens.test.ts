@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createTokenCheck, parseIngestTokens } from '../../../src/ingest/tokens.js';
-import { configError } from '../_helpers/config-error.js';
+import { configError } from '../../support/config-error.js';
 
 const A = 'a'.repeat(16);
 const B = 'token-B_0123456789';

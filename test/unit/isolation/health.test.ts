@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { EndpointHealth, type HealthPolicy, type HealthState, type Transition } from '../../../src/isolation/health.js';
-import { mulberry32, randomInt } from '../_helpers/prng.js';
+import { mulberry32, randomInt } from '../../support/prng.js';
 
 /** Seed 002 defaults: 10 abnormal of the last 20 degrade; back at ≤ 5 after a 30s quiet period. */
 const SEED_002: HealthPolicy = { window: 20, degradeThreshold: 10, recoverThreshold: 5, quietPeriodMs: 30_000, maxTargets: 10_000 };

@@ -2,7 +2,7 @@ import { describe, it, expect } from 'vitest';
 import type { DeliveryOutcome } from '../../../src/policy/classify-outcome.js';
 import { decide, type Decision, type RetryPolicy } from '../../../src/policy/decide.js';
 import type { Random } from '../../../src/policy/jitter.js';
-import { mulberry32 } from '../_helpers/prng.js';
+import { mulberry32 } from '../../support/prng.js';
 
 const NOW = Date.parse('2025-01-01T00:00:00.000Z');
 const SCHEDULE = [1_000, 2_000, 4_000];

@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { applyJitter } from '../../../src/policy/jitter.js';
-import { mulberry32 } from '../_helpers/prng.js';
+import { mulberry32 } from '../../support/prng.js';
 
 const ALMOST_ONE = 1 - Number.EPSILON;
 

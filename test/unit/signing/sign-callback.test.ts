@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { isRelayError } from '../../../src/errors.js';
 import { computeSignature, signCallback } from '../../../src/signing/sign-callback.js';
 import { parseSigningSecrets } from '../../../src/signing/signing-secrets.js';
-import { VECTOR } from '../_helpers/webhook-vector.js';
+import { VECTOR } from '../../support/webhook-vector.js';
 
 const specKeys = parseSigningSecrets(VECTOR.secret, 'signingSecrets');
 

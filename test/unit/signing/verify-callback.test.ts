@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { isRelayError } from '../../../src/errors.js';
 import { signCallback } from '../../../src/signing/sign-callback.js';
 import { parseSigningSecrets } from '../../../src/signing/signing-secrets.js';
-import { VECTOR } from '../_helpers/webhook-vector.js';
+import { VECTOR } from '../../support/webhook-vector.js';
 import { SignatureError, verifyCallback, type SignatureErrorCode, type VerifyCallbackOptions } from '../../../src/signing/verify-callback.js';
 
 // A signature of the right length that matches nothing (from the same reference test suites).

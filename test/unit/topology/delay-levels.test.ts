@@ -7,7 +7,7 @@ import {
   levelDelaySeconds,
   levelTtlMs,
 } from '../../../src/topology/delay-levels.js';
-import { mulberry32, randomInt } from '../_helpers/prng.js';
+import { mulberry32, randomInt } from '../../support/prng.js';
 
 const MAX_SECONDS = 2 ** 22 - 1;
 

@@ -3,8 +3,8 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { isRelayError } from '../../src/errors.js';
-import { DELAYED_PLUGIN, nodePlugins } from '../support/broker-plugins.js';
+import { isRelayError } from '../../../src/errors.js';
+import { DELAYED_PLUGIN, nodePlugins } from '../../support/broker-plugins.js';
 
 let root: string;
 let bin: string;

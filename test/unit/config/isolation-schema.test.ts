@@ -1,7 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import { loadConfig } from '../../../src/config/load-config.js';
 import type { RelayError } from '../../../src/errors.js';
-import { configError } from '../_helpers/config-error.js';
+import { configError } from '../../support/config-error.js';
 
 /** The problem lines of a CR_ERR_CONFIG message (after its "invalid configuration:" heading). */
 const problemLines = (error: RelayError): string[] => error.message.split('\n').slice(1);
