@@ -1,5 +1,7 @@
 /**
  * "Prove no loss": `npm run chaos [-- --quick | --cluster [--quick] [--node-kill | --node-loss]] [--callbacks N] [--canary]`.
+ * `--events durable` runs the workers with EVENTS=durable and also fails if a callback's final outcome
+ * event is missing or false.
  * Starts throwaway brokers, workers and a ledger receiver, publishes scripted callbacks while killing
  * workers, restarting brokers and cutting connections, then checks every callback: delivered, or parked
  * in P.dead with the reason its fate implies. Exits 1 if one was lost. Summary: chaos/results/latest.json.
@@ -27,6 +29,7 @@ const { values } = parseArgs({
     'node-loss': { type: 'boolean', default: false },
     callbacks: { type: 'string' },
     canary: { type: 'boolean', default: false },
+    events: { type: 'string' },
   },
 });
 const RESULTS = fileURLToPath(new URL('./results/', import.meta.url));
@@ -44,6 +47,8 @@ const callbacks = values.callbacks ? Number(values.callbacks) : PROFILE.callback
 if (!Number.isInteger(callbacks) || callbacks < 1) throw new Error(`--callbacks: a whole number ≥ 1, got ${values.callbacks}`);
 
 const canary = values.canary ? new Canary() : undefined;
+if (values.events !== undefined && values.events !== 'durable') throw new Error(`--events: only "durable" is checked, got ${values.events}`);
+const durableEvents = values.events === 'durable';
 
 const kill = (pool: WorkerPool, atMs: number): ChaosEvent => ({
   atMs,
@@ -73,7 +78,7 @@ async function singleNode(scenarios: ScenarioResult[], skipped: Skipped[]): Prom
       say(`\n== ${title}: ${NO_PLUGIN}`);
       continue;
     }
-    const spec: ScenarioSpec = { title, mode, callbacks, spreadMs: span, quiesceTimeoutMs: PROFILE.quiesceMs, workerUrls: [node.url, node.url], publisherUrl: node.url, inspectUrl: node.url, timeline, traceIds: canary?.swallowed ?? [], logDir: LOGS };
+    const spec: ScenarioSpec = { title, mode, callbacks, spreadMs: span, quiesceTimeoutMs: PROFILE.quiesceMs, workerUrls: [node.url, node.url], publisherUrl: node.url, inspectUrl: node.url, timeline, traceIds: canary?.swallowed ?? [], logDir: LOGS, durableEvents };
     scenarios.push(await runScenario(spec, say));
   }
   return { version: info.version, delayedPlugin: info.hasDelayedPlugin, nodes: 1 };
@@ -113,7 +118,7 @@ async function cluster(scenarios: ScenarioResult[], skipped: Skipped[]): Promise
       say(`\n== ${title}: ${skip}`);
       continue;
     }
-    const spec: ScenarioSpec = { title, mode, callbacks, spreadMs: span, quiesceTimeoutMs: PROFILE.quiesceMs, workerUrls: [n1.url, n2.url, n3.url], publisherUrl: n1.url, inspectUrl: n1.url, timeline: timeline(mode), traceIds: canary?.swallowed ?? [], logDir: LOGS };
+    const spec: ScenarioSpec = { title, mode, callbacks, spreadMs: span, quiesceTimeoutMs: PROFILE.quiesceMs, workerUrls: [n1.url, n2.url, n3.url], publisherUrl: n1.url, inspectUrl: n1.url, timeline: timeline(mode), traceIds: canary?.swallowed ?? [], logDir: LOGS, durableEvents };
     scenarios.push(await runScenario(mode === 'plugin' ? { ...spec, lossExpected: PLUGIN_CLUSTER_LOSS } : spec, say));
     if (lose) await c.startNode(1, how); // the next scenario starts on three nodes again
   }
@@ -132,6 +137,7 @@ try {
   const judged = scenarios.filter((s) => !s.lossExpected);
   const lost = judged.reduce((sum, s) => sum + s.verdict.lost, 0);
   const lostByDesign = scenarios.reduce((sum, s) => sum + s.verdict.lost, 0) - lost;
+  const eventErrors = durableEvents ? judged.reduce((sum, s) => sum + (s.events ? s.events.missingFinal + s.events.falseFinal : 0), 0) : undefined;
   const summary: Summary = {
     kind: `${values.cluster ? 'cluster' : 'single-node'}${values.quick ? ' quick' : ''}`,
     startedAt: new Date(started).toISOString(),
@@ -141,14 +147,15 @@ try {
     skipped,
     lost,
     lostByDesign,
-    passed: judged.length > 0 && (canary ? canary.check(judged).passed : lost === 0),
+    ...(eventErrors === undefined ? {} : { eventErrors }),
+    passed: judged.length > 0 && (canary ? canary.check(judged).passed : lost === 0) && !eventErrors,
     ...(canary ? { canary: { line: canary.check(judged).line, takenAt: canary.takenAt } } : {}),
   };
   for (const scenario of scenarios) say(formatScenario(scenario));
   for (const skip of skipped) say(`\n### ${skip.title}: ${skip.reason}`);
   writeSummary(`${RESULTS}latest.json`, summary);
   if (canary) say(`\n${canary.check(judged).line}`);
-  say(`\n${summary.passed ? 'PASS' : 'FAIL'}: lost ${lost}${lostByDesign ? ` (and ${lostByDesign} by design, see above)` : ''} in ${summary.seconds} s; summary in chaos/results/latest.json, worker logs in chaos/results/logs/`);
+  say(`\n${summary.passed ? 'PASS' : 'FAIL'}: lost ${lost}${eventErrors === undefined ? '' : `, final events missing or false ${eventErrors}`}${lostByDesign ? ` (and ${lostByDesign} by design, see above)` : ''} in ${summary.seconds} s; summary in chaos/results/latest.json, worker logs in chaos/results/logs/`);
   exitCode = summary.passed ? 0 : 1;
 } finally {
   say('cleaning up (workers, receiver, broker nodes, data dirs)…');

@@ -20,6 +20,8 @@ export interface Summary {
   canary?: { line: string; takenAt: Record<string, number> };
   /** The run's one hard rule: no callback neither delivered nor parked (over the scenarios that promise it). */
   lost: number;
+  /** `--events durable`: callbacks whose final event is missing or false (a status table fed by P.events would be wrong). */
+  eventErrors?: number;
   /** Lost where the set-up loses callbacks by design (plugin mode on a cluster that loses a node). */
   lostByDesign: number;
   passed: boolean;
@@ -61,6 +63,13 @@ export function formatScenario(result: ScenarioResult): string {
     `schedule/attempt violations: ${v.violations.length}${v.violations.length ? `, e.g. ${v.violations.slice(0, 3).map((x) => `${x.id}: ${x.problem}`).join('; ')}` : ''}`,
     `outcomes other than the fate implies: ${v.otherOutcomes.length}${v.otherOutcomes.length ? `, e.g. ${v.otherOutcomes.slice(0, 3).map((x) => `${x.id}: ${x.got}`).join('; ')}` : ''}`,
   );
+  const e = result.events;
+  if (e) {
+    lines.push(
+      `durable events: ${e.events} read (${e.duplicates} repeated message ids); MISSING FINAL: ${e.missingFinal}, FALSE FINAL: ${e.falseFinal}; ` +
+        `${e.disagreeing} delivered with only a dead event${e.examples.length ? `; e.g. ${e.examples.slice(0, 3).map((x) => `${x.id}: ${x.problem}`).join('; ')}` : ''}`,
+    );
+  }
   return lines.join('\n');
 }
 

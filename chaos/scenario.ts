@@ -3,6 +3,7 @@ import { loadConfig } from '../src/config/load-config.js';
 import { topologyNames, type TopologyNames } from '../src/topology/topology-names.js';
 import { onCleanup } from './cleanup.js';
 import { runChaos, type ChaosEvent, type ChaosLogEntry } from './driver.js';
+import { bindEventsQueue, drainEvents, judgeEvents, type EventsVerdict } from './event-ledger.js';
 import { startLedger, type Attempt, type Ledger } from './ledger.js';
 import { startLoad } from './load.js';
 import { progress, waitQuiescent, type Quiescence } from './quiesce.js';
@@ -44,6 +45,8 @@ export interface ScenarioSpec {
   traceIds: string[];
   /** Set where the set-up loses callbacks by design: the run measures the loss instead of failing on it. */
   lossExpected?: string;
+  /** EVENTS=durable: the run also checks that a status table fed by P.events misses no final outcome. */
+  durableEvents?: boolean;
 }
 
 /** Everything the run saw of one callback, for a post-mortem. */
@@ -68,6 +71,8 @@ export interface ScenarioResult {
   traces: Record<string, Trace>;
   /** Why losses here are by design (then they do not fail the run). */
   lossExpected?: string;
+  /** With `durableEvents`: what the events said against what happened. */
+  events?: EventsVerdict;
 }
 
 /** One ledger run: workers + ledger receiver + paced publisher + chaos, then quiescence and the verdict. */
@@ -75,7 +80,7 @@ export async function runScenario(spec: ScenarioSpec, say: (line: string) => voi
   const run = randomBytes(3).toString('hex');
   const prefix = `chaos-${run}`;
   const names = topologyNames(prefix);
-  const env = { ...WORKER_ENV, TOPOLOGY_PREFIX: prefix, DELAY_MODE: spec.mode };
+  const env = { ...WORKER_ENV, TOPOLOGY_PREFIX: prefix, DELAY_MODE: spec.mode, ...(spec.durableEvents && { EVENTS: 'durable' }) };
   const config = loadConfig({ ...env, AMQP_URL: spec.workerUrls[0]! }); // fails fast on a bad setting
   const ledger = await startLedger();
   onCleanup('ledger receiver', () => ledger.close());
@@ -83,6 +88,8 @@ export async function runScenario(spec: ScenarioSpec, say: (line: string) => voi
   onCleanup('workers', () => pool.stop(5_000), () => pool.killAllNow());
   say(`\n== ${spec.title}: ${spec.callbacks} callbacks, ${spec.workerUrls.length} workers, prefix ${prefix}`);
   await pool.waitConsuming(90_000);
+  // Bound before the first publish, so every event of the run is kept (the workers declared P.events).
+  if (spec.durableEvents) await bindEventsQueue(spec.inspectUrl, names);
 
   const startedAt = Date.now();
   const load = startLoad({ amqpUrl: spec.publisherUrl, prefix, mode: spec.mode, run, callbacks: spec.callbacks, spreadMs: spec.spreadMs, giveUpMs: 120_000, ledger });
@@ -97,6 +104,7 @@ export async function runScenario(spec: ScenarioSpec, say: (line: string) => voi
   await pool.stop(10_000);
   const leftInQueues = await queueDepths(spec.inspectUrl, names);
   const dead = await drainDead(spec.inspectUrl, names);
+  const events = spec.durableEvents ? judgeEvents(run, spec.callbacks, ledger.byId, dead, await drainEvents(spec.inspectUrl, names)) : undefined;
   await ledger.close();
   const verdict = judge({
     run,
@@ -124,6 +132,7 @@ export async function runScenario(spec: ScenarioSpec, say: (line: string) => voi
     leftInQueues,
     verdict,
     ...(spec.lossExpected ? { lossExpected: spec.lossExpected } : {}),
+    ...(events ? { events } : {}),
     traces: Object.fromEntries(
       [...new Set([...verdict.lostIds, ...spec.traceIds])].slice(0, 20).map((id) => [id, { requests: ledger.byId.get(id) ?? [], dead: dead.filter((entry) => entry.id === id) }]),
     ),

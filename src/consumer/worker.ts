@@ -22,8 +22,6 @@ import { createPipeline, type Job, type Lane } from './pipeline.js';
 import { settleOptions } from './settle-options.js';
 import { resolveWorkerSettings, type WorkerSettings } from './worker-settings.js';
 
-export { isolationPolicy } from './worker-settings.js';
-
 export interface WorkerDeps {
   /** Wall clock in ms; default `Date.now`. */
   clock?: () => number;
