@@ -209,4 +209,10 @@ export const configSchema = {
     default: 'info',
     env: 'LOG_LEVEL',
   },
+  logFormat: {
+    doc: 'How log lines look: `json` (one JSON object per line, for containers and collectors), `pretty` (readable lines for a person), `auto` (pretty when stdout is a terminal, else json).',
+    format: ['auto', 'json', 'pretty'],
+    default: 'auto',
+    env: 'LOG_FORMAT',
+  },
 };
