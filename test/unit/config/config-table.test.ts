@@ -3,13 +3,13 @@ import { describe, expect, it } from 'vitest';
 import { configTable } from '../../../src/config/config-table.js';
 import { configSchema } from '../../../src/config/schema.js';
 
-const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+const page = readFileSync(new URL('../../../docs/configuration.md', import.meta.url), 'utf8');
 
-describe('README configuration table', () => {
+describe('docs/configuration.md settings table', () => {
   it('is the one generated from the schema (run: npm run docs:config -- --write)', () => {
-    const start = readme.indexOf('<!-- config-table:start');
-    const end = readme.indexOf('<!-- config-table:end -->');
-    const table = readme.slice(readme.indexOf('\n', start) + 1, end).trim();
+    const start = page.indexOf('<!-- config-table:start');
+    const end = page.indexOf('<!-- config-table:end -->');
+    const table = page.slice(page.indexOf('\n', start) + 1, end).trim();
     expect(table).toBe(configTable());
   });
 
