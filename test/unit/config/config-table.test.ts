@@ -21,3 +21,23 @@ describe('docs/configuration.md settings table', () => {
     }
   });
 });
+
+describe("README's settings summary", () => {
+  it('names real settings with the defaults the schema gives them', () => {
+    const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+    const section = readme.slice(readme.indexOf('\n## Settings\n'), readme.indexOf('\n## ', readme.indexOf('\n## Settings\n') + 1));
+    const generated = new Map(configTable().split('\n').slice(2).map((row) => {
+      const [env = '', value = ''] = row.split(' | ').map((cell) => cell.replace(/^\| /, '').replaceAll('`', ''));
+      return [env, value];
+    }));
+    const rows = section.split('\n').filter((line) => line.startsWith('| `'));
+    expect(rows.length).toBeGreaterThanOrEqual(10);
+    for (const row of rows) {
+      const [envs = '', values = ''] = row.slice(2).split(' | ');
+      const names = envs.replaceAll('`', '').split(' / ');
+      const defaults = values.replaceAll('`', '').split(' / ');
+      expect(defaults, row).toHaveLength(names.length);
+      names.forEach((name, i) => expect(defaults[i], name).toBe(generated.get(name)));
+    }
+  });
+});
