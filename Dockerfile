@@ -17,6 +17,9 @@ RUN npm run build
 # ---- runtime: production dependencies and dist/ only ----
 FROM node:24-slim AS runtime
 ENV NODE_ENV=production
+# JSON log lines even under `docker run -t`: a container's logs are read by programs (LOG_FORMAT=auto would
+# print readable lines whenever a TTY is attached).
+ENV LOG_FORMAT=json
 WORKDIR /app
 COPY package.json package-lock.json ./
 # --ignore-scripts: skips `prepare` (the build already happened in the build stage; tsc is not installed here).

@@ -8,7 +8,7 @@ import type { Ledger } from './ledger.js';
 export interface LoadStats {
   /** Callbacks the broker confirmed. */
   confirmed: number;
-  /** Publishes tried again after an error (same id, as the README prescribes for an unknown outcome). */
+  /** Publishes tried again after an error (same id, as docs/library-and-cli.md prescribes for an unknown outcome). */
   republished: number;
   /** Ids published more than once: a second copy may exist, so a second delivery is not a relay bug. */
   republishedIds: Set<string>;

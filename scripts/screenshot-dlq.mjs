@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Screenshot of the RabbitMQ management UI showing a dead-lettered callback in the DLQ,
-// with "Get messages" expanded (payload + x-callback-* headers), for the README.
+// with "Get messages" expanded (payload + x-callback-* headers), for docs/dead-letter-queue.md.
 //
 //   node scripts/screenshot-dlq.mjs [out.png]        (default: docs/dlq-management-ui.png)
 //

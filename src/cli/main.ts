@@ -12,7 +12,8 @@ commands:
   history     a callback's timeline, or follow events as they happen (see: callback-relay history --help)
   ingest      run the HTTP ingest (POST /v1/callbacks) on INGEST_PORT until SIGTERM
 
-Settings come from environment variables (AMQP_URL, TOPOLOGY_PREFIX, …); see README.`;
+Settings come from environment variables (AMQP_URL, TOPOLOGY_PREFIX, …): see README.md, "Settings",
+and docs/configuration.md for all of them.`;
 
 const [command, ...rest] = process.argv.slice(2);
 try {

@@ -9,10 +9,11 @@ type Raw = { [K in keyof Schema]: Schema[K]['default'] };
 
 /** The validated settings; durations in milliseconds. */
 type Derived = 'maxAttempts' | 'targetConcurrency' | 'recoverThreshold' | 'maxProbes';
-export type RelayConfig = Omit<Raw, Derived | 'delayMode' | 'queueType' | 'logLevel' | 'isolation' | 'targetKey' | 'events' | 'history' | 'targetPolicy'> & {
+export type RelayConfig = Omit<Raw, Derived | 'delayMode' | 'queueType' | 'logLevel' | 'logFormat' | 'isolation' | 'targetKey' | 'events' | 'history' | 'targetPolicy'> & {
   delayMode: 'auto' | 'plugin' | 'queues';
   queueType: 'quorum' | 'classic';
   logLevel: string;
+  logFormat: 'auto' | 'json' | 'pretty';
   isolation: 'on' | 'off';
   targetKey: 'origin' | 'host';
   events: 'on' | 'durable' | 'off';

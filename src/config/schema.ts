@@ -2,8 +2,9 @@ import { DEFAULT_LANES } from '../topology/lanes.js';
 import { isolationSchema } from './isolation-schema.js';
 
 /**
- * Every setting: default, doc, format, env var. README's configuration table is generated from this
- * object (`npm run docs:config`), so the two cannot drift. Durations are held in milliseconds.
+ * Every setting: default, doc, format, env var. The settings table of docs/configuration.md is
+ * generated from this object (`npm run docs:config`), so the two cannot drift. Durations are held in
+ * milliseconds.
  */
 export const configSchema = {
   amqpUrl: {
@@ -99,7 +100,7 @@ export const configSchema = {
     env: 'MAX_PAYLOAD_BYTES',
   },
   prefetch: {
-    doc: 'Unacknowledged deliveries per worker, which is also its concurrency.',
+    doc: 'A worker\'s concurrency: attempts in flight at most, over all lanes. Each lane\'s consumer may hold as many unacknowledged messages (consumer prefetch), so a target alone in its lane can fill every slot.',
     format: 'prefetch',
     default: 100,
     env: 'PREFETCH',
@@ -208,5 +209,11 @@ export const configSchema = {
     format: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
     default: 'info',
     env: 'LOG_LEVEL',
+  },
+  logFormat: {
+    doc: 'How log lines look: `json` (one JSON object per line, for containers and collectors), `pretty` (readable lines for a person), `auto` (pretty when stdout is a terminal, else json).',
+    format: ['auto', 'json', 'pretty'],
+    default: 'auto',
+    env: 'LOG_FORMAT',
   },
 };

@@ -4,7 +4,7 @@ import { loadConfigOrExit, stopOnSignals } from '../util/main-process.js';
 import { createWorker } from './worker.js';
 
 const config = loadConfigOrExit();
-const logger = createLogger(config.logLevel);
+const logger = createLogger(config.logLevel, 'callback-relay', config.logFormat);
 const worker = createWorker(config, logger);
 stopOnSignals(logger, () => worker.stop());
 

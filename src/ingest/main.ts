@@ -5,7 +5,7 @@ import { startIngest } from './start-ingest.js';
 
 /** `npm run ingest` / `callback-relay ingest`: one ingest replica until SIGTERM or SIGINT. */
 const config = loadConfigOrExit();
-const logger = createLogger(config.logLevel, 'callback-relay-ingest');
+const logger = createLogger(config.logLevel, 'callback-relay-ingest', config.logFormat);
 try {
   const ingest = await startIngest(config, logger);
   stopOnSignals(logger, () => ingest.close());

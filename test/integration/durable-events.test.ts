@@ -17,7 +17,7 @@ const FINAL = new Set(['delivered', 'dead']);
 
 /**
  * The service's side: a queue of its own bound to P.events, read with manual acks, deduplicated on
- * `message_id`, one final outcome per callback id (what the README's status-table consumer does).
+ * `message_id`, one final outcome per callback id (what the status-table consumer of docs/events-and-history.md does).
  */
 async function statusTable(channel: Channel, eventsExchange: string, queue: string) {
   const seen = new Set<string>();

@@ -10,7 +10,7 @@ const DURATIONS = new Set(['duration', 'positive-duration']);
 /**
  * The settings of `config` as the env vars a worker process reads, derived from the schema so a new
  * setting reaches spawned workers without being listed here: durations in ms, lists comma-joined,
- * unset optional values left out. LOG_LEVEL is `info`, which the spawned-worker helpers wait on.
+ * unset optional values left out. Logs are JSON lines at level `info`, which the spawned-worker helpers parse.
  */
 export function configEnv(config: RelayConfig): Record<string, string> {
   const env: Record<string, string> = {};
@@ -21,7 +21,7 @@ export function configEnv(config: RelayConfig): Record<string, string> {
     else if (typeof spec.format === 'string' && DURATIONS.has(spec.format)) env[spec.env] = `${value as number}ms`;
     else env[spec.env] = Array.isArray(value) ? value.join(',') : String(value);
   }
-  return { ...env, LOG_LEVEL: 'info' };
+  return { ...env, LOG_LEVEL: 'info', LOG_FORMAT: 'json' };
 }
 
 export interface WorkerProcess {

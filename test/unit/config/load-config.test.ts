@@ -26,6 +26,7 @@ describe('loadConfig defaults', () => {
       publishTimeout: 10_000,
       publishBufferLimit: 1_000,
       logLevel: 'info',
+      logFormat: 'auto',
       // Safe by default: loopback, private and link-local targets only when TARGET_ALLOW lists them.
       targetPolicy: 'strict',
       targetAllow: '',
@@ -193,6 +194,7 @@ const INVALID: Array<[string, string]> = [
   ['PUBLISH_BUFFER_LIMIT', '-3'],
   ['LOG_LEVEL', 'loud'],
   ['LOG_LEVEL', 'INFO'],
+  ['LOG_FORMAT', 'text'],
   ['ISOLATION', 'maybe'],
   ['TARGET_KEY', 'path'],
   ['TARGET_CONCURRENCY', '0'],

@@ -3,7 +3,7 @@ import { LANE_BUCKETS, laneBucket, laneOf, laneRoutingKey } from '../../../src/t
 import { topologyNames } from '../../../src/topology/topology-names.js';
 
 describe('lane buckets (wire contract)', () => {
-  it('is FNV-1a 32 of the origin modulo 64, as README documents (and its Python example computes)', () => {
+  it('is FNV-1a 32 of the origin modulo 64, as docs/wire-contract.md documents (and its Python example computes)', () => {
     expect(laneBucket('http://127.0.0.1:8080')).toBe(18);
     // FNV-1a of the empty string is its offset basis, 0x811c9dc5 = 2166136261.
     expect(laneBucket('')).toBe(2_166_136_261 % 64);
