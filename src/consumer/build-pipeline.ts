@@ -10,6 +10,7 @@ import type { IsolationPolicy, TargetIsolation } from '../isolation/target-isola
 import { createSigner } from '../signing/create-signer.js';
 import type { ResolvedTopology } from '../topology/connect-topology.js';
 import type { Tracing } from '../tracing/tracing.js';
+import type { ControlView } from '../control/control-state.js';
 import { createDecider } from './decide.js';
 import { createMessageHandler, type Job } from './handle-message.js';
 import { observeAll } from './observer.js';
@@ -44,6 +45,7 @@ export function buildPipeline(
   metrics: PipelineObserver,
   isolation: TargetIsolation<Job> | undefined,
   tracing?: Tracing,
+  control?: ControlView,
 ) {
   const events = config.events === 'on' ? createOutcomeEvents(topology.names.eventsExchange, clock) : undefined;
   const retry = { schedule: config.retrySchedule, maxAttempts: config.maxAttempts, jitter: config.retryJitter, retryAfterMaxMs: config.retryAfterMax, successBody: config.successBody };
@@ -69,6 +71,7 @@ export function buildPipeline(
     settle: settleOptions(topology, config.publishTimeout),
     tracing,
     durableEvents: config.events === 'durable' ? createDurableEvents(topology.names.eventsExchange, clock, config.publishTimeout) : undefined,
+    control,
   });
   return { ...handle, events };
 }

@@ -16,6 +16,7 @@ import { settle, type AttemptRecord, type SettleContext, type SettleFallback, ty
 import type { DurableEvents } from '../events/durable-events.js';
 import type { PipelineObserver } from './observer.js';
 import type { Tracing } from '../tracing/tracing.js';
+import type { ControlView } from '../control/control-state.js';
 
 /** The queue a message was consumed from: a work lane's index, or `slow` (the drained slow lane). */
 export type Lane = string;
@@ -45,6 +46,8 @@ export interface PipelineDeps {
   tracing?: Tracing | undefined;
   /** EVENTS=durable: each outcome's event is stored before its message is settled. */
   durableEvents?: DurableEvents | undefined;
+  /** The control stream's cancels and pauses, as this worker has read them (src/control/). */
+  control?: ControlView | undefined;
 }
 
 /** A decoded message on its way: everything the later steps need, built once. */
@@ -123,6 +126,7 @@ export function createMessageHandler(deps: PipelineDeps) {
         return;
       }
       const { delivery } = decoded;
+      if (deps.control?.isCancelled(delivery.id, message.properties.headers)) return void parkCanceled(message, channel, lane, delivery).then(() => done(), done);
       const target = targetOf(delivery.url, deps.targetKey);
       let settled = false;
       const finish = (error?: unknown): void => {
@@ -133,6 +137,18 @@ export function createMessageHandler(deps: PipelineDeps) {
       const job: Job = { message, channel, lane, delivery, target, bucket: laneBucket(delivery.url.origin), finish };
       admit(job);
     });
+  }
+
+  /** A cancelled callback is parked in P.dead as `canceled` without an attempt; its event says `canceled`. */
+  async function parkCanceled(message: ConsumeMessage, channel: ConfirmChannel, lane: Lane, delivery: Delivery): Promise<void> {
+    const decision = { kind: 'dead', reason: 'canceled', why: 'canceled by a cancel marker' } as const;
+    const outcome: DeliveryOutcome = { error: 'canceled', durationMs: 0 };
+    const report = { id: delivery.id, url: delivery.callback.url, target: targetOf(delivery.url, deps.targetKey), lane, attempt: delivery.attempt - 1, outcome, decision, nextAttemptAt: undefined };
+    const record = { ...unattempted(delivery.id, delivery.attempt - 1), firstAttemptAt: delivery.firstAttemptAt, policy: delivery.policy };
+    const context = contextOf(channel, message, laneBucket(delivery.url.origin), deps.durableEvents?.forAttempt(channel, report));
+    if (!(await settle(decision, record, context))) return;
+    logger.info({ id: delivery.id, target: report.target, reason: 'canceled', attempts: record.attempts }, 'callback dead-lettered');
+    observer.attempted(report);
   }
 
   /** Step 2: queue the job for a slot, or fail it fast when its target's circuit is open. */

@@ -17,6 +17,7 @@ import { amqpUrls } from '../config/amqp-urls.js';
 import { parseCidrList } from '../http/address-policy.js';
 import { createGuardedAgent } from '../http/guarded-agent.js';
 import { loadTracing, type Tracing } from '../tracing/tracing.js';
+import { startControlReader, type ControlReader } from '../control/control-reader.js';
 
 export { isolationPolicy } from './build-pipeline.js';
 
@@ -64,6 +65,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   let recycling = false;
   let server: Server | undefined;
   let dueMover: DueMover | undefined;
+  let control: ControlReader | undefined;
   const isolation = config.isolation === 'on' ? new TargetIsolation<Job>(isolationPolicy(config)) : undefined;
   const metrics = createRelayMetrics(config.successBody, () => isolation);
   const tracing = 'tracing' in deps ? deps.tracing : loadTracing(logger);
@@ -73,7 +75,9 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     if (config.metricsPort > 0) server = await startMetricsServer(config.metricsPort, metrics.registry, { ready: () => ready });
     const topology = await connectTopology(config, logger, abort.signal);
     await applyTopology(topology.url, topology);
-    const { handle, channelClosed, events } = buildPipeline(config, topology, agent, logger, clock, deps.random ?? Math.random, metrics.observer, isolation, await tracing);
+    // Cancels and pauses: read P.control up to the present before the first message is consumed.
+    control = await startControlReader({ urls: amqpUrls(config.amqpUrl), names: topology.names, logger, clock });
+    const { handle, channelClosed, events } = buildPipeline(config, topology, agent, logger, clock, deps.random ?? Math.random, metrics.observer, isolation, await tracing, control);
     // The broker cancelled a consumer (queue deleted, its node gone, a consumer timeout): a worker
     // that keeps the connection but consumes nothing must not look ready. Recycle the connection once;
     // the setup declares the topology again and consumes every queue anew.
@@ -149,6 +153,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     if (!finished) logger.warn({ unfinished: inFlight.size }, 'drain timeout: unfinished deliveries return to the queue');
     await channel?.close().catch(() => {});
     await manager?.close().catch(() => {});
+    await control?.close();
     await agent.close().catch(() => {});
     await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
     await (await tracing)?.shutdown().catch(() => {});

@@ -9,8 +9,11 @@ export interface ControlStateLimits {
 
 /** What the pipeline asks of the control stream before an attempt. */
 export interface ControlView {
-  /** Whether callback `id` was cancelled. */
-  isCancelled(id: string): boolean;
+  /**
+   * Whether callback `id` was cancelled. `headers` are its message's: a copy replayed from P.dead after
+   * its cancel (`x-callback-replayed-at`) is not cancelled by it, so a canceled callback can be replayed.
+   */
+  isCancelled(id: string, headers?: Record<string, unknown>): boolean;
   /** Whether callbacks to `origin` are paused. */
   isPaused(origin: string): boolean;
 }
@@ -22,7 +25,7 @@ export interface ControlView {
  * now either, so forgetting it keeps every worker alike). Paused origins are few and never expire:
  * a pause lasts until its resume.
  */
-export class ControlState implements ControlView {
+export class ControlState {
   /** Cancelled id → when it was cancelled (ms). A Map iterates in insertion order: oldest first. */
   private readonly cancelled = new Map<string, number>();
   /** Paused origin → when it was paused (ms). */
@@ -54,12 +57,15 @@ export class ControlState implements ControlView {
     }
   }
 
-  isCancelled(id: string): boolean {
+  /** Whether `id` was cancelled, after `replayedAtMs` when given (a replay from P.dead outlives older cancels). */
+  isCancelled(id: string, replayedAtMs?: number): boolean {
     const at = this.cancelled.get(id);
     if (at === undefined) return false;
-    if (at >= this.clock() - this.limits.maxAgeMs) return true;
-    this.cancelled.delete(id);
-    return false;
+    if (at < this.clock() - this.limits.maxAgeMs) {
+      this.cancelled.delete(id);
+      return false;
+    }
+    return replayedAtMs === undefined || at > replayedAtMs;
   }
 
   isPaused(origin: string): boolean {

@@ -3,6 +3,7 @@ import { RelayError } from '../errors.js';
 import { declareDelayLevels } from './declare-delay-levels.js';
 import { declareDeliveryPath } from './declare-delivery-path.js';
 import { declareHistory } from '../history/declare-history.js';
+import { declareControl } from '../control/declare-control.js';
 import type { DelayMode } from './delay-mode.js';
 import type { BrokerFeatures } from './queue-arguments.js';
 import type { TopologyNames } from './topology-names.js';
@@ -29,6 +30,7 @@ export async function declareTopology(channel: Channel, options: TopologyOptions
       await declareDelayLevels(channel, names, queueType === 'quorum' && broker.quorumDeadLettering ? 'quorum' : 'classic');
     }
     if (options.history) await declareHistory(channel, names, options.history.maxAge);
+    await declareControl(channel, names);
   } catch (error) {
     throw new RelayError(
       'CR_ERR_TOPOLOGY',
@@ -44,6 +46,6 @@ export async function declareTopology(channel: Channel, options: TopologyOptions
  * benchmarks and chaos runs leave the broker as they found it). Deleting what does not exist is fine.
  */
 export async function deleteTopology(channel: Channel, names: TopologyNames): Promise<void> {
-  for (const queue of [...names.workQueues, names.slowQueue, names.dueQueue, names.deadQueue, names.historyQueue, ...names.delayLevels]) await channel.deleteQueue(queue);
+  for (const queue of [...names.workQueues, names.slowQueue, names.dueQueue, names.deadQueue, names.historyQueue, names.controlQueue, ...names.delayLevels]) await channel.deleteQueue(queue);
   for (const exchange of [names.exchange, names.eventsExchange, names.delayExchange, names.lanesExchange, ...names.delayLevels]) await channel.deleteExchange(exchange);
 }

@@ -17,6 +17,13 @@ describe('ControlState', () => {
     expect(state.isCancelled('b')).toBe(false);
   });
 
+  it('a callback replayed after its cancel is not cancelled by it; one replayed before is', () => {
+    const state = stateAt({ ms: 100 });
+    state.apply({ type: 'cancel', id: 'a', at: at(50) });
+    expect(state.isCancelled('a', T0 + 60)).toBe(false);
+    expect(state.isCancelled('a', T0 + 40)).toBe(true);
+  });
+
   it('keeps at most maxCancelled ids, forgetting the oldest first', () => {
     const state = stateAt({ ms: 10 });
     for (const [i, id] of ['a', 'b', 'c', 'd'].entries()) state.apply({ type: 'cancel', id, at: at(i) });

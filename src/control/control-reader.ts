@@ -1,0 +1,104 @@
+import { randomUUID } from 'node:crypto';
+import amqp, { type AmqpConnectionManager, type ChannelWrapper } from 'amqp-connection-manager';
+import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
+import type { Logger } from '../logger.js';
+import { HEADER, readString } from '../message/headers.js';
+import type { TopologyNames } from '../topology/topology-names.js';
+import { encodeMarker, parseMarker } from './control-markers.js';
+import { ControlState, type ControlView } from './control-state.js';
+import { CONTROL_MAX_AGE_MS, declareControl } from './declare-control.js';
+
+/** Cancelled ids a worker keeps at most (about 100 MB at the longest ids); the oldest are forgotten first. */
+export const MAX_CANCELLED = 200_000;
+/** Markers the reader may hold unacked: a stream consumer must set a prefetch. */
+const PREFETCH = 500;
+/** How long a starting worker waits to have read the stream up to the present before consuming anyway. */
+const SYNC_TIMEOUT_MS = 30_000;
+
+export interface ControlReader extends ControlView {
+  /** Paused origins and since when. */
+  pausedOrigins(): { origin: string; since: string }[];
+  /** Stops reading and closes the reader's connection. */
+  close(): Promise<void>;
+}
+
+export interface ControlReaderOptions {
+  urls: string[];
+  names: TopologyNames;
+  logger: Logger;
+  clock: () => number;
+  /** Told about every marker applied (for a worker that acts on pauses as they arrive). */
+  onMarker?: () => void;
+}
+
+/**
+ * Every worker's reader of P.control, on a reconnecting connection of its own. It reads the stream
+ * from its first marker into a ControlState, then follows it live; after a reconnect it resumes at
+ * the offset after the last marker it applied (`x-stream-offset`):
+ * https://www.rabbitmq.com/docs/streams#consuming
+ *
+ * Resolves once the state holds every marker written before the worker started: it appends a `sync`
+ * marker of its own and waits to read it back (at most SYNC_TIMEOUT_MS; then it warns and goes on).
+ */
+export async function startControlReader(options: ControlReaderOptions): Promise<ControlReader> {
+  const { names, logger, clock } = options;
+  const state = new ControlState({ maxCancelled: MAX_CANCELLED, maxAgeMs: CONTROL_MAX_AGE_MS }, clock);
+  const nonce = randomUUID();
+  let synced: () => void = () => {};
+  const sync = new Promise<void>((resolve) => (synced = resolve));
+  /** The offset of the next marker to apply: markers before it are skipped when a resumed read repeats them. */
+  let next = 0;
+  let closing = false;
+  const manager: AmqpConnectionManager = amqp.connect(options.urls, { reconnectTimeInSeconds: 1, heartbeatIntervalInSeconds: 10 });
+  manager.on('disconnect', ({ err }) => logger.warn({ err: err?.message }, 'control stream reader disconnected; reconnecting'));
+
+  const onMessage = (channel: ConfirmChannel, message: ConsumeMessage | null): void => {
+    if (message === null) {
+      // The stream was deleted or its node went away: read it again on a new connection.
+      if (!closing) manager.reconnect();
+      return;
+    }
+    const offset = Number(message.properties.headers?.['x-stream-offset']);
+    channel.ack(message);
+    // A read resumed at an offset may start at the beginning of the chunk holding it.
+    if (Number.isInteger(offset) && offset < next) return;
+    if (Number.isInteger(offset)) next = offset + 1;
+    const marker = parseMarker(message.content);
+    if (!marker) return;
+    state.apply(marker);
+    if (marker.type === 'sync' && marker.nonce === nonce) synced();
+    else if (marker.type !== 'sync') options.onMarker?.();
+  };
+
+  const channel: ChannelWrapper = manager.createChannel({
+    confirm: true,
+    setup: async (ch: ConfirmChannel) => {
+      await declareControl(ch, names);
+      await ch.prefetch(PREFETCH);
+      await ch.consume(names.controlQueue, (message) => onMessage(ch, message), { noAck: false, arguments: { 'x-stream-offset': next } });
+    },
+  });
+  channel.on('error', (error: Error) => logger.error({ err: error.message }, 'control stream reader setup failed'));
+  await channel.waitForConnect();
+  const own = encodeMarker({ type: 'sync', nonce, at: new Date(clock()).toISOString() });
+  await channel.sendToQueue(names.controlQueue, own, { persistent: true, contentType: 'application/json' });
+  const timer = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), SYNC_TIMEOUT_MS).unref());
+  if (!(await Promise.race([sync.then(() => true), timer]))) {
+    logger.warn({ waitedMs: SYNC_TIMEOUT_MS }, 'the control stream was not read to its end in time; consuming while it is still being read');
+  }
+  logger.info({ cancelled: state.cancelledCount, paused: state.pausedOrigins().length }, 'control stream read');
+
+  return {
+    isCancelled: (id, headers) => {
+      const replayedAt = Date.parse(readString(headers, HEADER.replayedAt) ?? '');
+      return state.isCancelled(id, Number.isNaN(replayedAt) ? undefined : replayedAt);
+    },
+    isPaused: (origin) => state.isPaused(origin),
+    pausedOrigins: () => state.pausedOrigins(),
+    async close() {
+      closing = true;
+      await channel.close().catch(() => {});
+      await manager.close().catch(() => {});
+    },
+  };
+}
