@@ -17,6 +17,7 @@ import type { DurableEvents } from '../events/durable-events.js';
 import type { PipelineObserver } from './observer.js';
 import type { Tracing } from '../tracing/tracing.js';
 import type { ControlView } from '../control/control-state.js';
+import { moveTo } from '../control/move-held.js';
 
 /** The queue a message was consumed from: a work lane's index, or `slow` (the drained slow lane). */
 export type Lane = string;
@@ -127,6 +128,8 @@ export function createMessageHandler(deps: PipelineDeps) {
       }
       const { delivery } = decoded;
       if (deps.control?.isCancelled(delivery.id, message.properties.headers)) return void parkCanceled(message, channel, lane, delivery).then(() => done(), done);
+      // A paused target: the callback waits in P.paused, no attempt made nor counted (src/control/).
+      if (deps.control?.isPaused(delivery.url.origin)) return void moveTo(channel, message, names.pausedQueue, delivery.id, deps.settle?.confirmTimeoutMs ?? 10_000).then(() => done(), done);
       const target = targetOf(delivery.url, deps.targetKey);
       let settled = false;
       const finish = (error?: unknown): void => {

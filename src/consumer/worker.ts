@@ -76,7 +76,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     const topology = await connectTopology(config, logger, abort.signal);
     await applyTopology(topology.url, topology);
     // Cancels and pauses: read P.control up to the present before the first message is consumed.
-    control = await startControlReader({ urls: amqpUrls(config.amqpUrl), names: topology.names, logger, clock });
+    control = await startControlReader({ urls: amqpUrls(config.amqpUrl), names: topology.names, logger, clock, moveHeld: { timeoutMs: config.publishTimeout } });
     const { handle, channelClosed, events } = buildPipeline(config, topology, agent, logger, clock, deps.random ?? Math.random, metrics.observer, isolation, await tracing, control);
     // The broker cancelled a consumer (queue deleted, its node gone, a consumer timeout): a worker
     // that keeps the connection but consumes nothing must not look ready. Recycle the connection once;

@@ -7,11 +7,14 @@ import type { TopologyNames } from '../topology/topology-names.js';
 import { encodeMarker, parseMarker } from './control-markers.js';
 import { ControlState, type ControlView } from './control-state.js';
 import { CONTROL_MAX_AGE_MS, declareControl } from './declare-control.js';
+import { heldDestination, moveTo } from './move-held.js';
 
 /** Cancelled ids a worker keeps at most (about 100 MB at the longest ids); the oldest are forgotten first. */
 export const MAX_CANCELLED = 200_000;
 /** Markers the reader may hold unacked: a stream consumer must set a prefetch. */
 const PREFETCH = 500;
+/** Held callbacks checked at once: moved in order on one channel, so order is kept at any prefetch. */
+const HELD_PREFETCH = 100;
 /** How long a starting worker waits to have read the stream up to the present before consuming anyway. */
 const SYNC_TIMEOUT_MS = 30_000;
 
@@ -27,8 +30,11 @@ export interface ControlReaderOptions {
   names: TopologyNames;
   logger: Logger;
   clock: () => number;
-  /** Told about every marker applied (for a worker that acts on pauses as they arrive). */
-  onMarker?: () => void;
+  /**
+   * A worker's reader also takes its turn at checking held callbacks (P.paused.check, one active
+   * consumer across the fleet), publishing each copy within `timeoutMs` (PUBLISH_TIMEOUT).
+   */
+  moveHeld?: { timeoutMs: number } | undefined;
 }
 
 /**
@@ -67,7 +73,15 @@ export async function startControlReader(options: ControlReaderOptions): Promise
     if (!marker) return;
     state.apply(marker);
     if (marker.type === 'sync' && marker.nonce === nonce) synced();
-    else if (marker.type !== 'sync') options.onMarker?.();
+  };
+
+  /** After the stream was read up to the present, so a pause written before this worker started holds. */
+  const onHeld = (channel: ConfirmChannel, message: ConsumeMessage | null, timeoutMs: number): void => {
+    if (message === null) {
+      if (!closing) manager.reconnect();
+      return;
+    }
+    void sync.then(() => moveTo(channel, message, heldDestination(message.content, names, (origin) => state.isPaused(origin)), String(message.properties.messageId ?? ''), timeoutMs));
   };
 
   const channel: ChannelWrapper = manager.createChannel({
@@ -76,6 +90,11 @@ export async function startControlReader(options: ControlReaderOptions): Promise
       await declareControl(ch, names);
       await ch.prefetch(PREFETCH);
       await ch.consume(names.controlQueue, (message) => onMessage(ch, message), { noAck: false, arguments: { 'x-stream-offset': next } });
+      const moveHeld = options.moveHeld;
+      if (moveHeld) {
+        await ch.prefetch(HELD_PREFETCH);
+        await ch.consume(names.pausedCheckQueue, (message) => onHeld(ch, message, moveHeld.timeoutMs), { noAck: false });
+      }
     },
   });
   channel.on('error', (error: Error) => logger.error({ err: error.message }, 'control stream reader setup failed'));
@@ -85,6 +104,7 @@ export async function startControlReader(options: ControlReaderOptions): Promise
   const timer = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), SYNC_TIMEOUT_MS).unref());
   if (!(await Promise.race([sync.then(() => true), timer]))) {
     logger.warn({ waitedMs: SYNC_TIMEOUT_MS }, 'the control stream was not read to its end in time; consuming while it is still being read');
+    synced();
   }
   logger.info({ cancelled: state.cancelledCount, paused: state.pausedOrigins().length }, 'control stream read');
 

@@ -108,3 +108,36 @@ it('cancel refuses what is not a callback id, and a prefix without a control str
   expect(missing.stderr).toContain('CR_ERR_CONFIG');
   expect(missing.stderr).toContain('.control');
 });
+
+describeEachMode('pause a target', (mode) => {
+  it('with two workers: no attempt while paused, every callback delivered after resume, in order; other targets unaffected', async () => {
+    const paused = await open.receiver(() => ({ status: 200 }));
+    const other = await open.receiver(() => ({ status: 200 }));
+    const relay = await open.relay({ DELAY_MODE: mode, PREFETCH: '1', TARGET_CONCURRENCY: '1', TARGET_INITIAL_CONCURRENCY: '1' });
+    await relay.startWorker();
+    await relay.startWorker();
+    const pause = await cli(relay, ['target', 'pause', paused.origin]);
+    expect(pause.code, pause.stderr).toBe(0);
+    // Workers read the marker live; a callback published right after it may still meet a worker that has not.
+    await sleep(500);
+
+    for (let n = 0; n < 8; n += 1) await relay.publisher.publish({ url: `${paused.origin}/hook/${n}`, body: { n } });
+    await relay.publisher.publish({ url: `${other.origin}/hook`, body: {} });
+    await other.waitFor((r) => r.length === 1, 10_000);
+    await sleep(3_000);
+    expect(paused.requests).toHaveLength(0);
+    const listed = await cli(relay, ['target', 'list']);
+    expect(listed.stdout).toContain(`${paused.origin}  paused since `);
+
+    const resume = await cli(relay, ['target', 'resume', paused.origin]);
+    expect(resume.code, resume.stderr).toBe(0);
+    await paused.waitFor((r) => r.length === 8, 40_000);
+    const order = paused.requests.map((r) => Number(r.path.split('/').pop()));
+    expect([...order].sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    // Two workers take turns, one callback each at a time: neighbours may swap, nothing moves further.
+    order.forEach((n, position) => expect(Math.abs(n - position), `order ${order.join(',')}`).toBeLessThanOrEqual(2));
+    expect(paused.requests.every((r) => r.headers['webhook-id'] !== undefined)).toBe(true);
+    expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
+    expect((await cli(relay, ['target', 'list'])).stdout).toContain('no target is paused');
+  });
+});
