@@ -11,7 +11,7 @@ export interface ControlStateLimits {
 export interface ControlView {
   /**
    * Whether callback `id` was cancelled. `headers` are its message's: a copy replayed from P.dead after
-   * its cancel (`x-callback-replayed-at`) is not cancelled by it, so a canceled callback can be replayed.
+   * its cancel (`x-replayed-at`) is not cancelled by it, so a canceled callback can be replayed.
    */
   isCancelled(id: string, headers?: Record<string, unknown>): boolean;
   /** Whether callbacks to `origin` are paused. */

@@ -14,7 +14,7 @@ export const HEADER = {
   /** On P.dead messages: attempts made. */
   attempts: 'x-callback-attempts',
   /** On a copy replayed from P.dead: when (ISO time). A cancel marker written before it does not apply to it. */
-  replayedAt: 'x-callback-replayed-at',
+  replayedAt: 'x-replayed-at',
   /** Plugin mode: the delay in ms, read by the x-delayed-message exchange. */
   delay: 'x-delay',
   /** On every copy a worker publishes: a token unique to that publish, matching a broker return to it. */
