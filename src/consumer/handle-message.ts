@@ -1,7 +1,7 @@
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { Logger } from '../logger.js';
 import { FairShare } from '../isolation/fair-share.js';
-import type { Transition } from '../isolation/health.js';
+import type { HealthState, Transition } from '../isolation/health.js';
 import { targetOf, type AttemptKind, type Effects, type TargetIsolation, type TargetKey } from '../isolation/target-isolation.js';
 import type { DeliveryOutcome } from '../policy/classify-outcome.js';
 import type { RetryPolicies } from '../policy/message-policy.js';
@@ -232,6 +232,7 @@ export function createMessageHandler(deps: PipelineDeps) {
   function apply(effects: Effects<Job>): void {
     const transition: Transition | undefined = effects.transition;
     if (transition) {
+      if (!transition.shared) deps.control?.broadcastHealth?.(transition.target, transition.to);
       logger.warn({ ...transition }, transition.to === 'degraded' ? 'target degraded: circuit open, attempts fail fast but for probes' : 'target recovered: circuit closed');
       observer.transition(transition);
     }
@@ -246,5 +247,10 @@ export function createMessageHandler(deps: PipelineDeps) {
     for (const job of dropped) job.finish();
   }
 
-  return { handle, channelClosed };
+  /** Another worker's circuit transition for `target`, read from P.control: taken as this worker's own. */
+  function shareHealth(target: string, state: HealthState): void {
+    if (isolation) apply(isolation.shareHealth(target, state, clock()));
+  }
+
+  return { handle, channelClosed, shareHealth };
 }

@@ -77,7 +77,8 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     await applyTopology(topology.url, topology);
     // Cancels and pauses: read P.control up to the present before the first message is consumed.
     control = await startControlReader({ urls: amqpUrls(config.amqpUrl), names: topology.names, logger, clock, moveHeld: { timeoutMs: config.publishTimeout } });
-    const { handle, channelClosed, events } = buildPipeline(config, topology, agent, logger, clock, deps.random ?? Math.random, metrics.observer, isolation, await tracing, control);
+    const { handle, channelClosed, events, shareHealth } = buildPipeline(config, topology, agent, logger, clock, deps.random ?? Math.random, metrics.observer, isolation, await tracing, control);
+    control.onHealth(shareHealth);
     // The broker cancelled a consumer (queue deleted, its node gone, a consumer timeout): a worker
     // that keeps the connection but consumes nothing must not look ready. Recycle the connection once;
     // the setup declares the topology again and consumes every queue anew.

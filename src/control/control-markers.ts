@@ -7,6 +7,8 @@ export type ControlMarker =
   | { type: 'cancel'; id: string; at: string }
   | { type: 'pause'; origin: string; at: string }
   | { type: 'resume'; origin: string; at: string }
+  /** A worker's circuit for `target` opened (`degraded`) or closed (`recovered`); `from` names the reader that wrote it. */
+  | { type: 'degraded' | 'recovered'; target: string; from: string; at: string }
   /** Written by a starting worker: once it reads its own sync marker back, it has read every marker before it. */
   | { type: 'sync'; nonce: string; at: string };
 
@@ -40,6 +42,12 @@ export function parseMarker(content: Buffer): ControlMarker | undefined {
     case 'resume': {
       const origin = text('origin');
       return origin === undefined ? undefined : { type: record.type, origin, at };
+    }
+    case 'degraded':
+    case 'recovered': {
+      const target = text('target');
+      const from = text('from');
+      return target === undefined || from === undefined ? undefined : { type: record.type, target, from, at };
     }
     case 'sync': {
       const nonce = text('nonce');

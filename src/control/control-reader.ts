@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import amqp, { type AmqpConnectionManager, type ChannelWrapper } from 'amqp-connection-manager';
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
+import type { HealthState } from '../isolation/health.js';
 import type { Logger } from '../logger.js';
 import { HEADER, readString } from '../message/headers.js';
 import type { TopologyNames } from '../topology/topology-names.js';
@@ -13,12 +14,16 @@ import { heldDestination, moveTo } from './move-held.js';
 export const MAX_CANCELLED = 200_000;
 /** Markers the reader may hold unacked: a stream consumer must set a prefetch. */
 const PREFETCH = 500;
+/** A health broadcast older than this when read (a resumed read catching up) is stale: not acted on. */
+const HEALTH_FRESH_MS = 30_000;
 /** Held callbacks checked at once: moved in order on one channel, so order is kept at any prefetch. */
 const HELD_PREFETCH = 100;
 /** How long a starting worker waits to have read the stream up to the present before consuming anyway. */
 const SYNC_TIMEOUT_MS = 30_000;
 
 export interface ControlReader extends ControlView {
+  /** Calls `listener` with each circuit transition another worker broadcasts from now on. */
+  onHealth(listener: (target: string, state: HealthState) => void): void;
   /** Paused origins and since when. */
   pausedOrigins(): { origin: string; since: string }[];
   /** Stops reading and closes the reader's connection. */
@@ -55,6 +60,8 @@ export async function startControlReader(options: ControlReaderOptions): Promise
   /** The offset of the next marker to apply: markers before it are skipped when a resumed read repeats them. */
   let next = 0;
   let closing = false;
+  let live = false;
+  let healthListener: ((target: string, state: HealthState) => void) | undefined;
   const manager: AmqpConnectionManager = amqp.connect(options.urls, { reconnectTimeInSeconds: 1, heartbeatIntervalInSeconds: 10 });
   manager.on('disconnect', ({ err }) => logger.warn({ err: err?.message }, 'control stream reader disconnected; reconnecting'));
 
@@ -73,7 +80,13 @@ export async function startControlReader(options: ControlReaderOptions): Promise
     if (!marker) return;
     state.apply(marker);
     if (marker.type === 'sync' && marker.nonce === nonce) synced();
+    // Health is news, not state: only broadcasts of other workers, read live and fresh, are acted on.
+    const fresh = live && clock() - Date.parse(marker.at) <= HEALTH_FRESH_MS;
+    if ((marker.type === 'degraded' || marker.type === 'recovered') && marker.from !== nonce && fresh) {
+      healthListener?.(marker.target, marker.type === 'degraded' ? 'degraded' : 'healthy');
+    }
   };
+  void sync.then(() => (live = true));
 
   /** After the stream was read up to the present, so a pause written before this worker started holds. */
   const onHeld = (channel: ConfirmChannel, message: ConsumeMessage | null, timeoutMs: number): void => {
@@ -114,6 +127,14 @@ export async function startControlReader(options: ControlReaderOptions): Promise
       return state.isCancelled(id, Number.isNaN(replayedAt) ? undefined : replayedAt);
     },
     isPaused: (origin) => state.isPaused(origin),
+    broadcastHealth(target, health) {
+      const marker = encodeMarker({ type: health === 'degraded' ? 'degraded' : 'recovered', target, from: nonce, at: new Date(clock()).toISOString() });
+      // Best effort: a broadcast lost only makes the other workers detect the change themselves.
+      channel.sendToQueue(names.controlQueue, marker, { persistent: true, contentType: 'application/json' }).catch(() => {});
+    },
+    onHealth(listener) {
+      healthListener = listener;
+    },
     pausedOrigins: () => state.pausedOrigins(),
     async close() {
       closing = true;

@@ -1,3 +1,4 @@
+import type { HealthState } from '../isolation/health.js';
 import type { ControlMarker } from './control-markers.js';
 
 export interface ControlStateLimits {
@@ -16,6 +17,8 @@ export interface ControlView {
   isCancelled(id: string, headers?: Record<string, unknown>): boolean;
   /** Whether callbacks to `origin` are paused. */
   isPaused(origin: string): boolean;
+  /** Tells the other workers that this one's circuit for `target` opened or closed (best effort). */
+  broadcastHealth?(target: string, state: HealthState): void;
 }
 
 /**
@@ -53,6 +56,9 @@ export class ControlState {
         this.paused.delete(marker.origin);
         return;
       case 'sync':
+      case 'degraded':
+      case 'recovered':
+        // Not state: a health broadcast is acted on live only (control-reader.ts).
         return;
     }
   }

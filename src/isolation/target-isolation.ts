@@ -1,6 +1,6 @@
 import type { DeliveryOutcome } from '../policy/classify-outcome.js';
 import { FairShare, type FairSharePolicy, type Started } from './fair-share.js';
-import { EndpointHealth, type HealthPolicy, type Transition } from './health.js';
+import { EndpointHealth, type HealthPolicy, type HealthState, type Transition } from './health.js';
 
 export type TargetKey = 'origin' | 'host';
 
@@ -88,6 +88,11 @@ export class TargetIsolation<T> {
     this.share.done(target, slow ? 'slow' : 'fast');
     if (kind === 'probe') this.releaseProbe(target);
     return this.effects(target, wasOverdue ? undefined : this.health.record(target, slow, nowMs));
+  }
+
+  /** Another worker's circuit transition (P.control): taken as this worker's own, effects included. */
+  shareHealth(target: string, state: HealthState, nowMs: number): Effects<T> {
+    return this.effects(target, this.health.force(target, state, nowMs));
   }
 
   /** A started item that was not attempted after all (its channel closed): its slot is freed. */

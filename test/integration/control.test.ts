@@ -3,6 +3,7 @@ import { promisify } from 'node:util';
 import type { Channel, ConsumeMessage } from 'amqplib';
 import { expect, it } from 'vitest';
 import type { OutcomeEvent } from '../../src/events/outcome-events.js';
+import { freePort } from '../support/free-port.js';
 import { describeEachMode, sleep } from '../support/modes.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
 import type { RelayFixture } from '../support/relay.js';
@@ -140,4 +141,20 @@ describeEachMode('pause a target', (mode) => {
     expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
     expect((await cli(relay, ['target', 'list'])).stdout).toContain('no target is paused');
   });
+});
+
+it('a circuit one worker opens is opened on the other through P.control, without paying detection again', async () => {
+  const slow = await open.receiver(() => ({ status: 200, delayMs: 600 }));
+  const relay = await open.relay({ SLOW_THRESHOLD: '200ms', HTTP_TIMEOUT: '2s', QUIET_PERIOD: '30s', RETRY_SCHEDULE: '1s', MAX_ATTEMPTS: '5' });
+  // The first detects after 3 slow results of 6; the second alone would need 20 of 20.
+  await relay.startWorker({}, { healthWindow: 6, degradeThreshold: 3 });
+  const second = await relay.startWorker({}, { healthWindow: 20, degradeThreshold: 20, metricsPort: await freePort() });
+  for (let n = 0; n < 8; n += 1) await relay.publisher.publish({ url: `${slow.origin}/hook/${n}`, body: { n } });
+  const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${second.metricsPort}/metrics`)).text();
+  const deadline = Date.now() + 20_000;
+  while (!/callback_relay_degraded_targets 1/.test(await metrics())) {
+    if (Date.now() > deadline) throw new Error(`the second worker never opened the circuit:\n${await metrics()}`);
+    await sleep(200);
+  }
+  expect(await metrics()).toMatch(/callback_relay_target_transitions_total\{to="degraded"\} 1/);
 });
