@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { isRelayError } from '../errors.js';
+import { controlCommand } from './control-command.js';
 import { dlqCommand } from './dlq-command.js';
 import { historyCommand } from './history-command.js';
 import { PUBLISH_USAGE, publishCommand } from './publish-command.js';
@@ -10,6 +11,8 @@ commands:
   publish     publish one callback (see: callback-relay publish --help)
   dlq         list, replay or purge the dead-letter queue P.dead (see: callback-relay dlq --help)
   history     a callback's timeline, or follow events as they happen (see: callback-relay history --help)
+  cancel      cancel callbacks by id: they are parked in P.dead as canceled (see: callback-relay cancel --help)
+  target      pause, resume or list paused targets fleet-wide (see: callback-relay target --help)
   ingest      run the HTTP ingest (POST /v1/callbacks) on INGEST_PORT until SIGTERM
 
 Settings come from environment variables (AMQP_URL, TOPOLOGY_PREFIX, …): see README.md, "Settings",
@@ -24,6 +27,8 @@ try {
     await import('../ingest/main.js');
   } else if (command === 'dlq') {
     process.exitCode = await dlqCommand(rest);
+  } else if (command === 'cancel' || command === 'target') {
+    process.exitCode = await controlCommand(command, rest);
   } else if (command === 'history') {
     // --follow runs until interrupted: Ctrl-C ends the read cleanly.
     const interrupted = new AbortController();

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { parseDuration } from '../config/duration.js';
+import { originOf } from '../control/control-markers.js';
 
 /** What `callback-relay history …` was asked to do. */
 export type HistoryCommand =
@@ -42,12 +43,7 @@ function parseSince(text: string): number {
 
 /** `https://host:port` as events' URLs start; a trailing slash or path is refused rather than guessed. */
 function parseOrigin(text: string): string {
-  let url: URL | undefined;
-  try {
-    url = new URL(text);
-  } catch {
-    url = undefined;
-  }
-  if (!url || url.origin === 'null' || url.origin !== text.replace(/\/$/, '')) throw new HistoryUsageError(`--target: must be an origin such as https://partner.example, got ${JSON.stringify(text)}`);
-  return url.origin;
+  const origin = originOf(text);
+  if (origin === undefined) throw new HistoryUsageError(`--target: must be an origin such as https://partner.example, got ${JSON.stringify(text)}`);
+  return origin;
 }

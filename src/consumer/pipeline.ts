@@ -1,5 +1,8 @@
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
+import type { ControlView } from '../control/control-state.js';
+import { moveTo } from '../control/move-held.js';
 import type { DurableEvents } from '../events/durable-events.js';
+import type { HealthState } from '../isolation/health.js';
 import { CIRCUIT_OPEN, targetOf, type AttemptKind, type Effects, type Scheduler, type TargetKey } from '../isolation/target-isolation.js';
 import type { Logger } from '../logger.js';
 import type { DeliveryOutcome } from '../policy/classify-outcome.js';
@@ -41,6 +44,8 @@ export interface PipelineContext {
   tracing?: Tracing | undefined;
   /** EVENTS=durable: each outcome's event is stored before its message is settled. */
   durableEvents?: DurableEvents | undefined;
+  /** The control stream's cancels and pauses, as this worker has read them (src/control/). */
+  control?: ControlView | undefined;
 }
 
 /** Step 1 → 2: a decoded message waiting for a slot. */
@@ -130,8 +135,23 @@ export function createPipeline(context: PipelineContext) {
         return;
       }
       const { delivery } = decoded;
-      admit({ message, channel, lane, delivery, target: targetOf(delivery.url, context.targetKey), bucket: laneBucket(delivery.url.origin), finish });
+      const job: Job = { message, channel, lane, delivery, target: targetOf(delivery.url, context.targetKey), bucket: laneBucket(delivery.url.origin), finish };
+      if (context.control?.isCancelled(delivery.id, message.properties.headers)) return void parkCanceled(job).then(() => finish(), finish);
+      // A paused target: the callback waits in P.paused, no attempt made nor counted (src/control/).
+      if (context.control?.isPaused(delivery.url.origin)) return void moveTo(channel, message, names.pausedQueue, delivery.id, context.settle.confirmTimeoutMs ?? 10_000).then(() => finish(), finish);
+      admit(job);
     });
+  }
+
+  /** A cancelled callback is parked in P.dead as `canceled` without an attempt; its event says `canceled`. */
+  async function parkCanceled({ message, channel, lane, delivery, target, bucket }: Job): Promise<void> {
+    const decision = { kind: 'dead', reason: 'canceled', why: 'canceled by a cancel marker' } as const;
+    const attempts = delivery.attempt - 1;
+    const report: AttemptReport = { id: delivery.id, url: delivery.callback.url, target, lane, attempt: attempts, outcome: { error: 'canceled', durationMs: 0 }, decision, nextAttemptAt: undefined };
+    const record: AttemptRecord = { id: delivery.id, attempts, firstAttemptAt: delivery.firstAttemptAt, lastAttemptAt: undefined, lastStatus: undefined, lastError: undefined, policy: delivery.policy };
+    if (!(await settle(decision, record, settleContext(channel, message, bucket, context.durableEvents?.forAttempt(channel, report))))) return;
+    logger.info({ id: delivery.id, target, reason: 'canceled', attempts }, 'callback dead-lettered');
+    observer.attempted(report);
   }
 
   /** Step 2: queue the job for a slot, or fail it fast when its target's circuit is open. */
@@ -213,6 +233,7 @@ export function createPipeline(context: PipelineContext) {
   function apply(effects: Effects<Job>): void {
     const { transition } = effects;
     if (transition) {
+      if (!transition.shared) context.control?.broadcastHealth?.(transition.target, transition.to);
       logger.warn({ ...transition }, transition.to === 'degraded' ? 'target degraded: circuit open, attempts fail fast but for probes' : 'target recovered: circuit closed');
       observer.transition(transition);
     }
@@ -225,5 +246,10 @@ export function createPipeline(context: PipelineContext) {
     for (const job of scheduler.drop((waiting) => waiting.channel === channel)) job.finish();
   }
 
-  return { handle, channelClosed };
+  /** Another worker's circuit transition for `target`, read from P.control: taken as this worker's own. */
+  function shareHealth(target: string, state: HealthState): void {
+    if (scheduler.shareHealth) apply(scheduler.shareHealth(target, state, clock()));
+  }
+
+  return { handle, channelClosed, shareHealth };
 }

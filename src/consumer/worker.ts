@@ -21,6 +21,8 @@ import { observeAll, type PipelineObserver } from './observer.js';
 import { createPipeline, type Job, type Lane } from './pipeline.js';
 import { settleOptions } from './settle-options.js';
 import { resolveWorkerSettings, type WorkerSettings } from './worker-settings.js';
+import { startControlReader, type ControlReader } from '../control/control-reader.js';
+import type { ControlView } from '../control/control-state.js';
 
 export interface WorkerDeps {
   /** Wall clock in ms; default `Date.now`. */
@@ -65,6 +67,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   let recycling = false;
   let server: Server | undefined;
   let dueMover: DueMover | undefined;
+  let control: ControlReader | undefined;
   const isolation = settings.isolation && new TargetIsolation<Job>(settings.isolation);
   const metrics = createRelayMetrics(() => isolation);
   const tracing = 'tracing' in deps ? deps.tracing : loadTracing(logger);
@@ -76,7 +79,12 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     await applyTopology(topology.url, topology);
     const events = settings.events === 'on' ? createOutcomeEvents(topology.names.eventsExchange, clock) : undefined;
     const observer = events ? observeAll([metrics.observer, events]) : metrics.observer;
-    const { handle, channelClosed } = createPipeline(pipelineContext(settings, { topology, dispatcher: agent, scheduler: isolation ?? new ArrivalOrder(consume.prefetch), observer, tracing: await tracing, clock, random: deps.random ?? Math.random, logger }));
+    // Cancels and pauses: read P.control up to the present before the first message is consumed.
+    control = await startControlReader({ urls: amqpUrls(config.amqpUrl), names: topology.names, logger, clock, moveHeld: { timeoutMs: settings.publishTimeoutMs } });
+    const { handle, channelClosed, shareHealth } = createPipeline(
+      pipelineContext(settings, { topology, dispatcher: agent, scheduler: isolation ?? new ArrivalOrder(consume.prefetch), control, observer, tracing: await tracing, clock, random: deps.random ?? Math.random, logger }),
+    );
+    control.onHealth(shareHealth);
     // The broker cancelled a consumer (queue deleted, its node gone, a consumer timeout): a worker
     // that keeps the connection but consumes nothing must not look ready. Recycle the connection once;
     // the setup declares the topology again and consumes every queue anew.
@@ -152,6 +160,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     if (!finished) logger.warn({ unfinished: inFlight.size }, 'drain timeout: unfinished deliveries return to the queue');
     await channel?.close().catch(() => {});
     await manager?.close().catch(() => {});
+    await control?.close();
     await agent.close().catch(() => {});
     await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
     await (await tracing)?.shutdown().catch(() => {});
@@ -178,6 +187,7 @@ interface PipelineParts {
   topology: ResolvedTopology;
   dispatcher: Dispatcher;
   scheduler: TargetIsolation<Job> | ArrivalOrder<Job>;
+  control: ControlView;
   observer: PipelineObserver;
   tracing: Tracing | undefined;
   clock: () => number;

@@ -75,7 +75,7 @@ export async function replayDead(
         continue;
       }
       try {
-        const options = { ...replayPublishOptions(message.properties, entry.id), mandatory };
+        const options = { ...replayPublishOptions(message.properties, entry.id, new Date().toISOString()), mandatory };
         await publishConfirmed(channel, { exchange: names.exchange, routingKey: names.routingKey }, message.content, options, session.publishTimeoutMs);
       } catch (error) {
         kept.push(message);

@@ -1,4 +1,5 @@
 import type { Options } from 'amqplib';
+import { HEADER } from '../message/headers.js';
 
 /**
  * Headers the broker adds (dead-lettering, quorum delivery counts) and `x-delay`. A replay drops them
@@ -39,8 +40,12 @@ export function replayHeaders(headers: Record<string, unknown> | undefined): Rec
 export function replayPublishOptions(
   properties: { headers?: Record<string, unknown> | undefined; timestamp?: unknown },
   id: string | null,
+  replayedAt?: string,
 ): Options.Publish {
-  const options: Options.Publish = { persistent: true, contentType: 'application/json', headers: replayHeaders(properties.headers) };
+  const headers = replayHeaders(properties.headers);
+  // A cancel marker written before the replay does not park the replayed copy (src/control/).
+  if (replayedAt !== undefined) headers[HEADER.replayedAt] = replayedAt;
+  const options: Options.Publish = { persistent: true, contentType: 'application/json', headers };
   if (id !== null) options.messageId = id;
   if (typeof properties.timestamp === 'number') options.timestamp = properties.timestamp;
   return options;

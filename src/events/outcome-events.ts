@@ -8,7 +8,7 @@ import { UnroutedPause } from './unrouted-pause.js';
 const UNROUTED_PAUSE_MS = 1_000;
 
 /** Routing keys of outcome events on the topic exchange P.events. */
-export type OutcomeType = 'delivered' | 'retry-scheduled' | 'dead';
+export type OutcomeType = 'delivered' | 'retry-scheduled' | 'dead' | 'canceled';
 
 /** The JSON body of an outcome event. The callback's payload is never included. */
 export interface OutcomeEvent {
@@ -21,7 +21,7 @@ export interface OutcomeEvent {
   error: string | undefined;
   /** For `retry-scheduled`: when the next attempt is due. */
   nextAttemptAt: string | undefined;
-  /** For `dead`: exhausted, rejected, invalid. */
+  /** For `dead`: exhausted, rejected, invalid…; for `canceled`: canceled. */
   reason: string | undefined;
   /** How long the attempt took (0 when it failed fast, e.g. `circuit open`). */
   durationMs: number | undefined;
@@ -90,7 +90,7 @@ export function createOutcomeEvents(exchange: string, clock: () => number, worke
 /** The event of an attempt whose decision was carried out. */
 export function outcomeEventOf(report: AttemptReport, worker: string, at: string): OutcomeEvent {
   const { decision, outcome } = report;
-  const type: OutcomeType = decision.kind === 'ack' ? 'delivered' : decision.kind === 'retry' ? 'retry-scheduled' : 'dead';
+  const type: OutcomeType = decision.kind === 'ack' ? 'delivered' : decision.kind === 'retry' ? 'retry-scheduled' : decision.reason === 'canceled' ? 'canceled' : 'dead';
   return {
     type,
     id: report.id,

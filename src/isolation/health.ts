@@ -22,6 +22,8 @@ export interface Transition {
   abnormal: number;
   /** Results in the window. */
   seen: number;
+  /** Taken from another worker's broadcast (P.control), not from this worker's own results. */
+  shared?: boolean;
 }
 
 interface TargetRecord {
@@ -68,6 +70,21 @@ export class EndpointHealth {
       record.state = 'healthy';
     }
     return record.state === from ? undefined : { target, from, to: record.state, abnormal: record.abnormal, seen: record.results.length };
+  }
+
+  /**
+   * Takes a state another worker detected. Degraded: the circuit opens now and stays open at least a
+   * quiet period, after which this worker's own probes decide. Healthy: the window starts afresh, so
+   * older slow results here do not open it again at once.
+   */
+  force(target: string, state: HealthState, nowMs: number): Transition | undefined {
+    const record = this.touch(target);
+    const from = record.state;
+    if (from === state) return undefined;
+    record.state = state;
+    if (state === 'degraded') record.lastAbnormalAt = nowMs;
+    else Object.assign(record, { results: [], next: 0, abnormal: 0 });
+    return { target, from, to: state, abnormal: record.abnormal, seen: record.results.length, shared: true };
   }
 
   /** Targets currently degraded (for metrics and logs). */

@@ -1,6 +1,6 @@
 import type { DeliveryOutcome } from '../policy/classify-outcome.js';
 import { FairShare, type FairSharePolicy, type Started } from './fair-share.js';
-import { EndpointHealth, type HealthPolicy, type Transition } from './health.js';
+import { EndpointHealth, type HealthPolicy, type HealthState, type Transition } from './health.js';
 
 export type TargetKey = 'origin' | 'host';
 
@@ -45,6 +45,8 @@ export interface Scheduler<T> {
   abandon(target: string, kind: AttemptKind): void;
   drop(matches: (item: T) => boolean): T[];
   readonly slowThresholdMs: number | undefined;
+  /** Another worker's circuit transition, taken as this one's own (absent when isolation is off). */
+  shareHealth?(target: string, state: HealthState, nowMs: number): Effects<T>;
 }
 
 const NO_EFFECTS: Effects<never> = { transition: undefined, failFast: [] };
@@ -145,6 +147,11 @@ export class TargetIsolation<T> implements Scheduler<T> {
     this.share.done(target, slow ? 'slow' : 'fast');
     if (kind === 'probe') this.releaseProbe(target);
     return this.effects(target, wasOverdue ? undefined : this.health.record(target, slow, nowMs));
+  }
+
+  /** Another worker's circuit transition (P.control): taken as this worker's own, effects included. */
+  shareHealth(target: string, state: HealthState, nowMs: number): Effects<T> {
+    return this.effects(target, this.health.force(target, state, nowMs));
   }
 
   /** A started item that was not attempted after all (its channel closed): its slot is freed. */

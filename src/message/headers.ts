@@ -9,10 +9,12 @@ export const HEADER = {
   lastAttemptAt: 'x-callback-last-attempt-at',
   lastStatus: 'x-callback-last-status',
   lastError: 'x-callback-last-error',
-  /** On P.dead messages: `exhausted` | `rejected` | `invalid`. */
+  /** On P.dead messages: `exhausted` | `rejected` | `invalid` | `forbidden-target` | `canceled`. */
   reason: 'x-callback-reason',
   /** On P.dead messages: attempts made. */
   attempts: 'x-callback-attempts',
+  /** On a copy replayed from P.dead: when (ISO time). A cancel marker written before it does not apply to it. */
+  replayedAt: 'x-replayed-at',
   /** Plugin mode: the delay in ms, read by the x-delayed-message exchange. */
   delay: 'x-delay',
   /** On every copy a worker publishes: a token unique to that publish, matching a broker return to it. */

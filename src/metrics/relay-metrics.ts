@@ -22,7 +22,7 @@ export function createRelayMetrics(health: () => HealthSource | undefined): { re
   const attempts = new Counter({ name: 'callback_relay_attempts_total', help: 'Attempts by lane (work lane index, or slow) and result: success, retryable, terminal, or circuit-open (failed fast, no request).', labelNames: ['lane', 'result'], registers: [registry] });
   const outcomes = new Counter({
     name: 'callback_relay_callbacks_total',
-    help: 'Callbacks settled: delivered, retried (retry scheduled) or dead (by reason: exhausted, rejected, invalid).',
+    help: 'Callbacks settled: delivered, retried (retry scheduled) or dead (by reason: exhausted, rejected, invalid, canceled…).',
     labelNames: ['outcome', 'reason'],
     registers: [registry],
   });
@@ -70,13 +70,14 @@ export function createRelayMetrics(health: () => HealthSource | undefined): { re
 
   const observer: PipelineObserver = {
     attempted(report: AttemptReport) {
+      const { decision } = report;
       if (report.outcome.error === CIRCUIT_OPEN) {
         attempts.inc({ lane: report.lane, result: 'circuit-open' });
-      } else {
+      } else if (decision.kind !== 'dead' || decision.reason !== 'canceled') {
+        // A canceled callback is parked without an attempt: only its outcome counts.
         attempts.inc({ lane: report.lane, result: attemptResult(report) });
         duration.observe({ lane: report.lane }, report.outcome.durationMs / 1000);
       }
-      const { decision } = report;
       if (decision.kind === 'ack') outcomes.inc({ outcome: 'delivered', reason: '' });
       else if (decision.kind === 'retry') outcomes.inc({ outcome: 'retried', reason: '' });
       else outcomes.inc({ outcome: 'dead', reason: decision.reason });

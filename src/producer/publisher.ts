@@ -12,6 +12,8 @@ import { traceHeaders, traceOption, type TraceContext } from '../tracing/trace-c
 import { loadTracing, type Tracing } from '../tracing/tracing.js';
 import { withTimeout } from '../util/with-timeout.js';
 import { encodeCallback } from './encode-callback.js';
+import { encodeMarker } from '../control/control-markers.js';
+import { cancelMarker, MARKER_OPTIONS } from '../control/publish-markers.js';
 import { firstAttemptDelay, type PublishOptions } from './first-attempt-delay.js';
 import { decidePublishFailure, publishTimeoutError } from './publish-failure.js';
 
@@ -26,6 +28,13 @@ export interface CallbackPublisher {
    * unknown, `CR_ERR_PUBLISH_TIMEOUT` / `CR_ERR_OUTCOME_UNKNOWN` (publish again with the same id).
    */
   publish(callback: Callback, options?: PublishOptions): Promise<{ id: string }>;
+  /**
+   * Cancels callback `id`: writes a cancel marker to the control stream P.control and resolves once the
+   * broker confirmed it. Workers then park the callback in P.dead with reason `canceled` instead of
+   * attempting it again; an attempt already in flight finishes (docs/control.md). Rejects with
+   * `CR_ERR_INVALID_CALLBACK` (not a callback id), `CR_ERR_CLOSED` or `CR_ERR_PUBLISH_TIMEOUT` (send it again).
+   */
+  cancel(id: string): Promise<void>;
   /** Whether the connection to the broker is up now (a readiness probe; a publish may still wait for it). */
   connected(): boolean;
   /** Stops accepting publishes, lets those under way settle (each within PUBLISH_TIMEOUT), then closes the connection. */
@@ -124,6 +133,16 @@ export function createPublisher(
     return { id };
   }
 
+  async function cancel(id: string): Promise<void> {
+    if (closed) throw new RelayError('CR_ERR_CLOSED', 'the publisher is closed; nothing was published');
+    const marker = encodeMarker(cancelMarker(id, Date.now()));
+    const timeout = (): RelayError => publishTimeoutError(config.publishTimeout);
+    const { names } = await withTimeout(topology, config.publishTimeout, timeout);
+    // The channel sends it again after a reconnect; a marker stored twice cancels the same callback.
+    const confirmed = channel.sendToQueue(names.controlQueue, marker, { ...MARKER_OPTIONS, timeout: config.publishTimeout + CHANNEL_TIMEOUT_GRACE_MS });
+    await withTimeout(confirmed, config.publishTimeout, timeout);
+  }
+
   async function close(): Promise<void> {
     closed = true;
     await Promise.all(underWay);
@@ -133,7 +152,7 @@ export function createPublisher(
     await (await tracing)?.shutdown().catch(() => {});
   }
 
-  return { publish, close, connected: () => manager.isConnected() };
+  return { publish, cancel, close, connected: () => manager.isConnected() };
 }
 
 /** Past our own deadline, so that the channel's timeout never answers first (its error carries no code). */

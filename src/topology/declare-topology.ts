@@ -3,6 +3,8 @@ import { RelayError } from '../errors.js';
 import { declareDelayLevels } from './declare-delay-levels.js';
 import { declareDeliveryPath } from './declare-delivery-path.js';
 import { declareHistory } from '../history/declare-history.js';
+import { declareControl } from '../control/declare-control.js';
+import { declarePaused } from '../control/declare-paused.js';
 import type { DelayMode } from './delay-mode.js';
 import type { BrokerFeatures } from './queue-arguments.js';
 import type { TopologyNames } from './topology-names.js';
@@ -25,10 +27,12 @@ export async function declareTopology(channel: Channel, options: TopologyOptions
   const { names, mode, queueType, deliveryLimit, broker } = options;
   try {
     await declareDeliveryPath(channel, names, { mode, queueType, deliveryLimit });
-    if (mode === 'queues') {
-      await declareDelayLevels(channel, names, queueType === 'quorum' && broker.quorumDeadLettering ? 'quorum' : 'classic');
-    }
+    // Queues that dead-letter expired messages: quorum only with at-least-once dead-lettering.
+    const expiring = queueType === 'quorum' && broker.quorumDeadLettering ? 'quorum' : 'classic';
+    if (mode === 'queues') await declareDelayLevels(channel, names, expiring);
     if (options.history) await declareHistory(channel, names, options.history.maxAge);
+    await declareControl(channel, names);
+    await declarePaused(channel, names, expiring);
   } catch (error) {
     throw new RelayError(
       'CR_ERR_TOPOLOGY',
@@ -44,6 +48,6 @@ export async function declareTopology(channel: Channel, options: TopologyOptions
  * benchmarks and chaos runs leave the broker as they found it). Deleting what does not exist is fine.
  */
 export async function deleteTopology(channel: Channel, names: TopologyNames): Promise<void> {
-  for (const queue of [...names.workQueues, names.slowQueue, names.dueQueue, names.deadQueue, names.historyQueue, ...names.delayLevels]) await channel.deleteQueue(queue);
+  for (const queue of [...names.workQueues, names.slowQueue, names.dueQueue, names.deadQueue, names.historyQueue, names.controlQueue, names.pausedQueue, names.pausedCheckQueue, ...names.delayLevels]) await channel.deleteQueue(queue);
   for (const exchange of [names.exchange, names.eventsExchange, names.delayExchange, names.lanesExchange, ...names.delayLevels]) await channel.deleteExchange(exchange);
 }

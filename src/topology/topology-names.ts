@@ -24,6 +24,11 @@ export interface TopologyNames {
   eventsExchange: string;
   /** HISTORY=on: the stream of every outcome event, bound to P.events (src/history/). */
   historyQueue: string;
+  /** The control stream of cancel and pause markers every worker reads (src/control/). */
+  controlQueue: string;
+  /** Held callbacks of paused targets, and the queue they are checked in (src/control/declare-paused.ts). */
+  pausedQueue: string;
+  pausedCheckQueue: string;
   /** Dead-letter queue operators inspect and replay from. */
   deadQueue: string;
   /** Queues mode: entry exchange of the delay levels (topic; routing key = the delay's bits). */
@@ -48,6 +53,9 @@ export function topologyNames(prefix: string, lanes = DEFAULT_LANES): TopologyNa
     deadQueue: `${prefix}.dead`,
     eventsExchange: `${prefix}.events`,
     historyQueue: `${prefix}.history`,
+    controlQueue: `${prefix}.control`,
+    pausedQueue: `${prefix}.paused`,
+    pausedCheckQueue: `${prefix}.paused.check`,
     delayExchange: `${prefix}.delay`,
     delayLevel,
     delayLevels: Array.from({ length: DELAY_LEVELS }, (_, i) => delayLevel(DELAY_LEVELS - 1 - i)),

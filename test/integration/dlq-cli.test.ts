@@ -111,7 +111,8 @@ describe('callback-relay dlq', () => {
     if (copy === false) throw new Error('no replayed message in P.work');
     expect(JSON.parse(copy.content.toString())).toEqual({ id: 'cb-b', url: 'http://127.0.0.1:9/cb-b', body: { n: 'cb-b' } });
     expect(copy.properties).toMatchObject({ messageId: 'cb-b', contentType: 'application/json', deliveryMode: 2 });
-    expect(withoutBrokerCounters(copy.properties.headers)).toEqual({ 'x-tenant': 'acme' });
+    // The replay stamp: a cancel written before the replay no longer applies to the copy (docs/control.md).
+    expect(withoutBrokerCounters(copy.properties.headers)).toEqual({ 'x-tenant': 'acme', 'x-replayed-at': expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
     expect(await relay.messageCount(relay.names.workQueue)).toBe(0);
     expect(await ids(relay)).toEqual(['cb-a', 'cb-c']);
   });

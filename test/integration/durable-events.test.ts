@@ -13,7 +13,7 @@ import { randomPrefix } from '../support/relay.js';
 
 const open = openedInEachTest();
 
-const FINAL = new Set(['delivered', 'dead']);
+const FINAL = new Set(['delivered', 'dead', 'canceled']);
 
 /**
  * The service's side: a queue of its own bound to P.events, read with manual acks, deduplicated on

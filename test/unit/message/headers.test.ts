@@ -11,6 +11,7 @@ describe('HEADER', () => {
       lastError: 'x-callback-last-error',
       reason: 'x-callback-reason',
       attempts: 'x-callback-attempts',
+      replayedAt: 'x-replayed-at',
       delay: 'x-delay',
       copy: 'x-callback-copy',
       policy: 'x-callback-policy',

@@ -1,0 +1,74 @@
+/**
+ * The markers of the control stream P.control: small JSON messages with a type and a time. Workers
+ * read them all from the stream's start, so a marker is never consumed away; it takes effect on every
+ * worker, those started after it included, for as long as the stream keeps it.
+ */
+export type ControlMarker =
+  | { type: 'cancel'; id: string; at: string }
+  | { type: 'pause'; origin: string; at: string }
+  | { type: 'resume'; origin: string; at: string }
+  /** A worker's circuit for `target` opened (`degraded`) or closed (`recovered`); `from` names the reader that wrote it. */
+  | { type: 'degraded' | 'recovered'; target: string; from: string; at: string }
+  /** Written by a starting worker: once it reads its own sync marker back, it has read every marker before it. */
+  | { type: 'sync'; nonce: string; at: string };
+
+export type ControlMarkerType = ControlMarker['type'];
+
+/** The JSON body of a marker as it is published. */
+export const encodeMarker = (marker: ControlMarker): Buffer => Buffer.from(JSON.stringify(marker));
+
+/**
+ * A marker read from the stream, or `undefined` for anything else (not JSON, an unknown type, a
+ * missing field): a reader skips what it cannot use rather than stop on it.
+ */
+export function parseMarker(content: Buffer): ControlMarker | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(content.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  const record = value as Record<string, unknown>;
+  const at = record.at;
+  if (typeof at !== 'string' || Number.isNaN(Date.parse(at))) return undefined;
+  const text = (key: string): string | undefined => (typeof record[key] === 'string' && record[key] !== '' ? (record[key] as string) : undefined);
+  switch (record.type) {
+    case 'cancel': {
+      const id = text('id');
+      return id === undefined ? undefined : { type: 'cancel', id, at };
+    }
+    case 'pause':
+    case 'resume': {
+      const origin = text('origin');
+      return origin === undefined ? undefined : { type: record.type, origin, at };
+    }
+    case 'degraded':
+    case 'recovered': {
+      const target = text('target');
+      const from = text('from');
+      return target === undefined || from === undefined ? undefined : { type: record.type, target, from, at };
+    }
+    case 'sync': {
+      const nonce = text('nonce');
+      return nonce === undefined ? undefined : { type: 'sync', nonce, at };
+    }
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * `https://host:port` as a callback's URL starts: the unit a pause applies to. A path, query or
+ * trailing text is refused rather than guessed. Returns `undefined` when `text` is not an origin.
+ */
+export function originOf(text: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return undefined;
+  }
+  if (url.origin === 'null' || url.origin !== text.replace(/\/$/, '')) return undefined;
+  return url.origin;
+}

@@ -1,0 +1,145 @@
+import { randomUUID } from 'node:crypto';
+import amqp, { type AmqpConnectionManager, type ChannelWrapper } from 'amqp-connection-manager';
+import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
+import type { HealthState } from '../isolation/health.js';
+import type { Logger } from '../logger.js';
+import { HEADER, readString } from '../message/headers.js';
+import type { TopologyNames } from '../topology/topology-names.js';
+import { encodeMarker, parseMarker } from './control-markers.js';
+import { ControlState, type ControlView } from './control-state.js';
+import { CONTROL_MAX_AGE_MS, declareControl } from './declare-control.js';
+import { heldDestination, moveTo } from './move-held.js';
+
+/** Cancelled ids a worker keeps at most (about 100 MB at the longest ids); the oldest are forgotten first. */
+export const MAX_CANCELLED = 200_000;
+/** Markers the reader may hold unacked: a stream consumer must set a prefetch. */
+const PREFETCH = 500;
+/** A health broadcast older than this when read (a resumed read catching up) is stale: not acted on. */
+const HEALTH_FRESH_MS = 30_000;
+/** Held callbacks checked at once: moved in order on one channel, so order is kept at any prefetch. */
+const HELD_PREFETCH = 100;
+/** How long a starting worker waits to have read the stream up to the present before consuming anyway. */
+const SYNC_TIMEOUT_MS = 30_000;
+
+export interface ControlReader extends ControlView {
+  /** Calls `listener` with each circuit transition another worker broadcasts from now on. */
+  onHealth(listener: (target: string, state: HealthState) => void): void;
+  /** Paused origins and since when. */
+  pausedOrigins(): { origin: string; since: string }[];
+  /** Stops reading and closes the reader's connection. */
+  close(): Promise<void>;
+}
+
+export interface ControlReaderOptions {
+  urls: string[];
+  names: TopologyNames;
+  logger: Logger;
+  clock: () => number;
+  /**
+   * A worker's reader also takes its turn at checking held callbacks (P.paused.check, one active
+   * consumer across the fleet), publishing each copy within `timeoutMs` (PUBLISH_TIMEOUT).
+   */
+  moveHeld?: { timeoutMs: number } | undefined;
+}
+
+/**
+ * Every worker's reader of P.control, on a reconnecting connection of its own. It reads the stream
+ * from its first marker into a ControlState, then follows it live; after a reconnect it resumes at
+ * the offset after the last marker it applied (`x-stream-offset`):
+ * https://www.rabbitmq.com/docs/streams#consuming
+ *
+ * Resolves once the state holds every marker written before the worker started: it appends a `sync`
+ * marker of its own and waits to read it back (at most SYNC_TIMEOUT_MS; then it warns and goes on).
+ */
+export async function startControlReader(options: ControlReaderOptions): Promise<ControlReader> {
+  const { names, logger, clock } = options;
+  const state = new ControlState({ maxCancelled: MAX_CANCELLED, maxAgeMs: CONTROL_MAX_AGE_MS }, clock);
+  const nonce = randomUUID();
+  let synced: () => void = () => {};
+  const sync = new Promise<void>((resolve) => (synced = resolve));
+  /** The offset of the next marker to apply: markers before it are skipped when a resumed read repeats them. */
+  let next = 0;
+  let closing = false;
+  let live = false;
+  let healthListener: ((target: string, state: HealthState) => void) | undefined;
+  const manager: AmqpConnectionManager = amqp.connect(options.urls, { reconnectTimeInSeconds: 1, heartbeatIntervalInSeconds: 10 });
+  manager.on('disconnect', ({ err }) => logger.warn({ err: err?.message }, 'control stream reader disconnected; reconnecting'));
+
+  const onMessage = (channel: ConfirmChannel, message: ConsumeMessage | null): void => {
+    if (message === null) {
+      // The stream was deleted or its node went away: read it again on a new connection.
+      if (!closing) manager.reconnect();
+      return;
+    }
+    const offset = Number(message.properties.headers?.['x-stream-offset']);
+    channel.ack(message);
+    // A read resumed at an offset may start at the beginning of the chunk holding it.
+    if (Number.isInteger(offset) && offset < next) return;
+    if (Number.isInteger(offset)) next = offset + 1;
+    const marker = parseMarker(message.content);
+    if (!marker) return;
+    state.apply(marker);
+    if (marker.type === 'sync' && marker.nonce === nonce) synced();
+    // Health is news, not state: only broadcasts of other workers, read live and fresh, are acted on.
+    const fresh = live && clock() - Date.parse(marker.at) <= HEALTH_FRESH_MS;
+    if ((marker.type === 'degraded' || marker.type === 'recovered') && marker.from !== nonce && fresh) {
+      healthListener?.(marker.target, marker.type === 'degraded' ? 'degraded' : 'healthy');
+    }
+  };
+  void sync.then(() => (live = true));
+
+  /** After the stream was read up to the present, so a pause written before this worker started holds. */
+  const onHeld = (channel: ConfirmChannel, message: ConsumeMessage | null, timeoutMs: number): void => {
+    if (message === null) {
+      if (!closing) manager.reconnect();
+      return;
+    }
+    void sync.then(() => moveTo(channel, message, heldDestination(message.content, names, (origin) => state.isPaused(origin)), String(message.properties.messageId ?? ''), timeoutMs));
+  };
+
+  const channel: ChannelWrapper = manager.createChannel({
+    confirm: true,
+    setup: async (ch: ConfirmChannel) => {
+      await declareControl(ch, names);
+      await ch.prefetch(PREFETCH);
+      await ch.consume(names.controlQueue, (message) => onMessage(ch, message), { noAck: false, arguments: { 'x-stream-offset': next } });
+      const moveHeld = options.moveHeld;
+      if (moveHeld) {
+        await ch.prefetch(HELD_PREFETCH);
+        await ch.consume(names.pausedCheckQueue, (message) => onHeld(ch, message, moveHeld.timeoutMs), { noAck: false });
+      }
+    },
+  });
+  channel.on('error', (error: Error) => logger.error({ err: error.message }, 'control stream reader setup failed'));
+  await channel.waitForConnect();
+  const own = encodeMarker({ type: 'sync', nonce, at: new Date(clock()).toISOString() });
+  await channel.sendToQueue(names.controlQueue, own, { persistent: true, contentType: 'application/json' });
+  const timer = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), SYNC_TIMEOUT_MS).unref());
+  if (!(await Promise.race([sync.then(() => true), timer]))) {
+    logger.warn({ waitedMs: SYNC_TIMEOUT_MS }, 'the control stream was not read to its end in time; consuming while it is still being read');
+    synced();
+  }
+  logger.info({ cancelled: state.cancelledCount, paused: state.pausedOrigins().length }, 'control stream read');
+
+  return {
+    isCancelled: (id, headers) => {
+      const replayedAt = Date.parse(readString(headers, HEADER.replayedAt) ?? '');
+      return state.isCancelled(id, Number.isNaN(replayedAt) ? undefined : replayedAt);
+    },
+    isPaused: (origin) => state.isPaused(origin),
+    broadcastHealth(target, health) {
+      const marker = encodeMarker({ type: health === 'degraded' ? 'degraded' : 'recovered', target, from: nonce, at: new Date(clock()).toISOString() });
+      // Best effort: a broadcast lost only makes the other workers detect the change themselves.
+      channel.sendToQueue(names.controlQueue, marker, { persistent: true, contentType: 'application/json' }).catch(() => {});
+    },
+    onHealth(listener) {
+      healthListener = listener;
+    },
+    pausedOrigins: () => state.pausedOrigins(),
+    async close() {
+      closing = true;
+      await channel.close().catch(() => {});
+      await manager.close().catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,99 @@
+import type { HealthState } from '../isolation/health.js';
+import type { ControlMarker } from './control-markers.js';
+
+export interface ControlStateLimits {
+  /** Cancelled ids kept at most; the oldest are forgotten first. */
+  maxCancelled: number;
+  /** A cancel older than this is forgotten (the stream's own retention: CONTROL_MAX_AGE). */
+  maxAgeMs: number;
+}
+
+/** What the pipeline asks of the control stream before an attempt. */
+export interface ControlView {
+  /**
+   * Whether callback `id` was cancelled. `headers` are its message's: a copy replayed from P.dead after
+   * its cancel (`x-replayed-at`) is not cancelled by it, so a canceled callback can be replayed.
+   */
+  isCancelled(id: string, headers?: Record<string, unknown>): boolean;
+  /** Whether callbacks to `origin` are paused. */
+  isPaused(origin: string): boolean;
+  /** Tells the other workers that this one's circuit for `target` opened or closed (best effort). */
+  broadcastHealth?(target: string, state: HealthState): void;
+}
+
+/**
+ * What the markers read so far add up to: the cancelled ids and the paused origins. Pure and bounded:
+ * no broker here, the clock is injected, and the cancelled set keeps at most `maxCancelled` ids, none
+ * older than `maxAgeMs` (a marker the stream no longer keeps would not be read by a worker started
+ * now either, so forgetting it keeps every worker alike). Paused origins are few and never expire:
+ * a pause lasts until its resume.
+ */
+export class ControlState {
+  /** Cancelled id → when it was cancelled (ms). A Map iterates in insertion order: oldest first. */
+  private readonly cancelled = new Map<string, number>();
+  /** Paused origin → when it was paused (ms). */
+  private readonly paused = new Map<string, number>();
+
+  constructor(
+    private readonly limits: ControlStateLimits,
+    private readonly clock: () => number,
+  ) {}
+
+  /** Applies one marker, in stream order. */
+  apply(marker: ControlMarker): void {
+    const at = Date.parse(marker.at);
+    switch (marker.type) {
+      case 'cancel':
+        // Re-inserted, so a cancel sent again counts from its latest marker.
+        this.cancelled.delete(marker.id);
+        this.cancelled.set(marker.id, at);
+        this.evict();
+        return;
+      case 'pause':
+        if (!this.paused.has(marker.origin)) this.paused.set(marker.origin, at);
+        return;
+      case 'resume':
+        this.paused.delete(marker.origin);
+        return;
+      case 'sync':
+      case 'degraded':
+      case 'recovered':
+        // Not state: a health broadcast is acted on live only (control-reader.ts).
+        return;
+    }
+  }
+
+  /** Whether `id` was cancelled, after `replayedAtMs` when given (a replay from P.dead outlives older cancels). */
+  isCancelled(id: string, replayedAtMs?: number): boolean {
+    const at = this.cancelled.get(id);
+    if (at === undefined) return false;
+    if (at < this.clock() - this.limits.maxAgeMs) {
+      this.cancelled.delete(id);
+      return false;
+    }
+    return replayedAtMs === undefined || at > replayedAtMs;
+  }
+
+  isPaused(origin: string): boolean {
+    return this.paused.has(origin);
+  }
+
+  /** Paused origins and since when, oldest first. */
+  pausedOrigins(): { origin: string; since: string }[] {
+    return [...this.paused].map(([origin, at]) => ({ origin, since: new Date(at).toISOString() }));
+  }
+
+  /** Cancelled ids held now. */
+  get cancelledCount(): number {
+    return this.cancelled.size;
+  }
+
+  /** Drops ids past the size limit and, from the oldest, those past the age limit. */
+  private evict(): void {
+    const oldest = this.clock() - this.limits.maxAgeMs;
+    for (const [id, at] of this.cancelled) {
+      if (this.cancelled.size <= this.limits.maxCancelled && at >= oldest) break;
+      this.cancelled.delete(id);
+    }
+  }
+}

@@ -1,0 +1,21 @@
+import type { Channel } from 'amqplib';
+import { queueArguments } from '../topology/queue-arguments.js';
+import type { TopologyNames } from '../topology/topology-names.js';
+
+/** How long a held callback waits in P.paused before it is checked again: at most this long after a resume, it is back in its lane. */
+export const HOLD_RECHECK_MS = 10_000;
+
+/**
+ * Holding for paused targets. P.paused keeps each held callback for HOLD_RECHECK_MS, then
+ * dead-letters it (through the default exchange, by queue name: no binding to miss) into
+ * P.paused.check. That queue has a single active consumer across the fleet, which sends each one
+ * back to P.paused while its origin is paused and into its lane once resumed, one channel in queue
+ * order, so held callbacks keep their order. RabbitMQ cannot pick one target's messages out of a
+ * queue, hence the circulation: https://www.rabbitmq.com/docs/ttl#per-queue-message-ttl and
+ * https://www.rabbitmq.com/docs/consumers#single-active-consumer
+ */
+export async function declarePaused(channel: Channel, names: TopologyNames, type: 'quorum' | 'classic'): Promise<void> {
+  const holding = queueArguments({ type, messageTtlMs: HOLD_RECHECK_MS, deadLetter: { exchange: '', routingKey: names.pausedCheckQueue } });
+  await channel.assertQueue(names.pausedQueue, { durable: true, arguments: holding });
+  await channel.assertQueue(names.pausedCheckQueue, { durable: true, arguments: { ...queueArguments({ type }), 'x-single-active-consumer': true } });
+}

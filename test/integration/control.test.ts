@@ -1,0 +1,160 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import type { Channel, ConsumeMessage } from 'amqplib';
+import { expect, it } from 'vitest';
+import type { OutcomeEvent } from '../../src/events/outcome-events.js';
+import { freePort } from '../support/free-port.js';
+import { describeEachMode, sleep } from '../support/modes.js';
+import { openedInEachTest } from '../support/opened-in-each-test.js';
+import type { RelayFixture } from '../support/relay.js';
+import { configEnv } from '../support/worker-process.js';
+
+const run = promisify(execFile);
+const open = openedInEachTest();
+
+/** Runs `callback-relay …` as its own process, like an operator would. */
+async function cli(relay: RelayFixture, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const options = { env: { ...process.env, ...configEnv(relay.config), LOG_LEVEL: 'warn' } };
+  try {
+    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], options);
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    return error as { code: number; stdout: string; stderr: string };
+  }
+}
+
+/** Every outcome event published from now on, collected from a queue of the test's own bound to P.events. */
+async function collectEvents(channel: Channel, relay: RelayFixture): Promise<OutcomeEvent[]> {
+  const events: OutcomeEvent[] = [];
+  const queue = `${relay.config.topologyPrefix}.test-events`;
+  await channel.assertExchange(relay.names.eventsExchange, 'topic', { durable: true });
+  await channel.assertQueue(queue, { exclusive: true });
+  await channel.bindQueue(queue, relay.names.eventsExchange, '#');
+  await channel.consume(queue, (message: ConsumeMessage | null) => message && events.push(JSON.parse(message.content.toString()) as OutcomeEvent), { noAck: true });
+  return events;
+}
+
+const headerOf = (message: { properties: { headers?: Record<string, unknown> } }, name: string): string => String(message.properties.headers?.[name]);
+
+describeEachMode('cancel', (mode) => {
+  it('a callback waiting in a long delay is parked as canceled when its delay ends, with no further attempt', async () => {
+    const receiver = await open.receiver(() => ({ status: 503 }));
+    const relay = await open.relay({ DELAY_MODE: mode, EVENTS: 'durable', RETRY_SCHEDULE: '4s' });
+    const events = await collectEvents(relay.channel, relay);
+    await relay.startWorker();
+    const { id } = await relay.publisher.publish({ url: `${receiver.origin}/hook`, body: { n: 1 } });
+    await receiver.waitFor((r) => r.length === 1, 10_000);
+    await relay.publisher.cancel(id);
+
+    await relay.waitForDead(1, 20_000);
+    const [parked] = await relay.drainDead();
+    expect(headerOf(parked!, 'x-callback-reason')).toBe('canceled');
+    expect(headerOf(parked!, 'x-callback-attempts')).toBe('1');
+    expect(headerOf(parked!, 'x-callback-last-status')).toBe('503');
+    expect(receiver.requests).toHaveLength(1);
+    await sleep(200);
+    expect(events.filter((e) => e.id === id).map((e) => [e.type, e.attempt, e.reason])).toEqual([
+      ['retry-scheduled', 1, undefined],
+      ['canceled', 1, 'canceled'],
+    ]);
+  });
+
+  it('a cancel written while no worker runs holds across a restart; a replay from P.dead delivers the callback', async () => {
+    const receiver = await open.receiver((r) => (r.nth === 1 ? { status: 503 } : { status: 200 }));
+    const relay = await open.relay({ DELAY_MODE: mode, RETRY_SCHEDULE: '4s' });
+    const first = await relay.startWorker();
+    const { id } = await relay.publisher.publish({ url: `${receiver.origin}/hook`, body: { n: 2 } });
+    await receiver.waitFor((r) => r.length === 1, 10_000);
+    await first.stop();
+
+    const cancel = await cli(relay, ['cancel', id]);
+    expect(cancel.code, cancel.stderr).toBe(0);
+    expect(cancel.stdout).toContain('cancel marker stored for 1 callback');
+    await relay.startWorker();
+    await relay.waitForDead(1, 20_000);
+    expect(receiver.requests).toHaveLength(1);
+
+    const listed = await cli(relay, ['dlq', 'list', '--json']);
+    expect(JSON.parse(listed.stdout)).toMatchObject([{ id, reason: 'canceled' }]);
+    const replay = await cli(relay, ['dlq', 'replay', '--reason', 'canceled']);
+    expect(replay.code, replay.stderr).toBe(0);
+    await receiver.waitFor((r) => r.length === 2, 10_000);
+    expect(receiver.requests[1]!.headers['webhook-id']).toBe(id);
+  });
+
+  it('with two workers, callbacks cancelled before their first attempt are never attempted; the others are delivered', async () => {
+    const receiver = await open.receiver(() => ({ status: 200 }));
+    const relay = await open.relay({ DELAY_MODE: mode });
+    await relay.startWorker();
+    await relay.startWorker();
+    const published = await Promise.all(Array.from({ length: 6 }, (_, n) => relay.publisher.publish({ url: `${receiver.origin}/hook/${n}`, body: { n } }, { delay: 3_000 })));
+    const cancelled = published.filter((_, n) => n % 2 === 0).map((p) => p.id);
+    const result = await cli(relay, ['cancel', ...cancelled]);
+    expect(result.code, result.stderr).toBe(0);
+
+    await relay.waitForDead(3, 20_000);
+    await receiver.waitFor((r) => r.length === 3, 10_000);
+    const parked = await relay.drainDead();
+    expect(parked.map((m) => String(m.properties.messageId)).sort()).toEqual([...cancelled].sort());
+    expect(receiver.requests.map((r) => r.path).sort()).toEqual(['/hook/1', '/hook/3', '/hook/5']);
+  });
+});
+
+it('cancel refuses what is not a callback id, and a prefix without a control stream', async () => {
+  const relay = await open.relay();
+  const usage = await cli(relay, ['cancel', '--all']);
+  expect(usage.code).toBe(2);
+  const missing = await cli({ ...relay, config: { ...relay.config, topologyPrefix: `${relay.config.topologyPrefix}-none` } }, ['cancel', 'cb-1']);
+  expect(missing.code).toBe(2);
+  expect(missing.stderr).toContain('CR_ERR_CONFIG');
+  expect(missing.stderr).toContain('.control');
+});
+
+describeEachMode('pause a target', (mode) => {
+  it('with two workers: no attempt while paused, every callback delivered after resume, in order; other targets unaffected', async () => {
+    const paused = await open.receiver(() => ({ status: 200 }));
+    const other = await open.receiver(() => ({ status: 200 }));
+    const relay = await open.relay({ DELAY_MODE: mode, PREFETCH: '1', TARGET_CONCURRENCY: '1', TARGET_INITIAL_CONCURRENCY: '1' });
+    await relay.startWorker();
+    await relay.startWorker();
+    const pause = await cli(relay, ['target', 'pause', paused.origin]);
+    expect(pause.code, pause.stderr).toBe(0);
+    // Workers read the marker live; a callback published right after it may still meet a worker that has not.
+    await sleep(500);
+
+    for (let n = 0; n < 8; n += 1) await relay.publisher.publish({ url: `${paused.origin}/hook/${n}`, body: { n } });
+    await relay.publisher.publish({ url: `${other.origin}/hook`, body: {} });
+    await other.waitFor((r) => r.length === 1, 10_000);
+    await sleep(3_000);
+    expect(paused.requests).toHaveLength(0);
+    const listed = await cli(relay, ['target', 'list']);
+    expect(listed.stdout).toContain(`${paused.origin}  paused since `);
+
+    const resume = await cli(relay, ['target', 'resume', paused.origin]);
+    expect(resume.code, resume.stderr).toBe(0);
+    await paused.waitFor((r) => r.length === 8, 40_000);
+    const order = paused.requests.map((r) => Number(r.path.split('/').pop()));
+    expect([...order].sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    // Two workers take turns, one callback each at a time: neighbours may swap, nothing moves further.
+    order.forEach((n, position) => expect(Math.abs(n - position), `order ${order.join(',')}`).toBeLessThanOrEqual(2));
+    expect(paused.requests.every((r) => r.headers['webhook-id'] !== undefined)).toBe(true);
+    expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
+    expect((await cli(relay, ['target', 'list'])).stdout).toContain('no target is paused');
+  });
+});
+
+it('a circuit one worker opens is opened on the other through P.control, without paying detection again', async () => {
+  const slow = await open.receiver(() => ({ status: 200, delayMs: 600 }));
+  const relay = await open.relay({ SLOW_THRESHOLD: '200ms', HTTP_TIMEOUT: '2s', QUIET_PERIOD: '30s', RETRY_SCHEDULE: '1s', MAX_ATTEMPTS: '5' });
+  // The first detects after 3 slow results of 6; the second alone would need 20 of 20.
+  await relay.startWorker({}, { healthWindow: 6, degradeThreshold: 3 });
+  const second = await relay.startWorker({}, { healthWindow: 20, degradeThreshold: 20, metricsPort: await freePort() });
+  for (let n = 0; n < 8; n += 1) await relay.publisher.publish({ url: `${slow.origin}/hook/${n}`, body: { n } });
+  const metrics = async (): Promise<string> => (await fetch(`http://127.0.0.1:${second.metricsPort}/metrics`)).text();
+  const deadline = Date.now() + 20_000;
+  while (!/callback_relay_degraded_targets 1/.test(await metrics())) {
+    if (Date.now() > deadline) throw new Error(`the second worker never opened the circuit:\n${await metrics()}`);
+    await sleep(200);
+  }
+  expect(await metrics()).toMatch(/callback_relay_target_transitions_total\{to="degraded"\} 1/);
+});
