@@ -186,8 +186,14 @@ export const configSchema = {
     default: 100,
     env: 'INGEST_BATCH_MAX',
   },
+  autoPauseAfter: {
+    doc: 'Pause a target fleet-wide (as `callback-relay target pause` does) once every attempt to it has failed for this long; its callbacks are then held without spending attempts until `target resume`. 0 = never.',
+    format: 'duration',
+    default: 0,
+    env: 'AUTO_PAUSE_AFTER',
+  },
   events: {
-    doc: 'Outcome events (`delivered`, `retry-scheduled`, `dead`) on the topic exchange P.events: `on` best effort, `durable` persistent and confirmed before the callback is acked, `off` none.',
+    doc: 'Outcome events (`delivered`, `retry-scheduled`, `dead`, `canceled`) on the topic exchange P.events: `on` best effort, `durable` persistent and confirmed before the callback is acked, `off` none.',
     format: ['on', 'durable', 'off'],
     default: 'on',
     env: 'EVENTS',

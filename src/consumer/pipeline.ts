@@ -1,4 +1,5 @@
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
+import type { AutoPause } from '../control/auto-pause.js';
 import type { ControlView } from '../control/control-state.js';
 import { moveTo } from '../control/move-held.js';
 import type { DurableEvents } from '../events/durable-events.js';
@@ -46,6 +47,8 @@ export interface PipelineContext {
   durableEvents?: DurableEvents | undefined;
   /** The control stream's cancels and pauses, as this worker has read them (src/control/). */
   control?: ControlView | undefined;
+  /** AUTO_PAUSE_AFTER: failure streaks per origin that pause a target fleet-wide once long enough. */
+  autoPause?: AutoPause | undefined;
 }
 
 /** Step 1 → 2: a decoded message waiting for a slot. */
@@ -213,6 +216,10 @@ export function createPipeline(context: PipelineContext) {
         logger.info({ id: delivery.id, target, reason: decision.reason, attempts: record.attempts, status: record.lastStatus, error: record.lastError }, 'callback dead-lettered');
       }
       observer.attempted(report);
+      if (context.autoPause?.record(delivery.url.origin, decision.kind === 'ack', clock())) {
+        logger.warn({ origin: delivery.url.origin }, 'target paused: every attempt failed for AUTO_PAUSE_AFTER; resume it with callback-relay target resume');
+        context.control?.pauseTarget?.(delivery.url.origin);
+      }
       finish();
     } catch (error) {
       finish(error);

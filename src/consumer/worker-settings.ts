@@ -37,6 +37,8 @@ export interface WorkerSettings {
   targetKey: TargetKey;
   addressPolicy: AddressPolicy;
   events: RelayConfig['events'];
+  /** AUTO_PAUSE_AFTER in ms; 0 = never. */
+  autoPauseAfterMs: number;
   /** How long any publish may wait for the broker's confirm (PUBLISH_TIMEOUT). */
   publishTimeoutMs: number;
 }
@@ -62,6 +64,7 @@ export function resolveWorkerSettings(config: RelayConfig): WorkerSettings {
     targetKey: config.targetKey,
     addressPolicy: { strict: config.targetPolicy === 'strict', allow: parseCidrList(config.targetAllow, 'TARGET_ALLOW'), deny: parseCidrList(config.targetDeny, 'TARGET_DENY') },
     events: config.events,
+    autoPauseAfterMs: config.autoPauseAfter,
     publishTimeoutMs: config.publishTimeout,
   };
 }

@@ -22,6 +22,7 @@ import { createPipeline, type Job, type Lane } from './pipeline.js';
 import { settleOptions } from './settle-options.js';
 import { resolveWorkerSettings, type WorkerSettings } from './worker-settings.js';
 import { startControlReader, type ControlReader } from '../control/control-reader.js';
+import { AutoPause } from '../control/auto-pause.js';
 import type { ControlView } from '../control/control-state.js';
 
 export interface WorkerDeps {
@@ -209,6 +210,7 @@ function pipelineContext(settings: WorkerSettings, parts: PipelineParts) {
     deliver: { timeoutMs: delivery.timeoutMs, responseBodyLimit: delivery.responseBodyLimit, keepBody: retry.successBody !== '', dispatcher: parts.dispatcher, sign: delivery.sign },
     targetKey: settings.targetKey,
     settle: settleOptions(topology, settings.publishTimeoutMs),
+    autoPause: settings.autoPauseAfterMs > 0 ? new AutoPause(settings.autoPauseAfterMs) : undefined,
     durableEvents: settings.events === 'durable' ? createDurableEvents(topology.names.eventsExchange, clock, settings.publishTimeoutMs) : undefined,
   };
 }

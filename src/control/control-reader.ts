@@ -132,6 +132,11 @@ export async function startControlReader(options: ControlReaderOptions): Promise
       // Best effort: a broadcast lost only makes the other workers detect the change themselves.
       channel.sendToQueue(names.controlQueue, marker, { persistent: true, contentType: 'application/json' }).catch(() => {});
     },
+    pauseTarget(origin) {
+      const marker = encodeMarker({ type: 'pause', origin, at: new Date(clock()).toISOString() });
+      // Best effort: a lost pause leaves the target to be paused at its next sustained failure.
+      channel.sendToQueue(names.controlQueue, marker, { persistent: true, contentType: 'application/json' }).catch(() => {});
+    },
     onHealth(listener) {
       healthListener = listener;
     },

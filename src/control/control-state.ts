@@ -19,6 +19,8 @@ export interface ControlView {
   isPaused(origin: string): boolean;
   /** Tells the other workers that this one's circuit for `target` opened or closed (best effort). */
   broadcastHealth?(target: string, state: HealthState): void;
+  /** Pauses `origin` fleet-wide, as `callback-relay target pause` does (AUTO_PAUSE_AFTER; best effort). */
+  pauseTarget?(origin: string): void;
 }
 
 /**

@@ -143,6 +143,34 @@ describeEachMode('pause a target', (mode) => {
   });
 });
 
+it('AUTO_PAUSE_AFTER pauses a target whose every attempt failed for that long: its callback waits unattempted until resumed', async () => {
+  let down = true;
+  let delivered = 0;
+  const receiver = await open.receiver(() => {
+    if (down) return { status: 503 };
+    delivered += 1;
+    return { status: 200 };
+  });
+  const relay = await open.relay({ DELAY_MODE: 'queues', AUTO_PAUSE_AFTER: '2s', RETRY_SCHEDULE: '1s', MAX_ATTEMPTS: '20', RETRY_JITTER: '0' });
+  await relay.startWorker();
+  await relay.publisher.publish({ url: `${receiver.origin}/hook`, body: {} });
+  const listed = async (): Promise<string> => (await cli(relay, ['target', 'list'])).stdout;
+  // Attempts 1, 2, 3 fail over about 2 s; the attempt that ends the streak's 2 s writes the pause marker.
+  for (let waited = 0; !(await listed()).includes(`${receiver.origin}  paused since `); waited += 500) {
+    expect(waited, 'the target was not paused').toBeLessThan(20_000);
+    await sleep(500);
+  }
+  const attemptsWhenPaused = receiver.requests.length;
+  expect(attemptsWhenPaused).toBeGreaterThanOrEqual(3);
+  await sleep(4_000);
+  // Held, not attempted: no attempt spent while paused (one may have been under way as the marker landed).
+  expect(receiver.requests.length).toBeLessThanOrEqual(attemptsWhenPaused + 1);
+  down = false;
+  expect((await cli(relay, ['target', 'resume', receiver.origin])).code).toBe(0);
+  await receiver.waitFor(() => delivered === 1, 30_000);
+  expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
+});
+
 it('a circuit one worker opens is opened on the other through P.control, without paying detection again', async () => {
   const slow = await open.receiver(() => ({ status: 200, delayMs: 600 }));
   const relay = await open.relay({ SLOW_THRESHOLD: '200ms', HTTP_TIMEOUT: '2s', QUIET_PERIOD: '30s', RETRY_SCHEDULE: '1s', MAX_ATTEMPTS: '5' });
