@@ -6,7 +6,8 @@ import type { OutcomeEvent } from '../events/outcome-events.js';
 import { formatTimelineLine } from '../history/format-timeline.js';
 import { readHistory, type HistoryStart } from '../history/read-history.js';
 import { topologyNames } from '../topology/topology-names.js';
-import { HistoryUsageError, parseHistoryArgs, type HistoryCommand } from './parse-history-args.js';
+import { parseHistoryArgs } from './parse-history-args.js';
+import { parseOrReport } from './usage-error.js';
 
 export const HISTORY_USAGE = `callback-relay history <command>
 
@@ -23,14 +24,8 @@ Exit status: 0 done (1 for a lookup that found nothing), 2 bad flags or settings
 
 /** Runs `callback-relay history …` and returns the exit status (see HISTORY_USAGE). */
 export async function historyCommand(argv: string[], signal?: AbortSignal): Promise<number> {
-  let command: HistoryCommand;
-  try {
-    command = parseHistoryArgs(argv);
-  } catch (error) {
-    if (!(error instanceof HistoryUsageError)) throw error;
-    process.stderr.write(`callback-relay history: ${error.message} (see: callback-relay history --help)\n`);
-    return 2;
-  }
+  const command = parseOrReport('history', () => parseHistoryArgs(argv));
+  if (command === undefined) return 2;
   if (command.action === 'help') {
     process.stdout.write(`${HISTORY_USAGE}\n`);
     return 0;
