@@ -8,12 +8,14 @@ export const ERROR_CODES = {
   CR_ERR_INVALID_CALLBACK: 'a callback failed validation (`field` names the offending field)',
   CR_ERR_PUBLISH_TIMEOUT: 'the broker did not confirm a publish in time (unreachable or blocked)',
   CR_ERR_PUBLISH_NACKED: 'the broker refused a publish (negative confirm)',
+  CR_ERR_PUBLISH_RETURNED: 'the broker returned a mandatory publish: no queue is bound for it',
   CR_ERR_BUFFER_FULL: 'too many publishes are waiting for the broker; nothing was buffered',
   CR_ERR_OUTCOME_UNKNOWN:
     'the connection dropped before the broker confirmed a publish, and republishing it got no confirm in time: it may or may not be queued (republish with the same id)',
   CR_ERR_EVENT_NOT_STORED:
     'EVENTS=durable and the broker did not store an outcome event, so the callback was not acked: it went back to its queue to be attempted again',
   CR_ERR_CLOSED: 'the publisher, worker or channel was closed',
+  CR_ERR_BROKER_UNREACHABLE: 'no broker of AMQP_URL accepted a connection (the message names them, without passwords)',
   CR_ERR_TOPOLOGY: 'the broker refused to declare the topology (e.g. a queue exists with other arguments)',
   CR_ERR_DELAY_MODE: 'the requested delay mode cannot run on this broker',
   CR_ERR_UNAUTHORIZED: 'an HTTP ingest request lacked a valid bearer token',

@@ -1,5 +1,5 @@
 import { loadConfig } from '../config/load-config.js';
-import { connectFirst } from '../dlq/dead-queue-session.js';
+import { connectFirst } from '../amqp/connect.js';
 import { amqpUrls } from '../config/amqp-urls.js';
 import { RelayError } from '../errors.js';
 import type { OutcomeEvent } from '../events/outcome-events.js';

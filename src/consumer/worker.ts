@@ -1,4 +1,5 @@
-import amqp, { type AmqpConnectionManager, type ChannelWrapper } from 'amqp-connection-manager';
+import type { AmqpConnectionManager, ChannelWrapper } from 'amqp-connection-manager';
+import { connectManager } from '../amqp/connect.js';
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { RelayConfig } from '../config/load-config.js';
 import type { Logger } from '../logger.js';
@@ -13,7 +14,6 @@ import { buildPipeline, isolationPolicy } from './build-pipeline.js';
 import { createDueMover, type DueMover } from './move-due.js';
 import { createRelayMetrics } from '../metrics/relay-metrics.js';
 import { TargetIsolation } from '../isolation/target-isolation.js';
-import { amqpUrls } from '../config/amqp-urls.js';
 import { parseCidrList } from '../http/address-policy.js';
 import { createGuardedAgent } from '../http/guarded-agent.js';
 import { loadTracing, type Tracing } from '../tracing/tracing.js';
@@ -94,7 +94,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       void work.finally(() => inFlight.delete(work));
     };
     if (topology.mode === 'plugin') dueMover = createDueMover(topology.names, config.prefetch, logger);
-    manager = amqp.connect(amqpUrls(config.amqpUrl), { reconnectTimeInSeconds: 1, heartbeatIntervalInSeconds: 10 });
+    manager = connectManager(config.amqpUrl);
     manager.on('connect', () => {
       // Registered before the channel's own listener, so this runs before the setup consumes again.
       recycling = false;
