@@ -11,4 +11,4 @@ export { declareOnce } from './topology/declare-once.js';
 export type { Decision, DeadReason, RetryPolicy } from './policy/decide.js';
 export { verifyCallback, SignatureError, type SignatureErrorCode, type VerifyCallbackOptions, type CallbackHeaders } from './signing/verify-callback.js';
 export { signCallback, type SignedHeaders } from './signing/sign-callback.js';
-export { parseSigningSecrets, loadSigningSecrets, type SigningKey } from './signing/signing-secrets.js';
+export { parseSigningSecrets, loadSigningSecrets, type SigningKey } from './formats/signing-secrets.js';

@@ -1,7 +1,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { RelayError, type RelayErrorCode } from '../errors.js';
 import { computeSignature } from './sign-callback.js';
-import { parseSigningSecrets } from './signing-secrets.js';
+import { parseSigningSecrets } from '../formats/signing-secrets.js';
 
 /**
  * Stable codes of {@link SignatureError} (docs/errors.md); branch on them, never on message text.
