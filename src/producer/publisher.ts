@@ -96,8 +96,9 @@ export function createPublisher(
           lostDuringAttempt: losses !== lossesBefore,
           lostSincePublish: losses !== lossesAtStart,
           publishTimeoutMs: config.publishTimeout,
+          cause: error,
         });
-        if (decision.action === 'reject') throw new RelayError(decision.error.code, decision.error.message, { cause: error });
+        if (decision.action === 'reject') throw decision.error;
         logger.debug({ id }, 'connection lost before the broker confirmed; publishing the callback again');
       }
     }
