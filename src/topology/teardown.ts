@@ -30,9 +30,9 @@ export async function deleteTopology(channel: Channel, names: TopologyNames): Pr
   for (const exchange of exchanges) await channel.deleteExchange(exchange);
 }
 
-/** The teardown on a connection of its own to `url`. */
-export async function deleteTopologyAt(url: string, names: TopologyNames): Promise<void> {
-  const { connection } = await connectFirst([url]);
+/** The teardown on a connection of its own, to the first broker of `urls` that answers. */
+export async function deleteTopologyAt(urls: string | string[], names: TopologyNames): Promise<void> {
+  const { connection } = await connectFirst(typeof urls === 'string' ? [urls] : urls);
   try {
     await deleteTopology(await connection.createChannel(), names);
   } finally {
