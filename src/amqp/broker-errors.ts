@@ -9,8 +9,6 @@ import { RelayError } from '../errors.js';
 export const REPLY = {
   /** A queue or exchange does not exist (passive declare, bind, get). */
   notFound: 404,
-  /** A declaration conflicts with what exists (other type or arguments). */
-  preconditionFailed: 406,
 } as const;
 
 /** The broker's reply code of a channel or connection error, if it is one. */
@@ -21,7 +19,7 @@ export function replyCode(error: unknown): number | undefined {
 
 export const isNotFound = (error: unknown): boolean => replyCode(error) === REPLY.notFound;
 
-/** amqplib refuses an operation on a channel or connection that is closed or closing. */
+/** amqplib refuses an operation on a channel or connection that is closed or closing (IllegalOperationError). */
 export const isClientRefusal = (error: unknown): boolean => error instanceof IllegalOperationError;
 
 /** `CR_ERR_BROKER_UNREACHABLE` for a failed connect to `url`; the text never carries its password. */

@@ -1,5 +1,6 @@
 import type { ConfirmChannel, Message, Options } from 'amqplib';
 import { RelayError } from '../errors.js';
+import { isClientRefusal } from './broker-errors.js';
 import { HEADER, readString } from '../message/headers.js';
 import { withTimeout } from '../util/with-timeout.js';
 
@@ -58,7 +59,7 @@ export const isClosed = (channel: ConfirmChannel): boolean => watch(channel).clo
  *   unroutable message too, but sends basic.return first on the same channel, so the return is known
  *   when the confirm arrives: https://www.rabbitmq.com/docs/confirms#when-publishes-are-confirmed
  * - `CR_ERR_PUBLISH_NACKED`: a negative confirm (e.g. a queue at its max-length with `reject-publish`);
- * - `CR_ERR_CLOSED`: the channel closed before the confirm;
+ * - `CR_ERR_CLOSED`: the channel closed (or was closing: the client refused the publish) before the confirm;
  * - `CR_ERR_PUBLISH_TIMEOUT`: no confirm within `timeoutMs`.
  * The client's own refusal (e.g. headers it cannot encode on a live channel) is rethrown as it is.
  * A mandatory publish carries RETURN_TOKEN_HEADER (the caller's, or a fresh one).
@@ -82,7 +83,7 @@ export async function publishConfirmed(channel: ConfirmChannel, target: PublishT
     try {
       nack = await withTimeout(confirmed, timeoutMs, () => new RelayError('CR_ERR_PUBLISH_TIMEOUT', `no confirm from the broker within ${timeoutMs} ms (PUBLISH_TIMEOUT)`));
     } catch (error) {
-      if (watched.closed && !(error instanceof RelayError)) throw closedError(where, error);
+      if (!(error instanceof RelayError) && (watched.closed || isClientRefusal(error))) throw closedError(where, error);
       throw error;
     }
     if (token !== undefined && watched.returned.has(token)) throw new RelayError('CR_ERR_PUBLISH_RETURNED', `the broker returned the message as unroutable: no queue is bound to ${where}`);

@@ -1,5 +1,6 @@
 import { loadConfig } from '../config/load-config.js';
-import { connectFirst } from '../amqp/connect.js';
+import { isNotFound } from '../amqp/broker-errors.js';
+import { connectFirst, openChannel } from '../amqp/connect.js';
 import { amqpUrls } from '../config/amqp-urls.js';
 import { RelayError } from '../errors.js';
 import type { OutcomeEvent } from '../events/outcome-events.js';
@@ -33,11 +34,10 @@ export async function historyCommand(argv: string[], signal?: AbortSignal): Prom
   const config = loadConfig();
   const queue = topologyNames(config.topologyPrefix).historyQueue;
   const { connection } = await connectFirst(amqpUrls(config.amqpUrl));
-  connection.on('error', () => {});
   try {
-    const channel = await connection.createChannel();
-    channel.on('error', () => {});
+    const channel = await openChannel(connection);
     await channel.checkQueue(queue).catch((error: unknown) => {
+      if (!isNotFound(error)) throw error;
       throw new RelayError('CR_ERR_CONFIG', `HISTORY: the stream "${queue}" does not exist (value of TOPOLOGY_PREFIX was "${config.topologyPrefix}"; workers declare it with HISTORY=on)`, { cause: error });
     });
     const reader = await connection.createChannel();

@@ -1,6 +1,6 @@
 import type { Channel, ConfirmChannel } from 'amqplib';
 import { isNotFound } from '../amqp/broker-errors.js';
-import { connectFirst } from '../amqp/connect.js';
+import { connectFirst, openChannel } from '../amqp/connect.js';
 import type { RelayConfig } from '../config/load-config.js';
 import { amqpUrls } from '../config/amqp-urls.js';
 import { RelayError } from '../errors.js';
@@ -33,12 +33,9 @@ export interface DeadQueueSession {
 export async function openDeadQueueSession(config: RelayConfig): Promise<DeadQueueSession> {
   const names = topologyNames(config.topologyPrefix);
   const { connection, url } = await connectFirst(amqpUrls(config.amqpUrl));
-  // Without listeners an 'error' event would crash the process; the failing operation reports it instead.
-  connection.on('error', () => {});
   try {
     const probe = async (check: (channel: Channel) => Promise<unknown>, what: string): Promise<void> => {
-      const channel = await connection.createChannel();
-      channel.on('error', () => {});
+      const channel = await openChannel(connection);
       try {
         await check(channel);
       } catch (error) {

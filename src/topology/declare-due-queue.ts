@@ -1,4 +1,5 @@
 import type { Channel } from 'amqplib';
+import { openChannel } from '../amqp/connect.js';
 import { applyDeclarations, binding, queue, type Declaration } from './declare-list.js';
 import { LANE_BUCKETS } from './lanes.js';
 import { queueArguments } from './queue-arguments.js';
@@ -34,8 +35,7 @@ export const declareDueQueue = (channel: Channel, names: TopologyNames): Promise
  */
 export async function declareDueQueueAside(connection: { createChannel(): Promise<Channel> }, names: TopologyNames): Promise<boolean> {
   try {
-    const channel = await connection.createChannel();
-    channel.on('error', () => {});
+    const channel = await openChannel(connection);
     await declareDueQueue(channel, names);
     await channel.close();
     return true;

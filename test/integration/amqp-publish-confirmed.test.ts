@@ -54,4 +54,9 @@ describe('publishConfirmed', () => {
     // Publishing to an exchange that does not exist closes the channel (404) instead of confirming.
     await expect(publishConfirmed(channel, { exchange: `${queue}.no-such-exchange`, routingKey: 'k' }, body, {}, 5_000)).rejects.toMatchObject({ code: 'CR_ERR_CLOSED' });
   });
+
+  it('CR_ERR_CLOSED: the client refuses a publish on a channel closed before any publish was watched', async () => {
+    await channel.close();
+    await expect(publishConfirmed(channel, { exchange: '', routingKey: queue }, body, {}, 5_000)).rejects.toMatchObject({ code: 'CR_ERR_CLOSED' });
+  });
 });
