@@ -62,15 +62,17 @@ export const isClosed = (channel: ConfirmChannel): boolean => watch(channel).clo
  * - `CR_ERR_CLOSED`: the channel closed (or was closing: the client refused the publish) before the confirm;
  * - `CR_ERR_PUBLISH_TIMEOUT`: no confirm within `timeoutMs`.
  * The client's own refusal (e.g. headers it cannot encode on a live channel) is rethrown as it is.
- * A mandatory publish carries RETURN_TOKEN_HEADER (the caller's, or a fresh one).
+ * A mandatory publish carries RETURN_TOKEN_HEADER: `token` when the caller made one (from
+ * returnToken(), to size its headers with it), else a fresh one, never one the message brought along.
  */
-export async function publishConfirmed(channel: ConfirmChannel, target: PublishTarget, content: Buffer, options: Options.Publish, timeoutMs: number): Promise<void> {
+export async function publishConfirmed(channel: ConfirmChannel, target: PublishTarget, content: Buffer, options: Options.Publish, timeoutMs: number, token?: string): Promise<void> {
   const watched = watch(channel);
-  const mandatory = options.mandatory === true;
-  const token = mandatory ? (tokenOf(options.headers) ?? returnToken()) : undefined;
-  const sent = token === undefined ? options : { ...options, headers: { ...options.headers, [RETURN_TOKEN_HEADER]: token } };
+  // Only a mandatory publish can come back; a caller's token is honoured either way.
+  const tracked = options.mandatory === true || token !== undefined;
+  const returnedAs = tracked ? (token ?? returnToken()) : undefined;
+  const sent = returnedAs === undefined ? options : { ...options, headers: { ...options.headers, [RETURN_TOKEN_HEADER]: returnedAs } };
   const where = `exchange "${target.exchange}" with routing key "${target.routingKey}"`;
-  if (token !== undefined) watched.pending.add(token);
+  if (returnedAs !== undefined) watched.pending.add(returnedAs);
   try {
     const confirmed = new Promise<Error | null>((resolve, reject) => {
       try {
@@ -86,13 +88,13 @@ export async function publishConfirmed(channel: ConfirmChannel, target: PublishT
       if (!(error instanceof RelayError) && (watched.closed || isClientRefusal(error))) throw closedError(where, error);
       throw error;
     }
-    if (token !== undefined && watched.returned.has(token)) throw new RelayError('CR_ERR_PUBLISH_RETURNED', `the broker returned the message as unroutable: no queue is bound to ${where}`);
+    if (returnedAs !== undefined && watched.returned.has(returnedAs)) throw new RelayError('CR_ERR_PUBLISH_RETURNED', `the broker returned the message as unroutable: no queue is bound to ${where}`);
     // amqplib fails the unconfirmed publishes of a closing channel with the same callback as a nack.
     if (nack) throw watched.closed ? closedError(where, nack) : new RelayError('CR_ERR_PUBLISH_NACKED', `the broker refused the message for ${where} (negative confirm)`, { cause: nack });
   } finally {
-    if (token !== undefined) {
-      watched.pending.delete(token);
-      watched.returned.delete(token);
+    if (returnedAs !== undefined) {
+      watched.pending.delete(returnedAs);
+      watched.returned.delete(returnedAs);
     }
   }
 }

@@ -47,7 +47,8 @@ export async function copyResult(channel: ConfirmChannel, published: Promise<voi
  * in its header size. Never rejects; a failure comes back with its cause.
  */
 export async function publishCopy(channel: ConfirmChannel, copy: Copy, message: ConsumeMessage, id: string, timeoutMs: number): Promise<CopyResult> {
-  const headers = { ...copy.headers, [RETURN_TOKEN_HEADER]: returnToken() };
+  const token = returnToken();
+  const headers = { ...copy.headers, [RETURN_TOKEN_HEADER]: token };
   const size = headerTableSize(headers);
   if (size > AMQP_HEADER_TABLE_LIMIT) {
     return { stored: false, cause: 'too-large', error: new Error(`the copy's headers are ${size} bytes encoded, over the ${AMQP_HEADER_TABLE_LIMIT} the client can send`) };
@@ -55,5 +56,5 @@ export async function publishCopy(channel: ConfirmChannel, copy: Copy, message: 
   const { contentType, timestamp } = message.properties;
   const options: Options.Publish = { persistent: true, mandatory: copy.mandatory, messageId: id, contentType: contentType ?? 'application/json', headers };
   if (timestamp !== undefined) options.timestamp = timestamp;
-  return copyResult(channel, publishConfirmed(channel, copy, message.content, options, timeoutMs));
+  return copyResult(channel, publishConfirmed(channel, copy, message.content, options, timeoutMs, token));
 }

@@ -2,6 +2,7 @@ import amqplib, { type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { publishConfirmed } from '../../src/amqp/publish-confirmed.js';
+import { HEADER } from '../../src/message/headers.js';
 import { randomPrefix } from '../support/relay.js';
 
 // The one confirmed publish every AMQP user of the relay shares, against the real broker.
@@ -33,9 +34,11 @@ describe('publishConfirmed', () => {
   it('CR_ERR_PUBLISH_RETURNED: a mandatory message no queue takes, matched to its own publish among others', async () => {
     await channel.assertQueue(queue, { durable: true });
     const target = (routingKey: string) => ({ exchange: '', routingKey });
+    // Same id, and the same stale return token from an earlier copy: neither may match the return.
+    const options = { mandatory: true, messageId: 'same', headers: { [HEADER.copy]: 'stale.1' } };
     const [stored, returned] = await Promise.allSettled([
-      publishConfirmed(channel, target(queue), body, { mandatory: true, messageId: 'same' }, 5_000),
-      publishConfirmed(channel, target(`${queue}.missing`), body, { mandatory: true, messageId: 'same' }, 5_000),
+      publishConfirmed(channel, target(queue), body, options, 5_000),
+      publishConfirmed(channel, target(`${queue}.missing`), body, options, 5_000),
     ]);
     expect(stored.status).toBe('fulfilled');
     expect(returned).toMatchObject({ status: 'rejected', reason: { code: 'CR_ERR_PUBLISH_RETURNED' } });
