@@ -1,40 +1,39 @@
 /**
- * Stable error codes. Callers branch on `code`, never on message text.
- * - `CR_ERR_CONFIG`: a setting has an invalid value (the message names the setting and the value).
- * - `CR_ERR_INVALID_CALLBACK`: a callback failed validation (`field` names the offending field).
- * - `CR_ERR_PUBLISH_TIMEOUT`: the broker did not confirm a publish in time (unreachable or blocked).
- * - `CR_ERR_PUBLISH_NACKED`: the broker refused a publish (negative confirm).
- * - `CR_ERR_BUFFER_FULL`: too many publishes are waiting for the broker; nothing was buffered.
- * - `CR_ERR_OUTCOME_UNKNOWN`: the connection dropped before the broker confirmed a publish, and
- *   republishing it got no confirm in time: it may or may not be queued (republish with the same id).
- * - `CR_ERR_EVENT_NOT_STORED`: EVENTS=durable and the broker did not store a callback's outcome event,
- *   so the callback was not acked: it went back to its queue to be attempted again.
- * - `CR_ERR_CLOSED`: the publisher or worker was closed.
- * - `CR_ERR_TOPOLOGY`: the broker refused to declare the topology (e.g. a queue exists with other arguments).
- * - `CR_ERR_DELAY_MODE`: the requested delay mode cannot run on this broker.
- * - `CR_ERR_UNAUTHORIZED`: an HTTP ingest request lacked a valid bearer token.
- * - `CR_ERR_INTERNAL`: the HTTP ingest failed unexpectedly (its log says why; the answer does not).
+ * The package's stable error codes, each with what it means (docs/errors.md is the table for
+ * readers; a unit test keeps the two equal). Callers branch on `code`, never on message text.
  */
-export type RelayErrorCode =
-  | 'CR_ERR_CONFIG'
-  | 'CR_ERR_INVALID_CALLBACK'
-  | 'CR_ERR_PUBLISH_TIMEOUT'
-  | 'CR_ERR_PUBLISH_NACKED'
-  | 'CR_ERR_BUFFER_FULL'
-  | 'CR_ERR_OUTCOME_UNKNOWN'
-  | 'CR_ERR_EVENT_NOT_STORED'
-  | 'CR_ERR_CLOSED'
-  | 'CR_ERR_TOPOLOGY'
-  | 'CR_ERR_DELAY_MODE'
-  | 'CR_ERR_UNAUTHORIZED'
-  | 'CR_ERR_INTERNAL';
+export const ERROR_CODES = {
+  CR_ERR_CONFIG: 'a setting has an invalid value (the message names the setting and the value)',
+  CR_ERR_USAGE: 'a CLI command or flag is wrong (the message names the flag); the CLI exits 2',
+  CR_ERR_INVALID_CALLBACK: 'a callback failed validation (`field` names the offending field)',
+  CR_ERR_PUBLISH_TIMEOUT: 'the broker did not confirm a publish in time (unreachable or blocked)',
+  CR_ERR_PUBLISH_NACKED: 'the broker refused a publish (negative confirm)',
+  CR_ERR_PUBLISH_RETURNED: 'the broker returned a mandatory publish: no queue is bound for it',
+  CR_ERR_BUFFER_FULL: 'too many publishes are waiting for the broker; nothing was buffered',
+  CR_ERR_OUTCOME_UNKNOWN:
+    'the connection dropped before the broker confirmed a publish, and republishing it got no confirm in time: it may or may not be queued (republish with the same id)',
+  CR_ERR_EVENT_NOT_STORED:
+    'EVENTS=durable and the broker did not store an outcome event, so the callback was not acked: it went back to its queue to be attempted again',
+  CR_ERR_CLOSED: 'the publisher, worker or channel was closed',
+  CR_ERR_BROKER_UNREACHABLE: 'no broker of AMQP_URL accepted a connection (the message names them, without passwords)',
+  CR_ERR_TOPOLOGY: 'the broker refused to declare the topology (e.g. a queue exists with other arguments)',
+  CR_ERR_DELAY_MODE: 'the requested delay mode cannot run on this broker',
+  CR_ERR_UNAUTHORIZED: 'an HTTP ingest request lacked a valid bearer token',
+  CR_ERR_INTERNAL: 'the HTTP ingest failed unexpectedly (its log says why; the answer does not)',
+  CR_ERR_FORBIDDEN_TARGET: 'TARGET_POLICY refused a callback URL: its host resolves to a forbidden address',
+  CR_ERR_SIGNATURE_MISSING: '`webhook-id`, `webhook-timestamp` or `webhook-signature` is absent or empty',
+  CR_ERR_SIGNATURE_INVALID: 'a signature header is malformed, or no `v1` signature matches any secret',
+  CR_ERR_SIGNATURE_EXPIRED: '`webhook-timestamp` is further than the tolerance from now',
+} as const;
 
-/** The one error class of the package; `code` is stable, `field` names the bad input where there is one. */
-export class RelayError extends Error {
-  readonly code: RelayErrorCode;
+export type RelayErrorCode = keyof typeof ERROR_CODES;
+
+/** The one base error of the package; `code` is stable, `field` names the bad input where there is one. */
+export class RelayError<Code extends RelayErrorCode = RelayErrorCode> extends Error {
+  readonly code: Code;
   readonly field: string | undefined;
 
-  constructor(code: RelayErrorCode, message: string, options: { field?: string; cause?: unknown } = {}) {
+  constructor(code: Code, message: string, options: { field?: string; cause?: unknown } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'RelayError';
     this.code = code;

@@ -3,7 +3,7 @@ import { loadConfig, type RelayConfig } from '../config/load-config.js';
 import { startControlReader } from '../control/control-reader.js';
 import { publishMarkers, cancelMarker } from '../control/publish-markers.js';
 import type { ControlMarker } from '../control/control-markers.js';
-import { connectFirst } from '../dlq/dead-queue-session.js';
+import { connectFirst } from '../amqp/connect.js';
 import { RelayError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { topologyNames } from '../topology/topology-names.js';

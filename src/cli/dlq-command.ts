@@ -5,7 +5,8 @@ import { listDead } from '../dlq/list-dead.js';
 import { purgeDead, purgeFirst } from '../dlq/purge-dead.js';
 import { MAX_HELD_BYTES, replayDead } from '../dlq/replay-dead.js';
 import { confirmPrompt } from './confirm-prompt.js';
-import { DEFAULT_LIST_LIMIT, DlqUsageError, parseDlqArgs, type DlqCommand } from './parse-dlq-args.js';
+import { DEFAULT_LIST_LIMIT, parseDlqArgs, type DlqCommand } from './parse-dlq-args.js';
+import { parseOrReport } from './usage-error.js';
 
 export const DLQ_USAGE = `callback-relay dlq <command>
 
@@ -29,14 +30,8 @@ found or purge declined, 2 bad flags or settings.`;
  * configuration and broker errors are thrown for the CLI's common handler (CR_ERR_CONFIG → 2, else 1).
  */
 export async function dlqCommand(argv: string[]): Promise<number> {
-  let command: DlqCommand;
-  try {
-    command = parseDlqArgs(argv);
-  } catch (error) {
-    if (!(error instanceof DlqUsageError)) throw error;
-    process.stderr.write(`callback-relay dlq: ${error.message} (see: callback-relay dlq --help)\n`);
-    return 2;
-  }
+  const command = parseOrReport('dlq', () => parseDlqArgs(argv));
+  if (command === undefined) return 2;
   if (command.action === 'help') {
     process.stdout.write(`${DLQ_USAGE}\n`);
     return 0;

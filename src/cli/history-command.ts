@@ -1,12 +1,14 @@
 import { loadConfig } from '../config/load-config.js';
-import { connectFirst } from '../dlq/dead-queue-session.js';
+import { isNotFound } from '../amqp/broker-errors.js';
+import { connectFirst, openChannel } from '../amqp/connect.js';
 import { amqpUrls } from '../config/amqp-urls.js';
 import { RelayError } from '../errors.js';
 import type { OutcomeEvent } from '../events/outcome-events.js';
 import { formatTimelineLine } from '../history/format-timeline.js';
 import { readHistory, type HistoryStart } from '../history/read-history.js';
 import { topologyNames } from '../topology/topology-names.js';
-import { HistoryUsageError, parseHistoryArgs, type HistoryCommand } from './parse-history-args.js';
+import { parseHistoryArgs } from './parse-history-args.js';
+import { parseOrReport } from './usage-error.js';
 
 export const HISTORY_USAGE = `callback-relay history <command>
 
@@ -23,14 +25,8 @@ Exit status: 0 done (1 for a lookup that found nothing), 2 bad flags or settings
 
 /** Runs `callback-relay history …` and returns the exit status (see HISTORY_USAGE). */
 export async function historyCommand(argv: string[], signal?: AbortSignal): Promise<number> {
-  let command: HistoryCommand;
-  try {
-    command = parseHistoryArgs(argv);
-  } catch (error) {
-    if (!(error instanceof HistoryUsageError)) throw error;
-    process.stderr.write(`callback-relay history: ${error.message} (see: callback-relay history --help)\n`);
-    return 2;
-  }
+  const command = parseOrReport('history', () => parseHistoryArgs(argv));
+  if (command === undefined) return 2;
   if (command.action === 'help') {
     process.stdout.write(`${HISTORY_USAGE}\n`);
     return 0;
@@ -38,11 +34,10 @@ export async function historyCommand(argv: string[], signal?: AbortSignal): Prom
   const config = loadConfig();
   const queue = topologyNames(config.topologyPrefix).historyQueue;
   const { connection } = await connectFirst(amqpUrls(config.amqpUrl));
-  connection.on('error', () => {});
   try {
-    const channel = await connection.createChannel();
-    channel.on('error', () => {});
+    const channel = await openChannel(connection);
     await channel.checkQueue(queue).catch((error: unknown) => {
+      if (!isNotFound(error)) throw error;
       throw new RelayError('CR_ERR_CONFIG', `HISTORY: the stream "${queue}" does not exist (value of TOPOLOGY_PREFIX was "${config.topologyPrefix}"; workers declare it with HISTORY=on)`, { cause: error });
     });
     const reader = await connection.createChannel();

@@ -1,5 +1,5 @@
-import { parseArgs } from 'node:util';
 import type { ReplaySelector } from '../dlq/select-for-replay.js';
+import { parseFlags, UsageError } from './usage-error.js';
 
 /** What `callback-relay dlq …` was asked to do. */
 export type DlqCommand =
@@ -8,59 +8,45 @@ export type DlqCommand =
   | { action: 'replay'; selector: ReplaySelector; limit: number | undefined }
   | { action: 'purge'; yes: boolean };
 
-/** A bad subcommand or flag; the CLI prints it with the usage and exits 2. */
-export class DlqUsageError extends Error {
-  override readonly name = 'DlqUsageError';
-}
-
 export const DEFAULT_LIST_LIMIT = 50;
 
-/** Parses the arguments after `dlq`. Throws `DlqUsageError` naming the flag at fault. */
+/** Parses the arguments after `dlq`. Throws `UsageError` naming the flag at fault. */
 export function parseDlqArgs(argv: string[]): DlqCommand {
   const [action, ...rest] = argv;
   if (action === undefined || action === 'help' || action === '--help' || action === '-h' || rest.includes('--help') || rest.includes('-h')) {
     return { action: 'help' };
   }
   if (action === 'list') {
-    const { values } = usage(() => parseArgs({ args: rest, options: { limit: { type: 'string' }, json: { type: 'boolean' } } }));
+    const { values } = parseFlags({ args: rest, options: { limit: { type: 'string' }, json: { type: 'boolean' } } });
     return { action: 'list', limit: values.limit === undefined ? DEFAULT_LIST_LIMIT : parseLimit(values.limit), json: values.json === true };
   }
   if (action === 'replay') {
     const options = { id: { type: 'string', multiple: true }, reason: { type: 'string' }, all: { type: 'boolean' }, limit: { type: 'string' } } as const;
-    const { values } = usage(() => parseArgs({ args: rest, options }));
+    const { values } = parseFlags({ args: rest, options });
     const given = [values.id !== undefined && '--id', values.reason !== undefined && '--reason', values.all === true && '--all'].filter(Boolean);
-    if (given.length === 0) throw new DlqUsageError('dlq replay: say what to replay: --id ID (repeatable), --reason REASON or --all');
-    if (given.length > 1) throw new DlqUsageError(`dlq replay: give only one of --id, --reason, --all (got ${given.join(' and ')})`);
+    if (given.length === 0) throw new UsageError('dlq replay: say what to replay: --id ID (repeatable), --reason REASON or --all');
+    if (given.length > 1) throw new UsageError(`dlq replay: give only one of --id, --reason, --all (got ${given.join(' and ')})`);
     const limit = values.limit === undefined ? undefined : parseLimit(values.limit);
     if (values.id !== undefined) {
-      if (values.id.some((id) => id === '')) throw new DlqUsageError('--id: must not be empty');
+      if (values.id.some((id) => id === '')) throw new UsageError('--id: must not be empty');
       return { action: 'replay', selector: { kind: 'ids', ids: values.id }, limit };
     }
     if (values.reason !== undefined) {
-      if (values.reason === '') throw new DlqUsageError('--reason: must not be empty (e.g. rejected, exhausted, invalid, delivery_limit)');
+      if (values.reason === '') throw new UsageError('--reason: must not be empty (e.g. rejected, exhausted, invalid, delivery_limit)');
       return { action: 'replay', selector: { kind: 'reason', reason: values.reason }, limit };
     }
     return { action: 'replay', selector: { kind: 'all' }, limit };
   }
   if (action === 'purge') {
-    const { values } = usage(() => parseArgs({ args: rest, options: { yes: { type: 'boolean', short: 'y' } } }));
+    const { values } = parseFlags({ args: rest, options: { yes: { type: 'boolean', short: 'y' } } });
     return { action: 'purge', yes: values.yes === true };
   }
-  throw new DlqUsageError(`unknown dlq command ${JSON.stringify(action)}: expected list, replay or purge`);
-}
-
-/** Runs node:util parseArgs (strict: unknown flags and stray words are errors) with its errors as usage errors. */
-function usage<T>(parse: () => T): T {
-  try {
-    return parse();
-  } catch (error) {
-    throw new DlqUsageError((error as Error).message);
-  }
+  throw new UsageError(`unknown dlq command ${JSON.stringify(action)}: expected list, replay or purge`);
 }
 
 function parseLimit(text: string): number {
   if (!/^\d+$/.test(text.trim()) || Number(text) < 1 || !Number.isSafeInteger(Number(text))) {
-    throw new DlqUsageError(`--limit: must be a whole number of at least 1, got ${JSON.stringify(text)}`);
+    throw new UsageError(`--limit: must be a whole number of at least 1, got ${JSON.stringify(text)}`);
   }
   return Number(text);
 }

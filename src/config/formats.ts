@@ -1,10 +1,9 @@
-import { LANE_BUCKETS } from '../topology/lanes.js';
 import convict from 'convict';
-import { parseCidrList } from '../http/address-policy.js';
+import { cidrListProblem } from '../formats/cidr.js';
+import { parseIngestTokens } from '../formats/ingest-tokens.js';
+import { LANE_BUCKETS, MAX_LEVEL_DELAY_MS as MAX_DELAY_MS } from '../formats/limits.js';
+import { signingSecretsProblem } from '../formats/signing-secrets.js';
 import { amqpUrls } from './amqp-urls.js';
-import { parseSigningSecrets } from '../signing/signing-secrets.js';
-import { parseIngestTokens } from '../ingest/tokens.js';
-import { MAX_LEVEL_DELAY_MS as MAX_DELAY_MS } from '../topology/delay-levels.js';
 import { formatDuration, parseDuration, parseDurationList } from './duration.js';
 
 /** A duration from 1ms to the longest delay level (HTTP_TIMEOUT, RETRY_AFTER_MAX, a retry policy's timeout). */
@@ -90,24 +89,17 @@ export function registerFormats(): void {
         if (value !== null && (!Number.isInteger(value) || (value as number) < 0)) throw new Error('must be a whole number ≥ 0, or empty for the default');
       },
     },
+    // Each names the bad entry (a secret by its position only); convict adds the setting's name.
     'signing-secrets': {
       validate: (value: unknown) => {
-        if (value === '') return;
-        try {
-          parseSigningSecrets(String(value), 'secrets');
-        } catch (error) {
-          throw new Error((error as Error).message.replace(/^secrets: /, ''));
-        }
+        const problem = value === '' ? undefined : signingSecretsProblem(String(value));
+        if (problem !== undefined) throw new Error(problem);
       },
     },
     'cidr-list': {
       validate: (value: unknown) => {
-        // Throws a message naming the bad entry; convict adds the setting's name.
-        try {
-          parseCidrList(String(value), 'list');
-        } catch (error) {
-          throw new Error((error as Error).message.replace(/^list: /, ''));
-        }
+        const problem = cidrListProblem(String(value));
+        if (problem !== undefined) throw new Error(problem);
       },
     },
     fraction: {

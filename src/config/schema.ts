@@ -1,4 +1,4 @@
-import { DEFAULT_LANES } from '../topology/lanes.js';
+import { DEFAULT_LANES } from '../formats/limits.js';
 import { isolationSchema } from './isolation-schema.js';
 
 /**

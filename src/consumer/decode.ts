@@ -1,6 +1,7 @@
 import type { ConsumeMessage } from 'amqplib';
 import { RelayError } from '../errors.js';
-import { isValidId, parseCallback, type Callback } from '../message/callback.js';
+import { parseCallback, type Callback } from '../message/callback.js';
+import { callbackId } from '../message/callback-id.js';
 import { derivedId } from '../message/derived-id.js';
 import { headerTableSize, MAX_PRODUCER_HEADER_BYTES } from '../message/header-table-size.js';
 import { HEADER, readAttempt, readString } from '../message/headers.js';
@@ -36,12 +37,9 @@ export type Decoded = { ok: true; delivery: Delivery } | { ok: false; id: string
 export function decode(message: ConsumeMessage, maxPayloadBytes: number, policies?: RetryPolicies): Decoded {
   const headers = message.properties.headers;
   const attempt = readAttempt(headers);
-  const messageId: unknown = message.properties.messageId;
-  // A message_id becomes the webhook-id header, so only one that is a valid id is used.
-  const fallbackId = typeof messageId === 'string' && isValidId(messageId) ? messageId : undefined;
-  // Without either id, one derived from the message: the same on every redelivery of it.
-  const stableId = (): string => fallbackId ?? derivedId(message);
-  const failed = (error: string): Decoded => ({ ok: false, id: stableId(), attempt, error });
+  // Without a valid id, one derived from the message: the same on every redelivery of it.
+  const idOf = (bodyId: string | undefined): string => callbackId(bodyId, message.properties.messageId) ?? derivedId(message);
+  const failed = (error: string): Decoded => ({ ok: false, id: idOf(undefined), attempt, error });
   if (message.content.length > maxPayloadBytes) {
     return failed(`message is ${message.content.length} bytes, over the limit of ${maxPayloadBytes} (MAX_PAYLOAD_BYTES)`);
   }
@@ -78,7 +76,7 @@ export function decode(message: ConsumeMessage, maxPayloadBytes: number, policie
       return failed((error as Error).message);
     }
   }
-  const id = callback.id ?? stableId();
+  const id = idOf(callback.id);
   return { ok: true, delivery: { id, callback, url, payload, attempt, firstAttemptAt: readString(headers, HEADER.firstAttemptAt), policy, trace: readTraceContext(headers) } };
 }
 

@@ -1,8 +1,9 @@
 import type { ConfirmChannel, ConsumeMessage, Options } from 'amqplib';
-import { isRelayError, RelayError } from '../errors.js';
+import { isClosed, publishConfirmed, RETURN_TOKEN_HEADER, returnToken } from '../amqp/publish-confirmed.js';
+import { isRelayError, type RelayErrorCode } from '../errors.js';
 import { AMQP_HEADER_TABLE_LIMIT, headerTableSize } from '../message/header-table-size.js';
-import { HEADER, readString } from '../message/headers.js';
-import { withTimeout } from '../util/with-timeout.js';
+
+export { isClosed };
 
 /** A copy of a consumed message to publish: where, with which headers. */
 export interface Copy {
@@ -22,49 +23,32 @@ export type CopyFailure = 'returned' | 'nacked' | 'timeout' | 'too-large' | 'ref
 
 export type CopyResult = { stored: true } | { stored: false; cause: CopyFailure; error: Error };
 
-/** What one confirm channel has told us: copies the broker returned, and whether it closed. */
-interface ChannelWatch {
-  pending: Set<string>;
-  returned: Set<string>;
-  closed: boolean;
-}
+const CAUSES: Partial<Record<RelayErrorCode, CopyFailure>> = {
+  CR_ERR_PUBLISH_RETURNED: 'returned',
+  CR_ERR_PUBLISH_NACKED: 'nacked',
+  CR_ERR_PUBLISH_TIMEOUT: 'timeout',
+  CR_ERR_CLOSED: 'closed',
+};
 
-const watches = new WeakMap<ConfirmChannel, ChannelWatch>();
-let copies = 0;
-
-/**
- * One listener per channel collects returns. A return is matched to its publish by the token in the
- * copy's `x-callback-copy` header, never by message text or id (several copies of one callback can be
- * in flight). The broker sends basic.return before the confirm of the same publish, so by the time
- * the confirm arrives the return has been seen: https://www.rabbitmq.com/docs/confirms#when-publishes-are-confirmed
- */
-function watch(channel: ConfirmChannel): ChannelWatch {
-  let watched = watches.get(channel);
-  if (!watched) {
-    const state: ChannelWatch = { pending: new Set(), returned: new Set(), closed: false };
-    channel.on('return', (message: ConsumeMessage) => {
-      const token = readString(message.properties.headers, HEADER.copy);
-      if (token !== undefined && state.pending.has(token)) state.returned.add(token);
-    });
-    channel.on('close', () => (state.closed = true));
-    watches.set(channel, state);
-    watched = state;
+/** Waits for a confirmed publish (amqp/publish-confirmed.ts) and tells how it ended. Never rejects. */
+export async function copyResult(channel: ConfirmChannel, published: Promise<void>): Promise<CopyResult> {
+  try {
+    await published;
+    return { stored: true };
+  } catch (error) {
+    const cause = (isRelayError(error) && CAUSES[error.code]) || (isClosed(channel) ? 'closed' : 'refused');
+    return { stored: false, cause, error: error as Error };
   }
-  return watched;
 }
-
-/** Whether `channel` is known to be closed (a publish or settle on it can only fail). */
-export const isClosed = (channel: ConfirmChannel): boolean => watch(channel).closed;
 
 /**
  * Publishes `copy` with the original's body and id and waits for the broker to store it: confirmed,
- * not returned, within `timeoutMs`. Never rejects; a failure comes back with its cause.
+ * not returned, within `timeoutMs`. Every copy carries a return token (RETURN_TOKEN_HEADER), counted
+ * in its header size. Never rejects; a failure comes back with its cause.
  */
 export async function publishCopy(channel: ConfirmChannel, copy: Copy, message: ConsumeMessage, id: string, timeoutMs: number): Promise<CopyResult> {
-  const watched = watch(channel);
-  copies += 1;
-  const token = `${process.pid}.${copies}`;
-  const headers = { ...copy.headers, [HEADER.copy]: token };
+  const token = returnToken();
+  const headers = { ...copy.headers, [RETURN_TOKEN_HEADER]: token };
   const size = headerTableSize(headers);
   if (size > AMQP_HEADER_TABLE_LIMIT) {
     return { stored: false, cause: 'too-large', error: new Error(`the copy's headers are ${size} bytes encoded, over the ${AMQP_HEADER_TABLE_LIMIT} the client can send`) };
@@ -72,32 +56,5 @@ export async function publishCopy(channel: ConfirmChannel, copy: Copy, message: 
   const { contentType, timestamp } = message.properties;
   const options: Options.Publish = { persistent: true, mandatory: copy.mandatory, messageId: id, contentType: contentType ?? 'application/json', headers };
   if (timestamp !== undefined) options.timestamp = timestamp;
-  watched.pending.add(token);
-  try {
-    const error = await publishConfirmed(channel, copy.exchange, copy.routingKey, message.content, options, timeoutMs);
-    if (watched.returned.has(token)) return { stored: false, cause: 'returned', error: new Error(`no queue is bound for routing key "${copy.routingKey}" on exchange "${copy.exchange}"`) };
-    if (error) return { stored: false, cause: watched.closed ? 'closed' : 'nacked', error };
-    return { stored: true };
-  } catch (error) {
-    if (isRelayError(error, 'CR_ERR_PUBLISH_TIMEOUT')) return { stored: false, cause: 'timeout', error };
-    return { stored: false, cause: watched.closed ? 'closed' : 'refused', error: error as Error };
-  } finally {
-    watched.pending.delete(token);
-    watched.returned.delete(token);
-  }
-}
-
-/**
- * Publishes and waits for the broker's confirm: resolves with the nack's error (null when acked);
- * rejects when the client refuses the publish or, with `CR_ERR_PUBLISH_TIMEOUT`, after `timeoutMs`.
- */
-export function publishConfirmed(channel: ConfirmChannel, exchange: string, routingKey: string, content: Buffer, options: Options.Publish, timeoutMs: number): Promise<Error | null> {
-  const confirmed = new Promise<Error | null>((resolve, reject) => {
-    try {
-      channel.publish(exchange, routingKey, content, options, (error) => resolve(error ?? null));
-    } catch (error) {
-      reject(error as Error);
-    }
-  });
-  return withTimeout(confirmed, timeoutMs, () => new RelayError('CR_ERR_PUBLISH_TIMEOUT', `no confirm from the broker within ${timeoutMs} ms (PUBLISH_TIMEOUT)`));
+  return copyResult(channel, publishConfirmed(channel, copy, message.content, options, timeoutMs, token));
 }

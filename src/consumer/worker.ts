@@ -1,4 +1,5 @@
-import amqp, { type AmqpConnectionManager, type ChannelWrapper } from 'amqp-connection-manager';
+import type { AmqpConnectionManager, ChannelWrapper } from 'amqp-connection-manager';
+import { connectManager } from '../amqp/connect.js';
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { Server } from 'node:http';
 import type { Dispatcher } from 'undici';
@@ -106,7 +107,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       void work.finally(() => inFlight.delete(work));
     };
     if (topology.mode === 'plugin') dueMover = createDueMover(topology.names, consume.prefetch, logger);
-    manager = amqp.connect(amqpUrls(config.amqpUrl), { reconnectTimeInSeconds: 1, heartbeatIntervalInSeconds: 10 });
+    manager = connectManager(config.amqpUrl);
     manager.on('connect', () => {
       // Registered before the channel's own listener, so this runs before the setup consumes again.
       recycling = false;

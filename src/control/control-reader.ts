@@ -7,7 +7,8 @@ import { HEADER, readString } from '../message/headers.js';
 import type { TopologyNames } from '../topology/topology-names.js';
 import { encodeMarker, parseMarker } from './control-markers.js';
 import { ControlState, type ControlView } from './control-state.js';
-import { CONTROL_MAX_AGE_MS, declareControl } from './declare-control.js';
+import { applyDeclarations } from '../topology/declare-list.js';
+import { CONTROL_MAX_AGE_MS, controlStream } from './declare-control.js';
 import { heldDestination, moveTo } from './move-held.js';
 
 /** Cancelled ids a worker keeps at most (about 100 MB at the longest ids); the oldest are forgotten first. */
@@ -100,7 +101,7 @@ export async function startControlReader(options: ControlReaderOptions): Promise
   const channel: ChannelWrapper = manager.createChannel({
     confirm: true,
     setup: async (ch: ConfirmChannel) => {
-      await declareControl(ch, names);
+      await applyDeclarations(ch, controlStream(names));
       await ch.prefetch(PREFETCH);
       await ch.consume(names.controlQueue, (message) => onMessage(ch, message), { noAck: false, arguments: { 'x-stream-offset': next } });
       const moveHeld = options.moveHeld;

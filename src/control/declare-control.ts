@@ -1,4 +1,4 @@
-import type { Channel } from 'amqplib';
+import { queue, type Declaration } from '../topology/declare-list.js';
 import type { TopologyNames } from '../topology/topology-names.js';
 
 /**
@@ -14,6 +14,4 @@ export const CONTROL_MAX_AGE_MS = 30 * 86_400_000;
  * A stream, not a queue, because each worker must see every marker, and a worker started later those
  * written before it; reading removes nothing: https://www.rabbitmq.com/docs/streams#consuming
  */
-export async function declareControl(channel: Channel, names: TopologyNames): Promise<void> {
-  await channel.assertQueue(names.controlQueue, { durable: true, arguments: { 'x-queue-type': 'stream', 'x-max-age': CONTROL_MAX_AGE } });
-}
+export const controlStream = (names: TopologyNames): Declaration[] => [queue(names.controlQueue, { 'x-queue-type': 'stream', 'x-max-age': CONTROL_MAX_AGE })];

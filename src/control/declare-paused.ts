@@ -1,4 +1,4 @@
-import type { Channel } from 'amqplib';
+import { queue, type Declaration } from '../topology/declare-list.js';
 import { queueArguments } from '../topology/queue-arguments.js';
 import type { TopologyNames } from '../topology/topology-names.js';
 
@@ -14,8 +14,7 @@ export const HOLD_RECHECK_MS = 10_000;
  * queue, hence the circulation: https://www.rabbitmq.com/docs/ttl#per-queue-message-ttl and
  * https://www.rabbitmq.com/docs/consumers#single-active-consumer
  */
-export async function declarePaused(channel: Channel, names: TopologyNames, type: 'quorum' | 'classic'): Promise<void> {
-  const holding = queueArguments({ type, messageTtlMs: HOLD_RECHECK_MS, deadLetter: { exchange: '', routingKey: names.pausedCheckQueue } });
-  await channel.assertQueue(names.pausedQueue, { durable: true, arguments: holding });
-  await channel.assertQueue(names.pausedCheckQueue, { durable: true, arguments: { ...queueArguments({ type }), 'x-single-active-consumer': true } });
-}
+export const pausedQueues = (names: TopologyNames, type: 'quorum' | 'classic'): Declaration[] => [
+  queue(names.pausedQueue, queueArguments({ type, messageTtlMs: HOLD_RECHECK_MS, deadLetter: { exchange: '', routingKey: names.pausedCheckQueue } })),
+  queue(names.pausedCheckQueue, { ...queueArguments({ type }), 'x-single-active-consumer': true }),
+];

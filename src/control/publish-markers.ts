@@ -1,5 +1,5 @@
 import type { ConfirmChannel } from 'amqplib';
-import { publishConfirmed } from '../dlq/publish-confirmed.js';
+import { publishConfirmed } from '../amqp/publish-confirmed.js';
 import { RelayError } from '../errors.js';
 import { isValidId } from '../message/callback.js';
 import { encodeMarker, type ControlMarker } from './control-markers.js';

@@ -1,7 +1,8 @@
-import amqplib, { type Channel, type ChannelModel, type ConfirmChannel } from 'amqplib';
+import type { Channel, ConfirmChannel } from 'amqplib';
+import { isNotFound } from '../amqp/broker-errors.js';
+import { connectFirst, openChannel } from '../amqp/connect.js';
 import type { RelayConfig } from '../config/load-config.js';
 import { amqpUrls } from '../config/amqp-urls.js';
-import { redactUrl } from '../config/redact-url.js';
 import { RelayError } from '../errors.js';
 import { resolveDelayMode, type DelayMode } from '../topology/delay-mode.js';
 import { inspectBroker } from '../topology/inspect-broker.js';
@@ -32,17 +33,14 @@ export interface DeadQueueSession {
 export async function openDeadQueueSession(config: RelayConfig): Promise<DeadQueueSession> {
   const names = topologyNames(config.topologyPrefix);
   const { connection, url } = await connectFirst(amqpUrls(config.amqpUrl));
-  // Without listeners an 'error' event would crash the process; the failing operation reports it instead.
-  connection.on('error', () => {});
   try {
     const probe = async (check: (channel: Channel) => Promise<unknown>, what: string): Promise<void> => {
-      const channel = await connection.createChannel();
-      channel.on('error', () => {});
+      const channel = await openChannel(connection);
       try {
         await check(channel);
       } catch (error) {
-        // 404 NOT_FOUND is the answer for a missing queue or exchange; anything else is reported as it is.
-        if ((error as { code?: unknown }).code !== 404) throw error;
+        // NOT_FOUND is the answer for a missing queue or exchange; anything else is reported as it is.
+        if (!isNotFound(error)) throw error;
         throw new RelayError(
           'CR_ERR_CONFIG',
           `TOPOLOGY_PREFIX: ${what} does not exist on the broker (value was "${config.topologyPrefix}"; a worker, a publisher or \`npm run topology\` declares it)`,
@@ -72,29 +70,4 @@ export async function openDeadQueueSession(config: RelayConfig): Promise<DeadQue
     await connection.close().catch(() => {});
     throw error;
   }
-}
-
-/** The text with the URL, and its password on its own, replaced: a client error may quote either. */
-function scrub(text: string, url: string): string {
-  let clean = text.split(url).join(redactUrl(url));
-  try {
-    const password = decodeURIComponent(new URL(url).password);
-    if (password.length > 0) clean = clean.split(password).join('***');
-  } catch {
-    // Not a parseable URL: the split above already removed it wherever it appeared whole.
-  }
-  return clean;
-}
-
-/** The first broker of the list that accepts a connection; the error names them without passwords. */
-export async function connectFirst(urls: string[]): Promise<{ connection: ChannelModel; url: string }> {
-  let last: Error | undefined;
-  for (const url of urls) {
-    try {
-      return { connection: await amqplib.connect(url, { timeout: 10_000 }), url };
-    } catch (error) {
-      last = new Error(`cannot connect to the broker at ${redactUrl(url)}: ${scrub((error as Error).message, url)}`, { cause: error });
-    }
-  }
-  throw last ?? new Error('AMQP_URL names no broker');
 }

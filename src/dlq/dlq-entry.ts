@@ -1,3 +1,4 @@
+import { callbackId } from '../message/callback-id.js';
 import { HEADER, readString } from '../message/headers.js';
 
 /** The parts of a message in P.dead that an entry is read from; an amqplib `GetMessage` fits. */
@@ -8,7 +9,7 @@ export interface DeadMessage {
 
 /** One parked callback as `dlq list` shows it. `null` wherever the message does not say. */
 export interface DlqEntry {
-  /** The callback id (sent as webhook-id): the body's `id`, else the AMQP message_id. */
+  /** The callback id (sent as webhook-id) as the worker reads it (message/callback-id.ts). */
   id: string | null;
   url: string | null;
   /** `x-callback-reason`, else the broker's x-death reason (e.g. `delivery_limit`), else `unknown`. */
@@ -27,7 +28,7 @@ export function dlqEntry(message: DeadMessage, now: Date): DlqEntry {
   const body = parseBody(message.content);
   const since = lastAttemptAt(headers) ?? timestampOf(message.properties.timestamp);
   return {
-    id: callbackId(body, message.properties.messageId),
+    id: callbackId(body?.id, message.properties.messageId) ?? null,
     url: typeof body?.url === 'string' ? body.url : null,
     reason: readString(headers, HEADER.reason) ?? brokerReason(headers) ?? 'unknown',
     attempts: readNumber(headers, HEADER.attempts),
@@ -38,15 +39,6 @@ export function dlqEntry(message: DeadMessage, now: Date): DlqEntry {
   };
 }
 
-/**
- * The id the worker would use: the body's `id` first, then message_id (see consumer/decode.ts), so
- * a replay keeps the webhook-id receivers deduplicate on.
- */
-export function callbackId(body: Record<string, unknown> | undefined, messageId: unknown): string | null {
-  if (typeof body?.id === 'string' && body.id !== '') return body.id;
-  if (typeof messageId === 'string' && messageId !== '') return messageId;
-  return null;
-}
 
 /** The body as a JSON object, or `undefined` when it is not one (an `invalid` callback may be anything). */
 export function parseBody(content: Buffer): Record<string, unknown> | undefined {

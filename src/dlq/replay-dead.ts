@@ -1,8 +1,8 @@
 import type { GetMessage } from 'amqplib';
+import { publishConfirmed } from '../amqp/publish-confirmed.js';
 import type { DeadQueueSession } from './dead-queue-session.js';
 import { dlqEntry } from './dlq-entry.js';
 import { refreshPublishOptions } from './needs-refresh.js';
-import { publishConfirmed } from './publish-confirmed.js';
 import { replayPublishOptions } from './replay-publish-options.js';
 import { returnDeadMessages } from './return-dead-messages.js';
 import { selectForReplay, unmatchedIds, type ReplaySelector } from './select-for-replay.js';

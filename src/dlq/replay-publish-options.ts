@@ -1,36 +1,18 @@
 import type { Options } from 'amqplib';
+import { withoutBrokerHeaders } from '../amqp/broker-headers.js';
 import { HEADER } from '../message/headers.js';
 
 /**
- * Headers the broker adds (dead-lettering, quorum delivery counts) and `x-delay`. A replay drops them
- * so the copy starts clean; `x-delay` in particular would hold it back in plugin mode.
- */
-const BROKER_HEADERS = new Set([
-  'x-death',
-  'x-first-death-exchange',
-  'x-first-death-queue',
-  'x-first-death-reason',
-  'x-last-death-exchange',
-  'x-last-death-queue',
-  'x-last-death-reason',
-  'x-delivery-count',
-  'x-acquired-count',
-  'x-delay',
-]);
-
-/**
  * The headers of a replayed copy: the producer's own, without any `x-callback-*` retry state or DLQ
- * record and without what the broker added. With no `x-callback-attempt` the worker counts the next
- * delivery as attempt 1, so the full retry schedule applies again.
+ * record, without what the broker added, and without `x-delay`, which would hold it back in plugin
+ * mode. With no `x-callback-attempt` the worker counts the next delivery as attempt 1, so the full
+ * retry schedule applies again.
  */
-export function replayHeaders(headers: Record<string, unknown> | undefined): Record<string, unknown> {
-  const kept: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(headers ?? {})) {
+export const replayHeaders = (headers: Record<string, unknown> | undefined): Record<string, unknown> =>
+  withoutBrokerHeaders(headers, (name) => {
     const lower = name.toLowerCase();
-    if (!lower.startsWith('x-callback-') && !BROKER_HEADERS.has(lower)) kept[name] = value;
-  }
-  return kept;
-}
+    return lower.startsWith('x-callback-') || lower === HEADER.delay;
+  });
 
 /**
  * AMQP properties of a replayed copy, as the wire contract asks of any producer: persistent, JSON,

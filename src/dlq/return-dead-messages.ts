@@ -1,7 +1,7 @@
 import type { GetMessage } from 'amqplib';
+import { publishConfirmed } from '../amqp/publish-confirmed.js';
 import type { DeadQueueSession } from './dead-queue-session.js';
 import { needsRefresh, refreshPublishOptions } from './needs-refresh.js';
-import { publishConfirmed } from './publish-confirmed.js';
 
 /**
  * Puts messages taken from P.dead back, untouched, in the order they were taken. Each one is

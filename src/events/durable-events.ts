@@ -1,8 +1,8 @@
 import type { ConfirmChannel } from 'amqplib';
 import type { AttemptReport } from '../consumer/observer.js';
-import { isClosed, publishConfirmed, type CopyResult } from '../consumer/publish-copy.js';
+import { publishConfirmed } from '../amqp/publish-confirmed.js';
+import { copyResult, type CopyResult } from '../consumer/publish-copy.js';
 import type { StoreEvent } from '../consumer/settle.js';
-import { isRelayError } from '../errors.js';
 import { eventMessageId, invalidEvent, outcomeEventOf, workerName, type OutcomeEvent } from './outcome-events.js';
 
 /** The `reason` of the `dead` event of a message no copy could be stored for, rejected to P.dead instead. */
@@ -39,14 +39,8 @@ export function createDurableEvents(exchange: string, clock: () => number, timeo
 }
 
 /** Publishes `event` persistent and waits for its confirm. Never rejects; a failure comes back with its cause. */
-export async function storeEvent(channel: ConfirmChannel, exchange: string, event: OutcomeEvent, timeoutMs: number): Promise<CopyResult> {
+export function storeEvent(channel: ConfirmChannel, exchange: string, event: OutcomeEvent, timeoutMs: number): Promise<CopyResult> {
   const options = { persistent: true, contentType: 'application/json', messageId: eventMessageId(event), timestamp: Math.floor(Date.parse(event.at) / 1000) };
-  try {
-    const error = await publishConfirmed(channel, exchange, event.type, Buffer.from(JSON.stringify(event)), options, timeoutMs);
-    if (error) return { stored: false, cause: isClosed(channel) ? 'closed' : 'nacked', error };
-    return { stored: true };
-  } catch (error) {
-    if (isRelayError(error, 'CR_ERR_PUBLISH_TIMEOUT')) return { stored: false, cause: 'timeout', error };
-    return { stored: false, cause: isClosed(channel) ? 'closed' : 'refused', error: error as Error };
-  }
+  const target = { exchange, routingKey: event.type };
+  return copyResult(channel, publishConfirmed(channel, target, Buffer.from(JSON.stringify(event)), options, timeoutMs));
 }

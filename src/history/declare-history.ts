@@ -1,4 +1,4 @@
-import type { Channel } from 'amqplib';
+import { binding, exchange, queue, type Declaration } from '../topology/declare-list.js';
 import type { TopologyNames } from '../topology/topology-names.js';
 
 /**
@@ -8,8 +8,8 @@ import type { TopologyNames } from '../topology/topology-names.js';
  * Retention drops whole segments once all their events are older than `maxAge`:
  * https://www.rabbitmq.com/docs/streams#retention
  */
-export async function declareHistory(channel: Channel, names: TopologyNames, maxAge: string): Promise<void> {
-  await channel.assertExchange(names.eventsExchange, 'topic', { durable: true });
-  await channel.assertQueue(names.historyQueue, { durable: true, arguments: { 'x-queue-type': 'stream', 'x-max-age': maxAge } });
-  await channel.bindQueue(names.historyQueue, names.eventsExchange, '#');
-}
+export const historyStream = (names: TopologyNames, maxAge: string): Declaration[] => [
+  exchange(names.eventsExchange, 'topic'),
+  queue(names.historyQueue, { 'x-queue-type': 'stream', 'x-max-age': maxAge }),
+  binding(names.historyQueue, names.eventsExchange, '#'),
+];

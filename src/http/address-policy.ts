@@ -1,16 +1,7 @@
 import { BlockList, isIP } from 'node:net';
-import { RelayError } from '../errors.js';
+import { parseCidr, type Cidr } from '../formats/cidr.js';
 
-/** One parsed CIDR block. A bare address is read as a single-host block (/32 or /128). */
-export interface Cidr {
-  /** Network address as written (IPv4 dotted quad or IPv6 text). */
-  readonly address: string;
-  /** Prefix length: 0–32 for IPv4, 0–128 for IPv6. */
-  readonly prefix: number;
-  readonly family: 'ipv4' | 'ipv6';
-  /** Canonical `address/prefix`, used in refusal reasons. */
-  readonly text: string;
-}
+export { parseCidr, parseCidrList, type Cidr } from '../formats/cidr.js';
 
 /** Which resolved addresses a callback may be delivered to. Treat as immutable. */
 export interface AddressPolicy {
@@ -56,32 +47,6 @@ const STRICT_DENIED: readonly Rule[] = [
   // RFC 6890 special-purpose blocks no public receiver lives in; 240.0.0.0/4 includes broadcast.
   rule('special-purpose (benchmarking, IETF protocol assignments or reserved)', ['198.18.0.0/15', '192.0.0.0/24', '240.0.0.0/4']),
 ];
-
-/**
- * Parses one CIDR (`10.0.0.0/8`, `fd00::/8`) or bare address. Throws `CR_ERR_CONFIG` naming `field`
- * and the bad entry.
- */
-export function parseCidr(entry: string, field: string): Cidr {
-  const text = entry.trim();
-  const [address = '', prefixText, extra] = text.split('/');
-  // Zone ids (fe80::1%eth0) name an interface, not a network, yet isIP accepts them: refuse rather than guess.
-  const version = address.includes('%') ? 0 : isIP(address);
-  const max = version === 4 ? 32 : 128;
-  const prefix = prefixText === undefined ? max : /^\d{1,3}$/.test(prefixText) ? Number(prefixText) : Number.NaN;
-  if (version === 0 || extra !== undefined || !(prefix >= 0 && prefix <= max)) {
-    throw new RelayError('CR_ERR_CONFIG', `${field}: "${entry}" is not a CIDR block (expected e.g. 10.0.0.0/8 or fd00::/8)`, { field });
-  }
-  return { address, prefix, family: version === 4 ? 'ipv4' : 'ipv6', text: `${address}/${prefix}` };
-}
-
-/**
- * Parses a comma-separated list (as in an environment variable) or an array of CIDRs. Empty entries
- * are skipped, so `""` is the empty list. Throws `CR_ERR_CONFIG` naming `field` and the bad entry.
- */
-export function parseCidrList(value: string | readonly string[] | undefined, field: string): Cidr[] {
-  const entries = typeof value === 'string' ? value.split(',') : (value ?? []);
-  return entries.filter((entry) => entry.trim() !== '').map((entry) => parseCidr(entry, field));
-}
 
 /**
  * Decides whether `ip` (a resolved address or an IP literal, zone id allowed) may be dialled.

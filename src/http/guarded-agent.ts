@@ -1,19 +1,18 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import { Agent, buildConnector } from 'undici';
+import { RelayError } from '../errors.js';
 import { checkAddress, type AddressPolicy } from './address-policy.js';
 
-/** Stable code of a refused target; not a `RelayErrorCode` (yet), hence its own error class. */
 export const FORBIDDEN_TARGET_CODE = 'CR_ERR_FORBIDDEN_TARGET';
 
 /** A connection was refused by the address policy before any TCP connect was attempted. */
-export class ForbiddenTargetError extends Error {
-  readonly code = FORBIDDEN_TARGET_CODE;
+export class ForbiddenTargetError extends RelayError<typeof FORBIDDEN_TARGET_CODE> {
   /** The host name or IP literal of the URL. */
   readonly hostname: string;
 
   constructor(hostname: string, reasons: readonly string[]) {
-    super(`forbidden target ${hostname}: ${reasons.join('; ')}`);
+    super(FORBIDDEN_TARGET_CODE, `forbidden target ${hostname}: ${reasons.join('; ')}`);
     this.name = 'ForbiddenTargetError';
     this.hostname = hostname;
   }

@@ -1,4 +1,5 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Histogram, type Registry } from 'prom-client';
+import { createRegistry } from '../metrics/registry.js';
 
 export interface IngestMetrics {
   registry: Registry;
@@ -10,8 +11,7 @@ export interface IngestMetrics {
 
 /** Prometheus metrics of an ingest replica; labels are small fixed sets (route patterns, status codes). */
 export function createIngestMetrics(): IngestMetrics {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  const registry = createRegistry();
   const requests = new Counter({ name: 'callback_relay_ingest_requests_total', help: 'HTTP requests answered, by route and status.', labelNames: ['route', 'status'], registers: [registry] });
   const duration = new Histogram({
     name: 'callback_relay_ingest_request_duration_seconds',

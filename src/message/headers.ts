@@ -1,3 +1,5 @@
+import { withoutBrokerHeaders } from '../amqp/broker-headers.js';
+
 /**
  * AMQP header names of the wire contract. Retry state travels here, never in the message body, so the
  * body a producer published is the body that reaches the DLQ, byte for byte.
@@ -30,17 +32,12 @@ export const HEADER = {
   successBody: 'x-callback-success-body',
 } as const;
 
-/** Broker-added and per-publish headers that must not be copied forward, or they grow with every retry. */
-const BROKER_HEADERS = ['x-death', 'x-first-death-exchange', 'x-first-death-queue', 'x-first-death-reason', 'x-last-death-exchange', 'x-last-death-queue', 'x-last-death-reason', 'x-delivery-count', HEADER.delay, HEADER.copy];
+/** Per-publish headers: they belong to the one publish that set them, never to its copies. */
+const PER_PUBLISH: ReadonlySet<string> = new Set([HEADER.delay, HEADER.copy]);
 
-/** Headers to carry into a republished copy: the producer's own, minus what the broker added. */
-export function carriedHeaders(headers: Record<string, unknown> | undefined): Record<string, unknown> {
-  const kept: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(headers ?? {})) {
-    if (!BROKER_HEADERS.includes(name)) kept[name] = value;
-  }
-  return kept;
-}
+/** Headers to carry into a republished copy: the producer's own and the retry state, minus what the broker or one publish added. */
+export const carriedHeaders = (headers: Record<string, unknown> | undefined): Record<string, unknown> =>
+  withoutBrokerHeaders(headers, (name) => PER_PUBLISH.has(name.toLowerCase()));
 
 /** Reads the attempt number from headers; anything missing or unreadable counts as the first attempt. */
 export function readAttempt(headers: Record<string, unknown> | undefined): number {

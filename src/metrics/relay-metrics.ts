@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { createRegistry } from './registry.js';
 import type { AttemptReport, PipelineObserver } from '../consumer/observer.js';
 import { CIRCUIT_OPEN } from '../isolation/target-isolation.js';
 
@@ -17,8 +18,7 @@ export interface HealthSource {
  * degraded and at most MAX_TARGET_LABELS at a time.
  */
 export function createRelayMetrics(health: () => HealthSource | undefined): { registry: Registry; observer: PipelineObserver; consumerCancelled: () => void } {
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  const registry = createRegistry();
   const attempts = new Counter({ name: 'callback_relay_attempts_total', help: 'Attempts by lane (work lane index, or slow) and result: success, retryable, terminal, or circuit-open (failed fast, no request).', labelNames: ['lane', 'result'], registers: [registry] });
   const outcomes = new Counter({
     name: 'callback_relay_callbacks_total',

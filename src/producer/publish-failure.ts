@@ -11,6 +11,8 @@ export interface FailedAttempt {
   lostSincePublish: boolean;
   /** PUBLISH_TIMEOUT, for the message. */
   publishTimeoutMs: number;
+  /** What the attempt ended with: the cause of the error it is rejected with. */
+  cause?: unknown;
 }
 
 /** Publish the same message again (same id), or give up with this error. */
@@ -25,23 +27,26 @@ export type FailureDecision = { action: 'republish' } | { action: 'reject'; erro
  */
 export function decidePublishFailure(attempt: FailedAttempt): FailureDecision {
   if (attempt.timedOut) {
-    return { action: 'reject', error: attempt.lostSincePublish ? outcomeUnknownError(attempt.publishTimeoutMs) : publishTimeoutError(attempt.publishTimeoutMs) };
+    const error = attempt.lostSincePublish ? outcomeUnknownError(attempt.publishTimeoutMs, attempt.cause) : publishTimeoutError(attempt.publishTimeoutMs, attempt.cause);
+    return { action: 'reject', error };
   }
   if (attempt.lostDuringAttempt) return { action: 'republish' };
   return {
     action: 'reject',
-    error: new RelayError('CR_ERR_PUBLISH_NACKED', 'the broker refused the callback (negative confirm): it was not queued; publish again later with the same id'),
+    error: new RelayError('CR_ERR_PUBLISH_NACKED', 'the broker refused the callback (negative confirm): it was not queued; publish again later with the same id', { cause: attempt.cause }),
   };
 }
 
-export const publishTimeoutError = (ms: number): RelayError =>
+export const publishTimeoutError = (ms: number, cause?: unknown): RelayError =>
   new RelayError(
     'CR_ERR_PUBLISH_TIMEOUT',
     `the broker did not confirm within ${formatDuration(ms)} (PUBLISH_TIMEOUT); it may be unreachable. The callback may or may not be queued: publish again with the same id`,
+    { cause },
   );
 
-export const outcomeUnknownError = (ms: number): RelayError =>
+export const outcomeUnknownError = (ms: number, cause?: unknown): RelayError =>
   new RelayError(
     'CR_ERR_OUTCOME_UNKNOWN',
     `outcome unknown: the connection to the broker dropped before it confirmed, and republishing got no confirm within ${formatDuration(ms)} (PUBLISH_TIMEOUT). The callback may or may not be queued: republish with the same id`,
+    { cause },
   );

@@ -1,5 +1,5 @@
-import amqp, { type ChannelWrapper } from 'amqp-connection-manager';
-import { amqpUrls } from '../config/amqp-urls.js';
+import type { ChannelWrapper } from 'amqp-connection-manager';
+import { connectManager } from '../amqp/connect.js';
 import { loadConfig, type RelayConfig } from '../config/load-config.js';
 import { RelayError, isRelayError } from '../errors.js';
 import { createLogger, type Logger } from '../logger.js';
@@ -55,7 +55,7 @@ export function createPublisher(
   topology.catch(() => {});
   // Every loss of the channel or connection counts: an attempt that saw the count change lost its confirm.
   let losses = 0;
-  const manager = amqp.connect(amqpUrls(config.amqpUrl), { reconnectTimeInSeconds: 1, heartbeatIntervalInSeconds: 10 });
+  const manager = connectManager(config.amqpUrl);
   manager.on('disconnect', ({ err }) => {
     losses += 1;
     logger.warn({ err: err?.message }, 'producer disconnected from the broker');
@@ -105,8 +105,9 @@ export function createPublisher(
           lostDuringAttempt: losses !== lossesBefore,
           lostSincePublish: losses !== lossesAtStart,
           publishTimeoutMs: config.publishTimeout,
+          cause: error,
         });
-        if (decision.action === 'reject') throw new RelayError(decision.error.code, decision.error.message, { cause: error });
+        if (decision.action === 'reject') throw decision.error;
         logger.debug({ id }, 'connection lost before the broker confirmed; publishing the callback again');
       }
     }

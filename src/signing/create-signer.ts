@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { RelayConfig } from '../config/load-config.js';
 import { RelayError } from '../errors.js';
 import { signCallback, type SignedHeaders } from './sign-callback.js';
-import { loadSigningSecrets, parseSigningSecrets, type SigningKey } from './signing-secrets.js';
+import { loadSigningSecrets, parseSigningSecrets, type SigningKey } from '../formats/signing-secrets.js';
 
 /** Signs one attempt for `target` (an origin), or returns `undefined` when no secret applies to it. */
 export type Signer = (target: string, id: string, timestampSeconds: number, body: string) => SignedHeaders | undefined;

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { RelayError } from '../errors.js';
-import type { SigningKey } from './signing-secrets.js';
+import type { SigningKey } from '../formats/signing-secrets.js';
 
 /**
  * The three Standard Webhooks request headers. A type alias, not an interface, so it stays assignable

@@ -1,26 +1,23 @@
 import { timingSafeEqual } from 'node:crypto';
-import { RelayError } from '../errors.js';
+import { RelayError, type RelayErrorCode } from '../errors.js';
 import { computeSignature } from './sign-callback.js';
-import { parseSigningSecrets } from './signing-secrets.js';
+import { parseSigningSecrets } from '../formats/signing-secrets.js';
 
 /**
- * Stable codes of {@link SignatureError}; branch on them, never on message text.
+ * Stable codes of {@link SignatureError} (docs/errors.md); branch on them, never on message text.
  * - `CR_ERR_SIGNATURE_MISSING`: `webhook-id`, `webhook-timestamp` or `webhook-signature` is absent or empty.
  * - `CR_ERR_SIGNATURE_INVALID`: a header is malformed, or no `v1` signature matches any secret (wrong
  *   secret, or the id, timestamp or body were altered — e.g. the body was re-serialised before verifying).
  * - `CR_ERR_SIGNATURE_EXPIRED`: `webhook-timestamp` is further than the tolerance from now, in the past
  *   (a replay, or a request that sat in a queue) or in the future (clock skew).
  */
-export type SignatureErrorCode = 'CR_ERR_SIGNATURE_MISSING' | 'CR_ERR_SIGNATURE_INVALID' | 'CR_ERR_SIGNATURE_EXPIRED';
+export type SignatureErrorCode = Extract<RelayErrorCode, 'CR_ERR_SIGNATURE_MISSING' | 'CR_ERR_SIGNATURE_INVALID' | 'CR_ERR_SIGNATURE_EXPIRED'>;
 
-/** Thrown by {@link verifyCallback} when a request must be refused; `code` is stable. */
-export class SignatureError extends Error {
-  readonly code: SignatureErrorCode;
-
+/** Thrown by {@link verifyCallback} when a request must be refused; a {@link RelayError} whose `code` is stable. */
+export class SignatureError extends RelayError<SignatureErrorCode> {
   constructor(code: SignatureErrorCode, message: string) {
-    super(message);
+    super(code, message);
     this.name = 'SignatureError';
-    this.code = code;
   }
 }
 

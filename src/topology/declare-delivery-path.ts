@@ -1,4 +1,4 @@
-import type { Channel } from 'amqplib';
+import { binding, exchange, queue, type Declaration } from './declare-list.js';
 import type { DelayMode } from './delay-mode.js';
 import { LANE_BUCKETS, laneOf, laneRoutingKey } from './lanes.js';
 import { queueArguments } from './queue-arguments.js';
@@ -20,29 +20,27 @@ export interface DeliveryPathOptions {
  * workers is parked once it passes the delivery limit:
  * https://www.rabbitmq.com/docs/quorum-queues#poison-message-handling
  */
-export async function declareDeliveryPath(channel: Channel, names: TopologyNames, options: DeliveryPathOptions): Promise<void> {
-  // P.dead is read by requeueing (dlq list, the management UI's Get messages). RabbitMQ 4 gives every
-  // quorum queue a default delivery limit of 20 and, without a dead-letter target, drops a message
-  // past it; an explicit, practically unreachable limit keeps parked callbacks however often they are
-  // looked at (and keeps their position on 3.x): https://www.rabbitmq.com/docs/quorum-queues#poison-message-handling
-  await channel.assertQueue(names.deadQueue, { durable: true, arguments: queueArguments({ type: options.queueType, deliveryLimit: DEAD_QUEUE_DELIVERY_LIMIT }) });
+export function deliveryPath(names: TopologyNames, options: DeliveryPathOptions): Declaration[] {
   const consumed = queueArguments({
     type: options.queueType,
     deadLetter: { exchange: '', routingKey: names.deadQueue },
     deliveryLimit: options.deliveryLimit,
   });
-  for (const queue of [...names.workQueues, names.slowQueue]) await channel.assertQueue(queue, { durable: true, arguments: consumed });
-  if (options.mode === 'plugin') {
-    // The plugin's exchange routes like its x-delayed-type once a message's x-delay has elapsed.
-    await channel.assertExchange(names.exchange, 'x-delayed-message', { durable: true, arguments: { 'x-delayed-type': 'direct' } });
-    // Delayed messages land in P.due, declared on a channel of its own: see declare-due-queue.ts.
-  } else {
-    await channel.assertExchange(names.exchange, 'direct', { durable: true });
-  }
-  await channel.bindQueue(names.workQueue, names.exchange, names.routingKey);
   const lanes = names.workQueues.length;
-  for (let bucket = 0; bucket < LANE_BUCKETS; bucket += 1) {
-    await channel.bindQueue(names.workQueues[laneOf(bucket, lanes)] as string, names.exchange, laneRoutingKey(bucket));
-  }
-  await channel.assertExchange(names.eventsExchange, 'topic', { durable: true });
+  return [
+    // P.dead is read by requeueing (dlq list, the management UI's Get messages). RabbitMQ 4 gives every
+    // quorum queue a default delivery limit of 20 and, without a dead-letter target, drops a message
+    // past it; an explicit, practically unreachable limit keeps parked callbacks however often they are
+    // looked at (and keeps their position on 3.x): https://www.rabbitmq.com/docs/quorum-queues#poison-message-handling
+    queue(names.deadQueue, queueArguments({ type: options.queueType, deliveryLimit: DEAD_QUEUE_DELIVERY_LIMIT })),
+    ...[...names.workQueues, names.slowQueue].map((name) => queue(name, consumed)),
+    options.mode === 'plugin'
+      ? // The plugin's exchange routes like its x-delayed-type once a message's x-delay has elapsed.
+        // Delayed messages land in P.due, declared on a channel of its own: see declare-due-queue.ts.
+        exchange(names.exchange, 'x-delayed-message', { 'x-delayed-type': 'direct' })
+      : exchange(names.exchange, 'direct'),
+    binding(names.workQueue, names.exchange, names.routingKey),
+    ...Array.from({ length: LANE_BUCKETS }, (_, bucket) => binding(names.workQueues[laneOf(bucket, lanes)] as string, names.exchange, laneRoutingKey(bucket))),
+    exchange(names.eventsExchange, 'topic'),
+  ];
 }

@@ -1,4 +1,6 @@
 import type { Channel } from 'amqplib';
+import { openChannel } from '../amqp/connect.js';
+import { applyDeclarations, binding, queue, type Declaration } from './declare-list.js';
 import { LANE_BUCKETS } from './lanes.js';
 import { queueArguments } from './queue-arguments.js';
 import type { TopologyNames } from './topology-names.js';
@@ -17,12 +19,14 @@ import type { TopologyNames } from './topology-names.js';
  * A classic queue lives on one node. While that node is down its declaration fails and closes the
  * channel, so callers declare it on a channel of its own: the rest of the relay keeps working.
  */
-export async function declareDueQueue(channel: Channel, names: TopologyNames): Promise<void> {
-  await channel.assertQueue(names.dueQueue, { durable: true, arguments: queueArguments({ type: 'classic' }) });
-  await channel.bindQueue(names.dueQueue, names.exchange, names.dueRoutingKey);
+export const dueQueue = (names: TopologyNames): Declaration[] => [
+  queue(names.dueQueue, queueArguments({ type: 'classic' })),
+  binding(names.dueQueue, names.exchange, names.dueRoutingKey),
   // Delays keep their lane bucket: `due.<bucket>`, moved on as `deliver.<bucket>`.
-  for (let bucket = 0; bucket < LANE_BUCKETS; bucket += 1) await channel.bindQueue(names.dueQueue, names.exchange, `${names.dueRoutingKey}.${bucket}`);
-}
+  ...Array.from({ length: LANE_BUCKETS }, (_, bucket) => binding(names.dueQueue, names.exchange, `${names.dueRoutingKey}.${bucket}`)),
+];
+
+export const declareDueQueue = (channel: Channel, names: TopologyNames): Promise<void> => applyDeclarations(channel, dueQueue(names));
 
 /**
  * Declares P.due on a short-lived channel of `connection`, best effort: false while its node is down
@@ -31,8 +35,7 @@ export async function declareDueQueue(channel: Channel, names: TopologyNames): P
  */
 export async function declareDueQueueAside(connection: { createChannel(): Promise<Channel> }, names: TopologyNames): Promise<boolean> {
   try {
-    const channel = await connection.createChannel();
-    channel.on('error', () => {});
+    const channel = await openChannel(connection);
     await declareDueQueue(channel, names);
     await channel.close();
     return true;

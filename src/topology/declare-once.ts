@@ -1,4 +1,4 @@
-import amqplib from 'amqplib';
+import { openChannel, openConnection } from '../amqp/connect.js';
 import type { Logger } from '../logger.js';
 import { connectTopology, type ResolvedTopology, type TopologySettings } from './connect-topology.js';
 import { declareDueQueueAside } from './declare-due-queue.js';
@@ -8,11 +8,9 @@ import { declareDueQueueAside } from './declare-due-queue.js';
  * conflicting topology (`CR_ERR_TOPOLOGY`) stops them at start instead of looping through reconnects.
  */
 export async function applyTopology(url: string, topology: ResolvedTopology): Promise<void> {
-  const connection = await amqplib.connect(url);
-  connection.on('error', () => {});
+  const connection = await openConnection(url);
   try {
-    const channel = await connection.createChannel();
-    channel.on('error', () => {});
+    const channel = await openChannel(connection);
     await topology.declare(channel);
     await channel.close();
     if (topology.mode === 'plugin') await declareDueQueueAside(connection, topology.names);

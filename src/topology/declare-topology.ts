@@ -1,10 +1,11 @@
 import type { Channel } from 'amqplib';
 import { RelayError } from '../errors.js';
-import { declareDelayLevels } from './declare-delay-levels.js';
-import { declareDeliveryPath } from './declare-delivery-path.js';
-import { declareHistory } from '../history/declare-history.js';
-import { declareControl } from '../control/declare-control.js';
-import { declarePaused } from '../control/declare-paused.js';
+import { historyStream } from '../history/declare-history.js';
+import { delayLevels } from './declare-delay-levels.js';
+import { deliveryPath } from './declare-delivery-path.js';
+import { applyDeclarations, type Declaration } from './declare-list.js';
+import { controlStream } from '../control/declare-control.js';
+import { pausedQueues } from '../control/declare-paused.js';
 import type { DelayMode } from './delay-mode.js';
 import type { BrokerFeatures } from './queue-arguments.js';
 import type { TopologyNames } from './topology-names.js';
@@ -20,34 +21,34 @@ export interface TopologyOptions {
 }
 
 /**
- * Declares everything, idempotently; run on every (re)connect as a channel setup. Quorum delay
- * queues need message TTL with at-least-once dead-lettering (3.10+); older brokers get classic ones.
+ * The whole topology of one prefix as an ordered list: each part's exchanges, queues and bindings,
+ * a queue before its bindings. One entry per part; the teardown (teardown.ts) deletes whatever this
+ * list can hold. Quorum delay queues need message TTL with at-least-once dead-lettering (3.10+);
+ * older brokers get classic ones. Plugin mode's P.due is declared apart (declare-due-queue.ts).
  */
-export async function declareTopology(channel: Channel, options: TopologyOptions): Promise<void> {
+export function topologyDeclarations(options: TopologyOptions): Declaration[] {
   const { names, mode, queueType, deliveryLimit, broker } = options;
+  // Queues that dead-letter expired messages: quorum only with at-least-once dead-lettering.
+  const expiring = queueType === 'quorum' && broker.quorumDeadLettering ? 'quorum' : 'classic';
+  return [
+    ...deliveryPath(names, { mode, queueType, deliveryLimit }),
+    ...(mode === 'queues' ? delayLevels(names, expiring) : []),
+    ...(options.history ? historyStream(names, options.history.maxAge) : []),
+    ...controlStream(names),
+    ...pausedQueues(names, expiring),
+  ];
+}
+
+/** Declares everything, idempotently; run on every (re)connect as a channel setup. */
+export async function declareTopology(channel: Channel, options: TopologyOptions): Promise<void> {
   try {
-    await declareDeliveryPath(channel, names, { mode, queueType, deliveryLimit });
-    // Queues that dead-letter expired messages: quorum only with at-least-once dead-lettering.
-    const expiring = queueType === 'quorum' && broker.quorumDeadLettering ? 'quorum' : 'classic';
-    if (mode === 'queues') await declareDelayLevels(channel, names, expiring);
-    if (options.history) await declareHistory(channel, names, options.history.maxAge);
-    await declareControl(channel, names);
-    await declarePaused(channel, names, expiring);
+    await applyDeclarations(channel, topologyDeclarations(options));
   } catch (error) {
     throw new RelayError(
       'CR_ERR_TOPOLOGY',
-      `could not declare the topology of prefix "${names.exchange}" (${(error as Error).message}). ` +
+      `could not declare the topology of prefix "${options.names.exchange}" (${(error as Error).message}). ` +
         'If it already exists with other settings (DELAY_MODE, QUEUE_TYPE, DELIVERY_LIMIT), use another TOPOLOGY_PREFIX or delete the old one.',
       { cause: error },
     );
   }
-}
-
-/**
- * The matching teardown: deletes every queue and exchange of a prefix, messages included (tests,
- * benchmarks and chaos runs leave the broker as they found it). Deleting what does not exist is fine.
- */
-export async function deleteTopology(channel: Channel, names: TopologyNames): Promise<void> {
-  for (const queue of [...names.workQueues, names.slowQueue, names.dueQueue, names.deadQueue, names.historyQueue, names.controlQueue, names.pausedQueue, names.pausedCheckQueue, ...names.delayLevels]) await channel.deleteQueue(queue);
-  for (const exchange of [names.exchange, names.eventsExchange, names.delayExchange, names.lanesExchange, ...names.delayLevels]) await channel.deleteExchange(exchange);
 }

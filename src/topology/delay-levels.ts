@@ -1,3 +1,5 @@
+import { DELAY_LEVELS, MAX_LEVEL_DELAY_MS } from '../formats/limits.js';
+
 /**
  * Plugin-free delays as binary levels: level n is a queue whose every message waits 2^n seconds
  * (one fixed TTL per queue, so its head always expires first: no head-of-line blocking). A delay of
@@ -10,8 +12,7 @@
  * down an exchange chain (each exchange-to-exchange hop costs the broker a routing step of its own).
  * A last word after the bits carries the message's lane bucket (lanes.ts).
  */
-export const DELAY_LEVELS = 22;
-export const MAX_LEVEL_DELAY_MS = (2 ** DELAY_LEVELS - 1) * 1_000;
+export { DELAY_LEVELS, MAX_LEVEL_DELAY_MS } from '../formats/limits.js';
 
 /**
  * Whole seconds the levels will wait for `delayMs`: rounded to the nearest second, but at least one

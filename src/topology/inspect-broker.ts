@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import amqplib from 'amqplib';
+import { openChannel, openConnection } from '../amqp/connect.js';
 import { brokerFeatures, type BrokerFeatures } from './queue-arguments.js';
 
 export interface BrokerInfo extends BrokerFeatures {
@@ -13,12 +13,10 @@ export interface BrokerInfo extends BrokerFeatures {
  * would otherwise take the caller's connection down with it.
  */
 export async function inspectBroker(url: string): Promise<BrokerInfo> {
-  const connection = await amqplib.connect(url);
-  connection.on('error', () => {});
+  const connection = await openConnection(url);
   try {
     const version = String(connection.connection.serverProperties.version ?? '0.0.0');
-    const channel = await connection.createChannel();
-    channel.on('error', () => {});
+    const channel = await openChannel(connection);
     const probe = `callback-relay.probe.${randomUUID()}`;
     const hasDelayedPlugin = await channel
       .assertExchange(probe, 'x-delayed-message', { durable: false, autoDelete: true, arguments: { 'x-delayed-type': 'direct' } })

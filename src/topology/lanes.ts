@@ -1,3 +1,5 @@
+import { LANE_BUCKETS } from '../formats/limits.js';
+
 /**
  * Work lanes: P.work is split into LANES queues so that one target's backlog holds up only the
  * targets that share its lane. RabbitMQ keeps FIFO order per queue only, so a single work queue
@@ -10,10 +12,7 @@
  * in lane 0 (P.work) and still works; its retries go to its own lane, because workers always route
  * by bucket.
  */
-export const LANE_BUCKETS = 64;
-
-/** Lanes of a topology unless LANES says otherwise. */
-export const DEFAULT_LANES = 8;
+export { LANE_BUCKETS, DEFAULT_LANES } from '../formats/limits.js';
 
 /** The bucket of a target origin: FNV-1a 32 over its UTF-8 bytes, modulo LANE_BUCKETS. */
 export function laneBucket(origin: string): number {

@@ -144,7 +144,7 @@ describe('callback-relay dlq', () => {
     await relay.channel.unbindQueue(relay.names.workQueue, relay.names.exchange, relay.names.routingKey);
     const result = await dlq(relay, ['replay', '--all']);
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/returned the copy as unroutable/);
+    expect(result.stderr).toMatch(/\[CR_ERR_PUBLISH_RETURNED\]/);
     expect(await relay.messageCount(relay.names.deadQueue)).toBe(3);
     expect((await ids(relay)).sort()).toEqual(['cb-a', 'cb-b', 'cb-c']);
   });
@@ -245,7 +245,7 @@ describe('callback-relay dlq', () => {
     expect(missing.stderr).toMatch(/CR_ERR_CONFIG.*TOPOLOGY_PREFIX: queue ".*-nope\.dead" does not exist/);
     const unreachable = await dlq(relay, ['list'], { AMQP_URL: 'amqp://guest:s3cret-pw@127.0.0.1:1' });
     expect(unreachable.code).toBe(1);
-    expect(unreachable.stderr).toMatch(/cannot connect to the broker at amqp:\/\/\*\*\*@127\.0\.0\.1:1/);
+    expect(unreachable.stderr).toMatch(/\[CR_ERR_BROKER_UNREACHABLE\]: cannot connect to the broker at amqp:\/\/\*\*\*@127\.0\.0\.1:1/);
     expect(unreachable.stderr).not.toContain('s3cret-pw');
   });
 });

@@ -4,7 +4,7 @@ import { loadConfig } from '../../src/config/load-config.js';
 import { createWorker } from '../../src/consumer/worker.js';
 import { createLogger } from '../../src/logger.js';
 import { createPublisher } from '../../src/producer/publisher.js';
-import { deleteTopology } from '../../src/topology/declare-topology.js';
+import { deleteTopology } from '../../src/topology/teardown.js';
 import { topologyNames } from '../../src/topology/topology-names.js';
 import { startTestBroker } from '../support/broker.js';
 import { describeEachMode } from '../support/modes.js';

@@ -5,7 +5,7 @@ import { loadConfig, type RelayConfig } from '../../src/config/load-config.js';
 import { createWorker, type Worker, type WorkerDeps } from '../../src/consumer/worker.js';
 import { createLogger } from '../../src/logger.js';
 import { createPublisher, type CallbackPublisher } from '../../src/producer/publisher.js';
-import { deleteTopology } from '../../src/topology/declare-topology.js';
+import { deleteTopology } from '../../src/topology/teardown.js';
 import { topologyNames, type TopologyNames } from '../../src/topology/topology-names.js';
 
 /** A relay under test on its own random topology prefix, with a side connection to inspect queues. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { HistoryUsageError, parseHistoryArgs } from '../../../src/cli/parse-history-args.js';
+import { parseHistoryArgs } from '../../../src/cli/parse-history-args.js';
+import { UsageError } from '../../../src/cli/usage-error.js';
 import type { OutcomeEvent } from '../../../src/events/outcome-events.js';
 import { formatTimelineLine } from '../../../src/history/format-timeline.js';
 
@@ -23,7 +24,7 @@ describe('parseHistoryArgs', () => {
     [['a', '--since', 'soon'], /--since/],
     [['a', '--bogus'], /bogus/],
   ])('refuses %j', (argv, message) => {
-    expect(() => parseHistoryArgs(argv)).toThrow(HistoryUsageError);
+    expect(() => parseHistoryArgs(argv)).toThrow(UsageError);
     expect(() => parseHistoryArgs(argv)).toThrow(message);
   });
 });

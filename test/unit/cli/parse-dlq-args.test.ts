@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_LIST_LIMIT, DlqUsageError, parseDlqArgs } from '../../../src/cli/parse-dlq-args.js';
+import { DEFAULT_LIST_LIMIT, parseDlqArgs } from '../../../src/cli/parse-dlq-args.js';
+import { UsageError } from '../../../src/cli/usage-error.js';
 
 const usageError = (argv: string[]): string => {
   try {
     parseDlqArgs(argv);
   } catch (error) {
-    expect(error).toBeInstanceOf(DlqUsageError);
+    expect(error).toBeInstanceOf(UsageError);
+    expect(error).toMatchObject({ code: 'CR_ERR_USAGE' });
     return (error as Error).message;
   }
   throw new Error(`no usage error for ${argv.join(' ')}`);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { callbackId, dlqEntry, parseBody, type DeadMessage } from '../../../src/dlq/dlq-entry.js';
+import { dlqEntry, parseBody, type DeadMessage } from '../../../src/dlq/dlq-entry.js';
+import { callbackId } from '../../../src/message/callback-id.js';
 import { HEADER } from '../../../src/message/headers.js';
 
 const now = new Date('2025-06-01T12:00:00.000Z');
@@ -77,11 +78,17 @@ describe('dlqEntry', () => {
 
 describe('callbackId', () => {
   it('prefers the body id, like the worker, then message_id', () => {
-    expect(callbackId({ id: 'from-body' }, 'from-property')).toBe('from-body');
-    expect(callbackId({ id: '' }, 'from-property')).toBe('from-property');
+    expect(callbackId('from-body', 'from-property')).toBe('from-body');
+    expect(callbackId('', 'from-property')).toBe('from-property');
     expect(callbackId(undefined, 'from-property')).toBe('from-property');
-    expect(callbackId({ id: 7 }, undefined)).toBeNull();
-    expect(callbackId(undefined, '')).toBeNull();
+    expect(callbackId(7, undefined)).toBeUndefined();
+    expect(callbackId(undefined, '')).toBeUndefined();
+  });
+
+  it('skips an id the worker would refuse, as the worker does', () => {
+    expect(callbackId(' spaced ', 'from-property')).toBe('from-property');
+    expect(callbackId('x'.repeat(257), undefined)).toBeUndefined();
+    expect(dlqEntry(message({ id: 'has\ttab', url: 'https://a.example' }, { messageId: 'gen-2' }), new Date())).toMatchObject({ id: 'gen-2' });
   });
 });
 

@@ -34,4 +34,12 @@ describe('decidePublishFailure', () => {
     expect(codeOf({})).toBe('CR_ERR_PUBLISH_NACKED');
     expect(codeOf({ lostSincePublish: true })).toBe('CR_ERR_PUBLISH_NACKED');
   });
+
+  it('keeps what the attempt ended with as the cause of the error, for the log', () => {
+    const cause = new Error('the channel timed out');
+    for (const overrides of [{ timedOut: true }, { timedOut: true, lostSincePublish: true }, {}]) {
+      const decision = decidePublishFailure(attempt({ ...overrides, cause }));
+      expect(decision.action === 'reject' && decision.error.cause).toBe(cause);
+    }
+  });
 });

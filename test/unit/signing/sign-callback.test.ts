@@ -2,7 +2,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { isRelayError } from '../../../src/errors.js';
 import { computeSignature, signCallback } from '../../../src/signing/sign-callback.js';
-import { parseSigningSecrets } from '../../../src/signing/signing-secrets.js';
+import { parseSigningSecrets } from '../../../src/formats/signing-secrets.js';
 import { VECTOR } from '../../support/webhook-vector.js';
 
 const specKeys = parseSigningSecrets(VECTOR.secret, 'signingSecrets');

@@ -3,7 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { isRelayError } from '../../../src/errors.js';
 import { signCallback } from '../../../src/signing/sign-callback.js';
-import { parseSigningSecrets } from '../../../src/signing/signing-secrets.js';
+import { parseSigningSecrets } from '../../../src/formats/signing-secrets.js';
 import { VECTOR } from '../../support/webhook-vector.js';
 import { SignatureError, verifyCallback, type SignatureErrorCode, type VerifyCallbackOptions } from '../../../src/signing/verify-callback.js';
 

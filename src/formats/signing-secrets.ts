@@ -79,17 +79,33 @@ export function loadSigningSecrets(source: SigningSecretsSource, field: string):
   return parseFrom(content, field, ` (from file ${JSON.stringify(file)})`, true);
 }
 
-function parseFrom(text: string, field: string, origin: string, requirePrefix: boolean): SigningKey[] {
+/**
+ * What is wrong with a value of secrets (`whsec_` required), or undefined when every one is valid.
+ * Names the secret's position, never its characters.
+ */
+export function signingSecretsProblem(text: string): string | undefined {
+  try {
+    parseFrom(text, 'secrets', '', true, (problem) => new SecretProblem(problem));
+    return undefined;
+  } catch (error) {
+    if (error instanceof SecretProblem) return error.message;
+    throw error;
+  }
+}
+
+class SecretProblem extends Error {}
+
+function parseFrom(text: string, field: string, origin: string, requirePrefix: boolean, fail = (problem: string): Error => configError(field, problem)): SigningKey[] {
   const secrets = text.split(/\s+/).filter((secret) => secret !== '');
-  if (secrets.length === 0) throw configError(field, `no signing secret given${origin}; expected ${SECRET_PREFIX}<base64>`);
+  if (secrets.length === 0) throw fail(`no signing secret given${origin}; expected ${SECRET_PREFIX}<base64>`);
   return secrets.map((secret, index) => {
     const position = `secret ${index + 1} of ${secrets.length}`;
-    const key = decodeSecret(secret, requirePrefix, (problem) => configError(field, `${position} ${describe(secret)}${origin} ${problem}`));
+    const key = decodeSecret(secret, requirePrefix, (problem) => fail(`${position} ${describe(secret)}${origin} ${problem}`));
     return makeKey(key, `${field} ${position} (${key.length} bytes)`);
   });
 }
 
-function decodeSecret(secret: string, requirePrefix: boolean, fail: (problem: string) => RelayError): Buffer {
+function decodeSecret(secret: string, requirePrefix: boolean, fail: (problem: string) => Error): Buffer {
   const prefixed = secret.startsWith(SECRET_PREFIX);
   if (!prefixed && requirePrefix) throw fail(`must start with "${SECRET_PREFIX}" followed by base64`);
   const encoded = prefixed ? secret.slice(SECRET_PREFIX.length) : secret;

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { inspect } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isRelayError, type RelayError } from '../../../src/errors.js';
-import { loadSigningSecrets, parseSigningSecrets } from '../../../src/signing/signing-secrets.js';
+import { loadSigningSecrets, parseSigningSecrets } from '../../../src/formats/signing-secrets.js';
 
 // The Standard Webhooks reference secret (standard-webhooks/standard-webhooks, libraries/*/ tests).
 const SPEC_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';

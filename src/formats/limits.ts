@@ -1,0 +1,18 @@
+/**
+ * The bounds settings are checked against, fixed by the wire contract and the topology: the lane
+ * buckets a routing key can name (topology/lanes.ts) and the longest delay the delay levels can hold
+ * (topology/delay-levels.ts). They live here, at the bottom, so that the settings can check against
+ * them without depending on the code that builds the topology.
+ */
+
+/** Routing-key buckets of the lanes: `deliver.<bucket>`, bucket 0 … LANE_BUCKETS − 1. */
+export const LANE_BUCKETS = 64;
+
+/** Lanes of a topology unless LANES says otherwise. */
+export const DEFAULT_LANES = 8;
+
+/** Queues mode: binary delay levels, 2^0 s … 2^(DELAY_LEVELS − 1) s. */
+export const DELAY_LEVELS = 22;
+
+/** The longest delay the levels hold: every level visited once (about 48.5 days). */
+export const MAX_LEVEL_DELAY_MS = (2 ** DELAY_LEVELS - 1) * 1_000;

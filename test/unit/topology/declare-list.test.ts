@@ -1,0 +1,91 @@
+import { createHash } from 'node:crypto';
+import type { Channel } from 'amqplib';
+import { describe, expect, it } from 'vitest';
+import { declareDueQueue } from '../../../src/topology/declare-due-queue.js';
+import { applyDeclarations } from '../../../src/topology/declare-list.js';
+import { topologyDeclarations, type TopologyOptions } from '../../../src/topology/declare-topology.js';
+import { brokerFeatures } from '../../../src/topology/queue-arguments.js';
+import { deleteTopology, teardownNames } from '../../../src/topology/teardown.js';
+import { topologyNames } from '../../../src/topology/topology-names.js';
+
+/** Writes down what a declare or teardown asks of the broker, in order. */
+function recorder(): { channel: Channel; calls: unknown[][] } {
+  const calls: unknown[][] = [];
+  const record =
+    (method: string) =>
+    async (...args: unknown[]) =>
+      void calls.push([method, ...args]);
+  const channel = Object.fromEntries(['assertQueue', 'assertExchange', 'bindQueue', 'deleteQueue', 'deleteExchange'].map((m) => [m, record(m)]));
+  return { channel: channel as unknown as Channel, calls };
+}
+
+const options = (variant: Partial<TopologyOptions>): TopologyOptions => ({
+  names: topologyNames('p', 2),
+  mode: 'queues',
+  queueType: 'quorum',
+  deliveryLimit: 5,
+  broker: brokerFeatures('3.13.0'),
+  ...variant,
+});
+
+async function declared(variant: Partial<TopologyOptions>): Promise<unknown[][]> {
+  const { channel, calls } = recorder();
+  const topology = options(variant);
+  await applyDeclarations(channel, topologyDeclarations(topology));
+  if (topology.mode === 'plugin') await declareDueQueue(channel, topology.names);
+  return calls;
+}
+
+const digest = (calls: unknown[][]): string => createHash('sha256').update(JSON.stringify(calls)).digest('hex').slice(0, 16);
+
+// Running deployments depend on every name, argument and binding: the broker refuses a declaration
+// that differs from what exists. The digests pin what the releases before the declare list asked of the
+// broker, call for call (some 1,800 in queues mode), with P.control, P.paused and P.paused.check since
+// cancel and pause; a change here must be deliberate.
+describe('the topology a prefix declares', () => {
+  it.each([
+    ['queues mode, quorum, 3 lanes', { names: topologyNames('p', 3) }, 'ee3de0950157c2ce'],
+    ['queues mode, classic, history on', { queueType: 'classic', history: { maxAge: '7D' } }, '6f8367d94b6d5127'],
+    ['queues mode, quorum on a 3.9 broker', { broker: brokerFeatures('3.9.0') }, 'c1b76aa610aeec19'],
+    ['plugin mode, quorum, history on', { mode: 'plugin', history: { maxAge: '12h' } }, 'a9593669ec916969'],
+  ] as [string, Partial<TopologyOptions>, string][])('%s: the same declarations, in the same order', async (_name, variant, expected) => {
+    expect(digest(await declared(variant))).toBe(expected);
+  });
+
+  it('declares the consumed queues with their dead-letter target and delivery limit, and P.dead practically unlimited', async () => {
+    const calls = await declared({});
+    const args = (queue: string) => (calls.find(([method, name]) => method === 'assertQueue' && name === queue)?.[2] as { arguments: unknown }).arguments;
+    expect(args('p.work.1')).toEqual({
+      'x-queue-type': 'quorum',
+      'x-dead-letter-exchange': '',
+      'x-dead-letter-routing-key': 'p.dead',
+      'x-dead-letter-strategy': 'at-least-once',
+      'x-overflow': 'reject-publish',
+      'x-delivery-limit': 5,
+    });
+    expect(args('p.dead')).toEqual({ 'x-queue-type': 'quorum', 'x-delivery-limit': 1_000_000 });
+    expect(calls.find(([method, name]) => method === 'assertExchange' && name === 'p')).toEqual(['assertExchange', 'p', 'direct', { durable: true }]);
+  });
+
+  it('declares each queue before any binding to it', async () => {
+    const calls = await declared({ history: { maxAge: '7D' } });
+    const seen = new Set<unknown>();
+    for (const [method, name] of calls) {
+      if (method === 'assertQueue') seen.add(name);
+      if (method === 'bindQueue') expect(seen).toContain(name);
+    }
+  });
+
+  it('the teardown deletes every queue and exchange any variant declares, and the legacy P.lanes', async () => {
+    const names = topologyNames('p', 2);
+    const everything = [...(await declared({ history: { maxAge: '7D' } })), ...(await declared({ mode: 'plugin' }))];
+    const { channel, calls } = recorder();
+    await deleteTopology(channel, names);
+    const deleted = (method: string) => new Set(calls.filter(([m]) => m === method).map(([, name]) => name));
+    const made = (method: string) => new Set(everything.filter(([m]) => m === method).map(([, name]) => name));
+    expect(deleted('deleteQueue')).toEqual(made('assertQueue'));
+    expect(deleted('deleteExchange')).toEqual(new Set([...made('assertExchange'), names.lanesExchange]));
+    // The lanes, P.slow, P.due, P.dead, P.history, P.control, P.paused, P.paused.check and the delay levels.
+    expect(teardownNames(names).queues).toHaveLength(names.workQueues.length + 7 + names.delayLevels.length);
+  });
+});
