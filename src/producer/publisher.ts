@@ -1,5 +1,5 @@
 import type { ChannelWrapper } from 'amqp-connection-manager';
-import { connectManager } from '../amqp/connect.js';
+import { connectManager, openChannel } from '../amqp/connect.js';
 import { loadConfig, type RelayConfig } from '../config/load-config.js';
 import { RelayError, isRelayError } from '../errors.js';
 import { createLogger, type Logger } from '../logger.js';
@@ -67,8 +67,9 @@ export function createPublisher(
       // their callers resume only after it: they see the loss.
       ch.once('close', () => (losses += 1));
       const { declare, mode, names } = await topology;
-      await declare(ch);
-      if (mode === 'plugin' && manager.connection) void declareDueQueueAside(manager.connection, names);
+      const { connection } = manager;
+      await declare(ch, connection && (() => openChannel(connection)));
+      if (mode === 'plugin' && connection) void declareDueQueueAside(connection, names);
     },
   });
   channel.on('error', (err) => logger.error({ err: (err as Error).message, code: (err as RelayError).code }, 'producer channel setup failed'));

@@ -3,6 +3,7 @@ import type { Logger } from '../logger.js';
 import type { RelayConfig } from '../config/load-config.js';
 import { amqpUrls } from '../config/amqp-urls.js';
 import { redactUrl } from '../config/redact-url.js';
+import type { OpenChannel } from './declare-list.js';
 import { declareTopology } from './declare-topology.js';
 import { resolveDelayMode, type DelayMode } from './delay-mode.js';
 import type { BrokerInfo } from './inspect-broker.js';
@@ -15,8 +16,11 @@ export interface ResolvedTopology {
   broker: BrokerInfo;
   /** The broker URL that answered first. */
   url: string;
-  /** Declares the whole topology on a channel; used as the channel's setup, so it replays on every reconnect. */
-  declare: (channel: Channel) => Promise<void>;
+  /**
+   * Declares the whole topology on a channel; used as the channel's setup, so it replays on every
+   * reconnect. With `openChannel` the bindings go on several channels at once (declare-list.ts).
+   */
+  declare: (channel: Channel, openChannel?: OpenChannel) => Promise<void>;
 }
 
 /** The settings the topology is derived from. */
@@ -35,5 +39,5 @@ export async function connectTopology(config: TopologySettings, logger: Logger, 
   );
   const history = config.history === 'on' ? { maxAge: config.historyMaxAge } : undefined;
   const options = { names, mode, broker, queueType: config.queueType, deliveryLimit: config.deliveryLimit, history };
-  return { names, mode, broker, url: broker.url, declare: (channel) => declareTopology(channel, options) };
+  return { names, mode, broker, url: broker.url, declare: (channel, openChannel) => declareTopology(channel, options, openChannel) };
 }

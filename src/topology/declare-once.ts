@@ -11,7 +11,7 @@ export async function applyTopology(url: string, topology: ResolvedTopology): Pr
   const connection = await openConnection(url);
   try {
     const channel = await openChannel(connection);
-    await topology.declare(channel);
+    await topology.declare(channel, () => openChannel(connection));
     await channel.close();
     if (topology.mode === 'plugin') await declareDueQueueAside(connection, topology.names);
   } finally {

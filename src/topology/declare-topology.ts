@@ -3,7 +3,7 @@ import { RelayError } from '../errors.js';
 import { historyStream } from '../history/declare-history.js';
 import { delayLevels } from './declare-delay-levels.js';
 import { deliveryPath } from './declare-delivery-path.js';
-import { applyDeclarations, type Declaration } from './declare-list.js';
+import { applyDeclarations, type Declaration, type OpenChannel } from './declare-list.js';
 import { controlStream } from '../control/declare-control.js';
 import { pausedQueues } from '../control/declare-paused.js';
 import type { DelayMode } from './delay-mode.js';
@@ -39,10 +39,13 @@ export function topologyDeclarations(options: TopologyOptions): Declaration[] {
   ];
 }
 
-/** Declares everything, idempotently; run on every (re)connect as a channel setup. */
-export async function declareTopology(channel: Channel, options: TopologyOptions): Promise<void> {
+/**
+ * Declares everything, idempotently; run on every (re)connect as a channel setup. `openChannel`
+ * (another channel on the same connection) lets the bindings go in parallel (see applyDeclarations).
+ */
+export async function declareTopology(channel: Channel, options: TopologyOptions, openChannel?: OpenChannel): Promise<void> {
   try {
-    await applyDeclarations(channel, topologyDeclarations(options));
+    await applyDeclarations(channel, topologyDeclarations(options), openChannel);
   } catch (error) {
     throw new RelayError(
       'CR_ERR_TOPOLOGY',

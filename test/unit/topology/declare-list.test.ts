@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Channel } from 'amqplib';
 import { describe, expect, it } from 'vitest';
 import { declareDueQueue } from '../../../src/topology/declare-due-queue.js';
-import { applyDeclarations } from '../../../src/topology/declare-list.js';
+import { applyDeclarations, BINDING_CHANNELS } from '../../../src/topology/declare-list.js';
 import { topologyDeclarations, type TopologyOptions } from '../../../src/topology/declare-topology.js';
 import { brokerFeatures } from '../../../src/topology/queue-arguments.js';
 import { deleteTopology, teardownNames } from '../../../src/topology/teardown.js';
@@ -87,5 +87,27 @@ describe('the topology a prefix declares', () => {
     expect(deleted('deleteExchange')).toEqual(new Set([...made('assertExchange'), names.lanesExchange]));
     // The lanes, P.slow, P.due, P.dead, P.history, P.control, P.paused, P.paused.check and the delay levels.
     expect(teardownNames(names).queues).toHaveLength(names.workQueues.length + 7 + names.delayLevels.length);
+  });
+});
+
+describe('applyDeclarations with more channels', () => {
+  it('declares exchanges and queues first, in order, then every binding once, spread over BINDING_CHANNELS channels', async () => {
+    const first = recorder();
+    const extra: ReturnType<typeof recorder>[] = [];
+    let closed = 0;
+    const declarations = topologyDeclarations(options({}));
+    await applyDeclarations(first.channel, declarations, async () => {
+      const more = recorder();
+      extra.push(more);
+      return Object.assign(more.channel, { close: async () => void (closed += 1) });
+    });
+    expect(extra).toHaveLength(BINDING_CHANNELS - 1);
+    expect(closed).toBe(BINDING_CHANNELS - 1);
+    const nonBindings = declarations.filter((step) => step.kind !== 'binding').length;
+    expect(first.calls.slice(0, nonBindings).every(([method]) => method !== 'bindQueue')).toBe(true);
+    const bindings = [first, ...extra].flatMap(({ calls }) => calls.filter(([method]) => method === 'bindQueue'));
+    expect(bindings).toHaveLength(declarations.length - nonBindings);
+    expect(new Set(bindings.map((call) => JSON.stringify(call))).size).toBe(bindings.length);
+    expect(extra.every(({ calls }) => calls.length > 0 && calls.every(([method]) => method === 'bindQueue'))).toBe(true);
   });
 });
