@@ -15,7 +15,7 @@ import { laneBucket } from '../topology/lanes.js';
 import type { TopologyNames } from '../topology/topology-names.js';
 import type { AttemptSpan, Tracing } from '../tracing/tracing.js';
 import { AttemptDeadline } from './attempt-deadline.js';
-import { decode, type Delivery } from './decode.js';
+import { decode, type Decoded, type Delivery } from './decode.js';
 import { deliver, type DeliverOptions } from './deliver.js';
 import type { AttemptReport, PipelineObserver } from './observer.js';
 import { settle, type AttemptRecord, type SettleContext, type SettleFallback, type StoreEvent } from './settle.js';
@@ -100,8 +100,9 @@ export function verdictOf(delivery: Delivery, outcome: DeliveryOutcome, startedA
 /**
  * The per-message path, top to bottom: decode → admit → deliver → decide → settle.
  *
- * `handle` decodes a message (1) and admits it to the scheduler (2), which starts attempts while the
- * worker has free slots; a target whose circuit is open gets its attempt failed fast instead. Each
+ * `handle` decodes a message (1) and admits it (2): a cancelled callback is parked and a paused
+ * target's held; any other goes to the scheduler, which starts attempts while the worker has free
+ * slots, or fails the attempt fast while its target's circuit is open. Each
  * attempt (3) frees its slot as soon as its HTTP exchange ends; then its outcome is decided (4) and
  * the decision settled on the message's own channel (5). The promise `handle` returns settles once the
  * message has been settled (or dropped because its channel closed); it rejects only when settling
@@ -125,25 +126,32 @@ export function createPipeline(context: PipelineContext) {
         else reject(error instanceof Error ? error : new Error(String(error)));
       };
       const decoded = decode(message, context.maxPayloadBytes, context.policies);
-      if (!decoded.ok) {
-        const record: AttemptRecord = { id: decoded.id, attempts: decoded.attempt - 1, firstAttemptAt: undefined, lastAttemptAt: undefined, lastStatus: undefined, lastError: decoded.error };
-        const storeEvent = context.durableEvents?.forInvalid(channel, decoded.id, decoded.error);
-        settle({ kind: 'dead', reason: 'invalid', why: decoded.error }, record, settleContext(channel, message, 0, storeEvent)).then((stored) => {
-          if (stored) {
-            logger.info({ id: decoded.id, reason: 'invalid', error: decoded.error }, 'callback dead-lettered');
-            observer.invalid(decoded.id, decoded.error);
-          }
-          finish();
-        }, finish);
-        return;
-      }
+      if (!decoded.ok) return void parkInvalid(decoded, message, channel).then(() => finish(), finish);
       const { delivery } = decoded;
-      const job: Job = { message, channel, lane, delivery, target: targetOf(delivery.url, context.targetKey), bucket: laneBucket(delivery.url.origin), finish };
-      if (context.control?.isCancelled(delivery.id, message.properties.headers)) return void parkCanceled(job).then(() => finish(), finish);
-      // A paused target: the callback waits in P.paused, no attempt made nor counted (src/control/).
-      if (context.control?.isPaused(delivery.url.origin)) return void moveTo(channel, message, names.pausedQueue, delivery.id, context.settle.confirmTimeoutMs ?? 10_000).then(() => finish(), finish);
-      admit(job);
+      admit({ message, channel, lane, delivery, target: targetOf(delivery.url, context.targetKey), bucket: laneBucket(delivery.url.origin), finish });
     });
+  }
+
+  /**
+   * Step 2: a cancelled callback is parked and a paused target's callback held, neither attempted;
+   * any other waits for a slot, or is failed fast while its target's circuit is open.
+   */
+  function admit(job: Job): void {
+    const { control } = context;
+    const done = (): void => job.finish();
+    if (control?.isCancelled(job.delivery.id, job.message.properties.headers)) void parkCanceled(job).then(done, job.finish);
+    else if (control?.isPaused(job.delivery.url.origin)) void hold(job).then(done, job.finish);
+    else if (scheduler.offer(job.target, job) === 'fail-fast') void failFast(job);
+    else pump();
+  }
+
+  /** A message that is not a valid callback: parked in P.dead as `invalid`, and the worker carries on. */
+  async function parkInvalid({ id, attempt, error }: Extract<Decoded, { ok: false }>, message: ConsumeMessage, channel: ConfirmChannel): Promise<void> {
+    const record: AttemptRecord = { id, attempts: attempt - 1, firstAttemptAt: undefined, lastAttemptAt: undefined, lastStatus: undefined, lastError: error };
+    const storeEvent = context.durableEvents?.forInvalid(channel, id, error);
+    if (!(await settle({ kind: 'dead', reason: 'invalid', why: error }, record, settleContext(channel, message, 0, storeEvent)))) return;
+    logger.info({ id, reason: 'invalid', error }, 'callback dead-lettered');
+    observer.invalid(id, error);
   }
 
   /** A cancelled callback is parked in P.dead as `canceled` without an attempt; its event says `canceled`. */
@@ -157,10 +165,9 @@ export function createPipeline(context: PipelineContext) {
     observer.attempted(report);
   }
 
-  /** Step 2: queue the job for a slot, or fail it fast when its target's circuit is open. */
-  function admit(job: Job): void {
-    if (scheduler.offer(job.target, job) === 'fail-fast') void failFast(job);
-    else pump();
+  /** A paused target's callback waits in P.paused, its attempt count unchanged (src/control/). */
+  function hold({ channel, message, delivery }: Job): Promise<void> {
+    return moveTo(channel, message, names.pausedQueue, delivery.id, context.settle.confirmTimeoutMs ?? 10_000);
   }
 
   /** Starts attempts while there are free slots and waiting jobs. */
