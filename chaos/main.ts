@@ -1,5 +1,5 @@
 /**
- * "Prove no loss": `npm run chaos [-- --quick | --cluster [--quick] [--node-kill | --node-loss]] [--callbacks N] [--canary]`.
+ * "Prove no loss": `npm run chaos [-- --quick | --cluster [--quick] [--node-kill | --node-loss]] [--callbacks N] [--canary] [--mode queues|plugin]`.
  * Starts throwaway brokers, workers and a ledger receiver, publishes scripted callbacks while killing
  * workers, restarting brokers and cutting connections, then checks every callback: delivered, or parked
  * in P.dead with the reason its fate implies. Exits 1 if one was lost. Summary: chaos/results/latest.json.
@@ -27,6 +27,7 @@ const { values } = parseArgs({
     'node-loss': { type: 'boolean', default: false },
     callbacks: { type: 'string' },
     canary: { type: 'boolean', default: false },
+    mode: { type: 'string' },
   },
 });
 const RESULTS = fileURLToPath(new URL('./results/', import.meta.url));
@@ -42,6 +43,11 @@ const PROFILE = values.cluster
     : { callbacks: 50_000, spreadMs: 480_000, quiesceMs: 300_000 };
 const callbacks = values.callbacks ? Number(values.callbacks) : PROFILE.callbacks;
 if (!Number.isInteger(callbacks) || callbacks < 1) throw new Error(`--callbacks: a whole number ≥ 1, got ${values.callbacks}`);
+
+const MODES = ['queues', 'plugin'] as const;
+// One delay mode only (default: both), e.g. to repeat the plugin-mode run cheaply.
+const modes = MODES.filter((mode) => values.mode === undefined || values.mode === mode);
+if (modes.length === 0) throw new Error(`--mode: queues or plugin, got ${values.mode}`);
 
 const canary = values.canary ? new Canary() : undefined;
 
@@ -66,7 +72,7 @@ async function singleNode(scenarios: ScenarioResult[], skipped: Skipped[]): Prom
     ...spaced(restarts, 0.45 * span, 0.75 * span).map((atMs, i) => ({ atMs, kind: 'broker-restart' as const, label: `broker restart #${i + 1}`, run: () => node.restart() })),
     ...spaced(cuts, 0.3 * span, 0.9 * span).map((atMs, i) => ({ atMs, kind: 'connection-cut' as const, label: `close_all_connections #${i + 1}`, run: () => node.cutConnections() })),
   ];
-  for (const mode of ['queues', 'plugin'] as const) {
+  for (const mode of modes) {
     const title = `single node [${mode} mode]`;
     if (mode === 'plugin' && !info.hasDelayedPlugin) {
       skipped.push({ title, reason: NO_PLUGIN });
@@ -105,7 +111,7 @@ async function cluster(scenarios: ScenarioResult[], skipped: Skipped[]): Promise
     kill(pool, 0.8 * span),
     { atMs: 0.9 * span, kind: 'connection-cut', label: 'close_all_connections via node 3 (cluster-wide)', run: () => c.cutConnections(2) },
   ];
-  for (const mode of ['queues', 'plugin'] as const) {
+  for (const mode of modes) {
     const title = `3-node cluster [${mode} mode]${lose ? ' (node lost)' : how === 'kill' ? ' (node killed)' : ''}`;
     const skip = mode === 'plugin' && (!info.hasDelayedPlugin ? NO_PLUGIN : canary ? 'skipped: the canary runs in queues mode' : undefined);
     if (skip) {
