@@ -263,9 +263,10 @@ describe('rabbitmq/ (broker image)', () => {
 });
 
 describe('container scripts', () => {
-  // Neither runs in CI as a whole: the smoke run needs a Docker engine, the plugin build runs inside
-  // the image build (its steps are exercised by test/integration/delayed-plugin-build.test.ts).
-  const scripts = ['scripts/compose-smoke.sh', 'rabbitmq/build-delayed-plugin.sh'];
+  // The first two do not run in CI as a whole: the smoke run needs a Docker engine, the plugin build runs
+  // inside the image build (its steps are exercised by test/integration/delayed-plugin-build.test.ts).
+  // before-stop.sh runs in test/integration/plugin-restart.test.ts.
+  const scripts = ['scripts/compose-smoke.sh', 'rabbitmq/build-delayed-plugin.sh', 'rabbitmq/before-stop.sh'];
   const hasShellcheck = spawnSync('sh', ['-c', 'command -v shellcheck'], { encoding: 'utf8' }).status === 0;
 
   it.each(scripts)('%s is executable and parses (bash -n)', (script) => {
