@@ -65,11 +65,18 @@ async function singleNode(scenarios: ScenarioResult[], skipped: Skipped[]): Prom
   say(`broker: RabbitMQ ${info.version}, node ${node.node}, delayed-message plugin: ${info.hasDelayedPlugin ? 'yes' : 'no'}`);
   const span = PROFILE.spreadMs;
   const [kills, restarts, cuts] = values.quick ? [4, 1, 1] : [12, 2, 3];
-  const timeline = ({ pool, names, ledger }: Run): ChaosEvent[] => [
+  // Plugin mode restarts the broker the way docs/plugin-mode.md tells operators to: before-stop.sh first.
+  // Without it, delayed messages that fall due while the node stops are lost inside the plugin.
+  const timeline = (mode: 'queues' | 'plugin') => ({ pool, names, ledger }: Run): ChaosEvent[] => [
     // Early, before any cut or restart has returned messages: the canary wants callbacks with one copy.
     ...(canary ? [canary.event(node.url, names, ledger, 0.25 * span)] : []),
     ...spaced(kills, 0.15 * span, span).map((at) => kill(pool, at)),
-    ...spaced(restarts, 0.45 * span, 0.75 * span).map((atMs, i) => ({ atMs, kind: 'broker-restart' as const, label: `broker restart #${i + 1}`, run: () => node.restart() })),
+    ...spaced(restarts, 0.45 * span, 0.75 * span).map((atMs, i) => ({
+      atMs,
+      kind: 'broker-restart' as const,
+      label: `broker restart #${i + 1}${mode === 'plugin' ? ' (before-stop.sh first)' : ''}`,
+      run: () => node.restart({ beforeStop: mode === 'plugin' }),
+    })),
     ...spaced(cuts, 0.3 * span, 0.9 * span).map((atMs, i) => ({ atMs, kind: 'connection-cut' as const, label: `close_all_connections #${i + 1}`, run: () => node.cutConnections() })),
   ];
   for (const mode of modes) {
@@ -79,7 +86,7 @@ async function singleNode(scenarios: ScenarioResult[], skipped: Skipped[]): Prom
       say(`\n== ${title}: ${NO_PLUGIN}`);
       continue;
     }
-    const spec: ScenarioSpec = { title, mode, callbacks, spreadMs: span, quiesceTimeoutMs: PROFILE.quiesceMs, workerUrls: [node.url, node.url], publisherUrl: node.url, inspectUrl: node.url, timeline, traceIds: canary?.swallowed ?? [], logDir: LOGS };
+    const spec: ScenarioSpec = { title, mode, callbacks, spreadMs: span, quiesceTimeoutMs: PROFILE.quiesceMs, workerUrls: [node.url, node.url], publisherUrl: node.url, inspectUrl: node.url, timeline: timeline(mode), traceIds: canary?.swallowed ?? [], logDir: LOGS };
     scenarios.push(await runScenario(spec, say));
   }
   return { version: info.version, delayedPlugin: info.hasDelayedPlugin, nodes: 1 };
