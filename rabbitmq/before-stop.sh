@@ -6,8 +6,9 @@
 # tens of milliseconds before that scheduler; a delayed message that falls due in between is handed
 # to P.due after its queue process is gone and is deleted from the plugin's store all the same: lost.
 # Stopped first, the scheduler hands nothing over; waiting messages stay in the plugin's store and
-# fall due when the node is back. Until the node stops, a publish with x-delay closes its channel
-# unconfirmed (the relay publishes it again after reconnecting); other publishes are not affected.
+# fall due when the node is back. Until the node stops, a publish with x-delay makes the broker close
+# its connection (541 INTERNAL_ERROR) unconfirmed; the relay reconnects and publishes it again. Other
+# publishes are not affected. Running it twice is harmless.
 #
 # Where it runs: a Kubernetes preStop hook, the ExecStop of a systemd unit, or by hand before
 # `rabbitmqctl stop`. A node without the plugin is left as it is. If the node is not stopped after
