@@ -1,6 +1,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { runBeforeStop } from '../test/support/before-stop.js';
 import { findRabbitmqServer, startLocalBroker } from '../test/support/local-broker.js';
 import { onCleanup } from './cleanup.js';
 import { rabbitmqctl } from './rabbitmqctl.js';
@@ -9,8 +10,12 @@ import { rabbitmqctl } from './rabbitmqctl.js';
 export interface ChaosNode {
   url: string;
   node: string;
-  /** Stops the node process and starts it on the same data (test/support/local-broker.ts restart()). */
-  restart(): Promise<void>;
+  /**
+   * Stops the node process and starts it on the same data (test/support/local-broker.ts restart()).
+   * `beforeStop`: the way docs/plugin-mode.md tells operators to stop a plugin-mode node, running
+   * rabbitmq/before-stop.sh first.
+   */
+  restart(options?: { beforeStop?: boolean }): Promise<void>;
   /** `rabbitmqctl close_all_connections`: every client sees its socket closed by the broker. */
   cutConnections(): Promise<void>;
 }
@@ -60,7 +65,10 @@ export async function startChaosNode(): Promise<ChaosNode> {
   return {
     url: started.url,
     node,
-    restart: () => started.restart(),
+    restart: async (options) => {
+      if (options?.beforeStop) await runBeforeStop(started, bin);
+      await started.restart();
+    },
     cutConnections: async () => {
       await rabbitmqctl(node, dir, ['close_all_connections', 'chaos: connection cut']);
     },

@@ -14,6 +14,12 @@ export interface LocalBroker {
   stop(): Promise<void>;
 }
 
+/** A node started here: its name, and the HOME holding its Erlang cookie (what `rabbitmqctl -n` needs). */
+export interface LocalNode extends LocalBroker {
+  node: string;
+  home: string;
+}
+
 const CANDIDATES = [process.env.RABBITMQ_SERVER_BIN, '/usr/lib/rabbitmq/bin/rabbitmq-server', '/usr/sbin/rabbitmq-server'];
 
 export function findRabbitmqServer(): string | undefined {
@@ -59,7 +65,7 @@ export function nodeEnvironment({ dir, home, node, amqpPort, distPort, serverBin
 }
 
 /** `customize` may change the node's environment (and the files it names) before the first boot. */
-export async function startLocalBroker(bin: string, customize?: (env: NodeJS.ProcessEnv) => void): Promise<LocalBroker> {
+export async function startLocalBroker(bin: string, customize?: (env: NodeJS.ProcessEnv) => void): Promise<LocalNode> {
   const dir = mkdtempSync(join(tmpdir(), 'callback-relay-broker-'));
   const [amqpPort, distPort] = [await freePort(), await freePort()];
   const node = `cr-test-${process.pid}-${amqpPort}@localhost`;
@@ -90,6 +96,8 @@ export async function startLocalBroker(bin: string, customize?: (env: NodeJS.Pro
   await boot();
   return {
     url,
+    node,
+    home: dir,
     restart: async () => {
       await halt();
       await boot();

@@ -247,6 +247,16 @@ describe('rabbitmq/ (broker image)', () => {
     expect(plugins).toEqual(expect.arrayContaining(['rabbitmq_management', 'rabbitmq_prometheus', 'rabbitmq_delayed_message_exchange']));
   });
 
+  it('stops in order: the entrypoint runs before-stop.sh on SIGTERM, then the official entrypoint and rabbitmq-server', () => {
+    const final = brokerStages.at(-1) ?? [];
+    const last = (keyword: string) => final.filter((instruction) => instruction.keyword === keyword).at(-1)?.args;
+    expect(JSON.parse(last('ENTRYPOINT') ?? '[]')).toEqual(['stop-in-order.sh', 'docker-entrypoint.sh']);
+    expect(JSON.parse(last('CMD') ?? '[]')).toEqual(['rabbitmq-server']);
+    const copy = final.find(({ keyword, args }) => keyword === 'COPY' && args.includes('stop-in-order.sh'));
+    expect(copy?.args).toContain('before-stop.sh');
+    expect(copy && copySources(copy).every((source) => existsSync(repoFile(`rabbitmq/${source}`)))).toBe(true);
+  });
+
   it('rabbitmq.conf lets guest connect from outside the container (the test harness needs it)', () => {
     const settings = read('rabbitmq/rabbitmq.conf')
       .split(/\r?\n/)
@@ -263,9 +273,10 @@ describe('rabbitmq/ (broker image)', () => {
 });
 
 describe('container scripts', () => {
-  // Neither runs in CI as a whole: the smoke run needs a Docker engine, the plugin build runs inside
-  // the image build (its steps are exercised by test/integration/delayed-plugin-build.test.ts).
-  const scripts = ['scripts/compose-smoke.sh', 'rabbitmq/build-delayed-plugin.sh'];
+  // The first two do not run in CI as a whole: the smoke run needs a Docker engine, the plugin build runs
+  // inside the image build (its steps are exercised by test/integration/delayed-plugin-build.test.ts).
+  // before-stop.sh runs in test/integration/plugin-restart.test.ts.
+  const scripts = ['scripts/compose-smoke.sh', 'rabbitmq/build-delayed-plugin.sh', 'rabbitmq/before-stop.sh', 'rabbitmq/stop-in-order.sh'];
   const hasShellcheck = spawnSync('sh', ['-c', 'command -v shellcheck'], { encoding: 'utf8' }).status === 0;
 
   it.each(scripts)('%s is executable and parses (bash -n)', (script) => {
