@@ -11,6 +11,7 @@ import { laneBucket } from '../topology/lanes.js';
 import { traceHeaders, traceOption, type TraceContext } from '../tracing/trace-context.js';
 import { loadTracing, type Tracing } from '../tracing/tracing.js';
 import { withTimeout } from '../util/with-timeout.js';
+import { amqpSocket, createWriteCoalescer } from './coalesce-writes.js';
 import { encodeCallback } from './encode-callback.js';
 import { firstAttemptDelay, type PublishOptions } from './first-attempt-delay.js';
 import { decidePublishFailure, publishTimeoutError } from './publish-failure.js';
@@ -75,6 +76,7 @@ export function createPublisher(
     },
   });
   channel.on('error', (err) => logger.error({ err: (err as Error).message, code: (err as RelayError).code }, 'producer channel setup failed'));
+  const holdWrites = createWriteCoalescer(() => amqpSocket(manager));
   const underWay = new Set<Promise<unknown>>();
   let closed = false;
 
@@ -99,6 +101,7 @@ export function createPublisher(
           headers: trace ? { ...route.headers, ...traceHeaders(trace) } : route.headers,
           timeout: remaining + CHANNEL_TIMEOUT_GRACE_MS,
         });
+        holdWrites();
         await withTimeout(confirmed, remaining, timeout);
         return;
       } catch (error) {
