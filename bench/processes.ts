@@ -54,8 +54,9 @@ export function spawnNode(args: string[], env: Record<string, string>, readyMark
 export const spawnRelayWorker = (env: Record<string, string>, nodeArgs: string[] = []): BenchChild =>
   spawnNode([...nodeArgs, benchBuild().relayMain], { LOG_LEVEL: 'info', TARGET_ALLOW: '127.0.0.0/8', ...env }, '"msg":"consuming"');
 
-/** An HTTP ingest process, compiled like the worker, ready once it logs "ingest listening". */
-export const spawnIngest = (env: Record<string, string>): BenchChild => spawnNode([benchBuild().ingestMain], { LOG_LEVEL: 'info', ...env }, '"msg":"ingest listening"');
+/** An HTTP ingest process, compiled like the worker: `node NODE_ARGS …/ingest/main.js`, ready once it logs "ingest listening". */
+export const spawnIngest = (env: Record<string, string>, nodeArgs: string[] = []): BenchChild =>
+  spawnNode([...nodeArgs, benchBuild().ingestMain], { LOG_LEVEL: 'info', ...env }, '"msg":"ingest listening"');
 
 /** A ceiling consumer (bench/NAME.ts, transpiled), ready once it prints "consuming". */
 export const spawnBenchScript = (name: 'minimal-consumer' | 'raw-consumer', env: Record<string, string>): BenchChild =>

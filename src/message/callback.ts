@@ -32,6 +32,8 @@ const RESERVED = /^(host|content-length|content-type|transfer-encoding|connectio
 /** 1-255 printable ASCII characters without surrounding spaces: a valid header value and AMQP short string. */
 export const isValidId = (id: string): boolean => id.length <= MAX_ID_LENGTH && /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(id);
 
+const FIELDS: ReadonlySet<string> = new Set(['id', 'url', 'body', 'headers', 'method', 'policy']);
+
 const invalid = (field: string, problem: string): RelayError =>
   new RelayError('CR_ERR_INVALID_CALLBACK', `${field}: ${problem}`, { field });
 
@@ -46,7 +48,7 @@ export function parseCallback(value: unknown): { callback: Callback; url: URL } 
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalid('callback', 'must be a JSON object');
   const input = value as Record<string, unknown>;
   for (const key of Object.keys(input)) {
-    if (!['id', 'url', 'body', 'headers', 'method', 'policy'].includes(key)) throw invalid(key, 'is not a callback field (id, url, body, headers, method, policy)');
+    if (!FIELDS.has(key)) throw invalid(key, 'is not a callback field (id, url, body, headers, method, policy)');
   }
   const url = parseUrl(input.url);
   if (!('body' in input) || input.body === undefined) throw invalid('body', 'is required (any JSON value, null included)');

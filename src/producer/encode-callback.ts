@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { RelayError } from '../errors.js';
-import { validateCallback, type Callback } from '../message/callback.js';
+import { parseCallback, type Callback } from '../message/callback.js';
 
 export interface EncodedCallback {
   id: string;
   content: Buffer;
+  /** The callback's URL as validation parsed it, so the caller need not parse it again. */
+  url: URL;
 }
 
 /**
@@ -14,13 +16,16 @@ export interface EncodedCallback {
  * so a name they lack is dead-lettered by the worker, as `invalid`.
  */
 export function encodeCallback(callback: Callback, maxPayloadBytes: number): EncodedCallback {
-  validateCallback(callback);
+  const { url } = parseCallback(callback);
   const id = callback.id ?? randomUUID();
   let text: string;
   try {
-    text = JSON.stringify({ ...callback, id });
-    // A body of only undefined/functions would vanish from the JSON instead of failing loudly.
-    if (JSON.parse(text).body === undefined) throw new Error('body serialises to nothing');
+    // The body is serialised on its own, once: a body of only undefined/functions gives undefined
+    // here instead of vanishing from the message, and nothing has to parse the text back to see it.
+    const body = JSON.stringify(callback.body) as string | undefined;
+    if (body === undefined) throw new Error('body serialises to nothing');
+    // Never empty: url and id are always there, so the body follows a comma.
+    text = `${JSON.stringify({ ...callback, id, body: undefined }).slice(0, -1)},"body":${body}}`;
   } catch (error) {
     throw new RelayError('CR_ERR_INVALID_CALLBACK', `body: must be JSON-serialisable (${(error as Error).message})`, { field: 'body', cause: error });
   }
@@ -30,5 +35,5 @@ export function encodeCallback(callback: Callback, maxPayloadBytes: number): Enc
       field: 'body',
     });
   }
-  return { id, content };
+  return { id, content, url };
 }

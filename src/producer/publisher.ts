@@ -11,6 +11,7 @@ import { laneBucket } from '../topology/lanes.js';
 import { traceHeaders, traceOption, type TraceContext } from '../tracing/trace-context.js';
 import { loadTracing, type Tracing } from '../tracing/tracing.js';
 import { withTimeout } from '../util/with-timeout.js';
+import { amqpSocket, createWriteCoalescer } from './coalesce-writes.js';
 import { encodeCallback } from './encode-callback.js';
 import { encodeMarker } from '../control/control-markers.js';
 import { cancelMarker, MARKER_OPTIONS } from '../control/publish-markers.js';
@@ -52,7 +53,19 @@ export function createPublisher(
 ): CallbackPublisher {
   const abort = new AbortController();
   const topology = connectTopology(config, logger, abort.signal);
-  topology.catch(() => {});
+  // Once known, the topology and the tracer are read directly: a publish then neither waits a turn nor arms a timer for them.
+  let resolvedTopology: ResolvedTopology | undefined;
+  topology.then((resolved) => (resolvedTopology = resolved)).catch(() => {});
+  let tracerKnown = tracing === undefined;
+  let knownTracer: Tracing | undefined;
+  // A failed load is never cached: every publish awaits it and rejects with its error.
+  tracing?.then(
+    (tracer) => {
+      knownTracer = tracer;
+      tracerKnown = true;
+    },
+    () => {},
+  );
   // Every loss of the channel or connection counts: an attempt that saw the count change lost its confirm.
   let losses = 0;
   const manager = connectManager(config.amqpUrl);
@@ -73,6 +86,7 @@ export function createPublisher(
     },
   });
   channel.on('error', (err) => logger.error({ err: (err as Error).message, code: (err as RelayError).code }, 'producer channel setup failed'));
+  const holdWrites = createWriteCoalescer(() => amqpSocket(manager));
   const underWay = new Set<Promise<unknown>>();
   let closed = false;
 
@@ -80,7 +94,7 @@ export function createPublisher(
     const deadline = Date.now() + config.publishTimeout;
     const lossesAtStart = losses;
     const timeout = (): RelayError => publishTimeoutError(config.publishTimeout);
-    const { names, mode } = await withTimeout(topology, config.publishTimeout, timeout);
+    const { names, mode } = resolvedTopology ?? (await withTimeout(topology, config.publishTimeout, timeout));
     const route = deliveryRoute(names, mode, delayMs, bucket);
     for (;;) {
       const lossesBefore = losses;
@@ -97,6 +111,7 @@ export function createPublisher(
           headers: trace ? { ...route.headers, ...traceHeaders(trace) } : route.headers,
           timeout: remaining + CHANNEL_TIMEOUT_GRACE_MS,
         });
+        holdWrites();
         await withTimeout(confirmed, remaining, timeout);
         return;
       } catch (error) {
@@ -116,21 +131,21 @@ export function createPublisher(
 
   async function publish(callback: Callback, options: PublishOptions = {}): Promise<{ id: string }> {
     // First, so everything after it (the closed and buffer checks, adding to underWay) stays in one turn.
-    const tracer = tracing && (await tracing);
+    const tracer = tracerKnown ? knownTracer : await tracing;
     if (closed) throw new RelayError('CR_ERR_CLOSED', 'the publisher is closed; nothing was published');
-    const { id, content } = encodeCallback(callback, config.maxPayloadBytes);
+    const { id, content, url } = encodeCallback(callback, config.maxPayloadBytes);
     const delayMs = firstAttemptDelay(options, Date.now());
     const trace = traceOption(options);
     if (underWay.size >= config.publishBufferLimit) {
       throw new RelayError('CR_ERR_BUFFER_FULL', `${underWay.size} publishes are already waiting for the broker (PUBLISH_BUFFER_LIMIT=${config.publishBufferLimit}); nothing was published`);
     }
-    const origin = new URL(callback.url).origin;
+    const { origin } = url;
     const span = tracer?.startPublish(id, origin, delayMs, trace);
     const settled = publishConfirmed(content, id, delayMs, laneBucket(origin), span ? span.context : trace);
     if (span) void settled.then(() => span.end(), (error: unknown) => span.end(error));
-    const tracked = settled.catch(() => {});
+    const forget = (): void => void underWay.delete(tracked);
+    const tracked: Promise<void> = settled.then(forget, forget);
     underWay.add(tracked);
-    void tracked.finally(() => underWay.delete(tracked));
     await settled;
     return { id };
   }
