@@ -6,7 +6,7 @@ import type { DeadEntry } from './queues.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** What EVENTS=durable told a status table about one callback: its final event types, after deduplication. */
+/** What EVENTS=durable told a status table about one callback: its final event types (`canceled` counts as dead), after deduplication. */
 interface Finals {
   delivered: boolean;
   dead: boolean;
@@ -62,9 +62,10 @@ export async function drainEvents(url: string, names: TopologyNames): Promise<{ 
     if (seen.has(messageId)) duplicates += 1;
     seen.add(messageId);
     const event = JSON.parse(message.content.toString('utf8')) as { id: string; type: string };
-    if (event.type === 'delivered' || event.type === 'dead') {
+    // A `canceled` callback is parked in P.dead like a `dead` one.
+    if (event.type === 'delivered' || event.type === 'dead' || event.type === 'canceled') {
       const entry = finals.get(event.id) ?? { delivered: false, dead: false };
-      entry[event.type] = true;
+      entry[event.type === 'delivered' ? 'delivered' : 'dead'] = true;
       finals.set(event.id, entry);
     }
     channel.ack(message);

@@ -15,6 +15,8 @@ export interface LoadStats {
   /** Ids never confirmed before the deadline: the producer was told so, they are not "accepted". */
   unconfirmed: string[];
   errors: Record<string, number>;
+  /** `--cancel`: ids whose cancel marker the broker confirmed. */
+  cancelled: Set<string>;
 }
 
 export interface LoadOptions {
@@ -29,6 +31,8 @@ export interface LoadOptions {
   /** Give up on a callback that still has no confirm after this long. */
   giveUpMs: number;
   ledger: Ledger;
+  /** `--cancel`: cancels every `always-fail` callback this long after its publish was confirmed (during its retries). */
+  cancelAfterMs?: number | undefined;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -48,9 +52,25 @@ export function startLoad(options: LoadOptions): { stats: LoadStats; done: Promi
     LOG_LEVEL: 'error',
   });
   const publisher = createPublisher(config, createLogger('error', 'chaos-producer'));
-  const stats: LoadStats = { confirmed: 0, republished: 0, republishedIds: new Set(), unconfirmed: [], errors: {} };
+  const stats: LoadStats = { confirmed: 0, republished: 0, republishedIds: new Set(), unconfirmed: [], errors: {}, cancelled: new Set() };
   const inFlight = new Set<Promise<void>>();
   const started = Date.now();
+
+  /** Cancels `id` after `delayMs`, trying again through chaos like a publish; counted once confirmed. */
+  async function cancelLater(id: string, delayMs: number, deadline: number): Promise<void> {
+    await sleep(delayMs);
+    for (let tries = 0; Date.now() < deadline + delayMs; tries += 1) {
+      try {
+        await publisher.cancel(id);
+        stats.cancelled.add(id);
+        return;
+      } catch (error) {
+        const code = isRelayError(error) ? error.code : (error as Error).message.slice(0, 60);
+        stats.errors[`cancel ${code}`] = (stats.errors[`cancel ${code}`] ?? 0) + 1;
+        await sleep(Math.min(5_000, 250 * 2 ** tries));
+      }
+    }
+  }
 
   async function publishOne(n: number): Promise<void> {
     const id = idOf(options.run, n);
@@ -60,6 +80,7 @@ export function startLoad(options: LoadOptions): { stats: LoadStats; done: Promi
       try {
         await publisher.publish({ id, url, body: { n, fate: fateOf(n) } });
         stats.confirmed += 1;
+        if (options.cancelAfterMs !== undefined && fateOf(n) === 'always-fail') await cancelLater(id, options.cancelAfterMs, deadline);
         return;
       } catch (error) {
         const code = isRelayError(error) ? error.code : (error as Error).message.slice(0, 60);

@@ -1,7 +1,7 @@
 /**
- * "Prove no loss": `npm run chaos [-- --quick | --cluster [--quick] [--node-kill | --node-loss]] [--callbacks N] [--canary] [--mode queues|plugin] [--events durable]`.
+ * "Prove no loss": `npm run chaos [-- --quick | --cluster [--quick] [--node-kill | --node-loss]] [--callbacks N] [--canary] [--mode queues|plugin] [--events durable] [--cancel]`.
  * `--events durable` runs the workers with EVENTS=durable and also fails if a callback's final outcome
- * event is missing or false.
+ * event is missing or false. `--cancel` cancels every `always-fail` callback during its retries.
  * Starts throwaway brokers, workers and a ledger receiver, publishes scripted callbacks while killing
  * workers, restarting brokers and cutting connections, then checks every callback: delivered, or parked
  * in P.dead with the reason its fate implies. Exits 1 if one was lost. Summary: chaos/results/latest.json.
@@ -30,6 +30,7 @@ const { values } = parseArgs({
     callbacks: { type: 'string' },
     canary: { type: 'boolean', default: false },
     events: { type: 'string' },
+    cancel: { type: 'boolean', default: false },
     mode: { type: 'string' },
   },
 });
@@ -55,6 +56,8 @@ if (modes.length === 0) throw new Error(`--mode: queues or plugin, got ${values.
 const canary = values.canary ? new Canary() : undefined;
 if (values.events !== undefined && values.events !== 'durable') throw new Error(`--events: only "durable" is checked, got ${values.events}`);
 const durableEvents = values.events === 'durable';
+// After the first attempt (at once) and during the second (1 s later): the cancel meets the third.
+const cancelAfterMs = values.cancel ? 1_500 : undefined;
 
 const kill = (pool: WorkerPool, atMs: number): ChaosEvent => ({
   atMs,
@@ -91,7 +94,7 @@ async function singleNode(scenarios: ScenarioResult[], skipped: Skipped[]): Prom
       say(`\n== ${title}: ${NO_PLUGIN}`);
       continue;
     }
-    const spec: ScenarioSpec = { title, mode, callbacks, spreadMs: span, quiesceTimeoutMs: PROFILE.quiesceMs, workerUrls: [node.url, node.url], publisherUrl: node.url, inspectUrl: node.url, timeline: timeline(mode), traceIds: canary?.swallowed ?? [], logDir: LOGS, durableEvents };
+    const spec: ScenarioSpec = { title, mode, callbacks, spreadMs: span, quiesceTimeoutMs: PROFILE.quiesceMs, workerUrls: [node.url, node.url], publisherUrl: node.url, inspectUrl: node.url, timeline: timeline(mode), traceIds: canary?.swallowed ?? [], logDir: LOGS, durableEvents, cancelAfterMs };
     scenarios.push(await runScenario(spec, say));
   }
   return { version: info.version, delayedPlugin: info.hasDelayedPlugin, nodes: 1 };
@@ -131,7 +134,7 @@ async function cluster(scenarios: ScenarioResult[], skipped: Skipped[]): Promise
       say(`\n== ${title}: ${skip}`);
       continue;
     }
-    const spec: ScenarioSpec = { title, mode, callbacks, spreadMs: span, quiesceTimeoutMs: PROFILE.quiesceMs, workerUrls: [n1.url, n2.url, n3.url], publisherUrl: n1.url, inspectUrl: n1.url, timeline: timeline(mode), traceIds: canary?.swallowed ?? [], logDir: LOGS, durableEvents };
+    const spec: ScenarioSpec = { title, mode, callbacks, spreadMs: span, quiesceTimeoutMs: PROFILE.quiesceMs, workerUrls: [n1.url, n2.url, n3.url], publisherUrl: n1.url, inspectUrl: n1.url, timeline: timeline(mode), traceIds: canary?.swallowed ?? [], logDir: LOGS, durableEvents, cancelAfterMs };
     scenarios.push(await runScenario(mode === 'plugin' ? { ...spec, lossExpected: PLUGIN_CLUSTER_LOSS } : spec, say));
     if (lose) await c.startNode(1, how); // the next scenario starts on three nodes again
   }

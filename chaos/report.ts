@@ -57,6 +57,7 @@ export function formatScenario(result: ScenarioResult): string {
       `${count('node-stop')} node stops / ${count('node-start')} node starts${failedActs ? `, ${failedActs} acts FAILED` : ''}`,
     `workers: ${result.workers.spawned} spawned, ${result.workers.disconnects} broker disconnects logged, ${result.workers.unexpectedExits} unexpected exits`,
     `publisher: ${result.publish.confirmed} confirmed, ${result.publish.republished} republished, ${result.publish.unconfirmed} unconfirmed` +
+      (result.publish.cancelled ? `, ${result.publish.cancelled} cancelled mid-retry (${v.canceled} parked as canceled, the rest ended first)` : '') +
       (Object.keys(result.publish.errors).length ? ` (errors: ${JSON.stringify(result.publish.errors)})` : ''),
     `end state: ${result.quiescence.quiescent ? 'quiescent' : 'NOT quiescent'}; left in queues after stop: ` +
       (result.leftInQueues ? `work ${result.leftInQueues.work}, slow ${result.leftInQueues.slow}, delay ${result.leftInQueues.delay}` : 'unknown'),

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../src/config/load-config.js';
+import { deleteTopologyAt } from '../src/topology/teardown.js';
 import { topologyNames, type TopologyNames } from '../src/topology/topology-names.js';
 import { onCleanup } from './cleanup.js';
 import { runChaos, type ChaosEvent, type ChaosLogEntry } from './driver.js';
@@ -47,6 +48,8 @@ export interface ScenarioSpec {
   lossExpected?: string;
   /** EVENTS=durable: the run also checks that a status table fed by P.events misses no final outcome. */
   durableEvents?: boolean;
+  /** `--cancel`: every `always-fail` callback is cancelled this long after its publish, during its retries. */
+  cancelAfterMs?: number;
 }
 
 /** Everything the run saw of one callback, for a post-mortem. */
@@ -60,7 +63,7 @@ export interface ScenarioResult {
   mode: string;
   prefix: string;
   seconds: number;
-  publish: { confirmed: number; republished: number; unconfirmed: number; errors: Record<string, number> };
+  publish: { confirmed: number; republished: number; unconfirmed: number; errors: Record<string, number>; cancelled: number };
   chaos: ChaosLogEntry[];
   workers: Omit<PoolStats, 'unexpectedExits'> & { unexpectedExits: number };
   quiescence: Quiescence;
@@ -92,7 +95,7 @@ export async function runScenario(spec: ScenarioSpec, say: (line: string) => voi
   if (spec.durableEvents) await bindEventsQueue(spec.inspectUrl, names);
 
   const startedAt = Date.now();
-  const load = startLoad({ amqpUrl: spec.publisherUrl, prefix, mode: spec.mode, run, callbacks: spec.callbacks, spreadMs: spec.spreadMs, giveUpMs: 120_000, ledger });
+  const load = startLoad({ amqpUrl: spec.publisherUrl, prefix, mode: spec.mode, run, callbacks: spec.callbacks, spreadMs: spec.spreadMs, giveUpMs: 120_000, ledger, cancelAfterMs: spec.cancelAfterMs });
   const stopProgress = progress(spec.inspectUrl, names, ledger, () => load.stats.confirmed, say);
   const [stats, chaos] = await Promise.all([load.done, runChaos(spec.timeline({ pool, names, ledger }), startedAt, say)]);
   say(`  publishing done: ${stats.confirmed} confirmed, ${stats.republished} republished, ${stats.unconfirmed.length} unconfirmed`);
@@ -106,6 +109,8 @@ export async function runScenario(spec: ScenarioSpec, say: (line: string) => voi
   const dead = await drainDead(spec.inspectUrl, names);
   const events = spec.durableEvents ? judgeEvents(run, spec.callbacks, ledger.byId, dead, await drainEvents(spec.inspectUrl, names)) : undefined;
   await ledger.close();
+  // The same teardown as the tests and the bench: a run against a node that is kept leaves nothing behind.
+  await deleteTopologyAt(spec.inspectUrl, names).catch((error: Error) => say(`  warning: topology teardown failed: ${error.message}`));
   const verdict = judge({
     run,
     callbacks: spec.callbacks,
@@ -117,6 +122,7 @@ export async function runScenario(spec: ScenarioSpec, say: (line: string) => voi
     schedule: config.retrySchedule,
     jitter: config.retryJitter,
     mode: spec.mode,
+    cancelled: stats.cancelled,
   });
   const { unexpectedExits, ...workerStats } = pool.stats;
   for (const exit of unexpectedExits) say(`  worker ${exit.worker} exited unexpectedly (code ${exit.code}, signal ${exit.signal}); respawned`);
@@ -125,7 +131,7 @@ export async function runScenario(spec: ScenarioSpec, say: (line: string) => voi
     mode: spec.mode,
     prefix,
     seconds: Math.round((Date.now() - startedAt) / 1000),
-    publish: { confirmed: stats.confirmed, republished: stats.republished, unconfirmed: stats.unconfirmed.length, errors: stats.errors },
+    publish: { confirmed: stats.confirmed, republished: stats.republished, unconfirmed: stats.unconfirmed.length, errors: stats.errors, cancelled: stats.cancelled.size },
     chaos,
     workers: { ...workerStats, unexpectedExits: unexpectedExits.length },
     quiescence,

@@ -29,6 +29,8 @@ export interface Verdict {
   /** Requests scripted 2xx whose answer never went out (the worker was killed or cut off first). */
   unansweredSuccesses: number;
   otherOutcomes: { id: string; expected: string; got: string }[];
+  /** `--cancel`: cancelled callbacks parked as `canceled` (the others ended before the cancel was read). */
+  canceled: number;
   violations: { id: string; problem: string }[];
   perFate: Record<Fate, FateRow>;
 }
@@ -46,6 +48,8 @@ export interface VerdictInput {
   jitter: number;
   /** Queues mode rounds each delay to whole seconds; plugin mode keeps milliseconds. */
   mode: 'queues' | 'plugin';
+  /** `--cancel`: ids cancelled mid-retry; parked as `canceled`, or as their fate implies when the cancel came too late. */
+  cancelled?: Set<string>;
 }
 
 const SLACK_MS = 200;
@@ -77,6 +81,7 @@ export function judge(input: VerdictInput): Verdict {
     repeatedAttempts: 0,
     unansweredSuccesses: 0,
     otherOutcomes: [],
+    canceled: 0,
     violations: [],
     perFate,
   };
@@ -115,7 +120,8 @@ export function judge(input: VerdictInput): Verdict {
     const expected = expectedOf(fate);
     const got = successes.length > 0 ? 'delivered' : `dead:${parked[0]!.reason}`;
     const want = expected.kind === 'delivered' ? 'delivered' : `dead:${expected.reason}`;
-    if (got === want) {
+    if (got === 'dead:canceled' && input.cancelled?.has(id)) verdict.canceled += 1;
+    if (got === want || (got === 'dead:canceled' && input.cancelled?.has(id))) {
       if (expected.kind === 'delivered') row.delivered += 1;
       else row.deadAsExpected += 1;
     } else {
