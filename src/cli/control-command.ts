@@ -1,13 +1,15 @@
+import type { ChannelModel } from 'amqplib';
 import { amqpUrls } from '../config/amqp-urls.js';
 import { loadConfig, type RelayConfig } from '../config/load-config.js';
 import { startControlReader } from '../control/control-reader.js';
 import { publishMarkers, cancelMarker } from '../control/publish-markers.js';
 import type { ControlMarker } from '../control/control-markers.js';
-import { connectFirst } from '../amqp/connect.js';
+import { connectFirst, openChannel } from '../amqp/connect.js';
 import { RelayError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { topologyNames } from '../topology/topology-names.js';
-import { ControlUsageError, parseCancelArgs, parseTargetArgs, type ControlCommand } from './parse-control-args.js';
+import { parseCancelArgs, parseTargetArgs, type ControlCommand } from './parse-control-args.js';
+import { parseOrReport } from './usage-error.js';
 
 export const CANCEL_USAGE = `callback-relay cancel <id>...
 
@@ -28,14 +30,8 @@ P = TOPOLOGY_PREFIX. Connects with AMQP_URL. Exit status: 0 done, 1 failed, 2 ba
 
 /** Runs `callback-relay cancel …` (`kind` cancel) or `callback-relay target …` and returns the exit status. */
 export async function controlCommand(kind: 'cancel' | 'target', argv: string[]): Promise<number> {
-  let command: ControlCommand;
-  try {
-    command = kind === 'cancel' ? parseCancelArgs(argv) : parseTargetArgs(argv);
-  } catch (error) {
-    if (!(error instanceof ControlUsageError)) throw error;
-    process.stderr.write(`callback-relay ${kind}: ${error.message} (see: callback-relay ${kind} --help)\n`);
-    return 2;
-  }
+  const command: ControlCommand | undefined = parseOrReport(kind, () => (kind === 'cancel' ? parseCancelArgs(argv) : parseTargetArgs(argv)));
+  if (command === undefined) return 2;
   if (command.action === 'help') {
     process.stdout.write(`${kind === 'cancel' ? CANCEL_USAGE : TARGET_USAGE}\n`);
     return 0;
@@ -50,25 +46,34 @@ export async function controlCommand(kind: 'cancel' | 'target', argv: string[]):
   return 0;
 }
 
-async function writeMarkers(config: RelayConfig, markers: ControlMarker[]): Promise<void> {
+/**
+ * Runs `use` on a connection once the prefix's control stream is known to exist (checked passively):
+ * a mistyped TOPOLOGY_PREFIX is a `CR_ERR_CONFIG`, never a new stream; no broker, `CR_ERR_BROKER_UNREACHABLE`.
+ */
+async function withControlStream<T>(config: RelayConfig, use: (connection: ChannelModel, queue: string) => Promise<T>): Promise<T> {
   const queue = topologyNames(config.topologyPrefix).controlQueue;
   const { connection } = await connectFirst(amqpUrls(config.amqpUrl));
-  connection.on('error', () => {});
   try {
-    const probe = await connection.createChannel();
-    probe.on('error', () => {});
+    const probe = await openChannel(connection);
     await probe.checkQueue(queue).catch((error: unknown) => {
       throw new RelayError('CR_ERR_CONFIG', `TOPOLOGY_PREFIX: the control stream "${queue}" does not exist (value was "${config.topologyPrefix}"; a worker, a publisher or \`npm run topology\` declares it)`, { cause: error });
     });
-    const channel = await connection.createConfirmChannel();
-    channel.on('error', () => {});
-    await publishMarkers(channel, queue, markers, config.publishTimeout);
+    return await use(connection, queue);
   } finally {
     await connection.close().catch(() => {});
   }
 }
 
+function writeMarkers(config: RelayConfig, markers: ControlMarker[]): Promise<void> {
+  return withControlStream(config, async (connection, queue) => {
+    const channel = await connection.createConfirmChannel();
+    channel.on('error', () => {});
+    await publishMarkers(channel, queue, markers, config.publishTimeout);
+  });
+}
+
 async function listPaused(config: RelayConfig): Promise<number> {
+  await withControlStream(config, async () => {});
   const logger = createLogger('warn', 'callback-relay-target');
   const reader = await startControlReader({ urls: amqpUrls(config.amqpUrl), names: topologyNames(config.topologyPrefix), logger, clock: Date.now });
   try {

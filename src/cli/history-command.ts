@@ -40,7 +40,7 @@ export async function historyCommand(argv: string[], signal?: AbortSignal): Prom
       if (!isNotFound(error)) throw error;
       throw new RelayError('CR_ERR_CONFIG', `HISTORY: the stream "${queue}" does not exist (value of TOPOLOGY_PREFIX was "${config.topologyPrefix}"; workers declare it with HISTORY=on)`, { cause: error });
     });
-    const reader = await connection.createChannel();
+    const reader = await openChannel(connection);
     const since = command.sinceMs === undefined ? undefined : new Date(Date.now() - command.sinceMs);
     if (command.action === 'follow') {
       const origin = command.target;

@@ -125,11 +125,28 @@ export function createPipeline(context: PipelineContext) {
         if (error === undefined) resolve();
         else reject(error instanceof Error ? error : new Error(String(error)));
       };
-      const decoded = decode(message, context.maxPayloadBytes, context.policies);
-      if (!decoded.ok) return void parkInvalid(decoded, message, channel).then(() => finish(), finish);
-      const { delivery } = decoded;
-      admit({ message, channel, lane, delivery, target: targetOf(delivery.url, context.targetKey), bucket: laneBucket(delivery.url.origin), finish });
+      let job: Job;
+      try {
+        const decoded = decode(message, context.maxPayloadBytes, context.policies);
+        if (!decoded.ok) return void parkInvalid(decoded, message, channel).then(() => finish(), finish);
+        const { delivery } = decoded;
+        job = { message, channel, lane, delivery, target: targetOf(delivery.url, context.targetKey), bucket: laneBucket(delivery.url.origin), finish };
+      } catch (error) {
+        return requeue({ message, channel, finish }, error);
+      }
+      admit(job);
     });
+  }
+
+  /** Something failed before a decision reached settle: the message goes back to its queue, never left unacked. */
+  function requeue({ message, channel, finish }: Pick<Job, 'message' | 'channel' | 'finish'>, error: unknown): void {
+    logger.error({ err: error instanceof Error ? error.message : String(error) }, 'a message failed before it was settled; it goes back to its queue');
+    try {
+      channel.nack(message, false, true);
+    } catch {
+      // The channel closed: the broker has requeued it already.
+    }
+    finish(error);
   }
 
   /**
@@ -167,7 +184,7 @@ export function createPipeline(context: PipelineContext) {
 
   /** A paused target's callback waits in P.paused, its attempt count unchanged (src/control/). */
   function hold({ channel, message, delivery }: Job): Promise<void> {
-    return moveTo(channel, message, names.pausedQueue, delivery.id, context.settle.confirmTimeoutMs ?? 10_000);
+    return moveTo(channel, message, names.pausedQueue, delivery.id, context.settle.confirmTimeoutMs ?? 10_000, context.settle.redeclare);
   }
 
   /** Starts attempts while there are free slots and waiting jobs. */
@@ -177,7 +194,8 @@ export function createPipeline(context: PipelineContext) {
         scheduler.abandon(next.target, next.kind);
         next.item.finish();
       } else {
-        void attempt(next.item, next.kind).then(conclude);
+        const job = next.item;
+        void attempt(job, next.kind).then(conclude, (error: unknown) => requeue(job, error));
       }
     }
   }
@@ -186,18 +204,25 @@ export function createPipeline(context: PipelineContext) {
   async function attempt(job: Job, kind: AttemptKind): Promise<Attempted> {
     const { target, delivery } = job;
     const startedAt = clock();
-    const slowAfterMs = scheduler.slowThresholdMs;
-    const deadline = new AttemptDeadline(
-      delivery.policy?.timeoutMs ?? context.deliver.timeoutMs,
-      slowAfterMs === undefined ? undefined : { afterMs: slowAfterMs, onSlow: () => apply(scheduler.overdue(target, clock())) },
-    );
-    // The receiver gets the attempt span's context, or without tracing the published one (deliver's default).
-    const span = context.tracing?.startAttempt(delivery);
-    // deliver never throws; the catch only guarantees the slot is freed whatever happens.
-    const outcome: DeliveryOutcome = await deliver(delivery, context.deliver, deadline, span?.context).catch((error: unknown) => ({ error: String(error), durationMs: clock() - startedAt }));
-    apply(scheduler.complete(target, kind, outcome, clock(), deadline.finish()));
-    pump();
-    return { job, outcome, startedAt, span };
+    let outcome: DeliveryOutcome = { error: 'not attempted', durationMs: 0 };
+    let overdue = false;
+    try {
+      // The receiver gets the attempt span's context, or without tracing the published one (deliver's default).
+      const span = context.tracing?.startAttempt(delivery);
+      const slowAfterMs = scheduler.slowThresholdMs;
+      const deadline = new AttemptDeadline(
+        delivery.policy?.timeoutMs ?? context.deliver.timeoutMs,
+        slowAfterMs === undefined ? undefined : { afterMs: slowAfterMs, onSlow: () => apply(scheduler.overdue(target, clock())) },
+      );
+      // deliver never throws; the catch is a guarantee, not a path.
+      outcome = await deliver(delivery, context.deliver, deadline, span?.context).catch((error: unknown) => ({ error: String(error), durationMs: clock() - startedAt }));
+      overdue = deadline.finish();
+      return { job, outcome, startedAt, span };
+    } finally {
+      // The slot is freed whatever happened; a throw above sends the message back to its queue (pump).
+      apply(scheduler.complete(target, kind, outcome, clock(), overdue));
+      pump();
+    }
   }
 
   /** Step 3 for a target whose circuit is open: an attempt counted and recorded, no request made. */
@@ -208,6 +233,7 @@ export function createPipeline(context: PipelineContext) {
   /** Steps 4 and 5: decide what the outcome means, and settle it on the message's channel. */
   async function conclude({ job, outcome, startedAt, span }: Attempted): Promise<void> {
     const { delivery, target, lane, finish } = job;
+    let settling = false;
     try {
       const { decision, record } = verdictOf(delivery, outcome, startedAt, context.retry, clock(), context.random);
       span?.end(outcome, decision, outcome.error === CIRCUIT_OPEN);
@@ -217,6 +243,7 @@ export function createPipeline(context: PipelineContext) {
       const nextAttemptAt = decision.kind === 'retry' ? new Date(clock() + decision.delayMs).toISOString() : undefined;
       const report: AttemptReport = { id: delivery.id, url: delivery.callback.url, target, lane, attempt: delivery.attempt, outcome, decision, nextAttemptAt };
       const storeEvent = context.durableEvents?.forAttempt(job.channel, report);
+      settling = true;
       // false: no copy could be stored and the original went to P.dead by rejection (logged in onFallback).
       if (!(await settle(decision, record, settleContext(job.channel, job.message, job.bucket, storeEvent)))) return finish();
       if (decision.kind === 'dead') {
@@ -229,13 +256,19 @@ export function createPipeline(context: PipelineContext) {
       }
       finish();
     } catch (error) {
-      finish(error);
+      // Settle failing means the channel is gone (the broker redelivers) or the message went back already.
+      if (settling) finish(error);
+      else requeue(job, error);
     }
   }
 
   /** Step 5's context: the message, its channel and route, and where settle reports. */
   function settleContext(channel: ConfirmChannel, message: ConsumeMessage, bucket: number, storeEvent?: StoreEvent): SettleContext {
-    return { storeEvent, channel, message, names, mode, bucket, onConfirm: observer.confirmed, onFallback, ...context.settle };
+    return { storeEvent, channel, message, names, mode, bucket, onConfirm: observer.confirmed, onFallback, onEventLost, ...context.settle };
+  }
+
+  function onEventLost(error: Error): void {
+    logger.warn({ err: error.message }, 'a retry-scheduled event was not stored; the retry itself was');
   }
 
   function onFallback({ id, kind, cause, error }: SettleFallback): void {
@@ -246,12 +279,12 @@ export function createPipeline(context: PipelineContext) {
   /** Logs a health transition (one line each) and fails fast what an opened circuit took out of the queue. */
   function apply(effects: Effects<Job>): void {
     const { transition } = effects;
+    for (const job of effects.failFast) void failFast(job);
     if (transition) {
       if (!transition.shared) context.control?.broadcastHealth?.(transition.target, transition.to);
       logger.warn({ ...transition }, transition.to === 'degraded' ? 'target degraded: circuit open, attempts fail fast but for probes' : 'target recovered: circuit closed');
       observer.transition(transition);
     }
-    for (const job of effects.failFast) void failFast(job);
   }
 
   /** The channel closed: drop its waiting jobs (the broker has requeued them); running ones finish. */

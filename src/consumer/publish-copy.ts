@@ -3,7 +3,6 @@ import { isClosed, publishConfirmed, RETURN_TOKEN_HEADER, returnToken } from '..
 import { isRelayError, type RelayErrorCode } from '../errors.js';
 import { AMQP_HEADER_TABLE_LIMIT, headerTableSize } from '../message/header-table-size.js';
 
-export { isClosed };
 
 /** A copy of a consumed message to publish: where, with which headers. */
 export interface Copy {

@@ -7,7 +7,8 @@ import type { DelayMode } from '../topology/delay-mode.js';
 import { deliveryRoute, type Route } from '../topology/delay-route.js';
 import type { TopologyNames } from '../topology/topology-names.js';
 import { RelayError } from '../errors.js';
-import { isClosed, publishCopy, type Copy, type CopyFailure, type CopyResult } from './publish-copy.js';
+import { isClosed } from '../amqp/publish-confirmed.js';
+import { publishCopy, type Copy, type CopyFailure, type CopyResult } from './publish-copy.js';
 
 /** What the relay knows about a callback's attempts so far, written into retry and DLQ headers. */
 export interface AttemptRecord {
@@ -23,8 +24,6 @@ export interface AttemptRecord {
 }
 
 
-/** A decision of the retry policy. */
-export type Settlement = Decision;
 
 export type CopyKind = 'retry' | 'dead';
 
@@ -57,15 +56,17 @@ export interface SettleContext {
   confirmTimeoutMs?: number;
   /** Declares the whole topology again; asked for when a copy came back unroutable or nacked. */
   redeclare?: () => Promise<void>;
-  /** EVENTS=durable: stores the outcome's event before the message is settled (see storeEventFirst). */
+  /** EVENTS=durable: stores the outcome's event (see storeEventFirst and storeEventAfter). */
   storeEvent?: StoreEvent;
+  /** Told when a retry's event could not be stored (the retry itself was). */
+  onEventLost?: (error: Error) => void;
 }
 
 /** Publishes an outcome's event and waits for its confirm; `rejected` when no copy was stored and the original goes to P.dead. */
 export type StoreEvent = (rejected: boolean) => Promise<CopyResult>;
 
 /**
- * Step 4: carry out a decision. A retry or dead-letter copy is published and confirmed by the
+ * Step 5: carry out a decision. A retry or dead-letter copy is published and confirmed by the
  * broker (and not returned as unroutable) before the original is acked, so a crash in between
  * duplicates a callback but never loses one.
  *
@@ -74,12 +75,17 @@ export type StoreEvent = (rejected: boolean) => Promise<CopyResult>;
  * fails too, the original is rejected without requeue and the broker dead-letters it to P.dead (both
  * consumed queues name P.dead as their dead-letter target). Resolves `true` when the decision was
  * carried out, `false` when the original was rejected instead. Throws if the channel is gone: the
- * broker then redelivers the original. With EVENTS=durable the outcome's event is stored first.
+ * broker then redelivers the original.
+ *
+ * EVENTS=durable: a final outcome's event (`delivered`, `dead`) is stored before anything else, so an
+ * event that cannot be stored sends the original back to its queue while no copy of it exists yet. A
+ * retry's event (`retry-scheduled`, not final) follows its copy and never holds the ack back: sending
+ * the original back then would run the callback twice, and its later attempts report again.
  */
-export async function settle(settlement: Settlement, record: AttemptRecord, context: SettleContext): Promise<boolean> {
+export async function settle(settlement: Decision, record: AttemptRecord, context: SettleContext): Promise<boolean> {
   const { channel, message } = context;
+  if (settlement.kind !== 'retry') await storeEventFirst(context, false);
   if (settlement.kind === 'ack') {
-    await storeEventFirst(context, false);
     channel.ack(message);
     return true;
   }
@@ -89,11 +95,12 @@ export async function settle(settlement: Settlement, record: AttemptRecord, cont
   const result = await publishOnceMore(context, () => publishCopy(channel, copy, message, record.id, timeoutMs));
   if (result.stored) {
     context.onConfirm?.(settlement.kind, (performance.now() - started) / 1000);
-    await storeEventFirst(context, false);
+    if (settlement.kind === 'retry') await storeEventAfter(context);
     channel.ack(message);
     return true;
   }
-  await storeEventFirst(context, true);
+  // No copy: the original goes to P.dead by rejection. Its final event says so (a dead copy's is stored already).
+  if (settlement.kind === 'retry') await storeEventFirst(context, true);
   // Throws on a channel that closed meanwhile: the broker redelivers the original instead.
   channel.nack(message, false, false);
   context.onFallback?.({ id: record.id, kind: settlement.kind, cause: result.cause, error: result.error });
@@ -120,9 +127,9 @@ async function publishOnceMore(context: SettleContext, publish: () => Promise<Co
 }
 
 /**
- * EVENTS=durable: the outcome's event is confirmed before the message is acked or rejected. An event
- * that cannot be stored on a live channel sends the message back to its queue, so it is neither
- * acked without its event nor left unacked: it is attempted again, and its event published again.
+ * EVENTS=durable, a final outcome: its event is confirmed before the message is acked, rejected or
+ * copied. An event that cannot be stored on a live channel sends the message back to its queue, so it
+ * is neither settled without its event nor left unacked: it is attempted again, its event published again.
  */
 async function storeEventFirst(context: SettleContext, rejected: boolean): Promise<void> {
   const { storeEvent, channel, message } = context;
@@ -133,8 +140,18 @@ async function storeEventFirst(context: SettleContext, rejected: boolean): Promi
   throw new RelayError('CR_ERR_EVENT_NOT_STORED', `the outcome event was not stored (${result.cause}: ${result.error.message}); the message went back to its queue`, { cause: result.error });
 }
 
+/**
+ * EVENTS=durable, a retry stored: its `retry-scheduled` event, best effort. Not stored, it is reported
+ * to the context and the original acked all the same: its copy already carries the callback on.
+ */
+async function storeEventAfter(context: SettleContext): Promise<void> {
+  if (!context.storeEvent) return;
+  const result = await publishOnceMore(context, () => (context.storeEvent as StoreEvent)(false));
+  if (!result.stored) context.onEventLost?.(result.error);
+}
+
 /** The copy a settlement publishes: its route, and the headers that carry the retry state. */
-function copyOf(settlement: Exclude<Settlement, { kind: 'ack' }>, record: AttemptRecord, context: SettleContext): Copy {
+function copyOf(settlement: Exclude<Decision, { kind: 'ack' }>, record: AttemptRecord, context: SettleContext): Copy {
   const { message, names, mode } = context;
   switch (settlement.kind) {
     case 'retry': {

@@ -1,5 +1,5 @@
 import type { AmqpConnectionManager, ChannelWrapper } from 'amqp-connection-manager';
-import { connectManager } from '../amqp/connect.js';
+import { connectManager, openChannel } from '../amqp/connect.js';
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { Server } from 'node:http';
 import type { Dispatcher } from 'undici';
@@ -19,7 +19,7 @@ import { loadTracing, type Tracing } from '../tracing/tracing.js';
 import { sleep } from '../util/with-timeout.js';
 import { createDueMover, type DueMover } from './move-due.js';
 import { observeAll, type PipelineObserver } from './observer.js';
-import { createPipeline, type Job, type Lane } from './pipeline.js';
+import { createPipeline, type Job, type Lane, type PipelineContext } from './pipeline.js';
 import { settleOptions } from './settle-options.js';
 import { resolveWorkerSettings, type WorkerSettings } from './worker-settings.js';
 import { startControlReader, type ControlReader } from '../control/control-reader.js';
@@ -79,10 +79,13 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     if (consume.metricsPort > 0) server = await startMetricsServer(consume.metricsPort, metrics.registry, { ready: () => ready });
     const topology = await connectTopology(config, logger, abort.signal);
     await applyTopology(topology.url, topology);
+    // A stop during start: open nothing more (stop() closes what exists).
+    if (stopping) return;
     const events = settings.events === 'on' ? createOutcomeEvents(topology.names.eventsExchange, clock) : undefined;
     const observer = events ? observeAll([metrics.observer, events]) : metrics.observer;
     // Cancels and pauses: read P.control up to the present before the first message is consumed.
     control = await startControlReader({ urls: amqpUrls(config.amqpUrl), names: topology.names, logger, clock, moveHeld: { timeoutMs: settings.publishTimeoutMs } });
+    if (stopping) return void (await control.close());
     const { handle, channelClosed, shareHealth } = createPipeline(
       pipelineContext(settings, { topology, dispatcher: agent, scheduler: isolation ?? new ArrivalOrder(consume.prefetch), control, observer, tracing: await tracing, clock, random: deps.random ?? Math.random, logger }),
     );
@@ -120,7 +123,8 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     channel = manager.createChannel({
       confirm: true,
       setup: async (ch: ConfirmChannel) => {
-        await topology.declare(ch);
+        const { connection } = manager ?? {};
+        await topology.declare(ch, connection && (() => openChannel(connection)));
         if (stopping) return;
         // Events go on a channel of their own without confirms: best effort by design, and not a
         // confirm per callback for the broker to track on the channel that settles.
@@ -198,11 +202,17 @@ interface PipelineParts {
 }
 
 /** The pipeline's context: the worker's settings and the parts it made, put together once. */
-function pipelineContext(settings: WorkerSettings, parts: PipelineParts) {
+function pipelineContext(settings: WorkerSettings, parts: PipelineParts): PipelineContext {
   const { topology, clock } = parts;
   const { delivery, retry } = settings;
   return {
-    ...parts,
+    scheduler: parts.scheduler,
+    control: parts.control,
+    observer: parts.observer,
+    tracing: parts.tracing,
+    clock,
+    random: parts.random,
+    logger: parts.logger,
     names: topology.names,
     mode: topology.mode,
     maxPayloadBytes: delivery.maxPayloadBytes,

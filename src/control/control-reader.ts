@@ -89,13 +89,23 @@ export async function startControlReader(options: ControlReaderOptions): Promise
   };
   void sync.then(() => (live = true));
 
+  /** Per message, so the id is looked up first and the replay stamp read only for a cancelled id. */
+  function isCancelled(id: string, headers?: Record<string, unknown>): boolean {
+    if (!state.isCancelled(id)) return false;
+    const replayedAt = Date.parse(readString(headers, HEADER.replayedAt) ?? '');
+    return Number.isNaN(replayedAt) || state.isCancelled(id, replayedAt);
+  }
+
   /** After the stream was read up to the present, so a pause written before this worker started holds. */
   const onHeld = (channel: ConfirmChannel, message: ConsumeMessage | null, timeoutMs: number): void => {
     if (message === null) {
       if (!closing) manager.reconnect();
       return;
     }
-    void sync.then(() => moveTo(channel, message, heldDestination(message.content, names, (origin) => state.isPaused(origin)), String(message.properties.messageId ?? ''), timeoutMs));
+    // A held callback cancelled meanwhile goes back to its lane, where a worker parks it as canceled.
+    const id = String(message.properties.messageId ?? '');
+    const holdOn = (origin: string): boolean => state.isPaused(origin) && !isCancelled(id, message.properties.headers);
+    void sync.then(() => moveTo(channel, message, heldDestination(message.content, names, holdOn), id, timeoutMs));
   };
 
   const channel: ChannelWrapper = manager.createChannel({
@@ -123,10 +133,7 @@ export async function startControlReader(options: ControlReaderOptions): Promise
   logger.info({ cancelled: state.cancelledCount, paused: state.pausedOrigins().length }, 'control stream read');
 
   return {
-    isCancelled: (id, headers) => {
-      const replayedAt = Date.parse(readString(headers, HEADER.replayedAt) ?? '');
-      return state.isCancelled(id, Number.isNaN(replayedAt) ? undefined : replayedAt);
-    },
+    isCancelled,
     isPaused: (origin) => state.isPaused(origin),
     broadcastHealth(target, health) {
       const marker = encodeMarker({ type: health === 'degraded' ? 'degraded' : 'recovered', target, from: nonce, at: new Date(clock()).toISOString() });

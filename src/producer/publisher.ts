@@ -157,7 +157,19 @@ export function createPublisher(
     const { names } = await withTimeout(topology, config.publishTimeout, timeout);
     // The channel sends it again after a reconnect; a marker stored twice cancels the same callback.
     const confirmed = channel.sendToQueue(names.controlQueue, marker, { ...MARKER_OPTIONS, timeout: config.publishTimeout + CHANNEL_TIMEOUT_GRACE_MS });
-    await withTimeout(confirmed, config.publishTimeout, timeout);
+    const settled = withTimeout(confirmed, config.publishTimeout, timeout).then(
+      () => undefined,
+      (error: unknown) => {
+        // A nack or a closed channel comes back without a code: say what it means for the cancel.
+        if (isRelayError(error)) throw error;
+        throw new RelayError('CR_ERR_OUTCOME_UNKNOWN', `the cancel marker of ${id} was not confirmed (${(error as Error).message}); cancel it again`, { cause: error });
+      },
+    );
+    // close() waits for cancels under way as for publishes.
+    const forget = (): void => void underWay.delete(tracked);
+    const tracked: Promise<void> = settled.then(forget, forget);
+    underWay.add(tracked);
+    await settled;
   }
 
   async function close(): Promise<void> {

@@ -1,5 +1,5 @@
 import type { Channel } from 'amqplib';
-import { connectFirst } from '../amqp/connect.js';
+import { connectFirst, openChannel } from '../amqp/connect.js';
 import { dueQueue } from './declare-due-queue.js';
 import { declaredNames } from './declare-list.js';
 import { topologyDeclarations } from './declare-topology.js';
@@ -34,7 +34,7 @@ export async function deleteTopology(channel: Channel, names: TopologyNames): Pr
 export async function deleteTopologyAt(urls: string | string[], names: TopologyNames): Promise<void> {
   const { connection } = await connectFirst(typeof urls === 'string' ? [urls] : urls);
   try {
-    await deleteTopology(await connection.createChannel(), names);
+    await deleteTopology(await openChannel(connection), names);
   } finally {
     await connection.close().catch(() => {});
   }

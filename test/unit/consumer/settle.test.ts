@@ -55,7 +55,9 @@ function run(confirms: Confirm[], options: Options = {}) {
   const channel = new StandInChannel(confirms);
   const fallbacks: SettleFallback[] = [];
   let redeclared = 0;
+  const lostEvents: Error[] = [];
   const context: SettleContext = {
+    onEventLost: (error) => lostEvents.push(error),
     channel: channel as unknown as ConfirmChannel,
     message: message(options.headers),
     names: topologyNames('p'),
@@ -71,7 +73,7 @@ function run(confirms: Confirm[], options: Options = {}) {
     context.storeEvent = createDurableEvents('p.events', () => 0, 50, 'w/1').forAttempt(context.channel, report);
   }
   const settled = settle(settlement, record, context);
-  return { channel, fallbacks, redeclared: () => redeclared, settled };
+  return { channel, fallbacks, redeclared: () => redeclared, settled, lostEvents };
 }
 
 describe('settle', () => {
@@ -166,6 +168,26 @@ describe('settle with EVENTS=durable', () => {
     expect(await settled).toBe(true);
     expect(channel.log).toEqual(['publish p.delay', 'publish p.events', 'ack']);
     expect(channel.bodies[1]).toMatchObject({ type: 'retry-scheduled' });
+  });
+
+  it('a dead letter: its final event first, then the copy, then the ack', async () => {
+    const { channel, settled } = run(['ack', 'ack'], { durable: true, settlement: { kind: 'dead', reason: 'exhausted', why: 'HTTP 503' } });
+    expect(await settled).toBe(true);
+    expect(channel.log).toEqual(['publish p.events', 'publish ', 'ack']);
+    expect(channel.bodies[0]).toMatchObject({ type: 'dead', reason: 'exhausted' });
+  });
+
+  it('a dead letter whose event is not stored: back to its queue before any copy exists', async () => {
+    const { channel, settled } = run(['nack', 'nack'], { durable: true, settlement: { kind: 'dead', reason: 'exhausted', why: 'HTTP 503' } });
+    await expect(settled).rejects.toMatchObject({ code: 'CR_ERR_EVENT_NOT_STORED' });
+    expect(channel.log).toEqual(['publish p.events', 'publish p.events', 'requeue']);
+  });
+
+  it("a retry whose event is not stored is acked all the same: its copy carries it on, never twice", async () => {
+    const { channel, settled, lostEvents } = run(['ack', 'nack', 'nack'], { durable: true });
+    expect(await settled).toBe(true);
+    expect(channel.log).toEqual(['publish p.delay', 'publish p.events', 'publish p.events', 'ack']);
+    expect(lostEvents).toHaveLength(1);
   });
 
   it('an event nacked twice: the message goes back to its queue, never acked', async () => {

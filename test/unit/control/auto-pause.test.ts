@@ -6,7 +6,7 @@ const B = 'https://b.example';
 
 describe('AutoPause (AUTO_PAUSE_AFTER)', () => {
   it('pauses once every attempt to an origin has failed for the whole time, then starts over', () => {
-    const auto = new AutoPause(60_000);
+    const auto = new AutoPause(60_000, 10_000, 1);
     expect(auto.record(A, false, 0)).toBe(false);
     expect(auto.record(A, false, 59_999)).toBe(false);
     expect(auto.record(A, false, 60_000)).toBe(true);
@@ -16,7 +16,7 @@ describe('AutoPause (AUTO_PAUSE_AFTER)', () => {
   });
 
   it('a single success ends the streak', () => {
-    const auto = new AutoPause(1_000);
+    const auto = new AutoPause(1_000, 10_000, 1);
     auto.record(A, false, 0);
     expect(auto.record(A, true, 500)).toBe(false);
     expect(auto.record(A, false, 1_200)).toBe(false);
@@ -25,15 +25,24 @@ describe('AutoPause (AUTO_PAUSE_AFTER)', () => {
   });
 
   it('one failure alone never pauses, however old, and origins are counted apart', () => {
-    const auto = new AutoPause(1_000);
+    const auto = new AutoPause(1_000, 10_000, 1);
     expect(auto.record(A, false, 0)).toBe(false);
     expect(auto.record(B, false, 5_000)).toBe(false);
     expect(auto.record(B, true, 5_001)).toBe(false);
     expect(auto.record(A, false, 5_002)).toBe(true);
   });
 
+  it('needs minFailures failed attempts in the streak (5 by default): sparse failures are thin evidence', () => {
+    const auto = new AutoPause(1_000);
+    expect(auto.record(A, false, 0)).toBe(false);
+    expect(auto.record(A, false, 86_400_000)).toBe(false); // a day later, only 2 failures
+    expect(auto.record(A, false, 86_400_001)).toBe(false);
+    expect(auto.record(A, false, 86_400_002)).toBe(false);
+    expect(auto.record(A, false, 86_400_003)).toBe(true); // the 5th
+  });
+
   it('keeps at most maxOrigins streaks, forgetting the oldest first', () => {
-    const auto = new AutoPause(1_000, 2);
+    const auto = new AutoPause(1_000, 2, 1);
     auto.record('https://1.example', false, 0);
     auto.record('https://2.example', false, 0);
     auto.record('https://3.example', false, 0);

@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { ControlUsageError, parseCancelArgs, parseTargetArgs } from '../../../src/cli/parse-control-args.js';
+import { parseCancelArgs, parseTargetArgs } from '../../../src/cli/parse-control-args.js';
+import { UsageError } from '../../../src/cli/usage-error.js';
 import { cancelMarker } from '../../../src/control/publish-markers.js';
 
 describe('callback-relay cancel arguments', () => {
   it('takes one or more ids', () => {
     expect(parseCancelArgs(['a', 'b'])).toEqual({ action: 'cancel', ids: ['a', 'b'] });
     expect(parseCancelArgs([])).toEqual({ action: 'help' });
-    expect(() => parseCancelArgs(['--all'])).toThrow(ControlUsageError);
+    expect(() => parseCancelArgs(['--all'])).toThrow(UsageError);
   });
 
   it('refuses an id no callback can have, naming the field', () => {
@@ -26,6 +27,6 @@ describe('callback-relay target arguments', () => {
     expect(() => parseTargetArgs(['pause', 'https://a.example/hook'])).toThrow(/must be an origin/);
     expect(() => parseTargetArgs(['pause'])).toThrow(/give one origin/);
     expect(() => parseTargetArgs(['stop', 'https://a.example'])).toThrow(/unknown target command/);
-    expect(() => parseTargetArgs(['list', 'x'])).toThrow(ControlUsageError);
+    expect(() => parseTargetArgs(['list', 'x'])).toThrow(UsageError);
   });
 });
