@@ -1,5 +1,5 @@
 import type { AmqpConnectionManager, ChannelWrapper } from 'amqp-connection-manager';
-import { connectManager, openChannel } from '../amqp/connect.js';
+import { connectManager } from '../amqp/connect.js';
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { Server } from 'node:http';
 import type { Dispatcher } from 'undici';
@@ -123,8 +123,9 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     channel = manager.createChannel({
       confirm: true,
       setup: async (ch: ConfirmChannel) => {
-        const { connection } = manager ?? {};
-        await topology.declare(ch, connection && (() => openChannel(connection)));
+        // One channel here (the start declared in parallel already): a setup that opened more on a
+        // connection being cut could wait forever.
+        await topology.declare(ch);
         if (stopping) return;
         // Events go on a channel of their own without confirms: best effort by design, and not a
         // confirm per callback for the broker to track on the channel that settles.

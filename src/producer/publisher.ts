@@ -1,5 +1,5 @@
 import type { ChannelWrapper } from 'amqp-connection-manager';
-import { connectManager, openChannel } from '../amqp/connect.js';
+import { connectManager } from '../amqp/connect.js';
 import { loadConfig, type RelayConfig } from '../config/load-config.js';
 import { RelayError, isRelayError } from '../errors.js';
 import { createLogger, type Logger } from '../logger.js';
@@ -80,9 +80,10 @@ export function createPublisher(
       // their callers resume only after it: they see the loss.
       ch.once('close', () => (losses += 1));
       const { declare, mode, names } = await topology;
-      const { connection } = manager;
-      await declare(ch, connection && (() => openChannel(connection)));
-      if (mode === 'plugin' && connection) void declareDueQueueAside(connection, names);
+      // One channel: a setup that opened more on a connection being cut could wait forever, and
+      // close() waits for the setup.
+      await declare(ch);
+      if (mode === 'plugin' && manager.connection) void declareDueQueueAside(manager.connection, names);
     },
   });
   channel.on('error', (err) => logger.error({ err: (err as Error).message, code: (err as RelayError).code }, 'producer channel setup failed'));
@@ -176,8 +177,11 @@ export function createPublisher(
     closed = true;
     await Promise.all(underWay);
     abort.abort();
-    await channel.close().catch(() => {});
-    await manager.close().catch(() => {});
+    // Bounded: with the connection just cut and reconnects refused, closing the channel or the
+    // manager can wait for an answer that never comes; close() must still return.
+    const closing = (done: Promise<unknown>): Promise<unknown> => withTimeout(done, config.publishTimeout, () => new Error('close timed out')).catch(() => {});
+    await closing(channel.close());
+    await closing(manager.close());
     await (await tracing)?.shutdown().catch(() => {});
   }
 

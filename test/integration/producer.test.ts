@@ -152,8 +152,10 @@ describe('producer', () => {
     const proxy = await startTcpProxy(inject('amqpUrl'));
     try {
       relay = await open.relay();
+      // Cut at the first confirm: the broker confirms in batches, and a fast publisher can have every
+      // message confirmed in the batch that reaches a later count.
       const outcomes = await burst(relay, proxy, { PUBLISH_TIMEOUT: '3s' }, 2_000, (resolved) => {
-        if (resolved === 200) {
+        if (resolved === 1) {
           proxy.refuse(true);
           proxy.cut();
         }
