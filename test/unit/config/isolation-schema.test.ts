@@ -15,8 +15,8 @@ describe('isolation settings: defaults (seed 002)', () => {
       targetInitialConcurrency: 5,
       slowThreshold: 3_000,
       healthWindow: 20,
-      degradeThreshold: 10,
-      recoverThreshold: 5,
+      degradeThreshold: 5,
+      recoverThreshold: 2,
       quietPeriod: 30_000,
       probeConcurrency: 1,
       maxProbes: 10,
@@ -47,7 +47,7 @@ describe('isolation settings: defaults (seed 002)', () => {
 
   it('treats an empty derived setting as its default', () => {
     const config = loadConfig({ TARGET_CONCURRENCY: '', MAX_PROBES: '', RECOVER_THRESHOLD: '' });
-    expect(config).toMatchObject({ targetConcurrency: 100, maxProbes: 10, recoverThreshold: 5 });
+    expect(config).toMatchObject({ targetConcurrency: 100, maxProbes: 10, degradeThreshold: 5, recoverThreshold: 2 });
   });
 
   it.each([
@@ -173,15 +173,15 @@ describe('isolation settings: settings that must agree', () => {
   });
 
   it('rejects a HEALTH_WINDOW shrunk below the default DEGRADE_THRESHOLD, showing the threshold in force', () => {
-    const error = configError({ HEALTH_WINDOW: '5' });
+    const error = configError({ HEALTH_WINDOW: '4' });
     expect(error.code).toBe('CR_ERR_CONFIG');
-    expect(problemLines(error)).toEqual(['  DEGRADE_THRESHOLD (degradeThreshold): must be at most HEALTH_WINDOW (5): value was "10"']);
+    expect(problemLines(error)).toEqual(['  DEGRADE_THRESHOLD (degradeThreshold): must be at most HEALTH_WINDOW (4): value was "5"']);
   });
 
-  it.each(['10', '11', '20'])('rejects RECOVER_THRESHOLD=%s, not below DEGRADE_THRESHOLD (10)', (value) => {
+  it.each(['5', '6', '20'])('rejects RECOVER_THRESHOLD=%s, not below DEGRADE_THRESHOLD (5)', (value) => {
     const error = configError({ RECOVER_THRESHOLD: value });
     expect(error.code).toBe('CR_ERR_CONFIG');
-    expect(problemLines(error)).toEqual([`  RECOVER_THRESHOLD (recoverThreshold): must be below DEGRADE_THRESHOLD (10): value was "${value}"`]);
+    expect(problemLines(error)).toEqual([`  RECOVER_THRESHOLD (recoverThreshold): must be below DEGRADE_THRESHOLD (5): value was "${value}"`]);
   });
 
   it('rejects RECOVER_THRESHOLD left in place when DEGRADE_THRESHOLD is lowered to it', () => {

@@ -4,11 +4,11 @@ import { isolationPolicy, resolveWorkerSettings } from '../../../src/consumer/wo
 import { ArrivalOrder, TargetIsolation } from '../../../src/isolation/target-isolation.js';
 
 describe('isolationPolicy', () => {
-  it('maps the default configuration to the seed 002 policy, with no per-target cap', () => {
+  it('maps the default configuration to the seed 002 policy (degraded at 5, the initial per-target limit), with no per-target cap', () => {
     expect(isolationPolicy(loadConfig({}))).toEqual({
       window: 20,
-      degradeThreshold: 10,
-      recoverThreshold: 5,
+      degradeThreshold: 5,
+      recoverThreshold: 2,
       quietPeriodMs: 30_000,
       maxTargets: 10_000,
       capacity: 100,
