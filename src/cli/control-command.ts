@@ -2,7 +2,7 @@ import type { ChannelModel } from 'amqplib';
 import { amqpUrls } from '../config/amqp-urls.js';
 import { loadConfig, type RelayConfig } from '../config/load-config.js';
 import { startControlReader } from '../control/control-reader.js';
-import { publishMarkers, cancelMarker } from '../control/publish-markers.js';
+import { cancelMarker, fixedChannel, publishMarkers } from '../control/publish-markers.js';
 import type { ControlMarker } from '../control/control-markers.js';
 import { connectFirst, openChannel } from '../amqp/connect.js';
 import { RelayError } from '../errors.js';
@@ -68,7 +68,7 @@ function writeMarkers(config: RelayConfig, markers: ControlMarker[]): Promise<vo
   return withControlStream(config, async (connection, queue) => {
     const channel = await connection.createConfirmChannel();
     channel.on('error', () => {});
-    await publishMarkers(channel, queue, markers, config.publishTimeout);
+    await publishMarkers(fixedChannel(channel), queue, markers, config.publishTimeout);
   });
 }
 
@@ -77,6 +77,7 @@ async function listPaused(config: RelayConfig): Promise<number> {
   const logger = createLogger('warn', 'callback-relay-target');
   const reader = await startControlReader({ urls: amqpUrls(config.amqpUrl), names: topologyNames(config.topologyPrefix), logger, clock: Date.now });
   try {
+    if (!reader.readToPresent) throw new RelayError('CR_ERR_PUBLISH_TIMEOUT', `the control stream "${topologyNames(config.topologyPrefix).controlQueue}" was not read to its end in time: the list would be incomplete`);
     const paused = reader.pausedOrigins();
     if (paused.length === 0) process.stdout.write('no target is paused\n');
     for (const { origin, since } of paused) process.stdout.write(`${origin}  paused since ${since}\n`);

@@ -2,7 +2,9 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { Channel, ConsumeMessage } from 'amqplib';
 import { expect, it } from 'vitest';
+import { controlStream } from '../../src/control/declare-control.js';
 import type { OutcomeEvent } from '../../src/events/outcome-events.js';
+import { applyDeclarations } from '../../src/topology/declare-list.js';
 import { freePort } from '../support/free-port.js';
 import { describeEachMode, sleep } from '../support/modes.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
@@ -33,6 +35,22 @@ async function collectEvents(channel: Channel, relay: RelayFixture): Promise<Out
   await channel.consume(queue, (message: ConsumeMessage | null) => message && events.push(JSON.parse(message.content.toString()) as OutcomeEvent), { noAck: true });
   return events;
 }
+
+/**
+ * The markers in the relay's P.control, read from its first one: at least `count`, then whatever else
+ * arrives within a moment (so a test also sees a marker it did not expect).
+ */
+async function readControl(relay: RelayFixture, count: number): Promise<ConsumeMessage[]> {
+  const markers: ConsumeMessage[] = [];
+  await relay.channel.prefetch(1_000);
+  const { consumerTag } = await relay.channel.consume(relay.names.controlQueue, (message) => message && (markers.push(message), relay.channel.ack(message)), { arguments: { 'x-stream-offset': 'first' } });
+  for (const deadline = Date.now() + 10_000; markers.length < count && Date.now() < deadline; ) await sleep(50);
+  await sleep(500);
+  await relay.channel.cancel(consumerTag);
+  return markers;
+}
+
+const markerOf = (message: ConsumeMessage): Record<string, string> => JSON.parse(message.content.toString()) as Record<string, string>;
 
 const headerOf = (message: { properties: { headers?: Record<string, unknown> } }, name: string): string => String(message.properties.headers?.[name]);
 
@@ -108,6 +126,43 @@ it('cancel refuses what is not a callback id, and a prefix without a control str
   expect(missing.code).toBe(2);
   expect(missing.stderr).toContain('CR_ERR_CONFIG');
   expect(missing.stderr).toContain('.control');
+});
+
+it('cancel markers from the library and the CLI are stored and confirmed, with the marker properties; close() waits for a cancel under way', async () => {
+  const relay = await open.relay();
+  await relay.publisher.cancel('cb-library');
+  const cancel = await cli(relay, ['cancel', 'cb-cli']);
+  expect(cancel.code, cancel.stderr).toBe(0);
+  const underWay = relay.publisher.cancel('cb-closing');
+  await relay.publisher.close();
+  await underWay;
+
+  const markers = await readControl(relay, 3);
+  expect(markers.map((m) => markerOf(m).id)).toEqual(['cb-library', 'cb-cli', 'cb-closing']);
+  for (const marker of markers) {
+    expect(marker.properties).toMatchObject({ deliveryMode: 2, contentType: 'application/json', messageId: `cancel:${markerOf(marker).id}:${markerOf(marker).at}` });
+  }
+});
+
+it('a cancel whose control stream no longer exists rejects with CR_ERR_PUBLISH_RETURNED', async () => {
+  const relay = await open.relay();
+  await relay.publisher.cancel('cb-1');
+  await relay.channel.deleteQueue(relay.names.controlQueue);
+  await expect(relay.publisher.cancel('cb-2')).rejects.toMatchObject({ code: 'CR_ERR_PUBLISH_RETURNED' });
+});
+
+it('target list shows exactly the origins paused by markers written just before it, and adds nothing but its sync marker', async () => {
+  const relay = await open.relay();
+  await applyDeclarations(relay.channel, controlStream(relay.names));
+  const [a, b, c] = ['https://a.example', 'https://b.example:8443', 'http://c.example'];
+  for (const args of [['pause', a], ['pause', b], ['pause', c], ['resume', a]]) {
+    const result = await cli(relay, ['target', ...args]);
+    expect(result.code, result.stderr).toBe(0);
+  }
+  const listed = await cli(relay, ['target', 'list']);
+  expect(listed.code, listed.stderr).toBe(0);
+  expect(listed.stdout.trim().split('\n').map((line) => line.split('  ')[0])).toEqual([b, c]);
+  expect((await readControl(relay, 5)).map((m) => markerOf(m).type)).toEqual(['pause', 'pause', 'pause', 'resume', 'sync']);
 });
 
 describeEachMode('pause a target', (mode) => {
