@@ -72,6 +72,11 @@ function writeMarkers(config: RelayConfig, markers: ControlMarker[]): Promise<vo
   });
 }
 
+/**
+ * Reads P.control as a worker does, its sync marker included: over AMQP 0-9-1 a stream has no
+ * read-only end to read up to (a passive declare's count is a statistic refreshed every few
+ * seconds; a consumer just waits at the end), docs/control.md.
+ */
 async function listPaused(config: RelayConfig): Promise<number> {
   await withControlStream(config, async () => {});
   const logger = createLogger('warn', 'callback-relay-target');
