@@ -6,7 +6,7 @@ import type { Logger } from '../logger.js';
 import { HEADER, readString } from '../message/headers.js';
 import type { TopologyNames } from '../topology/topology-names.js';
 import { parseMarker, type ControlMarker } from './control-markers.js';
-import { ControlState, type ControlView } from './control-state.js';
+import { ControlState, type ControlView, type PausedOrigin } from './control-state.js';
 import { applyDeclarations } from '../topology/declare-list.js';
 import { CONTROL_MAX_AGE_MS, controlStream } from './declare-control.js';
 import { heldDestination, moveTo } from './move-held.js';
@@ -31,8 +31,8 @@ const why = (error: unknown): { err: string; code: string | undefined } => ({ er
 export interface ControlReader extends ControlView {
   /** Calls `listener` with each circuit transition another worker broadcasts from now on. */
   onHealth(listener: (target: string, state: HealthState) => void): void;
-  /** Paused origins and since when. */
-  pausedOrigins(): { origin: string; since: string }[];
+  /** Paused origins, since when and by whom. */
+  pausedOrigins(): PausedOrigin[];
   /** Whether the start read every marker written before it (false: it went on after a failed sync marker or SYNC_TIMEOUT_MS). */
   readonly readToPresent: boolean;
   /** Stops reading and closes the reader's connection. */
@@ -159,7 +159,7 @@ export async function startControlReader(options: ControlReaderOptions): Promise
       broadcast({ type: health === 'degraded' ? 'degraded' : 'recovered', target, from: nonce, at: new Date(clock()).toISOString() });
     },
     pauseTarget(origin) {
-      broadcast({ type: 'pause', origin, at: new Date(clock()).toISOString() });
+      broadcast({ type: 'pause', origin, at: new Date(clock()).toISOString(), by: 'auto-pause' });
     },
     onHealth(listener) {
       healthListener = listener;

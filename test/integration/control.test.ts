@@ -161,8 +161,17 @@ it('target list shows exactly the origins paused by markers written just before 
   }
   const listed = await cli(relay, ['target', 'list']);
   expect(listed.code, listed.stderr).toBe(0);
-  expect(listed.stdout.trim().split('\n').map((line) => line.split('  ')[0])).toEqual([b, c]);
+  const lines = listed.stdout.trim().split('\n');
+  expect(lines.map((line) => line.split('  ')[0])).toEqual([b, c]);
+  expect(lines.every((line) => / {2}paused since \S+ {2}by an operator$/.test(line)), listed.stdout).toBe(true);
   expect((await readControl(relay, 5)).map((m) => markerOf(m).type)).toEqual(['pause', 'pause', 'pause', 'resume', 'sync']);
+
+  const json = await cli(relay, ['target', 'list', '--json']);
+  expect(json.code, json.stderr).toBe(0);
+  expect(JSON.parse(json.stdout)).toEqual([
+    { origin: b, since: expect.any(String), by: 'operator' },
+    { origin: c, since: expect.any(String), by: 'operator' },
+  ]);
 });
 
 describeEachMode('pause a target', (mode) => {
@@ -215,6 +224,7 @@ it('AUTO_PAUSE_AFTER pauses a target whose every attempt failed for that long: i
     expect(waited, 'the target was not paused').toBeLessThan(20_000);
     await sleep(500);
   }
+  expect((await listed()).split('\n').find((line) => line.startsWith(`${receiver.origin}  `))).toMatch(/ {2}by AUTO_PAUSE_AFTER$/);
   const attemptsWhenPaused = receiver.requests.length;
   expect(attemptsWhenPaused).toBeGreaterThanOrEqual(3);
   await sleep(4_000);
