@@ -1,14 +1,17 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { Channel, ConsumeMessage } from 'amqplib';
-import { expect, it } from 'vitest';
+import { expect, inject, it } from 'vitest';
 import { controlStream } from '../../src/control/declare-control.js';
 import type { OutcomeEvent } from '../../src/events/outcome-events.js';
+import { createLogger } from '../../src/logger.js';
+import { createPublisher } from '../../src/producer/publisher.js';
 import { applyDeclarations } from '../../src/topology/declare-list.js';
 import { freePort } from '../support/free-port.js';
 import { describeEachMode, sleep } from '../support/modes.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
-import type { RelayFixture } from '../support/relay.js';
+import { testConfig, type RelayFixture } from '../support/relay.js';
+import { startTcpProxy } from '../support/tcp-proxy.js';
 import { configEnv } from '../support/worker-process.js';
 
 const run = promisify(execFile);
@@ -149,6 +152,29 @@ it('a cancel whose control stream no longer exists rejects with CR_ERR_PUBLISH_R
   await relay.publisher.cancel('cb-1');
   await relay.channel.deleteQueue(relay.names.controlQueue);
   await expect(relay.publisher.cancel('cb-2')).rejects.toMatchObject({ code: 'CR_ERR_PUBLISH_RETURNED' });
+});
+
+it('a cancel sent as the connection is cut is published again after the reconnect; with the broker gone it rejects with a code', async () => {
+  const relay = await open.relay();
+  const proxy = await startTcpProxy(inject('amqpUrl'));
+  const publisher = createPublisher(testConfig({ TOPOLOGY_PREFIX: relay.config.topologyPrefix, AMQP_URL: proxy.url, PUBLISH_TIMEOUT: '5s' }), createLogger('silent'));
+  try {
+    await publisher.cancel('cb-before');
+    proxy.cut();
+    await publisher.cancel('cb-across-the-cut');
+    expect((await readControl(relay, 2)).map((m) => markerOf(m).id).filter((id) => id === 'cb-across-the-cut').length).toBeGreaterThanOrEqual(1);
+
+    proxy.refuse(true);
+    proxy.cut();
+    const failed = await publisher.cancel('cb-no-broker').then(
+      () => undefined,
+      (error: { code?: string }) => error.code,
+    );
+    expect(['CR_ERR_PUBLISH_TIMEOUT', 'CR_ERR_OUTCOME_UNKNOWN']).toContain(failed);
+  } finally {
+    await publisher.close();
+    await proxy.close();
+  }
 });
 
 it('target list shows exactly the origins paused by markers written just before it, and adds nothing but its sync marker', async () => {
