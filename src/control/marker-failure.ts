@@ -3,7 +3,7 @@ import { RelayError, isRelayError } from '../errors.js';
 
 /** What a marker publish knows when an attempt did not end in a confirm. */
 export interface FailedMarker {
-  /** The marker, for the message: `cancel of cb-1`, `pause of https://partner.example`. */
+  /** The marker, for the message: `cancel marker of cb-1`, `pause marker of https://partner.example`. */
   what: string;
   /** The control stream it was published to. */
   queue: string;
@@ -31,21 +31,27 @@ export type MarkerDecision = { action: 'republish' } | { action: 'reject'; error
 export function decideMarkerFailure(failure: FailedMarker): MarkerDecision {
   const { error, what, queue } = failure;
   if (isRelayError(error, 'CR_ERR_PUBLISH_RETURNED')) {
-    return reject(new RelayError('CR_ERR_PUBLISH_RETURNED', `the control stream "${queue}" does not exist: the ${what} marker was not stored`, { cause: error }));
+    return reject(new RelayError('CR_ERR_PUBLISH_RETURNED', `the control stream "${queue}" does not exist: the ${what} was not stored`, { cause: error }));
   }
   if (isRelayError(error, 'CR_ERR_PUBLISH_NACKED')) {
-    return reject(new RelayError('CR_ERR_PUBLISH_NACKED', `the broker refused the ${what} marker (negative confirm): it was not stored; send it again later`, { cause: error }));
+    return reject(new RelayError('CR_ERR_PUBLISH_NACKED', `the broker refused the ${what} (negative confirm): it was not stored; send it again later`, { cause: error }));
   }
   const lost = failure.lostAfterSend || isRelayError(error, 'CR_ERR_CLOSED');
   if (isRelayError(error, 'CR_ERR_CLOSED') && failure.timeLeftMs > 0) return { action: 'republish' };
   // Not the broker's answer (the client refused to encode it, say): passed on as it is.
   if (error !== undefined && !isRelayError(error)) return reject(error);
-  const within = formatDuration(failure.timeoutMs);
-  return reject(
-    lost
-      ? new RelayError('CR_ERR_OUTCOME_UNKNOWN', `outcome unknown: the connection dropped before the broker confirmed the ${what} marker, and no confirm came within ${within} (PUBLISH_TIMEOUT); send it again`, { cause: error })
-      : new RelayError('CR_ERR_PUBLISH_TIMEOUT', `the broker did not confirm the ${what} marker within ${within} (PUBLISH_TIMEOUT); it may be unreachable. Send it again`, { cause: error }),
-  );
+  return reject(markerTimeoutError(what, failure.timeoutMs, lost, error));
+}
+
+/**
+ * No confirm within PUBLISH_TIMEOUT: `CR_ERR_OUTCOME_UNKNOWN` once a channel was lost after the marker
+ * was sent (it may be stored), else `CR_ERR_PUBLISH_TIMEOUT`. Either way: send it again.
+ */
+export function markerTimeoutError(what: string, timeoutMs: number, lost: boolean, cause?: unknown): RelayError {
+  const within = formatDuration(timeoutMs);
+  return lost
+    ? new RelayError('CR_ERR_OUTCOME_UNKNOWN', `outcome unknown: the connection dropped before the broker confirmed the ${what}, and no confirm came within ${within} (PUBLISH_TIMEOUT); send it again`, { cause })
+    : new RelayError('CR_ERR_PUBLISH_TIMEOUT', `the broker did not confirm the ${what} within ${within} (PUBLISH_TIMEOUT); it may be unreachable. Send it again`, { cause });
 }
 
 const reject = (error: unknown): MarkerDecision => ({ action: 'reject', error });

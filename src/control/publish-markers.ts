@@ -29,6 +29,9 @@ export function markerSubject(marker: ControlMarker): string {
   }
 }
 
+/** A marker in a message: `cancel marker of cb-1`. */
+export const markerName = (marker: ControlMarker): string => `${marker.type} marker of ${markerSubject(marker)}`;
+
 /**
  * The AMQP properties of every marker: persistent JSON, as the stream stores it for every reader;
  * mandatory, so a stream that does not exist returns the marker instead of dropping it silently; and
@@ -62,10 +65,13 @@ export function wrapperChannel(wrapper: ChannelWrapper): MarkerChannel {
   void wrapper.addSetup((channel: ConfirmChannel) => {
     latest = channel;
   });
+  // One wait shared by every marker waiting for the next connect: each wait adds a listener to the channel.
+  let connecting: Promise<void> | undefined;
+  const nextConnect = (): Promise<void> => (connecting ??= wrapper.waitForConnect().finally(() => (connecting = undefined)));
   return async (timeoutMs) => {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const connected = await withTimeout(wrapper.waitForConnect(), deadline - Date.now(), () => new Error('not connected')).then(
+      const connected = await withTimeout(nextConnect(), deadline - Date.now(), () => new Error('not connected')).then(
         () => true,
         () => false,
       );
@@ -99,7 +105,7 @@ export async function publishMarker(channel: MarkerChannel, queue: string, marke
         error = failed;
       }
     }
-    const decision = decideMarkerFailure({ what: `${marker.type} of ${markerSubject(marker)}`, queue, error, lostAfterSend, timeLeftMs: deadline - Date.now(), timeoutMs });
+    const decision = decideMarkerFailure({ what: markerName(marker), queue, error, lostAfterSend, timeLeftMs: deadline - Date.now(), timeoutMs });
     if (decision.action === 'reject') throw decision.error;
     lostAfterSend = true;
     await sleep(REPUBLISH_PAUSE_MS);

@@ -13,7 +13,8 @@ import { loadTracing, type Tracing } from '../tracing/tracing.js';
 import { withTimeout } from '../util/with-timeout.js';
 import { amqpSocket, createWriteCoalescer } from './coalesce-writes.js';
 import { encodeCallback } from './encode-callback.js';
-import { cancelMarker, publishMarker, wrapperChannel } from '../control/publish-markers.js';
+import { markerTimeoutError } from '../control/marker-failure.js';
+import { cancelMarker, markerName, publishMarker, wrapperChannel } from '../control/publish-markers.js';
 import { firstAttemptDelay, type PublishOptions } from './first-attempt-delay.js';
 import { decidePublishFailure, publishTimeoutError } from './publish-failure.js';
 
@@ -160,7 +161,7 @@ export function createPublisher(
     const marker = cancelMarker(id, Date.now());
     const deadline = Date.now() + config.publishTimeout;
     const settled = (async () => {
-      const { names } = resolvedTopology ?? (await withTimeout(topology, config.publishTimeout, () => publishTimeoutError(config.publishTimeout)));
+      const { names } = resolvedTopology ?? (await withTimeout(topology, config.publishTimeout, () => markerTimeoutError(markerName(marker), config.publishTimeout, false)));
       await publishMarker(markerChannel, names.controlQueue, marker, deadline - Date.now());
     })();
     // close() waits for cancels under way as for publishes.

@@ -3,7 +3,7 @@ import { RelayError } from '../../../src/errors.js';
 import { decideMarkerFailure, type FailedMarker } from '../../../src/control/marker-failure.js';
 import { markerProperties } from '../../../src/control/publish-markers.js';
 
-const failed = (overrides: Partial<FailedMarker>): FailedMarker => ({ what: 'cancel of cb-1', queue: 'p.control', error: undefined, lostAfterSend: false, timeLeftMs: 1_000, timeoutMs: 10_000, ...overrides });
+const failed = (overrides: Partial<FailedMarker>): FailedMarker => ({ what: 'cancel marker of cb-1', queue: 'p.control', error: undefined, lostAfterSend: false, timeLeftMs: 1_000, timeoutMs: 10_000, ...overrides });
 const code = (failure: Partial<FailedMarker>): string | undefined => {
   const decision = decideMarkerFailure(failed(failure));
   return decision.action === 'reject' ? (decision.error as RelayError).code : undefined;
