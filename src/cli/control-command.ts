@@ -2,12 +2,13 @@ import type { ChannelModel } from 'amqplib';
 import { amqpUrls } from '../config/amqp-urls.js';
 import { loadConfig, type RelayConfig } from '../config/load-config.js';
 import { startControlReader } from '../control/control-reader.js';
-import { publishMarkers, cancelMarker } from '../control/publish-markers.js';
+import { cancelMarker, fixedChannel, publishMarkers } from '../control/publish-markers.js';
 import type { ControlMarker } from '../control/control-markers.js';
 import { connectFirst, openChannel } from '../amqp/connect.js';
 import { RelayError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { topologyNames } from '../topology/topology-names.js';
+import { formatPaused } from './format-paused.js';
 import { parseCancelArgs, parseTargetArgs, type ControlCommand } from './parse-control-args.js';
 import { parseOrReport } from './usage-error.js';
 
@@ -24,7 +25,8 @@ export const TARGET_USAGE = `callback-relay target <command>
   target pause <origin>     hold every callback to <origin> (https://partner.example) fleet-wide:
                             no attempts, no attempt budget spent; they wait in P.paused
   target resume <origin>    deliver them again: held callbacks return to their lanes, in order
-  target list               the origins paused now, and since when
+  target list [--json]      the origins paused now, since when and by whom (an operator or
+                            AUTO_PAUSE_AFTER); --json prints one JSON array
 
 P = TOPOLOGY_PREFIX. Connects with AMQP_URL. Exit status: 0 done, 1 failed, 2 bad arguments.`;
 
@@ -37,9 +39,11 @@ export async function controlCommand(kind: 'cancel' | 'target', argv: string[]):
     return 0;
   }
   const config = loadConfig();
-  if (command.action === 'list') return listPaused(config);
+  if (command.action === 'list') return listPaused(config, command.json);
   const now = Date.now();
-  const markers: ControlMarker[] = command.action === 'cancel' ? command.ids.map((id) => cancelMarker(id, now)) : [{ type: command.action, origin: command.origin, at: new Date(now).toISOString() }];
+  const at = new Date(now).toISOString();
+  const markers: ControlMarker[] =
+    command.action === 'cancel' ? command.ids.map((id) => cancelMarker(id, now)) : [command.action === 'pause' ? { type: 'pause', origin: command.origin, at, by: 'operator' } : { type: 'resume', origin: command.origin, at }];
   await writeMarkers(config, markers);
   const done = command.action === 'cancel' ? `cancel marker stored for ${command.ids.length} callback(s)` : `${command.origin} ${command.action === 'pause' ? 'paused' : 'resumed'}`;
   process.stdout.write(`${done}\n`);
@@ -68,18 +72,23 @@ function writeMarkers(config: RelayConfig, markers: ControlMarker[]): Promise<vo
   return withControlStream(config, async (connection, queue) => {
     const channel = await connection.createConfirmChannel();
     channel.on('error', () => {});
-    await publishMarkers(channel, queue, markers, config.publishTimeout);
+    await publishMarkers(fixedChannel(channel), queue, markers, config.publishTimeout);
   });
 }
 
-async function listPaused(config: RelayConfig): Promise<number> {
+/**
+ * Reads P.control as a worker does, its sync marker included: over AMQP 0-9-1 a stream has no
+ * read-only end to read up to (a passive declare's count is a statistic refreshed every few
+ * seconds; a consumer just waits at the end), docs/control.md.
+ */
+async function listPaused(config: RelayConfig, json: boolean): Promise<number> {
   await withControlStream(config, async () => {});
+  const names = topologyNames(config.topologyPrefix);
   const logger = createLogger('warn', 'callback-relay-target');
-  const reader = await startControlReader({ urls: amqpUrls(config.amqpUrl), names: topologyNames(config.topologyPrefix), logger, clock: Date.now });
+  const reader = await startControlReader({ urls: amqpUrls(config.amqpUrl), names, logger, clock: Date.now, publishTimeoutMs: config.publishTimeout });
   try {
-    const paused = reader.pausedOrigins();
-    if (paused.length === 0) process.stdout.write('no target is paused\n');
-    for (const { origin, since } of paused) process.stdout.write(`${origin}  paused since ${since}\n`);
+    if (!reader.readToPresent) throw new RelayError('CR_ERR_PUBLISH_TIMEOUT', `the control stream "${names.controlQueue}" was not read to its end in time: the list would be incomplete`);
+    process.stdout.write(`${formatPaused(reader.pausedOrigins(), json)}\n`);
     return 0;
   } finally {
     await reader.close();

@@ -1,12 +1,12 @@
 import { originOf } from '../control/control-markers.js';
-import { UsageError } from './usage-error.js';
+import { parseFlags, UsageError } from './usage-error.js';
 
 /** What `callback-relay cancel …` or `callback-relay target …` was asked to do. */
 export type ControlCommand =
   | { action: 'help' }
   | { action: 'cancel'; ids: string[] }
   | { action: 'pause' | 'resume'; origin: string }
-  | { action: 'list' };
+  | { action: 'list'; json: boolean };
 
 const wantsHelp = (argv: string[]): boolean => argv.length === 0 || argv.includes('--help') || argv.includes('-h');
 
@@ -18,13 +18,14 @@ export function parseCancelArgs(argv: string[]): ControlCommand {
   return { action: 'cancel', ids: argv };
 }
 
-/** Parses the arguments after `target`: `pause ORIGIN`, `resume ORIGIN` or `list`. */
+/** Parses the arguments after `target`: `pause ORIGIN`, `resume ORIGIN` or `list [--json]`. */
 export function parseTargetArgs(argv: string[]): ControlCommand {
   if (wantsHelp(argv)) return { action: 'help' };
   const [action, ...rest] = argv;
   if (action === 'list') {
-    if (rest.length > 0) throw new UsageError(`target list takes no arguments (got ${JSON.stringify(rest[0])})`);
-    return { action: 'list' };
+    const { values, positionals } = parseFlags({ args: rest, options: { json: { type: 'boolean' } }, allowPositionals: true });
+    if (positionals.length > 0) throw new UsageError(`target list takes no arguments but --json (got ${JSON.stringify(positionals[0])})`);
+    return { action: 'list', json: values.json === true };
   }
   if (action !== 'pause' && action !== 'resume') throw new UsageError(`unknown target command ${JSON.stringify(action)}; use pause, resume or list`);
   if (rest.length !== 1) throw new UsageError(`target ${action}: give one origin (got ${rest.length})`);

@@ -5,7 +5,8 @@
  */
 export type ControlMarker =
   | { type: 'cancel'; id: string; at: string }
-  | { type: 'pause'; origin: string; at: string }
+  /** `by`: who paused it, an operator (the CLI) or a worker's AUTO_PAUSE_AFTER; absent in markers written before it was added. */
+  | { type: 'pause'; origin: string; at: string; by?: PausedBy }
   | { type: 'resume'; origin: string; at: string }
   /** A worker's circuit for `target` opened (`degraded`) or closed (`recovered`); `from` names the reader that wrote it. */
   | { type: 'degraded' | 'recovered'; target: string; from: string; at: string }
@@ -13,6 +14,9 @@ export type ControlMarker =
   | { type: 'sync'; nonce: string; at: string };
 
 export type ControlMarkerType = ControlMarker['type'];
+
+/** Who wrote a pause marker. */
+export type PausedBy = 'operator' | 'auto-pause';
 
 /** The JSON body of a marker as it is published. */
 export const encodeMarker = (marker: ControlMarker): Buffer => Buffer.from(JSON.stringify(marker));
@@ -38,10 +42,14 @@ export function parseMarker(content: Buffer): ControlMarker | undefined {
       const id = text('id');
       return id === undefined ? undefined : { type: 'cancel', id, at };
     }
-    case 'pause':
+    case 'pause': {
+      const origin = text('origin');
+      const by = record.by === 'operator' || record.by === 'auto-pause' ? { by: record.by as PausedBy } : {};
+      return origin === undefined ? undefined : { type: 'pause', origin, at, ...by };
+    }
     case 'resume': {
       const origin = text('origin');
-      return origin === undefined ? undefined : { type: record.type, origin, at };
+      return origin === undefined ? undefined : { type: 'resume', origin, at };
     }
     case 'degraded':
     case 'recovered': {

@@ -5,11 +5,12 @@ import type { HealthState } from '../isolation/health.js';
 import type { Logger } from '../logger.js';
 import { HEADER, readString } from '../message/headers.js';
 import type { TopologyNames } from '../topology/topology-names.js';
-import { encodeMarker, parseMarker } from './control-markers.js';
-import { ControlState, type ControlView } from './control-state.js';
+import { parseMarker, type ControlMarker } from './control-markers.js';
+import { ControlState, type ControlView, type PausedOrigin } from './control-state.js';
 import { applyDeclarations } from '../topology/declare-list.js';
 import { CONTROL_MAX_AGE_MS, controlStream } from './declare-control.js';
 import { heldDestination, moveTo } from './move-held.js';
+import { publishMarker, publishMarkerBestEffort, wrapperChannel } from './publish-markers.js';
 
 /** Cancelled ids a worker keeps at most (about 100 MB at the longest ids); the oldest are forgotten first. */
 export const MAX_CANCELLED = 200_000;
@@ -21,12 +22,19 @@ const HEALTH_FRESH_MS = 30_000;
 const HELD_PREFETCH = 100;
 /** How long a starting worker waits to have read the stream up to the present before consuming anyway. */
 const SYNC_TIMEOUT_MS = 30_000;
+/** How long a marker of the reader's may wait for its confirm when no PUBLISH_TIMEOUT is given (the default one). */
+const MARKER_TIMEOUT_MS = 10_000;
+
+/** A failed publish, for the log: its message and stable code. */
+const why = (error: unknown): { err: string; code: string | undefined } => ({ err: (error as Error).message, code: (error as { code?: string }).code });
 
 export interface ControlReader extends ControlView {
   /** Calls `listener` with each circuit transition another worker broadcasts from now on. */
   onHealth(listener: (target: string, state: HealthState) => void): void;
-  /** Paused origins and since when. */
-  pausedOrigins(): { origin: string; since: string }[];
+  /** Paused origins, since when and by whom. */
+  pausedOrigins(): PausedOrigin[];
+  /** Whether the start read every marker written before it (false: it went on after a failed sync marker or SYNC_TIMEOUT_MS). */
+  readonly readToPresent: boolean;
   /** Stops reading and closes the reader's connection. */
   close(): Promise<void>;
 }
@@ -41,6 +49,8 @@ export interface ControlReaderOptions {
    * consumer across the fleet), publishing each copy within `timeoutMs` (PUBLISH_TIMEOUT).
    */
   moveHeld?: { timeoutMs: number } | undefined;
+  /** PUBLISH_TIMEOUT for the reader's own markers (sync, health, pause); else that of `moveHeld`, else 10 s. */
+  publishTimeoutMs?: number | undefined;
 }
 
 /**
@@ -122,33 +132,40 @@ export async function startControlReader(options: ControlReaderOptions): Promise
     },
   });
   channel.on('error', (error: Error) => logger.error({ err: error.message }, 'control stream reader setup failed'));
+  const markerChannel = wrapperChannel(channel);
+  const markerTimeoutMs = options.publishTimeoutMs ?? options.moveHeld?.timeoutMs ?? MARKER_TIMEOUT_MS;
+  /** Best effort: a lost broadcast only makes the other workers detect the change themselves, a lost pause waits for the next streak. */
+  const broadcast = (marker: ControlMarker): void =>
+    publishMarkerBestEffort(markerChannel, names.controlQueue, marker, markerTimeoutMs, (error) => logger.warn({ ...why(error), marker: marker.type }, 'control marker not stored'));
   await channel.waitForConnect();
-  const own = encodeMarker({ type: 'sync', nonce, at: new Date(clock()).toISOString() });
-  await channel.sendToQueue(names.controlQueue, own, { persistent: true, contentType: 'application/json' });
+  const own = { type: 'sync', nonce, at: new Date(clock()).toISOString() } as const;
+  const stored = await publishMarker(markerChannel, names.controlQueue, own, markerTimeoutMs).then(
+    () => true,
+    (error: unknown) => {
+      logger.warn(why(error), 'the sync marker was not stored; consuming while the control stream is still being read');
+      return false;
+    },
+  );
   const timer = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), SYNC_TIMEOUT_MS).unref());
-  if (!(await Promise.race([sync.then(() => true), timer]))) {
-    logger.warn({ waitedMs: SYNC_TIMEOUT_MS }, 'the control stream was not read to its end in time; consuming while it is still being read');
-    synced();
-  }
+  const readToPresent = stored && (await Promise.race([sync.then(() => true), timer]));
+  if (stored && !readToPresent) logger.warn({ waitedMs: SYNC_TIMEOUT_MS }, 'the control stream was not read to its end in time; consuming while it is still being read');
+  synced();
   logger.info({ cancelled: state.cancelledCount, paused: state.pausedOrigins().length }, 'control stream read');
 
   return {
     isCancelled,
     isPaused: (origin) => state.isPaused(origin),
     broadcastHealth(target, health) {
-      const marker = encodeMarker({ type: health === 'degraded' ? 'degraded' : 'recovered', target, from: nonce, at: new Date(clock()).toISOString() });
-      // Best effort: a broadcast lost only makes the other workers detect the change themselves.
-      channel.sendToQueue(names.controlQueue, marker, { persistent: true, contentType: 'application/json' }).catch(() => {});
+      broadcast({ type: health === 'degraded' ? 'degraded' : 'recovered', target, from: nonce, at: new Date(clock()).toISOString() });
     },
     pauseTarget(origin) {
-      const marker = encodeMarker({ type: 'pause', origin, at: new Date(clock()).toISOString() });
-      // Best effort: a lost pause leaves the target to be paused at its next sustained failure.
-      channel.sendToQueue(names.controlQueue, marker, { persistent: true, contentType: 'application/json' }).catch(() => {});
+      broadcast({ type: 'pause', origin, at: new Date(clock()).toISOString(), by: 'auto-pause' });
     },
     onHealth(listener) {
       healthListener = listener;
     },
     pausedOrigins: () => state.pausedOrigins(),
+    readToPresent,
     async close() {
       closing = true;
       await channel.close().catch(() => {});

@@ -1,11 +1,19 @@
 import type { HealthState } from '../isolation/health.js';
-import type { ControlMarker } from './control-markers.js';
+import type { ControlMarker, PausedBy } from './control-markers.js';
 
 export interface ControlStateLimits {
   /** Cancelled ids kept at most; the oldest are forgotten first. */
   maxCancelled: number;
   /** A cancel older than this is forgotten (the stream's own retention: CONTROL_MAX_AGE). */
   maxAgeMs: number;
+}
+
+/** A paused origin as `target list` shows it. */
+export interface PausedOrigin {
+  origin: string;
+  /** When it was paused (its first pause marker since the last resume), an ISO time. */
+  since: string;
+  by: PausedBy | null;
 }
 
 /** What the pipeline asks of the control stream before an attempt. */
@@ -33,8 +41,8 @@ export interface ControlView {
 export class ControlState {
   /** Cancelled id → when it was cancelled (ms). A Map iterates in insertion order: oldest first. */
   private readonly cancelled = new Map<string, number>();
-  /** Paused origin → when it was paused (ms). */
-  private readonly paused = new Map<string, number>();
+  /** Paused origin → when it was paused (ms) and by whom, when the marker says. */
+  private readonly paused = new Map<string, { at: number; by: PausedBy | undefined }>();
 
   constructor(
     private readonly limits: ControlStateLimits,
@@ -52,7 +60,7 @@ export class ControlState {
         this.evict();
         return;
       case 'pause':
-        if (!this.paused.has(marker.origin)) this.paused.set(marker.origin, at);
+        if (!this.paused.has(marker.origin)) this.paused.set(marker.origin, { at, by: marker.by });
         return;
       case 'resume':
         this.paused.delete(marker.origin);
@@ -80,9 +88,9 @@ export class ControlState {
     return this.paused.has(origin);
   }
 
-  /** Paused origins and since when, oldest first. */
-  pausedOrigins(): { origin: string; since: string }[] {
-    return [...this.paused].map(([origin, at]) => ({ origin, since: new Date(at).toISOString() }));
+  /** Paused origins, since when and by whom (`null`: a pause marker that does not say), oldest first. */
+  pausedOrigins(): PausedOrigin[] {
+    return [...this.paused].map(([origin, { at, by }]) => ({ origin, since: new Date(at).toISOString(), by: by ?? null }));
   }
 
   /** Cancelled ids held now. */

@@ -13,8 +13,8 @@ import { loadTracing, type Tracing } from '../tracing/tracing.js';
 import { withTimeout } from '../util/with-timeout.js';
 import { amqpSocket, createWriteCoalescer } from './coalesce-writes.js';
 import { encodeCallback } from './encode-callback.js';
-import { encodeMarker } from '../control/control-markers.js';
-import { cancelMarker, MARKER_OPTIONS } from '../control/publish-markers.js';
+import { markerTimeoutError } from '../control/marker-failure.js';
+import { cancelMarker, markerName, publishMarker, wrapperChannel } from '../control/publish-markers.js';
 import { firstAttemptDelay, type PublishOptions } from './first-attempt-delay.js';
 import { decidePublishFailure, publishTimeoutError } from './publish-failure.js';
 
@@ -32,8 +32,11 @@ export interface CallbackPublisher {
   /**
    * Cancels callback `id`: writes a cancel marker to the control stream P.control and resolves once the
    * broker confirmed it. Workers then park the callback in P.dead with reason `canceled` instead of
-   * attempting it again; an attempt already in flight finishes (docs/control.md). Rejects with
-   * `CR_ERR_INVALID_CALLBACK` (not a callback id), `CR_ERR_CLOSED` or `CR_ERR_PUBLISH_TIMEOUT` (send it again).
+   * attempting it again; an attempt already in flight finishes (docs/control.md). When the connection
+   * drops before the confirm, it publishes the marker again until PUBLISH_TIMEOUT. Rejects with
+   * `CR_ERR_INVALID_CALLBACK` (not a callback id; nothing published), `CR_ERR_CLOSED` (called after
+   * close()), `CR_ERR_PUBLISH_RETURNED` (the control stream does not exist), `CR_ERR_PUBLISH_NACKED`,
+   * or, outcome unknown, `CR_ERR_PUBLISH_TIMEOUT` / `CR_ERR_OUTCOME_UNKNOWN` (cancel it again).
    */
   cancel(id: string): Promise<void>;
   /** Whether the connection to the broker is up now (a readiness probe; a publish may still wait for it). */
@@ -87,6 +90,8 @@ export function createPublisher(
     },
   });
   channel.on('error', (err) => logger.error({ err: (err as Error).message, code: (err as RelayError).code }, 'producer channel setup failed'));
+  // Cancel markers go on the same channel, once its setup declared the control stream.
+  const markerChannel = wrapperChannel(channel);
   const holdWrites = createWriteCoalescer(() => amqpSocket(manager));
   const underWay = new Set<Promise<unknown>>();
   let closed = false;
@@ -153,19 +158,12 @@ export function createPublisher(
 
   async function cancel(id: string): Promise<void> {
     if (closed) throw new RelayError('CR_ERR_CLOSED', 'the publisher is closed; nothing was published');
-    const marker = encodeMarker(cancelMarker(id, Date.now()));
-    const timeout = (): RelayError => publishTimeoutError(config.publishTimeout);
-    const { names } = await withTimeout(topology, config.publishTimeout, timeout);
-    // The channel sends it again after a reconnect; a marker stored twice cancels the same callback.
-    const confirmed = channel.sendToQueue(names.controlQueue, marker, { ...MARKER_OPTIONS, timeout: config.publishTimeout + CHANNEL_TIMEOUT_GRACE_MS });
-    const settled = withTimeout(confirmed, config.publishTimeout, timeout).then(
-      () => undefined,
-      (error: unknown) => {
-        // A nack or a closed channel comes back without a code: say what it means for the cancel.
-        if (isRelayError(error)) throw error;
-        throw new RelayError('CR_ERR_OUTCOME_UNKNOWN', `the cancel marker of ${id} was not confirmed (${(error as Error).message}); cancel it again`, { cause: error });
-      },
-    );
+    const marker = cancelMarker(id, Date.now());
+    const deadline = Date.now() + config.publishTimeout;
+    const settled = (async () => {
+      const { names } = resolvedTopology ?? (await withTimeout(topology, config.publishTimeout, () => markerTimeoutError(markerName(marker), config.publishTimeout, false)));
+      await publishMarker(markerChannel, names.controlQueue, marker, deadline - Date.now());
+    })();
     // close() waits for cancels under way as for publishes.
     const forget = (): void => void underWay.delete(tracked);
     const tracked: Promise<void> = settled.then(forget, forget);

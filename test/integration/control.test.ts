@@ -1,12 +1,17 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { Channel, ConsumeMessage } from 'amqplib';
-import { expect, it } from 'vitest';
+import { expect, inject, it } from 'vitest';
+import { controlStream } from '../../src/control/declare-control.js';
 import type { OutcomeEvent } from '../../src/events/outcome-events.js';
+import { createLogger } from '../../src/logger.js';
+import { createPublisher } from '../../src/producer/publisher.js';
+import { applyDeclarations } from '../../src/topology/declare-list.js';
 import { freePort } from '../support/free-port.js';
 import { describeEachMode, sleep } from '../support/modes.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
-import type { RelayFixture } from '../support/relay.js';
+import { testConfig, type RelayFixture } from '../support/relay.js';
+import { startTcpProxy } from '../support/tcp-proxy.js';
 import { configEnv } from '../support/worker-process.js';
 
 const run = promisify(execFile);
@@ -33,6 +38,22 @@ async function collectEvents(channel: Channel, relay: RelayFixture): Promise<Out
   await channel.consume(queue, (message: ConsumeMessage | null) => message && events.push(JSON.parse(message.content.toString()) as OutcomeEvent), { noAck: true });
   return events;
 }
+
+/**
+ * The markers in the relay's P.control, read from its first one: at least `count`, then whatever else
+ * arrives within a moment (so a test also sees a marker it did not expect).
+ */
+async function readControl(relay: RelayFixture, count: number): Promise<ConsumeMessage[]> {
+  const markers: ConsumeMessage[] = [];
+  await relay.channel.prefetch(1_000);
+  const { consumerTag } = await relay.channel.consume(relay.names.controlQueue, (message) => message && (markers.push(message), relay.channel.ack(message)), { arguments: { 'x-stream-offset': 'first' } });
+  for (const deadline = Date.now() + 10_000; markers.length < count && Date.now() < deadline; ) await sleep(50);
+  await sleep(500);
+  await relay.channel.cancel(consumerTag);
+  return markers;
+}
+
+const markerOf = (message: ConsumeMessage): Record<string, string> => JSON.parse(message.content.toString()) as Record<string, string>;
 
 const headerOf = (message: { properties: { headers?: Record<string, unknown> } }, name: string): string => String(message.properties.headers?.[name]);
 
@@ -110,6 +131,75 @@ it('cancel refuses what is not a callback id, and a prefix without a control str
   expect(missing.stderr).toContain('.control');
 });
 
+it('cancel markers from the library and the CLI are stored and confirmed, with the marker properties; close() waits for a cancel under way', async () => {
+  const relay = await open.relay();
+  await relay.publisher.cancel('cb-library');
+  const cancel = await cli(relay, ['cancel', 'cb-cli']);
+  expect(cancel.code, cancel.stderr).toBe(0);
+  const underWay = relay.publisher.cancel('cb-closing');
+  await relay.publisher.close();
+  await underWay;
+
+  const markers = await readControl(relay, 3);
+  expect(markers.map((m) => markerOf(m).id)).toEqual(['cb-library', 'cb-cli', 'cb-closing']);
+  for (const marker of markers) {
+    expect(marker.properties).toMatchObject({ deliveryMode: 2, contentType: 'application/json', messageId: `cancel:${markerOf(marker).id}:${markerOf(marker).at}` });
+  }
+});
+
+it('a cancel whose control stream no longer exists rejects with CR_ERR_PUBLISH_RETURNED', async () => {
+  const relay = await open.relay();
+  await relay.publisher.cancel('cb-1');
+  await relay.channel.deleteQueue(relay.names.controlQueue);
+  await expect(relay.publisher.cancel('cb-2')).rejects.toMatchObject({ code: 'CR_ERR_PUBLISH_RETURNED' });
+});
+
+it('a cancel sent as the connection is cut is published again after the reconnect; with the broker gone it rejects with a code', async () => {
+  const relay = await open.relay();
+  const proxy = await startTcpProxy(inject('amqpUrl'));
+  const publisher = createPublisher(testConfig({ TOPOLOGY_PREFIX: relay.config.topologyPrefix, AMQP_URL: proxy.url, PUBLISH_TIMEOUT: '5s' }), createLogger('silent'));
+  try {
+    await publisher.cancel('cb-before');
+    proxy.cut();
+    await publisher.cancel('cb-across-the-cut');
+    expect((await readControl(relay, 2)).map((m) => markerOf(m).id).filter((id) => id === 'cb-across-the-cut').length).toBeGreaterThanOrEqual(1);
+
+    proxy.refuse(true);
+    proxy.cut();
+    const failed = await publisher.cancel('cb-no-broker').then(
+      () => undefined,
+      (error: { code?: string }) => error.code,
+    );
+    expect(['CR_ERR_PUBLISH_TIMEOUT', 'CR_ERR_OUTCOME_UNKNOWN']).toContain(failed);
+  } finally {
+    await publisher.close();
+    await proxy.close();
+  }
+});
+
+it('target list shows exactly the origins paused by markers written just before it, and adds nothing but its sync marker', async () => {
+  const relay = await open.relay();
+  await applyDeclarations(relay.channel, controlStream(relay.names));
+  const [a, b, c] = ['https://a.example', 'https://b.example:8443', 'http://c.example'];
+  for (const args of [['pause', a], ['pause', b], ['pause', c], ['resume', a]]) {
+    const result = await cli(relay, ['target', ...args]);
+    expect(result.code, result.stderr).toBe(0);
+  }
+  const listed = await cli(relay, ['target', 'list']);
+  expect(listed.code, listed.stderr).toBe(0);
+  const lines = listed.stdout.trim().split('\n');
+  expect(lines.map((line) => line.split('  ')[0])).toEqual([b, c]);
+  expect(lines.every((line) => / {2}paused since \S+ {2}by an operator$/.test(line)), listed.stdout).toBe(true);
+  expect((await readControl(relay, 5)).map((m) => markerOf(m).type)).toEqual(['pause', 'pause', 'pause', 'resume', 'sync']);
+
+  const json = await cli(relay, ['target', 'list', '--json']);
+  expect(json.code, json.stderr).toBe(0);
+  expect(JSON.parse(json.stdout)).toEqual([
+    { origin: b, since: expect.any(String), by: 'operator' },
+    { origin: c, since: expect.any(String), by: 'operator' },
+  ]);
+});
+
 describeEachMode('pause a target', (mode) => {
   it('with two workers: no attempt while paused, every callback delivered after resume, in order; other targets unaffected', async () => {
     const paused = await open.receiver(() => ({ status: 200 }));
@@ -160,6 +250,7 @@ it('AUTO_PAUSE_AFTER pauses a target whose every attempt failed for that long: i
     expect(waited, 'the target was not paused').toBeLessThan(20_000);
     await sleep(500);
   }
+  expect((await listed()).split('\n').find((line) => line.startsWith(`${receiver.origin}  `))).toMatch(/ {2}by AUTO_PAUSE_AFTER$/);
   const attemptsWhenPaused = receiver.requests.length;
   expect(attemptsWhenPaused).toBeGreaterThanOrEqual(3);
   await sleep(4_000);

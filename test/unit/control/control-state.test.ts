@@ -64,15 +64,15 @@ describe('ControlState', () => {
     expect(state.isCancelled('recent')).toBe(true);
   });
 
-  it('pauses an origin until its resume; the first pause is the one that counts', () => {
+  it('pauses an origin until its resume; the first pause is the one that counts, with who wrote it', () => {
     const state = stateAt({ ms: 0 });
-    state.apply({ type: 'pause', origin: 'https://a.example', at: at(0) });
-    state.apply({ type: 'pause', origin: 'https://a.example', at: at(5) });
+    state.apply({ type: 'pause', origin: 'https://a.example', at: at(0), by: 'auto-pause' });
+    state.apply({ type: 'pause', origin: 'https://a.example', at: at(5), by: 'operator' });
     state.apply({ type: 'pause', origin: 'https://b.example', at: at(7) });
     expect(state.isPaused('https://a.example')).toBe(true);
     expect(state.pausedOrigins()).toEqual([
-      { origin: 'https://a.example', since: at(0) },
-      { origin: 'https://b.example', since: at(7) },
+      { origin: 'https://a.example', since: at(0), by: 'auto-pause' },
+      { origin: 'https://b.example', since: at(7), by: null },
     ]);
     state.apply({ type: 'resume', origin: 'https://a.example', at: at(9) });
     expect(state.isPaused('https://a.example')).toBe(false);
@@ -85,10 +85,16 @@ describe('control markers', () => {
     const markers: ControlMarker[] = [
       { type: 'cancel', id: 'cb-1', at: at(0) },
       { type: 'pause', origin: 'https://a.example', at: at(1) },
+      { type: 'pause', origin: 'https://a.example', at: at(1), by: 'operator' },
+      { type: 'pause', origin: 'https://a.example', at: at(1), by: 'auto-pause' },
       { type: 'resume', origin: 'https://a.example', at: at(2) },
       { type: 'sync', nonce: 'n1', at: at(3) },
     ];
     for (const marker of markers) expect(parseMarker(encodeMarker(marker))).toEqual(marker);
+  });
+
+  it('a pause whose `by` it does not know is still a pause, without `by`', () => {
+    expect(parseMarker(Buffer.from('{"type":"pause","origin":"https://a.example","at":"2026-01-01T00:00:00Z","by":"cron"}'))).toEqual({ type: 'pause', origin: 'https://a.example', at: '2026-01-01T00:00:00Z' });
   });
 
   it('skips what is not a usable marker', () => {
