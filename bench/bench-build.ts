@@ -12,12 +12,13 @@ export interface BenchBuild {
   relayMain: string;
   /** ingest/main.js of the compiled src/. */
   ingestMain: string;
-  /** A bench script (minimal-consumer, raw-consumer) transpiled to JavaScript. */
-  script(name: 'minimal-consumer' | 'raw-consumer'): string;
+  /** A bench script (bench/NAME.ts) transpiled to JavaScript. */
+  script(name: BenchScript): string;
 }
 
-/** Bench files the child scripts import, transpiled next to them. */
-const SCRIPTS = ['minimal-consumer', 'raw-consumer', 'stats'];
+/** The child scripts, and the bench files they import, transpiled next to them. */
+const SCRIPTS = ['minimal-consumer', 'raw-consumer', 'stats', 'scenarios/ingest-floor'] as const;
+export type BenchScript = Exclude<(typeof SCRIPTS)[number], 'stats'>;
 let build: BenchBuild | undefined;
 
 /**
@@ -35,11 +36,12 @@ export function benchBuild(): BenchBuild {
     encoding: 'utf8',
   });
   if (result.status !== 0) throw new Error(`tsc failed:\n${result.stdout}${result.stderr}`);
-  mkdirSync(join(dir, 'bench'));
+  mkdirSync(join(dir, 'bench/scenarios'), { recursive: true });
   for (const name of SCRIPTS) {
     const source = readFileSync(join(ROOT, 'bench', `${name}.ts`), 'utf8');
     const { outputText } = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } });
-    writeFileSync(join(dir, 'bench', `${name}.js`), outputText);
+    // A script that uses the library imports src/; here that is the compiled dist/.
+    writeFileSync(join(dir, 'bench', `${name}.js`), outputText.replace(/(from '(?:\.\.\/)+)src\//g, '$1dist/'));
   }
   // Bare imports resolve through node_modules next to the build; the package is ESM.
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));

@@ -58,6 +58,9 @@ export const spawnRelayWorker = (env: Record<string, string>, nodeArgs: string[]
 export const spawnIngest = (env: Record<string, string>, nodeArgs: string[] = []): BenchChild =>
   spawnNode([...nodeArgs, benchBuild().ingestMain], { LOG_LEVEL: 'info', ...env }, '"msg":"ingest listening"');
 
+/** The floor of the ingest scenario (bench/scenarios/ingest-floor.ts, compiled like the ingest), ready once it prints "listening". */
+export const spawnIngestFloor = (env: Record<string, string>): BenchChild => spawnNode([benchBuild().script('scenarios/ingest-floor')], { LOG_LEVEL: 'info', ...env }, 'listening');
+
 /** A ceiling consumer (bench/NAME.ts, transpiled), ready once it prints "consuming". */
 export const spawnBenchScript = (name: 'minimal-consumer' | 'raw-consumer', env: Record<string, string>): BenchChild =>
   spawnNode([benchBuild().script(name)], env, 'consuming');

@@ -9,7 +9,8 @@ import { connect, type Socket } from 'node:net';
  * measure the client, not the ingest.
  */
 export interface LoadOptions {
-  port: number;
+  /** Connection c goes to ports[c % ports.length]: several servers share the connections evenly. */
+  ports: number[];
   connections: number;
   pipelining?: number;
   /** Requests to send, numbered 0…count-1. */
@@ -54,8 +55,8 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
         for (const socket of sockets) socket.destroy();
         reject(error);
       };
-      const open = (): void => {
-        const socket = connect({ port: options.port, host: '127.0.0.1', noDelay: true });
+      const open = (c: number): void => {
+        const socket = connect({ port: options.ports[c % options.ports.length] as number, host: '127.0.0.1', noDelay: true });
         sockets.push(socket);
         const sentAt: number[] = [];
         let buffered: Buffer = Buffer.alloc(0);
@@ -91,7 +92,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
           else send();
         });
       };
-      for (let c = 0; c < Math.min(options.connections, count); c += 1) open();
+      for (let c = 0; c < Math.min(options.connections, count); c += 1) open(c);
     });
   } finally {
     for (const socket of sockets) socket.destroy();

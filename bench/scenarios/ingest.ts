@@ -4,7 +4,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import type { BenchContext, Scenario, Table } from '../context.js';
-import { cpuSeconds, spawnIngest } from '../processes.js';
+import { cpuSeconds, spawnIngest, spawnIngestFloor } from '../processes.js';
 import { summarizeProfile, type ProfileSummary } from '../profile-summary.js';
 import { benchPublisher } from '../publish.js';
 import { benchBody } from '../receiver.js';
@@ -27,8 +27,8 @@ interface IngestRun {
   rate: number;
   /** Per call: one publish(), one POST or one batch POST, in ms. */
   latency: Summary;
-  /** CPU of the ingest process per callback (the ingest runs only). */
-  ingestCpuUsPerCallback?: number;
+  /** CPU of each server process (ingest or floor) per callback of the run; none in the library run. */
+  serverCpuUsPerCallback?: number[];
   /** CPU of the bench process per callback: the publisher (library run) or the load generator. */
   benchCpuUsPerCallback: number;
   /** CPU of the broker per callback, when it runs on this machine. */
@@ -72,7 +72,7 @@ async function libraryRun(ctx: BenchContext, count: number, warmup: number): Pro
     const broker = brokerCpu(ctx);
     const { seconds, latencies, cpuUs } = await drive(count, 1, CONCURRENCY, publish);
     return {
-      name: `library publish(), ${CONCURRENCY} at a time`,
+      name: 'library publish()',
       count,
       seconds,
       rate: count / seconds,
@@ -84,28 +84,42 @@ async function libraryRun(ctx: BenchContext, count: number, warmup: number): Pro
 }
 
 type Client = 'lean' | 'undici';
+/** `ingest`: the relay's ingest as deployed; `floor`: bench/scenarios/ingest-floor.ts, node:http and publish() only. */
+type Server = 'ingest' | 'floor';
 
-/** An ingest process on a fresh prefix, under `node --cpu-prof` when `profileDir` is given. */
-async function startIngestProcess(ctx: BenchContext, scope: Scope, profileDir: string | undefined) {
+interface ServerRunOptions {
+  server: Server;
+  /** Processes sharing the connections (and one topology prefix), as replicas behind a balancer. */
+  processes: number;
+  batch: boolean;
+  client: Client;
+  profile?: boolean;
+}
+
+/** A server process on `prefix`, under `node --cpu-prof` when `profileDir` is given. */
+async function startServer(ctx: BenchContext, scope: Scope, server: Server, prefix: string, profileDir: string | undefined) {
   const port = await freePort();
-  const env = { AMQP_URL: ctx.url, TOPOLOGY_PREFIX: scope.prefix('ingest'), INGEST_PORT: String(port), INGEST_TOKENS: TOKEN, METRICS_PORT: '0', PUBLISH_BUFFER_LIMIT: '5000', PUBLISH_TIMEOUT: '60s' };
-  const child = scope.add(spawnIngest(env, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []));
+  const env = { AMQP_URL: ctx.url, TOPOLOGY_PREFIX: prefix, INGEST_PORT: String(port), INGEST_TOKENS: TOKEN, METRICS_PORT: '0', PUBLISH_BUFFER_LIMIT: '5000', PUBLISH_TIMEOUT: '60s' };
+  const child = scope.add(server === 'floor' ? spawnIngestFloor(env) : spawnIngest(env, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []));
   await child.ready;
   return { port, child };
 }
 
 /**
- * One ingest process driven over keep-alive from this process: `lean`, the prepared-bytes client
- * of ingest-load.ts (single POSTs on CONCURRENCY connections, or BATCHES_AT_ONCE batch POSTs), or
- * `undici`, a Pool's request() per POST, for comparison with a general-purpose client.
+ * Server processes on a fresh prefix driven over keep-alive from this process: `lean`, the
+ * prepared-bytes client of ingest-load.ts (single POSTs on CONCURRENCY connections split evenly
+ * between the processes, or BATCHES_AT_ONCE batch POSTs), or `undici`, a Pool's request() per POST,
+ * for comparison with a general-purpose client.
  */
-async function ingestRun(ctx: BenchContext, count: number, warmup: number, options: { batch: boolean; client: Client; profile?: boolean }): Promise<IngestRun> {
+async function serverRun(ctx: BenchContext, count: number, warmup: number, options: ServerRunOptions): Promise<IngestRun> {
   const { batch, client } = options;
   return withScope(ctx.url, async (scope) => {
     const profileDir = options.profile ? mkdtempSync(join(tmpdir(), 'relay-prof-')) : undefined;
     if (profileDir) scope.defer(() => rm(profileDir, { recursive: true, force: true }));
-    const { port, child } = await startIngestProcess(ctx, scope, profileDir);
-    const host = `127.0.0.1:${port}`;
+    const prefix = scope.prefix('ingest');
+    const servers = await Promise.all(Array.from({ length: options.processes }, () => startServer(ctx, scope, options.server, prefix, profileDir)));
+    const ports = servers.map(({ port }) => port);
+    const host = `127.0.0.1:${ports[0]}`;
     const path = batch ? '/v1/callbacks:batch' : '/v1/callbacks';
     const perCall = batch ? BATCH : 1;
     const payload = (first: number): unknown => (batch ? { callbacks: Array.from({ length: BATCH }, (_, k) => callbackFor(first + k)) } : callbackFor(first));
@@ -114,7 +128,7 @@ async function ingestRun(ctx: BenchContext, count: number, warmup: number, optio
       const headers = [`Authorization: Bearer ${TOKEN}`];
       load = async (offset, callbacks) => {
         const calls = Math.ceil(callbacks / perCall);
-        const result = await runLoad({ port, connections: batch ? BATCHES_AT_ONCE : CONCURRENCY, count: calls, expectStatus: 202, request: (i) => postRequest(host, path, headers, JSON.stringify(payload(offset + i * perCall))) });
+        const result = await runLoad({ ports, connections: batch ? BATCHES_AT_ONCE : CONCURRENCY, count: calls, expectStatus: 202, request: (i) => postRequest(host, path, headers, JSON.stringify(payload(offset + i * perCall))) });
         return { seconds: result.seconds, latencies: result.latencies, cpuUs: result.cpuUsPerRequest * calls };
       };
     } else {
@@ -129,14 +143,14 @@ async function ingestRun(ctx: BenchContext, count: number, warmup: number, optio
       load = (offset, callbacks) => drive(callbacks, perCall, batch ? BATCHES_AT_ONCE : CONCURRENCY, (first) => send(offset + first));
     }
     await load(0, warmup);
-    const cpuBefore = cpuSeconds(child.pid);
+    const cpuBefore = servers.map(({ child }) => cpuSeconds(child.pid));
     const broker = brokerCpu(ctx);
     const { seconds, latencies, cpuUs } = await load(warmup, count);
-    const cpu = cpuSeconds(child.pid);
+    const serverCpu = servers.map(({ child }, k) => perCallback(cpuBefore[k], cpuSeconds(child.pid), count));
     const brokerAfter = brokerCpu(ctx);
     let profile: IngestRun['profile'];
     if (profileDir) {
-      await child.stop();
+      await Promise.all(servers.map(({ child }) => child.stop()));
       const written = readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
       if (written) {
         const file = join(RESULTS_DIR, 'ingest.cpuprofile');
@@ -144,14 +158,15 @@ async function ingestRun(ctx: BenchContext, count: number, warmup: number, optio
         profile = { file, summary: summarizeProfile(file, 20, /ingest\/envelope\.[jt]s$/) };
       }
     }
-    const how = batch ? `POST /v1/callbacks:batch of ${BATCH}, ${BATCHES_AT_ONCE} at a time` : `POST /v1/callbacks, ${CONCURRENCY} keep-alive connections, 1 request each at a time`;
+    const what = options.server === 'floor' ? 'floor (bare node:http + publish())' : options.processes > 1 ? `ingest ×${options.processes}` : 'ingest';
+    const how = [batch ? `batches of ${BATCH}` : '', client === 'undici' ? 'undici Pool client' : '', profileDir ? '--cpu-prof' : ''].filter(Boolean).join(', ');
     return {
-      name: `ingest, ${how}, ${client === 'lean' ? 'lean client' : 'undici Pool client'}${profileDir ? ', --cpu-prof' : ''}`,
+      name: how ? `${what}, ${how}` : what,
       count,
       seconds,
       rate: count / seconds,
       latency: summarize(latencies),
-      ingestCpuUsPerCallback: perCallback(cpuBefore, cpu, count),
+      serverCpuUsPerCallback: serverCpu.some((cpu) => cpu === undefined) ? undefined : (serverCpu as number[]),
       benchCpuUsPerCallback: cpuUs / count,
       brokerCpuUsPerCallback: perCallback(broker, brokerAfter, count),
       ...(profile ? { profile } : {}),
@@ -160,14 +175,26 @@ async function ingestRun(ctx: BenchContext, count: number, warmup: number, optio
 }
 
 const median = (values: number[]): number => percentile(values, 50);
+const sum = (values: number[] | undefined): number | undefined => (values === undefined ? undefined : values.reduce((a, b) => a + b, 0));
+
+/** The rows run in every round, each compared with that round's library run. */
+const KINDS = ['ingest', 'floor', 'double'] as const;
+type Kind = (typeof KINDS)[number];
+const PLANS: Record<Kind, ServerRunOptions> = {
+  ingest: { server: 'ingest', processes: 1, batch: false, client: 'lean' },
+  floor: { server: 'floor', processes: 1, batch: false, client: 'lean' },
+  double: { server: 'ingest', processes: 2, batch: false, client: 'lean' },
+};
 
 /**
  * Accepted callbacks per second through the HTTP ingest (a separate process, as deployed) against
  * the library's publish() on the same machine and broker, and the accept latency: from sending the
- * request to its 202, which comes only after the broker's confirm. Every run first sends a warm-up
- * (untimed) on its own connections and prefix, so that neither side is measured while V8 compiles.
- * On a shared machine the rate of either side swings from one run to the next, so the library and
- * the single-POST ingest run in alternating pairs, and the ratio is the median of the pairs' ratios.
+ * request to its 202, which comes only after the broker's confirm. Two bounds run beside it: the
+ * floor (the cheapest HTTP ingest Node allows: node:http, JSON.parse, publish()) and two ingest
+ * processes sharing the connections. Every run first sends a warm-up (untimed) on its own
+ * connections and prefix, so that neither side is measured while V8 compiles. On a shared machine
+ * the rate of either side swings from one run to the next, so each round runs the library and then
+ * each HTTP row, and a row's ratio is the median of its rounds' ratios.
  */
 export const ingest: Scenario = {
   name: 'ingest',
@@ -178,52 +205,68 @@ export const ingest: Scenario = {
     const runs: IngestRun[] = [];
     const step = async (plan: () => Promise<IngestRun>): Promise<IngestRun> => {
       const done = await plan();
-      ctx.log(`ingest: ${done.name}: ${fmt(done.rate)}/s, p99 ${fmt(done.latency.p99, 1)} ms, ingest ${fmt(done.ingestCpuUsPerCallback)} µs, bench ${fmt(done.benchCpuUsPerCallback)} µs, broker ${fmt(done.brokerCpuUsPerCallback)} µs per callback`);
+      ctx.log(`ingest: ${done.name}: ${fmt(done.rate)}/s, p99 ${fmt(done.latency.p99, 1)} ms, server ${fmt(sum(done.serverCpuUsPerCallback))} µs, bench ${fmt(done.benchCpuUsPerCallback)} µs, broker ${fmt(done.brokerCpuUsPerCallback)} µs per callback`);
       runs.push(done);
       return done;
     };
-    const pairs: Array<{ library: IngestRun; single: IngestRun }> = [];
+    const played: Array<{ library: IngestRun } & Record<Kind, IngestRun>> = [];
     for (let round = 0; round < rounds; round += 1) {
       const library = await step(() => libraryRun(ctx, count, warmup));
-      const single = await step(() => ingestRun(ctx, count, warmup, { batch: false, client: 'lean' }));
-      pairs.push({ library, single });
+      const rows = {} as Record<Kind, IngestRun>;
+      for (const kind of KINDS) rows[kind] = await step(() => serverRun(ctx, count, warmup, PLANS[kind]));
+      played.push({ library, ...rows });
     }
-    const batch = await step(() => ingestRun(ctx, count, warmup, { batch: true, client: 'lean' }));
-    const undici = await step(() => ingestRun(ctx, count, warmup, { batch: false, client: 'undici' }));
-    if (ctx.options.profile) await step(() => ingestRun(ctx, count, warmup, { batch: false, client: 'lean', profile: true }));
-    const ratios = pairs.map(({ library, single }) => single.rate / library.rate);
-    const libraryRate = median(pairs.map(({ library }) => library.rate));
-    const single = pairs.map(({ single }) => single);
-    const cpu = (pick: (run: IngestRun) => number | undefined): number => median(single.map((run) => pick(run) ?? Number.NaN));
-    const [ingestCpu, clientCpu, brokerCpuUs] = [cpu((run) => run.ingestCpuUsPerCallback), cpu((run) => run.benchCpuUsPerCallback), cpu((run) => run.brokerCpuUsPerCallback)];
+    const batch = await step(() => serverRun(ctx, count, warmup, { ...PLANS.ingest, batch: true }));
+    const undici = await step(() => serverRun(ctx, count, warmup, { ...PLANS.ingest, client: 'undici' }));
+    if (ctx.options.profile) await step(() => serverRun(ctx, count, warmup, { ...PLANS.ingest, profile: true }));
+    const libraryRate = median(played.map(({ library }) => library.rate));
+    const ratioOf = (run: IngestRun): number => {
+      const round = played.find((each) => KINDS.some((kind) => each[kind] === run));
+      return run.rate / (round ? round.library.rate : libraryRate);
+    };
+    const medianOf = (kind: Kind | 'library', pick: (run: IngestRun) => number | undefined): number => median(played.map((round) => pick(round[kind]) ?? Number.NaN));
+    const ratios = Object.fromEntries(KINDS.map((kind) => [kind, played.map((round) => ratioOf(round[kind]))])) as Record<Kind, number[]>;
+    const machine = (kind: Kind | 'library'): number =>
+      medianOf(kind, (run) => (sum(run.serverCpuUsPerCallback) ?? 0) + run.benchCpuUsPerCallback + (run.brokerCpuUsPerCallback ?? Number.NaN));
     const tables: Table[] = [
       {
-        title: `Ingest: ${count} callbacks (~300 B body) after ${warmup} of warm-up, persistent, confirmed, quorum queues, ${ctx.broker.hasPlugin ? 'plugin' : 'queues'} mode`,
-        headers: ['run', 's', 'accepted/s', '× library', 'p50 ms', 'p99 ms', 'p99.9 ms', 'ingest CPU µs/callback', 'bench CPU µs/callback', 'broker CPU µs/callback'],
-        rows: runs.map((run) => {
-          const pair = pairs.find((each) => each.single === run);
-          const isLibrary = pairs.some((each) => each.library === run);
-          return [
-            run.name,
-            fmt(run.seconds, 1),
-            fmt(run.rate),
-            // A single POST run against the library run just before it; the others against the median library rate.
-            isLibrary ? 'ref' : fmt(run.rate / (pair ? pair.library.rate : libraryRate), 2),
-            fmt(run.latency.p50, 1),
-            fmt(run.latency.p99, 1),
-            fmt(run.latency.p999, 1),
-            fmt(run.ingestCpuUsPerCallback),
-            fmt(run.benchCpuUsPerCallback),
-            fmt(run.brokerCpuUsPerCallback),
-          ];
-        }),
+        title: `Ingest: ${count} callbacks (~300 B body) after ${warmup} of warm-up, persistent, confirmed, quorum queues, ${ctx.broker.hasPlugin ? 'plugin' : 'queues'} mode; ${rounds} rounds`,
+        headers: ['run', 's', 'accepted/s', '× library', 'p50 ms', 'p99 ms', 'p99.9 ms', 'server CPU µs/callback (per process)', 'bench CPU µs/callback', 'broker CPU µs/callback'],
+        rows: runs.map((run) => [
+          run.name,
+          fmt(run.seconds, 1),
+          fmt(run.rate),
+          // A row of a round against that round's library run; the others against the median library rate.
+          played.some((each) => each.library === run) ? 'ref' : fmt(ratioOf(run), 2),
+          fmt(run.latency.p50, 1),
+          fmt(run.latency.p99, 1),
+          fmt(run.latency.p999, 1),
+          run.serverCpuUsPerCallback ? run.serverCpuUsPerCallback.map((cpu) => fmt(cpu)).join(' + ') : 'n/a',
+          fmt(run.benchCpuUsPerCallback),
+          fmt(run.brokerCpuUsPerCallback),
+        ]),
+      },
+      {
+        title: 'Medians of the rounds: × library, and CPU per accepted callback of the whole machine (server processes + bench process + broker)',
+        headers: ['row', '× library (each round)', 'server µs', 'bench µs', 'broker µs', 'machine µs', 'library machine µs ÷ machine µs'],
+        rows: (['library', ...KINDS] as const).map((kind) => [
+          kind === 'library' ? played[0]!.library.name : played[0]![kind].name,
+          kind === 'library' ? 'ref' : `${fmt(median(ratios[kind]), 2)} (${ratios[kind].map((ratio) => fmt(ratio, 2)).join(', ')})`,
+          fmt(medianOf(kind, (run) => sum(run.serverCpuUsPerCallback))),
+          fmt(medianOf(kind, (run) => run.benchCpuUsPerCallback)),
+          fmt(medianOf(kind, (run) => run.brokerCpuUsPerCallback)),
+          fmt(machine(kind)),
+          kind === 'library' ? 'ref' : fmt(machine('library') / machine(kind), 2),
+        ]),
       },
     ];
     const profiled = runs.find((run) => run.profile)?.profile;
+    const floorRatio = median(ratios.floor);
     const notes = [
-      `Single POSTs reach ${fmt(median(ratios), 2)}× the library's rate (median of ${rounds} alternating pairs: ${ratios.map((ratio) => fmt(ratio, 2)).join(', ')}; goal ≥ 0.7×). Against the median library rate: batches ${fmt(batch.rate / libraryRate, 2)}×, single POSTs from undici's Pool ${fmt(undici.rate / libraryRate, 2)}×. Latency is per call: one publish(), one POST, or one batch POST of ${BATCH}.`,
-      `CPU per accepted single POST (medians): ingest ${fmt(ingestCpu)} µs + load generator ${fmt(clientCpu)} µs + broker ${fmt(brokerCpuUs)} µs. The ingest is one thread: alone it could accept at most ~${fmt(1e6 / ingestCpu)}/s; all three together need ${fmt(ingestCpu + clientCpu + brokerCpuUs)} µs, at most ~${fmt((cpus().length * 1e6) / (ingestCpu + clientCpu + brokerCpuUs))}/s on this machine's ${cpus().length} cores if nothing else ran.`,
-      'The load generator, the ingest and the broker share the machine; the library run has no HTTP hop and no second process. Bench CPU is the bench process: in the library run the publisher itself, in the ingest runs the HTTP client (the lean client: prepared request bytes, answers read by status line and Content-Length).',
+      `Single POSTs reach ${fmt(median(ratios.ingest), 2)}× the library's rate (goal ≥ 0.7×); the floor ${fmt(floorRatio, 2)}×, two ingest processes ${fmt(median(ratios.double), 2)}× (medians of ${rounds} rounds). Against the median library rate: batches ${fmt(batch.rate / libraryRate, 2)}×, single POSTs from undici's Pool ${fmt(undici.rate / libraryRate, 2)}×. Latency is per call: one publish(), one POST, or one batch POST of ${BATCH}.`,
+      `Single POSTs: ${CONCURRENCY} keep-alive connections, one request each at a time (no pipelining), from the lean client unless the row says otherwise; ingest ×2 splits them evenly between two ingest processes (server CPU: each process's CPU per callback of the run, so the sum is the cost of one callback). Floor: bench/scenarios/ingest-floor.ts, a bare node:http server (no framework, token or schema) that parses the JSON, calls the library's publish() and answers 202 after the confirm.`,
+      `When every core is busy, a row's rate is bounded by the machine's CPU per callback: the library needs ${fmt(machine('library'))} µs (publisher + broker), the ingest ${fmt(machine('ingest'))} µs, the floor ${fmt(machine('floor'))} µs (server + load generator + broker), so on ${cpus().length} cores the ratio is at most about their quotient (last column).${floorRatio < 0.7 ? ' The floor stays under 0.7× too: on this machine no HTTP layer in Node reaches the goal.' : ''}`,
+      'Bench CPU is the bench process: in the library run the publisher itself, in the other runs the HTTP client (the lean client: prepared request bytes, answers read by status line and Content-Length).',
     ];
     if (profiled) {
       const lines = (list: ProfileSummary['frames']): string[][] => list.map((line) => [line.name, fmt(line.ms), fmt(line.percent, 1)]);

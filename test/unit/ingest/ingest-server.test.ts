@@ -168,9 +168,12 @@ describe('probes, metrics, OpenAPI', () => {
     const { inject } = start();
     await inject({ method: 'POST', url: '/v1/callbacks', headers: auth, payload: { url: URL_, body: 1 } });
     await inject({ method: 'POST', url: '/v1/callbacks:batch', headers: {}, payload: {} });
+    await inject('/v1/nothing-here');
     const text = (await inject('/metrics')).body;
     expect(text).toContain('callback_relay_ingest_requests_total{route="/v1/callbacks",status="202"} 1');
     expect(text).toContain('callback_relay_ingest_requests_total{route="/v1/callbacks:batch",status="401"} 1');
+    expect(text).toContain('callback_relay_ingest_requests_total{route="unmatched",status="404"} 1');
+    expect(text).toContain('callback_relay_ingest_request_duration_seconds_count{route="/v1/callbacks"} 1');
     expect(text).toContain('callback_relay_ingest_accepted_total 1');
   });
 
