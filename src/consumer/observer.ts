@@ -4,25 +4,45 @@ import type { Decision } from '../policy/decide.js';
 import type { Lane } from './pipeline.js';
 import type { CopyFailure } from './publish-copy.js';
 
-/** One attempt, reported after its decision was carried out (so reports match what the broker holds). */
-export interface AttemptReport {
+/** The callback a report is about. */
+interface ReportedCallback {
   id: string;
   url: string;
   target: string;
   lane: Lane;
+  /** The attempt this report is about; for a callback parked unattempted, the attempts made before. */
   attempt: number;
+}
+
+/**
+ * An attempt made (`attempt`) or failed fast without a request while its target's circuit is open
+ * (`circuit-open`): both are counted attempts, decided by the retry policy.
+ */
+export interface TriedReport extends ReportedCallback {
+  kind: 'attempt' | 'circuit-open';
   outcome: DeliveryOutcome;
   decision: Decision;
   /** When the next attempt is due, for a retry. */
   nextAttemptAt: string | undefined;
 }
 
+/** A cancelled callback parked in P.dead as `canceled`: no attempt made, none spent. */
+export interface CanceledReport extends ReportedCallback {
+  kind: 'canceled';
+}
+
+/**
+ * What became of a callback at one step, reported after it was carried out (so reports match what
+ * the broker holds). Consumers branch on `kind`, never on an outcome's error text.
+ */
+export type AttemptReport = TriedReport | CanceledReport;
+
 /**
  * What the pipeline tells the outside world: metrics and outcome events listen here, so the
  * delivery steps stay free of either.
  */
 export interface PipelineObserver {
-  attempted(report: AttemptReport): void;
+  reported(report: AttemptReport): void;
   /** A message that could not be decoded was dead-lettered with reason `invalid`. */
   invalid(id: string, error: string): void;
   /** A settle publish was confirmed by the broker after `seconds`. */
@@ -36,7 +56,7 @@ export interface PipelineObserver {
 /** Fans every report out to several observers. */
 export function observeAll(observers: PipelineObserver[]): PipelineObserver {
   return {
-    attempted: (report) => observers.forEach((o) => o.attempted(report)),
+    reported: (report) => observers.forEach((o) => o.reported(report)),
     invalid: (id, error) => observers.forEach((o) => o.invalid(id, error)),
     confirmed: (kind, seconds) => observers.forEach((o) => o.confirmed(kind, seconds)),
     settleFallback: (kind, cause) => observers.forEach((o) => o.settleFallback(kind, cause)),

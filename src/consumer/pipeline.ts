@@ -17,7 +17,7 @@ import type { AttemptSpan, Tracing } from '../tracing/tracing.js';
 import { AttemptDeadline } from './attempt-deadline.js';
 import { decode, type Decoded, type Delivery } from './decode.js';
 import { deliver, type DeliverOptions } from './deliver.js';
-import type { AttemptReport, PipelineObserver } from './observer.js';
+import type { AttemptReport, PipelineObserver, TriedReport } from './observer.js';
 import { settle, type AttemptRecord, type SettleContext, type SettleFallback, type StoreEvent } from './settle.js';
 
 /** The queue a message was consumed from: a work lane's index, or `slow` (the drained slow lane). */
@@ -67,6 +67,7 @@ export interface Job {
 /** Step 3 → 4: what an attempt (or a fail-fast) gave. */
 interface Attempted {
   job: Job;
+  kind: TriedReport['kind'];
   outcome: DeliveryOutcome;
   startedAt: number;
   span: AttemptSpan | undefined;
@@ -175,11 +176,11 @@ export function createPipeline(context: PipelineContext) {
   async function parkCanceled({ message, channel, lane, delivery, target, bucket }: Job): Promise<void> {
     const decision = { kind: 'dead', reason: 'canceled', why: 'canceled by a cancel marker' } as const;
     const attempts = delivery.attempt - 1;
-    const report: AttemptReport = { id: delivery.id, url: delivery.callback.url, target, lane, attempt: attempts, outcome: { error: 'canceled', durationMs: 0 }, decision, nextAttemptAt: undefined };
+    const report: AttemptReport = { kind: 'canceled', id: delivery.id, url: delivery.callback.url, target, lane, attempt: attempts };
     const record: AttemptRecord = { id: delivery.id, attempts, firstAttemptAt: delivery.firstAttemptAt, lastAttemptAt: undefined, lastStatus: undefined, lastError: undefined, policy: delivery.policy };
     if (!(await settle(decision, record, settleContext(channel, message, bucket, context.durableEvents?.forAttempt(channel, report))))) return;
     logger.info({ id: delivery.id, target, reason: 'canceled', attempts }, 'callback dead-lettered');
-    observer.attempted(report);
+    observer.reported(report);
   }
 
   /** A paused target's callback waits in P.paused, its attempt count unchanged (src/control/). */
@@ -217,7 +218,7 @@ export function createPipeline(context: PipelineContext) {
       // deliver never throws; the catch is a guarantee, not a path.
       outcome = await deliver(delivery, context.deliver, deadline, span?.context).catch((error: unknown) => ({ error: String(error), durationMs: clock() - startedAt }));
       overdue = deadline.finish();
-      return { job, outcome, startedAt, span };
+      return { job, kind: 'attempt', outcome, startedAt, span };
     } finally {
       // The slot is freed whatever happened; a throw above sends the message back to its queue (pump).
       apply(scheduler.complete(target, kind, outcome, clock(), overdue));
@@ -227,21 +228,21 @@ export function createPipeline(context: PipelineContext) {
 
   /** Step 3 for a target whose circuit is open: an attempt counted and recorded, no request made. */
   function failFast(job: Job): Promise<void> {
-    return conclude({ job, outcome: { error: CIRCUIT_OPEN, durationMs: 0 }, startedAt: clock(), span: context.tracing?.startAttempt(job.delivery) });
+    return conclude({ job, kind: 'circuit-open', outcome: { error: CIRCUIT_OPEN, durationMs: 0 }, startedAt: clock(), span: context.tracing?.startAttempt(job.delivery) });
   }
 
   /** Steps 4 and 5: decide what the outcome means, and settle it on the message's channel. */
-  async function conclude({ job, outcome, startedAt, span }: Attempted): Promise<void> {
+  async function conclude({ job, kind, outcome, startedAt, span }: Attempted): Promise<void> {
     const { delivery, target, lane, finish } = job;
     let settling = false;
     try {
       const { decision, record } = verdictOf(delivery, outcome, startedAt, context.retry, clock(), context.random);
-      span?.end(outcome, decision, outcome.error === CIRCUIT_OPEN);
       if (logger.isLevelEnabled('debug')) {
         logger.debug({ id: delivery.id, target, lane, attempt: delivery.attempt, status: outcome.status, error: outcome.error, ms: outcome.durationMs, decision: decision.kind }, 'attempt');
       }
       const nextAttemptAt = decision.kind === 'retry' ? new Date(clock() + decision.delayMs).toISOString() : undefined;
-      const report: AttemptReport = { id: delivery.id, url: delivery.callback.url, target, lane, attempt: delivery.attempt, outcome, decision, nextAttemptAt };
+      const report: TriedReport = { kind, id: delivery.id, url: delivery.callback.url, target, lane, attempt: delivery.attempt, outcome, decision, nextAttemptAt };
+      span?.end(report);
       const storeEvent = context.durableEvents?.forAttempt(job.channel, report);
       settling = true;
       // false: no copy could be stored and the original went to P.dead by rejection (logged in onFallback).
@@ -249,7 +250,7 @@ export function createPipeline(context: PipelineContext) {
       if (decision.kind === 'dead') {
         logger.info({ id: delivery.id, target, reason: decision.reason, attempts: record.attempts, status: record.lastStatus, error: record.lastError }, 'callback dead-lettered');
       }
-      observer.attempted(report);
+      observer.reported(report);
       if (context.autoPause?.record(delivery.url.origin, decision.kind === 'ack', clock())) {
         logger.warn({ origin: delivery.url.origin }, 'target paused: every attempt failed for AUTO_PAUSE_AFTER; resume it with callback-relay target resume');
         context.control?.pauseTarget?.(delivery.url.origin);

@@ -78,7 +78,7 @@ export function createOutcomeEvents(exchange: string, clock: () => number, worke
       // only after a reconnect: the previous events channel may still be open.
       if (previous && previous !== next) void Promise.resolve().then(() => previous.close()).catch(() => {});
     },
-    attempted: (report: AttemptReport) => emit(outcomeEventOf(report, worker, at())),
+    reported: (report: AttemptReport) => emit(outcomeEventOf(report, worker, at())),
     invalid: (id: string, error: string) => emit(invalidEvent(id, error, worker, at())),
     confirmed: none,
     settleFallback: none,
@@ -87,15 +87,19 @@ export function createOutcomeEvents(exchange: string, clock: () => number, worke
   };
 }
 
-/** The event of an attempt whose decision was carried out. */
+/** The event of a report: an attempt's (or a fail-fast's) decision carried out, or a callback parked canceled. */
 export function outcomeEventOf(report: AttemptReport, worker: string, at: string): OutcomeEvent {
+  const { id, url, attempt } = report;
+  if (report.kind === 'canceled') {
+    return { type: 'canceled', id, url, attempt, status: undefined, error: 'canceled', nextAttemptAt: undefined, reason: 'canceled', durationMs: 0, worker, at };
+  }
   const { decision, outcome } = report;
-  const type: OutcomeType = decision.kind === 'ack' ? 'delivered' : decision.kind === 'retry' ? 'retry-scheduled' : decision.reason === 'canceled' ? 'canceled' : 'dead';
+  const type: OutcomeType = decision.kind === 'ack' ? 'delivered' : decision.kind === 'retry' ? 'retry-scheduled' : 'dead';
   return {
     type,
-    id: report.id,
-    url: report.url,
-    attempt: report.attempt,
+    id,
+    url,
+    attempt,
     status: outcome.status,
     error: decision.kind === 'ack' ? undefined : (outcome.error ?? decision.why),
     nextAttemptAt: report.nextAttemptAt,
