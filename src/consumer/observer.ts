@@ -31,11 +31,18 @@ export interface CanceledReport extends ReportedCallback {
   kind: 'canceled';
 }
 
+/** A message that is not a valid callback, parked in P.dead as `invalid`. */
+export interface InvalidReport {
+  kind: 'invalid';
+  id: string;
+  error: string;
+}
+
 /**
- * What became of a callback at one step, reported after it was carried out (so reports match what
+ * What became of a message at one step, reported after it was carried out (so reports match what
  * the broker holds). Consumers branch on `kind`, never on an outcome's error text.
  */
-export type AttemptReport = TriedReport | CanceledReport;
+export type AttemptReport = TriedReport | CanceledReport | InvalidReport;
 
 /**
  * What the pipeline tells the outside world: metrics and outcome events listen here, so the
@@ -43,8 +50,6 @@ export type AttemptReport = TriedReport | CanceledReport;
  */
 export interface PipelineObserver {
   reported(report: AttemptReport): void;
-  /** A message that could not be decoded was dead-lettered with reason `invalid`. */
-  invalid(id: string, error: string): void;
   /** A settle publish was confirmed by the broker after `seconds`. */
   confirmed(kind: 'retry' | 'dead', seconds: number): void;
   /** A settle copy could not be stored (`cause`), so the original was rejected for the broker to dead-letter. */
@@ -57,7 +62,6 @@ export interface PipelineObserver {
 export function observeAll(observers: PipelineObserver[]): PipelineObserver {
   return {
     reported: (report) => observers.forEach((o) => o.reported(report)),
-    invalid: (id, error) => observers.forEach((o) => o.invalid(id, error)),
     confirmed: (kind, seconds) => observers.forEach((o) => o.confirmed(kind, seconds)),
     settleFallback: (kind, cause) => observers.forEach((o) => o.settleFallback(kind, cause)),
     transition: (transition) => observers.forEach((o) => o.transition(transition)),

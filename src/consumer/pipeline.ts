@@ -166,21 +166,16 @@ export function createPipeline(context: PipelineContext) {
   /** A message that is not a valid callback: parked in P.dead as `invalid`, and the worker carries on. */
   async function parkInvalid({ id, attempt, error }: Extract<Decoded, { ok: false }>, message: ConsumeMessage, channel: ConfirmChannel): Promise<void> {
     const record: AttemptRecord = { id, attempts: attempt - 1, firstAttemptAt: undefined, lastAttemptAt: undefined, lastStatus: undefined, lastError: error };
-    const storeEvent = context.durableEvents?.forInvalid(channel, id, error);
-    if (!(await settle({ kind: 'dead', reason: 'invalid', why: error }, record, settleContext(channel, message, 0, storeEvent)))) return;
-    logger.info({ id, reason: 'invalid', error }, 'callback dead-lettered');
-    observer.invalid(id, error);
+    await settleAndReport({ message, channel, bucket: 0 }, { kind: 'dead', reason: 'invalid', why: error }, record, { kind: 'invalid', id, error });
   }
 
   /** A cancelled callback is parked in P.dead as `canceled` without an attempt; its event says `canceled`. */
-  async function parkCanceled({ message, channel, lane, delivery, target, bucket }: Job): Promise<void> {
-    const decision = { kind: 'dead', reason: 'canceled', why: 'canceled by a cancel marker' } as const;
+  async function parkCanceled(job: Job): Promise<void> {
+    const { lane, delivery, target } = job;
     const attempts = delivery.attempt - 1;
-    const report: AttemptReport = { kind: 'canceled', id: delivery.id, url: delivery.callback.url, target, lane, attempt: attempts };
     const record: AttemptRecord = { id: delivery.id, attempts, firstAttemptAt: delivery.firstAttemptAt, lastAttemptAt: undefined, lastStatus: undefined, lastError: undefined, policy: delivery.policy };
-    if (!(await settle(decision, record, settleContext(channel, message, bucket, context.durableEvents?.forAttempt(channel, report))))) return;
-    logger.info({ id: delivery.id, target, reason: 'canceled', attempts }, 'callback dead-lettered');
-    observer.reported(report);
+    const report: AttemptReport = { kind: 'canceled', id: delivery.id, url: delivery.callback.url, target, lane, attempt: attempts };
+    await settleAndReport(job, { kind: 'dead', reason: 'canceled', why: 'canceled by a cancel marker' }, record, report);
   }
 
   /** A paused target's callback waits in P.paused, its attempt count unchanged (src/control/). */
@@ -243,14 +238,8 @@ export function createPipeline(context: PipelineContext) {
       const nextAttemptAt = decision.kind === 'retry' ? new Date(clock() + decision.delayMs).toISOString() : undefined;
       const report: TriedReport = { kind, id: delivery.id, url: delivery.callback.url, target, lane, attempt: delivery.attempt, outcome, decision, nextAttemptAt };
       span?.end(report);
-      const storeEvent = context.durableEvents?.forAttempt(job.channel, report);
       settling = true;
-      // false: no copy could be stored and the original went to P.dead by rejection (logged in onFallback).
-      if (!(await settle(decision, record, settleContext(job.channel, job.message, job.bucket, storeEvent)))) return finish();
-      if (decision.kind === 'dead') {
-        logger.info({ id: delivery.id, target, reason: decision.reason, attempts: record.attempts, status: record.lastStatus, error: record.lastError }, 'callback dead-lettered');
-      }
-      observer.reported(report);
+      if (!(await settleAndReport(job, decision, record, report))) return finish();
       if (context.autoPause?.record(delivery.url.origin, decision.kind === 'ack', clock())) {
         logger.warn({ origin: delivery.url.origin }, 'target paused: every attempt failed for AUTO_PAUSE_AFTER; resume it with callback-relay target resume');
         context.control?.pauseTarget?.(delivery.url.origin);
@@ -261,6 +250,23 @@ export function createPipeline(context: PipelineContext) {
       if (settling) finish(error);
       else requeue(job, error);
     }
+  }
+
+  /**
+   * Step 5 for every path: carry out the settlement on the message's channel (with EVENTS=durable,
+   * its event stored as settle orders it), then log a dead letter and report. False when no copy
+   * could be stored and the original was rejected to P.dead instead (logged in onFallback): nothing
+   * is reported then. Throws when the channel is gone.
+   */
+  async function settleAndReport({ channel, message, bucket }: Pick<Job, 'message' | 'channel' | 'bucket'>, settlement: Decision, record: AttemptRecord, report: AttemptReport): Promise<boolean> {
+    const storeEvent = context.durableEvents?.forReport(channel, report);
+    if (!(await settle(settlement, record, settleContext(channel, message, bucket, storeEvent)))) return false;
+    if (settlement.kind === 'dead') {
+      const target = report.kind === 'invalid' ? undefined : report.target;
+      logger.info({ id: record.id, target, reason: settlement.reason, attempts: record.attempts, status: record.lastStatus, error: record.lastError }, 'callback dead-lettered');
+    }
+    observer.reported(report);
+    return true;
   }
 
   /** Step 5's context: the message, its channel and route, and where settle reports. */

@@ -79,7 +79,6 @@ export function createOutcomeEvents(exchange: string, clock: () => number, worke
       if (previous && previous !== next) void Promise.resolve().then(() => previous.close()).catch(() => {});
     },
     reported: (report: AttemptReport) => emit(outcomeEventOf(report, worker, at())),
-    invalid: (id: string, error: string) => emit(invalidEvent(id, error, worker, at())),
     confirmed: none,
     settleFallback: none,
     transition: none,
@@ -87,8 +86,9 @@ export function createOutcomeEvents(exchange: string, clock: () => number, worke
   };
 }
 
-/** The event of a report: an attempt's (or a fail-fast's) decision carried out, or a callback parked canceled. */
+/** The event of a report: an attempt's (or a fail-fast's) decision carried out, or a message parked unattempted. */
 export function outcomeEventOf(report: AttemptReport, worker: string, at: string): OutcomeEvent {
+  if (report.kind === 'invalid') return invalidEvent(report.id, report.error, worker, at);
   const { id, url, attempt } = report;
   if (report.kind === 'canceled') {
     return { type: 'canceled', id, url, attempt, status: undefined, error: 'canceled', nextAttemptAt: undefined, reason: 'canceled', durationMs: 0, worker, at };

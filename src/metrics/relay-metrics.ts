@@ -69,8 +69,8 @@ export function createRelayMetrics(health: () => HealthSource | undefined): { re
 
   const observer: PipelineObserver = {
     reported(report: AttemptReport) {
-      // A canceled callback is parked without an attempt: only its outcome counts.
-      if (report.kind === 'canceled') return void outcomes.inc({ outcome: 'dead', reason: 'canceled' });
+      // A canceled callback or an invalid message is parked without an attempt: only its outcome counts.
+      if (report.kind === 'canceled' || report.kind === 'invalid') return void outcomes.inc({ outcome: 'dead', reason: report.kind });
       if (report.kind === 'circuit-open') {
         attempts.inc({ lane: report.lane, result: 'circuit-open' });
       } else {
@@ -82,7 +82,6 @@ export function createRelayMetrics(health: () => HealthSource | undefined): { re
       else if (decision.kind === 'retry') outcomes.inc({ outcome: 'retried', reason: '' });
       else outcomes.inc({ outcome: 'dead', reason: decision.reason });
     },
-    invalid: () => outcomes.inc({ outcome: 'dead', reason: 'invalid' }),
     confirmed: (kind, seconds) => confirm.observe({ kind }, seconds),
     settleFallback: (kind, cause) => fallbacks.inc({ kind, cause }),
     transition: (transition) => transitions.inc({ to: transition.to }),

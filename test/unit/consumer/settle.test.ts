@@ -70,7 +70,7 @@ function run(confirms: Confirm[], options: Options = {}) {
   const settlement = options.settlement ?? { kind: 'retry', delayMs: 1_000, attempt: 2, why: 'HTTP 503' };
   if (options.durable) {
     const report = { kind: 'attempt' as const, id: 'c1', url: 'https://a.example/h', target: 'https://a.example', lane: '0', attempt: 1, outcome: { status: 503, durationMs: 12 }, decision: settlement, nextAttemptAt: undefined };
-    context.storeEvent = createDurableEvents('p.events', () => 0, 50, 'w/1').forAttempt(context.channel, report);
+    context.storeEvent = createDurableEvents('p.events', () => 0, 50, 'w/1').forReport(context.channel, report);
   }
   const settled = settle(settlement, record, context);
   return { channel, fallbacks, redeclared: () => redeclared, settled, lostEvents };

@@ -51,5 +51,6 @@ describe('relay metrics: report kinds', () => {
     const canceled: AttemptReport = { kind: 'canceled', id: 'c1', url: 'https://example.com/hook', target: 'https://example.com', lane: '0', attempt: 2 };
     expect(await results([canceled])).toEqual({});
     expect(await counted([canceled], 'callback_relay_callbacks_total', 'reason')).toEqual({ canceled: 1 });
+    expect(await counted([{ kind: 'invalid', id: 'x', error: 'not JSON' }], 'callback_relay_callbacks_total', 'reason')).toEqual({ invalid: 1 });
   });
 });
