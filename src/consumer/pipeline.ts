@@ -1,7 +1,6 @@
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { AutoPause } from '../control/auto-pause.js';
 import type { ControlView } from '../control/control-state.js';
-import { moveTo } from '../control/move-held.js';
 import type { DurableEvents } from '../events/durable-events.js';
 import type { HealthState } from '../isolation/health.js';
 import { CIRCUIT_OPEN, targetOf, type AttemptKind, type Effects, type Scheduler, type TargetKey } from '../isolation/target-isolation.js';
@@ -18,7 +17,7 @@ import { AttemptDeadline } from './attempt-deadline.js';
 import { decode, type Decoded, type Delivery } from './decode.js';
 import { deliver, type DeliverOptions } from './deliver.js';
 import type { AttemptReport, PipelineObserver, TriedReport } from './observer.js';
-import { settle, type AttemptRecord, type SettleContext, type SettleFallback, type StoreEvent } from './settle.js';
+import { settle, type AttemptRecord, type Settlement, type SettleContext, type SettleFallback, type StoreEvent } from './settle.js';
 
 /** The queue a message was consumed from: a work lane's index, or `slow` (the drained slow lane). */
 export type Lane = string;
@@ -179,8 +178,8 @@ export function createPipeline(context: PipelineContext) {
   }
 
   /** A paused target's callback waits in P.paused, its attempt count unchanged (src/control/). */
-  function hold({ channel, message, delivery }: Job): Promise<void> {
-    return moveTo(channel, message, names.pausedQueue, delivery.id, context.settle.confirmTimeoutMs ?? 10_000, context.settle.redeclare);
+  async function hold({ channel, message, bucket, delivery }: Job): Promise<void> {
+    await settle({ kind: 'hold', queue: names.pausedQueue }, { id: delivery.id }, settleContext(channel, message, bucket));
   }
 
   /** Starts attempts while there are free slots and waiting jobs. */
@@ -258,7 +257,7 @@ export function createPipeline(context: PipelineContext) {
    * could be stored and the original was rejected to P.dead instead (logged in onFallback): nothing
    * is reported then. Throws when the channel is gone.
    */
-  async function settleAndReport({ channel, message, bucket }: Pick<Job, 'message' | 'channel' | 'bucket'>, settlement: Decision, record: AttemptRecord, report: AttemptReport): Promise<boolean> {
+  async function settleAndReport({ channel, message, bucket }: Pick<Job, 'message' | 'channel' | 'bucket'>, settlement: Settlement, record: AttemptRecord, report: AttemptReport): Promise<boolean> {
     const storeEvent = context.durableEvents?.forReport(channel, report);
     if (!(await settle(settlement, record, settleContext(channel, message, bucket, storeEvent)))) return false;
     if (settlement.kind === 'dead') {
@@ -279,6 +278,7 @@ export function createPipeline(context: PipelineContext) {
   }
 
   function onFallback({ id, kind, cause, error }: SettleFallback): void {
+    if (kind === 'hold') return void logger.warn({ id, cause, err: error.message }, 'could not hold a paused target\'s callback: it goes back to its queue in a second');
     logger.error({ id, kind, cause, err: error.message }, 'could not store a copy: the message was rejected, for the broker to dead-letter to P.dead');
     observer.settleFallback(kind, cause);
   }

@@ -141,6 +141,26 @@ describeEachMode('pause a target', (mode) => {
     expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
     expect((await cli(relay, ['target', 'list'])).stdout).toContain('no target is paused');
   });
+
+  it('P.paused deleted under a running worker: the hold declares the topology again and holds the callback, delivered after resume', async () => {
+    const receiver = await open.receiver(() => ({ status: 200 }));
+    const relay = await open.relay({ DELAY_MODE: mode });
+    await relay.startWorker();
+    expect((await cli(relay, ['target', 'pause', receiver.origin])).code).toBe(0);
+    await sleep(500);
+    await relay.channel.deleteQueue(relay.names.pausedQueue);
+
+    const { id } = await relay.publisher.publish({ url: `${receiver.origin}/hook`, body: { n: 1 } });
+    await sleep(3_000);
+    expect(receiver.requests).toHaveLength(0);
+    expect(await relay.messageCount(relay.names.pausedQueue)).toBe(1);
+    expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
+
+    expect((await cli(relay, ['target', 'resume', receiver.origin])).code).toBe(0);
+    await receiver.waitFor((r) => r.length === 1, 40_000);
+    expect(receiver.requests[0]!.headers['webhook-id']).toBe(id);
+    expect(receiver.requests[0]!.headers['x-callback-attempt'] ?? '1').toBe('1');
+  });
 });
 
 it('AUTO_PAUSE_AFTER pauses a target whose every attempt failed for that long: its callback waits unattempted until resumed', async () => {
