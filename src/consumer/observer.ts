@@ -10,7 +10,7 @@ interface ReportedCallback {
   url: string;
   target: string;
   lane: Lane;
-  /** The attempt this report is about; for a callback parked unattempted, the attempts made before. */
+  /** The attempt this report is about; for a callback parked or held unattempted, the attempts made before. */
   attempt: number;
 }
 
@@ -31,6 +31,11 @@ export interface CanceledReport extends ReportedCallback {
   kind: 'canceled';
 }
 
+/** A paused target's callback held in P.paused when a worker first meets it: no attempt made, none spent. */
+export interface HeldReport extends ReportedCallback {
+  kind: 'held';
+}
+
 /** A message that is not a valid callback, parked in P.dead as `invalid`. */
 export interface InvalidReport {
   kind: 'invalid';
@@ -42,7 +47,7 @@ export interface InvalidReport {
  * What became of a message at one step, reported after it was carried out (so reports match what
  * the broker holds). Consumers branch on `kind`, never on an outcome's error text.
  */
-export type AttemptReport = TriedReport | CanceledReport | InvalidReport;
+export type AttemptReport = TriedReport | CanceledReport | HeldReport | InvalidReport;
 
 /**
  * What the pipeline tells the outside world: metrics and outcome events listen here, so the

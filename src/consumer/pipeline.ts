@@ -170,16 +170,23 @@ export function createPipeline(context: PipelineContext) {
 
   /** A cancelled callback is parked in P.dead as `canceled` without an attempt; its event says `canceled`. */
   async function parkCanceled(job: Job): Promise<void> {
-    const { lane, delivery, target } = job;
-    const attempts = delivery.attempt - 1;
-    const record: AttemptRecord = { id: delivery.id, attempts, firstAttemptAt: delivery.firstAttemptAt, lastAttemptAt: undefined, lastStatus: undefined, lastError: undefined, policy: delivery.policy };
-    const report: AttemptReport = { kind: 'canceled', id: delivery.id, url: delivery.callback.url, target, lane, attempt: attempts };
-    await settleAndReport(job, { kind: 'dead', reason: 'canceled', why: 'canceled by a cancel marker' }, record, report);
+    await settleAndReport(job, { kind: 'dead', reason: 'canceled', why: 'canceled by a cancel marker' }, ...unattempted(job, 'canceled'));
   }
 
-  /** A paused target's callback waits in P.paused, its attempt count unchanged (src/control/). */
-  async function hold({ channel, message, bucket, delivery }: Job): Promise<void> {
-    await settle({ kind: 'hold', queue: names.pausedQueue }, { id: delivery.id }, settleContext(channel, message, bucket));
+  /**
+   * A paused target's callback waits in P.paused, its attempt count unchanged (src/control/). Its
+   * `paused` event is for this first hold only: the recirculation through P.paused.check (control
+   * reader) moves it without one.
+   */
+  async function hold(job: Job): Promise<void> {
+    await settleAndReport(job, { kind: 'hold', queue: names.pausedQueue }, ...unattempted(job, 'held'));
+  }
+
+  /** The record and report of a callback parked or held before an attempt: the attempts made before count. */
+  function unattempted({ lane, delivery, target }: Job, kind: 'canceled' | 'held'): [AttemptRecord, AttemptReport] {
+    const attempts = delivery.attempt - 1;
+    const record: AttemptRecord = { id: delivery.id, attempts, firstAttemptAt: delivery.firstAttemptAt, lastAttemptAt: undefined, lastStatus: undefined, lastError: undefined, policy: delivery.policy };
+    return [record, { kind, id: delivery.id, url: delivery.callback.url, target, lane, attempt: attempts }];
   }
 
   /** Starts attempts while there are free slots and waiting jobs. */

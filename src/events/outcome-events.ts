@@ -8,14 +8,14 @@ import { UnroutedPause } from './unrouted-pause.js';
 const UNROUTED_PAUSE_MS = 1_000;
 
 /** Routing keys of outcome events on the topic exchange P.events. */
-export type OutcomeType = 'delivered' | 'retry-scheduled' | 'dead' | 'canceled';
+export type OutcomeType = 'delivered' | 'retry-scheduled' | 'dead' | 'canceled' | 'paused';
 
 /** The JSON body of an outcome event. The callback's payload is never included. */
 export interface OutcomeEvent {
   type: OutcomeType;
   id: string;
   url: string;
-  /** The attempt that produced this outcome (0 for an invalid message). */
+  /** The attempt that produced this outcome; for `canceled` and `paused`, the attempts made before (0 for an invalid message). */
   attempt: number;
   status: number | undefined;
   error: string | undefined;
@@ -86,10 +86,13 @@ export function createOutcomeEvents(exchange: string, clock: () => number, worke
   };
 }
 
-/** The event of a report: an attempt's (or a fail-fast's) decision carried out, or a message parked unattempted. */
+/** The event of a report: an attempt's (or a fail-fast's) decision carried out, or a message parked or held unattempted. */
 export function outcomeEventOf(report: AttemptReport, worker: string, at: string): OutcomeEvent {
   if (report.kind === 'invalid') return invalidEvent(report.id, report.error, worker, at);
   const { id, url, attempt } = report;
+  if (report.kind === 'held') {
+    return { type: 'paused', id, url, attempt, status: undefined, error: undefined, nextAttemptAt: undefined, reason: undefined, durationMs: undefined, worker, at };
+  }
   if (report.kind === 'canceled') {
     return { type: 'canceled', id, url, attempt, status: undefined, error: 'canceled', nextAttemptAt: undefined, reason: 'canceled', durationMs: 0, worker, at };
   }

@@ -69,6 +69,8 @@ export function createRelayMetrics(health: () => HealthSource | undefined): { re
 
   const observer: PipelineObserver = {
     reported(report: AttemptReport) {
+      // A hold settles nothing: the callback is counted when it is attempted after the resume.
+      if (report.kind === 'held') return;
       // A canceled callback or an invalid message is parked without an attempt: only its outcome counts.
       if (report.kind === 'canceled' || report.kind === 'invalid') return void outcomes.inc({ outcome: 'dead', reason: report.kind });
       if (report.kind === 'circuit-open') {

@@ -162,7 +162,7 @@ describe('settle', () => {
 });
 
 describe('settle: a hold', () => {
-  function hold(confirms: Confirm[], headers: Record<string, unknown> = {}) {
+  function hold(confirms: Confirm[], headers: Record<string, unknown> = {}, durable = false) {
     const channel = new StandInChannel(confirms);
     const fallbacks: SettleFallback[] = [];
     const confirmed: string[] = [];
@@ -175,6 +175,10 @@ describe('settle: a hold', () => {
       onFallback: (fallback) => fallbacks.push(fallback),
       onConfirm: (kind) => confirmed.push(kind),
     };
+    if (durable) {
+      const report = { kind: 'held' as const, id: 'c1', url: 'https://a.example/h', target: 'https://a.example', lane: '0', attempt: 0 };
+      context.storeEvent = createDurableEvents('p.events', () => 0, 50, 'w/1').forReport(context.channel, report);
+    }
     const settled = settle({ kind: 'hold', queue: 'p.paused' }, { id: 'c1' }, context);
     return { channel, fallbacks, confirmed, redeclared: () => redeclared, settled };
   }
@@ -198,6 +202,16 @@ describe('settle: a hold', () => {
     expect(redeclared()).toBe(1);
     expect(channel.log).toEqual(['publish ', 'publish ', 'requeue']);
     expect(fallbacks).toMatchObject([{ id: 'c1', kind: 'hold', cause: 'returned' }]);
+  });
+
+  it('EVENTS=durable: its paused event is confirmed before the copy; one not stored sends it back before any copy exists', async () => {
+    const held = hold(['ack', 'ack'], {}, true);
+    expect(await held.settled).toBe(true);
+    expect(held.channel.log).toEqual(['publish p.events', 'publish ', 'ack']);
+    expect(held.channel.bodies[0]).toMatchObject({ type: 'paused', id: 'c1', attempt: 0 });
+    const lost = hold(['nack', 'nack'], {}, true);
+    await expect(lost.settled).rejects.toMatchObject({ code: 'CR_ERR_EVENT_NOT_STORED' });
+    expect(lost.channel.log).toEqual(['publish p.events', 'publish p.events', 'requeue']);
   });
 
   it('a channel that closed: throws, leaving the original to the broker', async () => {

@@ -31,6 +31,12 @@ describe('outcomeEventOf', () => {
     });
   });
 
+  it('a held callback: a paused event with the attempts made before, nothing else to tell', () => {
+    expect(outcomeEventOf({ ...callback, kind: 'held', attempt: 1 }, 'w/1', 'T')).toEqual({
+      type: 'paused', id: 'c1', url: 'https://a.example/h', attempt: 1, status: undefined, error: undefined, nextAttemptAt: undefined, reason: undefined, durationMs: undefined, worker: 'w/1', at: 'T',
+    });
+  });
+
   it('an invalid message: a dead event with reason invalid, attempt 0', () => {
     expect(outcomeEventOf({ kind: 'invalid', id: 'x', error: 'not JSON' }, 'w/1', 'T')).toMatchObject({ type: 'dead', id: 'x', url: '', attempt: 0, reason: 'invalid', error: 'not JSON' });
   });

@@ -53,4 +53,10 @@ describe('relay metrics: report kinds', () => {
     expect(await counted([canceled], 'callback_relay_callbacks_total', 'reason')).toEqual({ canceled: 1 });
     expect(await counted([{ kind: 'invalid', id: 'x', error: 'not JSON' }], 'callback_relay_callbacks_total', 'reason')).toEqual({ invalid: 1 });
   });
+
+  it('a held callback counts nothing: it is counted when attempted after the resume', async () => {
+    const held: AttemptReport = { kind: 'held', id: 'c1', url: 'https://example.com/hook', target: 'https://example.com', lane: '0', attempt: 0 };
+    expect(await results([held])).toEqual({});
+    expect(await counted([held], 'callback_relay_callbacks_total', 'outcome')).toEqual({});
+  });
 });
