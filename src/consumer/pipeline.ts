@@ -98,7 +98,9 @@ export function verdictOf(delivery: Delivery, outcome: DeliveryOutcome, startedA
 }
 
 /**
- * The per-message path, top to bottom: decode → admit → deliver → decide → settle.
+ * The per-message path, top to bottom: prepare (decode → admit) → attempt → conclude (decide →
+ * settleAndReport). Every path ends in settleAndReport: an attempt's decision, and the parks and
+ * holds of messages never attempted (invalid, canceled, paused target).
  *
  * `handle` decodes a message (1) and admits it (2): a cancelled callback is parked and a paused
  * target's held; any other goes to the scheduler, which starts attempts while the worker has free

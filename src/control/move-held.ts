@@ -5,9 +5,10 @@ import type { TopologyNames } from '../topology/topology-names.js';
 
 /**
  * Moves a consumed message to `queue` as settle holds a paused target's callback (consumer/settle.ts):
- * a confirmed copy with the callback's headers, attempt count included, then the ack; a copy that
- * cannot be stored sends it back to its own queue a second later (`redeclare`, when given, is asked
- * to declare the topology again first). Either way it is always in a queue, or unacked on this channel.
+ * a confirmed copy with the callback's headers, attempt count included, then the ack. A returned or
+ * nacked copy is published once more (after `redeclare`, when given); one that still cannot be stored
+ * sends the message back to its own queue a second later. Either way it is always in a queue, or
+ * unacked on this channel.
  */
 export async function moveTo(channel: ConfirmChannel, message: ConsumeMessage, queue: string, id: string, timeoutMs: number, redeclare?: () => Promise<void>): Promise<void> {
   try {
