@@ -193,7 +193,7 @@ export const configSchema = {
     env: 'AUTO_PAUSE_AFTER',
   },
   events: {
-    doc: 'Outcome events (`delivered`, `retry-scheduled`, `dead`, `canceled`) on the topic exchange P.events: `on` best effort, `durable` persistent and confirmed before the callback is acked, `off` none.',
+    doc: 'Outcome events (`delivered`, `retry-scheduled`, `dead`, `canceled`, `paused`) on the topic exchange P.events: `on` best effort, `durable` persistent and confirmed before the callback is acked, `off` none.',
     format: ['on', 'durable', 'off'],
     default: 'on',
     env: 'EVENTS',

@@ -4,27 +4,57 @@ import type { Decision } from '../policy/decide.js';
 import type { Lane } from './pipeline.js';
 import type { CopyFailure } from './publish-copy.js';
 
-/** One attempt, reported after its decision was carried out (so reports match what the broker holds). */
-export interface AttemptReport {
+/** The callback a report is about. */
+interface ReportedCallback {
   id: string;
   url: string;
   target: string;
   lane: Lane;
+  /** The attempt this report is about; for a callback parked or held unattempted, the attempts made before. */
   attempt: number;
+}
+
+/**
+ * An attempt made (`attempt`) or failed fast without a request while its target's circuit is open
+ * (`circuit-open`): both are counted attempts, decided by the retry policy.
+ */
+export interface TriedReport extends ReportedCallback {
+  kind: 'attempt' | 'circuit-open';
   outcome: DeliveryOutcome;
   decision: Decision;
   /** When the next attempt is due, for a retry. */
   nextAttemptAt: string | undefined;
 }
 
+/** A cancelled callback parked in P.dead as `canceled`: no attempt made, none spent. */
+export interface CanceledReport extends ReportedCallback {
+  kind: 'canceled';
+}
+
+/** A paused target's callback held in P.paused when a worker first meets it: no attempt made, none spent. */
+export interface HeldReport extends ReportedCallback {
+  kind: 'held';
+}
+
+/** A message that is not a valid callback, parked in P.dead as `invalid`. */
+export interface InvalidReport {
+  kind: 'invalid';
+  id: string;
+  error: string;
+}
+
+/**
+ * What became of a message at one step, reported after it was carried out (so reports match what
+ * the broker holds). Consumers branch on `kind`, never on an outcome's error text.
+ */
+export type AttemptReport = TriedReport | CanceledReport | HeldReport | InvalidReport;
+
 /**
  * What the pipeline tells the outside world: metrics and outcome events listen here, so the
  * delivery steps stay free of either.
  */
 export interface PipelineObserver {
-  attempted(report: AttemptReport): void;
-  /** A message that could not be decoded was dead-lettered with reason `invalid`. */
-  invalid(id: string, error: string): void;
+  reported(report: AttemptReport): void;
   /** A settle publish was confirmed by the broker after `seconds`. */
   confirmed(kind: 'retry' | 'dead', seconds: number): void;
   /** A settle copy could not be stored (`cause`), so the original was rejected for the broker to dead-letter. */
@@ -36,8 +66,7 @@ export interface PipelineObserver {
 /** Fans every report out to several observers. */
 export function observeAll(observers: PipelineObserver[]): PipelineObserver {
   return {
-    attempted: (report) => observers.forEach((o) => o.attempted(report)),
-    invalid: (id, error) => observers.forEach((o) => o.invalid(id, error)),
+    reported: (report) => observers.forEach((o) => o.reported(report)),
     confirmed: (kind, seconds) => observers.forEach((o) => o.confirmed(kind, seconds)),
     settleFallback: (kind, cause) => observers.forEach((o) => o.settleFallback(kind, cause)),
     transition: (transition) => observers.forEach((o) => o.transition(transition)),

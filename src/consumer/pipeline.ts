@@ -1,7 +1,6 @@
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { AutoPause } from '../control/auto-pause.js';
 import type { ControlView } from '../control/control-state.js';
-import { moveTo } from '../control/move-held.js';
 import type { DurableEvents } from '../events/durable-events.js';
 import type { HealthState } from '../isolation/health.js';
 import { CIRCUIT_OPEN, targetOf, type AttemptKind, type Effects, type Scheduler, type TargetKey } from '../isolation/target-isolation.js';
@@ -17,8 +16,8 @@ import type { AttemptSpan, Tracing } from '../tracing/tracing.js';
 import { AttemptDeadline } from './attempt-deadline.js';
 import { decode, type Decoded, type Delivery } from './decode.js';
 import { deliver, type DeliverOptions } from './deliver.js';
-import type { AttemptReport, PipelineObserver } from './observer.js';
-import { settle, type AttemptRecord, type SettleContext, type SettleFallback, type StoreEvent } from './settle.js';
+import type { AttemptReport, PipelineObserver, TriedReport } from './observer.js';
+import { settle, type AttemptRecord, type Settlement, type SettleContext, type SettleFallback, type StoreEvent } from './settle.js';
 
 /** The queue a message was consumed from: a work lane's index, or `slow` (the drained slow lane). */
 export type Lane = string;
@@ -67,6 +66,7 @@ export interface Job {
 /** Step 3 → 4: what an attempt (or a fail-fast) gave. */
 interface Attempted {
   job: Job;
+  kind: TriedReport['kind'];
   outcome: DeliveryOutcome;
   startedAt: number;
   span: AttemptSpan | undefined;
@@ -98,7 +98,9 @@ export function verdictOf(delivery: Delivery, outcome: DeliveryOutcome, startedA
 }
 
 /**
- * The per-message path, top to bottom: decode → admit → deliver → decide → settle.
+ * The per-message path, top to bottom: prepare (decode → admit) → attempt → conclude (decide →
+ * settleAndReport). Every path ends in settleAndReport: an attempt's decision, and the parks and
+ * holds of messages never attempted (invalid, canceled, paused target).
  *
  * `handle` decodes a message (1) and admits it (2): a cancelled callback is parked and a paused
  * target's held; any other goes to the scheduler, which starts attempts while the worker has free
@@ -165,26 +167,28 @@ export function createPipeline(context: PipelineContext) {
   /** A message that is not a valid callback: parked in P.dead as `invalid`, and the worker carries on. */
   async function parkInvalid({ id, attempt, error }: Extract<Decoded, { ok: false }>, message: ConsumeMessage, channel: ConfirmChannel): Promise<void> {
     const record: AttemptRecord = { id, attempts: attempt - 1, firstAttemptAt: undefined, lastAttemptAt: undefined, lastStatus: undefined, lastError: error };
-    const storeEvent = context.durableEvents?.forInvalid(channel, id, error);
-    if (!(await settle({ kind: 'dead', reason: 'invalid', why: error }, record, settleContext(channel, message, 0, storeEvent)))) return;
-    logger.info({ id, reason: 'invalid', error }, 'callback dead-lettered');
-    observer.invalid(id, error);
+    await settleAndReport({ message, channel, bucket: 0 }, { kind: 'dead', reason: 'invalid', why: error }, record, { kind: 'invalid', id, error });
   }
 
   /** A cancelled callback is parked in P.dead as `canceled` without an attempt; its event says `canceled`. */
-  async function parkCanceled({ message, channel, lane, delivery, target, bucket }: Job): Promise<void> {
-    const decision = { kind: 'dead', reason: 'canceled', why: 'canceled by a cancel marker' } as const;
-    const attempts = delivery.attempt - 1;
-    const report: AttemptReport = { id: delivery.id, url: delivery.callback.url, target, lane, attempt: attempts, outcome: { error: 'canceled', durationMs: 0 }, decision, nextAttemptAt: undefined };
-    const record: AttemptRecord = { id: delivery.id, attempts, firstAttemptAt: delivery.firstAttemptAt, lastAttemptAt: undefined, lastStatus: undefined, lastError: undefined, policy: delivery.policy };
-    if (!(await settle(decision, record, settleContext(channel, message, bucket, context.durableEvents?.forAttempt(channel, report))))) return;
-    logger.info({ id: delivery.id, target, reason: 'canceled', attempts }, 'callback dead-lettered');
-    observer.attempted(report);
+  async function parkCanceled(job: Job): Promise<void> {
+    await settleAndReport(job, { kind: 'dead', reason: 'canceled', why: 'canceled by a cancel marker' }, ...unattempted(job, 'canceled'));
   }
 
-  /** A paused target's callback waits in P.paused, its attempt count unchanged (src/control/). */
-  function hold({ channel, message, delivery }: Job): Promise<void> {
-    return moveTo(channel, message, names.pausedQueue, delivery.id, context.settle.confirmTimeoutMs ?? 10_000, context.settle.redeclare);
+  /**
+   * A paused target's callback waits in P.paused, its attempt count unchanged (src/control/). Its
+   * `paused` event is for this first hold only: the recirculation through P.paused.check (control
+   * reader) moves it without one.
+   */
+  async function hold(job: Job): Promise<void> {
+    await settleAndReport(job, { kind: 'hold', queue: names.pausedQueue }, ...unattempted(job, 'held'));
+  }
+
+  /** The record and report of a callback parked or held before an attempt: the attempts made before count. */
+  function unattempted({ lane, delivery, target }: Job, kind: 'canceled' | 'held'): [AttemptRecord, AttemptReport] {
+    const attempts = delivery.attempt - 1;
+    const record: AttemptRecord = { id: delivery.id, attempts, firstAttemptAt: delivery.firstAttemptAt, lastAttemptAt: undefined, lastStatus: undefined, lastError: undefined, policy: delivery.policy };
+    return [record, { kind, id: delivery.id, url: delivery.callback.url, target, lane, attempt: attempts }];
   }
 
   /** Starts attempts while there are free slots and waiting jobs. */
@@ -217,7 +221,7 @@ export function createPipeline(context: PipelineContext) {
       // deliver never throws; the catch is a guarantee, not a path.
       outcome = await deliver(delivery, context.deliver, deadline, span?.context).catch((error: unknown) => ({ error: String(error), durationMs: clock() - startedAt }));
       overdue = deadline.finish();
-      return { job, outcome, startedAt, span };
+      return { job, kind: 'attempt', outcome, startedAt, span };
     } finally {
       // The slot is freed whatever happened; a throw above sends the message back to its queue (pump).
       apply(scheduler.complete(target, kind, outcome, clock(), overdue));
@@ -227,29 +231,23 @@ export function createPipeline(context: PipelineContext) {
 
   /** Step 3 for a target whose circuit is open: an attempt counted and recorded, no request made. */
   function failFast(job: Job): Promise<void> {
-    return conclude({ job, outcome: { error: CIRCUIT_OPEN, durationMs: 0 }, startedAt: clock(), span: context.tracing?.startAttempt(job.delivery) });
+    return conclude({ job, kind: 'circuit-open', outcome: { error: CIRCUIT_OPEN, durationMs: 0 }, startedAt: clock(), span: context.tracing?.startAttempt(job.delivery) });
   }
 
   /** Steps 4 and 5: decide what the outcome means, and settle it on the message's channel. */
-  async function conclude({ job, outcome, startedAt, span }: Attempted): Promise<void> {
+  async function conclude({ job, kind, outcome, startedAt, span }: Attempted): Promise<void> {
     const { delivery, target, lane, finish } = job;
     let settling = false;
     try {
       const { decision, record } = verdictOf(delivery, outcome, startedAt, context.retry, clock(), context.random);
-      span?.end(outcome, decision, outcome.error === CIRCUIT_OPEN);
       if (logger.isLevelEnabled('debug')) {
         logger.debug({ id: delivery.id, target, lane, attempt: delivery.attempt, status: outcome.status, error: outcome.error, ms: outcome.durationMs, decision: decision.kind }, 'attempt');
       }
       const nextAttemptAt = decision.kind === 'retry' ? new Date(clock() + decision.delayMs).toISOString() : undefined;
-      const report: AttemptReport = { id: delivery.id, url: delivery.callback.url, target, lane, attempt: delivery.attempt, outcome, decision, nextAttemptAt };
-      const storeEvent = context.durableEvents?.forAttempt(job.channel, report);
+      const report: TriedReport = { kind, id: delivery.id, url: delivery.callback.url, target, lane, attempt: delivery.attempt, outcome, decision, nextAttemptAt };
+      span?.end(report);
       settling = true;
-      // false: no copy could be stored and the original went to P.dead by rejection (logged in onFallback).
-      if (!(await settle(decision, record, settleContext(job.channel, job.message, job.bucket, storeEvent)))) return finish();
-      if (decision.kind === 'dead') {
-        logger.info({ id: delivery.id, target, reason: decision.reason, attempts: record.attempts, status: record.lastStatus, error: record.lastError }, 'callback dead-lettered');
-      }
-      observer.attempted(report);
+      if (!(await settleAndReport(job, decision, record, report))) return finish();
       if (context.autoPause?.record(delivery.url.origin, decision.kind === 'ack', clock())) {
         logger.warn({ origin: delivery.url.origin }, 'target paused: every attempt failed for AUTO_PAUSE_AFTER; resume it with callback-relay target resume');
         context.control?.pauseTarget?.(delivery.url.origin);
@@ -262,6 +260,23 @@ export function createPipeline(context: PipelineContext) {
     }
   }
 
+  /**
+   * Step 5 for every path: carry out the settlement on the message's channel (with EVENTS=durable,
+   * its event stored as settle orders it), then log a dead letter and report. False when no copy
+   * could be stored and the original was rejected to P.dead instead (logged in onFallback): nothing
+   * is reported then. Throws when the channel is gone.
+   */
+  async function settleAndReport({ channel, message, bucket }: Pick<Job, 'message' | 'channel' | 'bucket'>, settlement: Settlement, record: AttemptRecord, report: AttemptReport): Promise<boolean> {
+    const storeEvent = context.durableEvents?.forReport(channel, report);
+    if (!(await settle(settlement, record, settleContext(channel, message, bucket, storeEvent)))) return false;
+    if (settlement.kind === 'dead') {
+      const target = report.kind === 'invalid' ? undefined : report.target;
+      logger.info({ id: record.id, target, reason: settlement.reason, attempts: record.attempts, status: record.lastStatus, error: record.lastError }, 'callback dead-lettered');
+    }
+    observer.reported(report);
+    return true;
+  }
+
   /** Step 5's context: the message, its channel and route, and where settle reports. */
   function settleContext(channel: ConfirmChannel, message: ConsumeMessage, bucket: number, storeEvent?: StoreEvent): SettleContext {
     return { storeEvent, channel, message, names, mode, bucket, onConfirm: observer.confirmed, onFallback, onEventLost, ...context.settle };
@@ -272,6 +287,7 @@ export function createPipeline(context: PipelineContext) {
   }
 
   function onFallback({ id, kind, cause, error }: SettleFallback): void {
+    if (kind === 'hold') return void logger.warn({ id, cause, err: error.message }, 'could not hold a paused target\'s callback: it goes back to its queue in a second');
     logger.error({ id, kind, cause, err: error.message }, 'could not store a copy: the message was rejected, for the broker to dead-letter to P.dead');
     observer.settleFallback(kind, cause);
   }

@@ -22,21 +22,36 @@ export interface AttemptRecord {
   /** The callback's resolved policy, carried forward in the copy's headers; absent without one. */
   policy?: MessagePolicy | undefined;
 }
+/**
+ * Hold a paused target's callback: move it, unattempted, to `queue` (P.paused; from P.paused.check,
+ * back there or to its lane), its headers as they are, attempt count included.
+ */
+export interface Hold {
+  kind: 'hold';
+  queue: string;
+}
 
-
+/** What settle carries out: the retry policy's decision, or a hold. */
+export type Settlement = Decision | Hold;
 
 export type CopyKind = 'retry' | 'dead';
 
-/** A copy that could not be stored, so the original was rejected to P.dead instead. */
+/**
+ * A copy that could not be stored: a retry's or dead letter's original was rejected to P.dead
+ * instead, a held callback's went back to its own queue.
+ */
 export interface SettleFallback {
   id: string;
-  kind: CopyKind;
+  kind: CopyKind | 'hold';
   cause: CopyFailure;
   error: Error;
 }
 
 /** How long a copy waits for its confirm when the context does not say (the PUBLISH_TIMEOUT default). */
 const DEFAULT_CONFIRM_TIMEOUT_MS = 10_000;
+
+/** How long a callback whose hold failed stays unacked before it goes back to its queue: no hot loop. */
+const REQUEUE_HOLD_AFTER_MS = 1_000;
 
 /** Failures a second publish can cure once the topology is declared again (a deleted queue or binding). */
 const RETRIED: ReadonlySet<CopyFailure> = new Set(['returned', 'nacked']);
@@ -62,6 +77,9 @@ export interface SettleContext {
   onEventLost?: (error: Error) => void;
 }
 
+/** What a hold needs of the context: no route (it goes to a named queue), no attempt record. */
+export type HoldContext = Pick<SettleContext, 'channel' | 'message' | 'confirmTimeoutMs' | 'redeclare' | 'storeEvent' | 'onConfirm' | 'onFallback' | 'onEventLost'>;
+
 /** Publishes an outcome's event and waits for its confirm; `rejected` when no copy was stored and the original goes to P.dead. */
 export type StoreEvent = (rejected: boolean) => Promise<CopyResult>;
 
@@ -74,15 +92,24 @@ export type StoreEvent = (rejected: boolean) => Promise<CopyResult>;
  * large), the topology is declared again and a returned or nacked copy published once more; if that
  * fails too, the original is rejected without requeue and the broker dead-letters it to P.dead (both
  * consumed queues name P.dead as their dead-letter target). Resolves `true` when the decision was
- * carried out, `false` when the original was rejected instead. Throws if the channel is gone: the
- * broker then redelivers the original.
+ * carried out, `false` when the original was rejected (or, for a hold, requeued) instead. Throws if
+ * the channel is gone: the broker then redelivers the original.
  *
- * EVENTS=durable: a final outcome's event (`delivered`, `dead`) is stored before anything else, so an
- * event that cannot be stored sends the original back to its queue while no copy of it exists yet. A
- * retry's event (`retry-scheduled`, not final) follows its copy and never holds the ack back: sending
- * the original back then would run the callback twice, and its later attempts report again.
+ * A hold is settled the same way, with one difference: a copy it cannot store sends the original
+ * back to its own queue, a second later (so a missing holding queue does not make the broker hand it
+ * straight back in a loop), and never to P.dead. A hold spends no attempt and decides nothing about the
+ * callback: parking it in P.dead would turn a pause into lost callbacks, while sending it back only
+ * means it is met (and held) again.
+ *
+ * EVENTS=durable: a final outcome's event (`delivered`, `dead`) and a hold's `paused` event are stored
+ * before anything else, so an event that cannot be stored sends the original back to its queue while
+ * no copy of it exists yet. A retry's event (`retry-scheduled`, not final) follows its copy and never
+ * holds the ack back: sending the original back then would run the callback twice, and its later
+ * attempts report again.
  */
-export async function settle(settlement: Decision, record: AttemptRecord, context: SettleContext): Promise<boolean> {
+export function settle(settlement: Hold, record: Pick<AttemptRecord, 'id'>, context: HoldContext): Promise<boolean>;
+export function settle(settlement: Settlement, record: AttemptRecord, context: SettleContext): Promise<boolean>;
+export async function settle(settlement: Settlement, record: Pick<AttemptRecord, 'id'>, context: HoldContext): Promise<boolean> {
   const { channel, message } = context;
   if (settlement.kind !== 'retry') await storeEventFirst(context, false);
   if (settlement.kind === 'ack') {
@@ -94,16 +121,24 @@ export async function settle(settlement: Decision, record: AttemptRecord, contex
   const timeoutMs = context.confirmTimeoutMs ?? DEFAULT_CONFIRM_TIMEOUT_MS;
   const result = await publishOnceMore(context, () => publishCopy(channel, copy, message, record.id, timeoutMs));
   if (result.stored) {
-    context.onConfirm?.(settlement.kind, (performance.now() - started) / 1000);
+    if (settlement.kind !== 'hold') context.onConfirm?.(settlement.kind, (performance.now() - started) / 1000);
     if (settlement.kind === 'retry') await storeEventAfter(context);
     channel.ack(message);
     return true;
+  }
+  const fallback: SettleFallback = { id: record.id, kind: settlement.kind, cause: result.cause, error: result.error };
+  if (settlement.kind === 'hold') {
+    context.onFallback?.(fallback);
+    await new Promise((resolve) => setTimeout(resolve, REQUEUE_HOLD_AFTER_MS));
+    // Throws on a channel that closed meanwhile: the broker has requeued the original already.
+    channel.nack(message, false, true);
+    return false;
   }
   // No copy: the original goes to P.dead by rejection. Its final event says so (a dead copy's is stored already).
   if (settlement.kind === 'retry') await storeEventFirst(context, true);
   // Throws on a channel that closed meanwhile: the broker redelivers the original instead.
   channel.nack(message, false, false);
-  context.onFallback?.({ id: record.id, kind: settlement.kind, cause: result.cause, error: result.error });
+  context.onFallback?.(fallback);
   return false;
 }
 
@@ -111,7 +146,7 @@ export async function settle(settlement: Decision, record: AttemptRecord, contex
  * Publishes; when the broker returned or nacked the publish on a live channel, declares the topology
  * again and publishes once more. Throws if the channel is gone.
  */
-async function publishOnceMore(context: SettleContext, publish: () => Promise<CopyResult>): Promise<CopyResult> {
+async function publishOnceMore(context: HoldContext, publish: () => Promise<CopyResult>): Promise<CopyResult> {
   const { channel } = context;
   for (let round = 1; ; round += 1) {
     const result = await publish();
@@ -131,7 +166,7 @@ async function publishOnceMore(context: SettleContext, publish: () => Promise<Co
  * copied. An event that cannot be stored on a live channel sends the message back to its queue, so it
  * is neither settled without its event nor left unacked: it is attempted again, its event published again.
  */
-async function storeEventFirst(context: SettleContext, rejected: boolean): Promise<void> {
+async function storeEventFirst(context: HoldContext, rejected: boolean): Promise<void> {
   const { storeEvent, channel, message } = context;
   if (!storeEvent) return;
   const result = await publishOnceMore(context, () => storeEvent(rejected));
@@ -144,14 +179,21 @@ async function storeEventFirst(context: SettleContext, rejected: boolean): Promi
  * EVENTS=durable, a retry stored: its `retry-scheduled` event, best effort. Not stored, it is reported
  * to the context and the original acked all the same: its copy already carries the callback on.
  */
-async function storeEventAfter(context: SettleContext): Promise<void> {
+async function storeEventAfter(context: HoldContext): Promise<void> {
   if (!context.storeEvent) return;
   const result = await publishOnceMore(context, () => (context.storeEvent as StoreEvent)(false));
   if (!result.stored) context.onEventLost?.(result.error);
 }
 
 /** The copy a settlement publishes: its route, and the headers that carry the retry state. */
-function copyOf(settlement: Exclude<Decision, { kind: 'ack' }>, record: AttemptRecord, context: SettleContext): Copy {
+function copyOf(settlement: Exclude<Settlement, { kind: 'ack' }>, record: Pick<AttemptRecord, 'id'>, context: HoldContext): Copy {
+  // Unchanged but for what dead-lettering added (P.paused → P.paused.check): holding spends no attempt.
+  if (settlement.kind === 'hold') return toQueue(settlement.queue, carriedHeaders(context.message.properties.headers));
+  // Only a hold is settled without a route and a record (settle's overloads).
+  return decisionCopy(settlement, record as AttemptRecord, context as SettleContext);
+}
+
+function decisionCopy(settlement: Exclude<Decision, { kind: 'ack' }>, record: AttemptRecord, context: SettleContext): Copy {
   const { message, names, mode } = context;
   switch (settlement.kind) {
     case 'retry': {

@@ -3,15 +3,14 @@ import type { AttemptReport } from '../consumer/observer.js';
 import { publishConfirmed } from '../amqp/publish-confirmed.js';
 import { copyResult, type CopyResult } from '../consumer/publish-copy.js';
 import type { StoreEvent } from '../consumer/settle.js';
-import { eventMessageId, invalidEvent, outcomeEventOf, workerName, type OutcomeEvent } from './outcome-events.js';
+import { eventMessageId, outcomeEventOf, workerName, type OutcomeEvent } from './outcome-events.js';
 
 /** The `reason` of the `dead` event of a message no copy could be stored for, rejected to P.dead instead. */
 export const UNSETTLED = 'unsettled';
 
 /** What the pipeline asks of EVENTS=durable: the step that stores an outcome's event before its message is acked. */
 export interface DurableEvents {
-  forAttempt(channel: ConfirmChannel, report: AttemptReport): StoreEvent;
-  forInvalid(channel: ConfirmChannel, id: string, error: string): StoreEvent;
+  forReport(channel: ConfirmChannel, report: AttemptReport): StoreEvent;
 }
 
 /**
@@ -24,17 +23,13 @@ export interface DurableEvents {
  */
 export function createDurableEvents(exchange: string, clock: () => number, timeoutMs: number, worker = workerName()): DurableEvents {
   const at = (): string => new Date(clock()).toISOString();
-  const step =
-    (channel: ConfirmChannel, event: () => OutcomeEvent): StoreEvent =>
-    (rejected) => {
-      const outcome = event();
+  return {
+    forReport: (channel, report) => (rejected) => {
+      const outcome = outcomeEventOf(report, worker, at());
       // The copy could not be stored and the original is about to be rejected to P.dead: say so.
       const stored: OutcomeEvent = rejected ? { ...outcome, type: 'dead', nextAttemptAt: undefined, reason: UNSETTLED } : outcome;
       return storeEvent(channel, exchange, stored, timeoutMs);
-    };
-  return {
-    forAttempt: (channel, report) => step(channel, () => outcomeEventOf(report, worker, at())),
-    forInvalid: (channel, id, error) => step(channel, () => invalidEvent(id, error, worker, at())),
+    },
   };
 }
 

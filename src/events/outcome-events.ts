@@ -8,14 +8,14 @@ import { UnroutedPause } from './unrouted-pause.js';
 const UNROUTED_PAUSE_MS = 1_000;
 
 /** Routing keys of outcome events on the topic exchange P.events. */
-export type OutcomeType = 'delivered' | 'retry-scheduled' | 'dead' | 'canceled';
+export type OutcomeType = 'delivered' | 'retry-scheduled' | 'dead' | 'canceled' | 'paused';
 
 /** The JSON body of an outcome event. The callback's payload is never included. */
 export interface OutcomeEvent {
   type: OutcomeType;
   id: string;
   url: string;
-  /** The attempt that produced this outcome (0 for an invalid message). */
+  /** The attempt that produced this outcome; for `canceled` and `paused`, the attempts made before (0 for an invalid message). */
   attempt: number;
   status: number | undefined;
   error: string | undefined;
@@ -78,8 +78,7 @@ export function createOutcomeEvents(exchange: string, clock: () => number, worke
       // only after a reconnect: the previous events channel may still be open.
       if (previous && previous !== next) void Promise.resolve().then(() => previous.close()).catch(() => {});
     },
-    attempted: (report: AttemptReport) => emit(outcomeEventOf(report, worker, at())),
-    invalid: (id: string, error: string) => emit(invalidEvent(id, error, worker, at())),
+    reported: (report: AttemptReport) => emit(outcomeEventOf(report, worker, at())),
     confirmed: none,
     settleFallback: none,
     transition: none,
@@ -87,15 +86,23 @@ export function createOutcomeEvents(exchange: string, clock: () => number, worke
   };
 }
 
-/** The event of an attempt whose decision was carried out. */
+/** The event of a report: an attempt's (or a fail-fast's) decision carried out, or a message parked or held unattempted. */
 export function outcomeEventOf(report: AttemptReport, worker: string, at: string): OutcomeEvent {
+  if (report.kind === 'invalid') return invalidEvent(report.id, report.error, worker, at);
+  const { id, url, attempt } = report;
+  if (report.kind === 'held') {
+    return { type: 'paused', id, url, attempt, status: undefined, error: undefined, nextAttemptAt: undefined, reason: undefined, durationMs: undefined, worker, at };
+  }
+  if (report.kind === 'canceled') {
+    return { type: 'canceled', id, url, attempt, status: undefined, error: 'canceled', nextAttemptAt: undefined, reason: 'canceled', durationMs: 0, worker, at };
+  }
   const { decision, outcome } = report;
-  const type: OutcomeType = decision.kind === 'ack' ? 'delivered' : decision.kind === 'retry' ? 'retry-scheduled' : decision.reason === 'canceled' ? 'canceled' : 'dead';
+  const type: OutcomeType = decision.kind === 'ack' ? 'delivered' : decision.kind === 'retry' ? 'retry-scheduled' : 'dead';
   return {
     type,
-    id: report.id,
-    url: report.url,
-    attempt: report.attempt,
+    id,
+    url,
+    attempt,
     status: outcome.status,
     error: decision.kind === 'ack' ? undefined : (outcome.error ?? decision.why),
     nextAttemptAt: report.nextAttemptAt,

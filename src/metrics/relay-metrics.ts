@@ -1,7 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { createRegistry } from './registry.js';
-import type { AttemptReport, PipelineObserver } from '../consumer/observer.js';
-import { CIRCUIT_OPEN } from '../isolation/target-isolation.js';
+import type { AttemptReport, PipelineObserver, TriedReport } from '../consumer/observer.js';
 
 /** Degraded targets named in `callback_relay_degraded_target`, at most: label cardinality stays bounded. */
 export const MAX_TARGET_LABELS = 20;
@@ -69,20 +68,22 @@ export function createRelayMetrics(health: () => HealthSource | undefined): { re
   });
 
   const observer: PipelineObserver = {
-    attempted(report: AttemptReport) {
-      const { decision } = report;
-      if (report.outcome.error === CIRCUIT_OPEN) {
+    reported(report: AttemptReport) {
+      // A hold settles nothing: the callback is counted when it is attempted after the resume.
+      if (report.kind === 'held') return;
+      // A canceled callback or an invalid message is parked without an attempt: only its outcome counts.
+      if (report.kind === 'canceled' || report.kind === 'invalid') return void outcomes.inc({ outcome: 'dead', reason: report.kind });
+      if (report.kind === 'circuit-open') {
         attempts.inc({ lane: report.lane, result: 'circuit-open' });
-      } else if (decision.kind !== 'dead' || decision.reason !== 'canceled') {
-        // A canceled callback is parked without an attempt: only its outcome counts.
+      } else {
         attempts.inc({ lane: report.lane, result: attemptResult(report) });
         duration.observe({ lane: report.lane }, report.outcome.durationMs / 1000);
       }
+      const { decision } = report;
       if (decision.kind === 'ack') outcomes.inc({ outcome: 'delivered', reason: '' });
       else if (decision.kind === 'retry') outcomes.inc({ outcome: 'retried', reason: '' });
       else outcomes.inc({ outcome: 'dead', reason: decision.reason });
     },
-    invalid: () => outcomes.inc({ outcome: 'dead', reason: 'invalid' }),
     confirmed: (kind, seconds) => confirm.observe({ kind }, seconds),
     settleFallback: (kind, cause) => fallbacks.inc({ kind, cause }),
     transition: (transition) => transitions.inc({ to: transition.to }),
@@ -96,7 +97,7 @@ export function createRelayMetrics(health: () => HealthSource | undefined): { re
  * acked → success; retried or out of attempts → retryable; refused for good → terminal. A 2xx
  * without the success body its policy asked for is retryable, as the policy decided.
  */
-function attemptResult({ decision }: AttemptReport): 'success' | 'retryable' | 'terminal' {
+function attemptResult({ decision }: TriedReport): 'success' | 'retryable' | 'terminal' {
   if (decision.kind === 'ack') return 'success';
   return decision.kind === 'dead' && decision.reason !== 'exhausted' ? 'terminal' : 'retryable';
 }

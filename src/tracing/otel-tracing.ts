@@ -41,8 +41,8 @@ export function createOtelTracing(): Tracing {
       const span = tracer.startSpan(SPAN_NAME.attempt, { kind: SpanKind.CLIENT, attributes }, parentContext(parent, ROOT_CONTEXT));
       return {
         context: contextOf(span),
-        end(outcome, decision, circuitOpen) {
-          const { attributes, error } = attemptResult(outcome, decision, circuitOpen);
+        end(report) {
+          const { attributes, error } = attemptResult(report);
           span.setAttributes(attributes);
           if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: error });
           span.end();

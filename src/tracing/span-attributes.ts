@@ -1,4 +1,4 @@
-import type { DeliveryOutcome } from '../policy/classify-outcome.js';
+import type { TriedReport } from '../consumer/observer.js';
 import type { Decision } from '../policy/decide.js';
 
 /** What an attempt came to, as a span attribute: the decision, not the raw status, says it. */
@@ -21,7 +21,8 @@ export function attemptStartAttributes(id: string, origin: string, attempt: numb
  * The attempt's outcome and what follows from it. A retryable failure with no attempts left is still
  * `retryable` (the dead reason says `exhausted`); an attempt failed fast for an open circuit made no request.
  */
-export function attemptResult(outcome: DeliveryOutcome, decision: Decision, circuitOpen: boolean): AttemptResult {
+export function attemptResult({ kind, outcome, decision }: Pick<TriedReport, 'kind' | 'outcome' | 'decision'>): AttemptResult {
+  const circuitOpen = kind === 'circuit-open';
   const attributes: SpanAttributes = { 'callback.outcome': attemptOutcome(decision, circuitOpen) };
   if (outcome.status !== undefined) attributes['http.response.status_code'] = outcome.status;
   if (decision.kind === 'retry') attributes['callback.next_delay_ms'] = decision.delayMs;

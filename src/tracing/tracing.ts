@@ -1,8 +1,7 @@
 import { RelayError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Delivery } from '../consumer/decode.js';
-import type { DeliveryOutcome } from '../policy/classify-outcome.js';
-import type { Decision } from '../policy/decide.js';
+import type { TriedReport } from '../consumer/observer.js';
 import type { TraceContext } from './trace-context.js';
 
 /** A span under way whose context travels on: in the message's AMQP headers, or the HTTP request. */
@@ -17,8 +16,8 @@ export interface PublishSpan extends TracedSpan {
 }
 
 export interface AttemptSpan extends TracedSpan {
-  /** Ends the span once the attempt is decided, before its settle. */
-  end(outcome: DeliveryOutcome, decision: Decision, circuitOpen: boolean): void;
+  /** Ends the span once the attempt (or its fail-fast) is decided, before its settle. */
+  end(report: TriedReport): void;
 }
 
 /** Spans for the relay's two hops, exported by the OpenTelemetry SDK. */

@@ -231,6 +231,54 @@ describeEachMode('pause a target', (mode) => {
     expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
     expect((await cli(relay, ['target', 'list'])).stdout).toContain('no target is paused');
   });
+
+  it('a held callback: one paused event when first held, none per recirculation, shown by history', async () => {
+    const receiver = await open.receiver(() => ({ status: 200 }));
+    const relay = await open.relay({ DELAY_MODE: mode, EVENTS: 'durable', HISTORY: 'on' });
+    const events = await collectEvents(relay.channel, relay);
+    await relay.startWorker();
+    expect((await cli(relay, ['target', 'pause', receiver.origin])).code).toBe(0);
+    await sleep(500);
+
+    const { id } = await relay.publisher.publish({ url: `${receiver.origin}/hook`, body: { n: 1 } });
+    // Past the 10 s hold TTL: the callback went through P.paused.check and back at least once.
+    await sleep(12_000);
+    expect(receiver.requests).toHaveLength(0);
+    expect((await cli(relay, ['target', 'resume', receiver.origin])).code).toBe(0);
+    await receiver.waitFor((r) => r.length === 1, 40_000);
+    await sleep(300);
+    expect(events.filter((e) => e.id === id).map((e) => [e.type, e.attempt])).toEqual([
+      ['paused', 0],
+      ['delivered', 1],
+    ]);
+
+    const timeline = await cli(relay, ['history', id]);
+    expect(timeline.code, timeline.stderr).toBe(0);
+    const lines = timeline.stdout.trim().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/attempt 0 {2}paused {2}- {2}- {2}\S+\/\d+$/);
+    expect(lines[1]).toMatch(/attempt 1 {2}delivered {2}HTTP 200/);
+  });
+
+  it('P.paused deleted under a running worker: the hold declares the topology again and holds the callback, delivered after resume', async () => {
+    const receiver = await open.receiver(() => ({ status: 200 }));
+    const relay = await open.relay({ DELAY_MODE: mode });
+    await relay.startWorker();
+    expect((await cli(relay, ['target', 'pause', receiver.origin])).code).toBe(0);
+    await sleep(500);
+    await relay.channel.deleteQueue(relay.names.pausedQueue);
+
+    const { id } = await relay.publisher.publish({ url: `${receiver.origin}/hook`, body: { n: 1 } });
+    await sleep(3_000);
+    expect(receiver.requests).toHaveLength(0);
+    expect(await relay.messageCount(relay.names.pausedQueue)).toBe(1);
+    expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
+
+    expect((await cli(relay, ['target', 'resume', receiver.origin])).code).toBe(0);
+    await receiver.waitFor((r) => r.length === 1, 40_000);
+    expect(receiver.requests[0]!.headers['webhook-id']).toBe(id);
+    expect(receiver.requests[0]!.headers['x-callback-attempt'] ?? '1').toBe('1');
+  });
 });
 
 it('AUTO_PAUSE_AFTER pauses a target whose every attempt failed for that long: its callback waits unattempted until resumed', async () => {

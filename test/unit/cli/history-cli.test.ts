@@ -52,4 +52,9 @@ describe('formatTimelineLine', () => {
     const line = formatTimelineLine({ ...event, type: 'dead', status: undefined, error: 'circuit open', durationMs: 0, nextAttemptAt: undefined, reason: 'exhausted' }, true);
     expect(line).toBe('2026-01-01T00:00:00.000Z  order-42  https://partner.example/hook  attempt 2  dead (exhausted)  circuit open  0ms  host-a/17');
   });
+
+  it('a callback held for its paused target: no status, no duration', () => {
+    const line = formatTimelineLine({ ...event, type: 'paused', attempt: 0, status: undefined, error: undefined, durationMs: undefined, nextAttemptAt: undefined });
+    expect(line).toBe('2026-01-01T00:00:00.000Z  attempt 0  paused  -  -  host-a/17');
+  });
 });

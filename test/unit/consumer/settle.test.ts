@@ -1,10 +1,11 @@
 import { EventEmitter } from 'node:events';
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import { describe, expect, it } from 'vitest';
-import { settle, type SettleContext, type SettleFallback } from '../../../src/consumer/settle.js';
+import { settle, type HoldContext, type SettleContext, type SettleFallback } from '../../../src/consumer/settle.js';
 import { createDurableEvents } from '../../../src/events/durable-events.js';
 import { isRelayError } from '../../../src/errors.js';
 import { topologyNames } from '../../../src/topology/topology-names.js';
+import type { Decision } from '../../../src/policy/decide.js';
 
 // The broker cannot be made to withhold a confirm, and amqplib cannot send a table over 64 KiB: these
 // paths are driven by a stand-in channel. Returns and nacks are proven against a real broker in
@@ -14,6 +15,7 @@ type Confirm = 'ack' | 'nack' | 'never' | 'return-then-ack' | 'throw';
 
 class StandInChannel extends EventEmitter {
   published: Array<{ exchange: string; routingKey: string; mandatory: boolean | undefined }> = [];
+  headers: Array<Record<string, unknown>> = [];
   settled: string[] = [];
   /** Publishes (by exchange) and settles, in order. */
   log: string[] = [];
@@ -23,6 +25,7 @@ class StandInChannel extends EventEmitter {
   }
   publish(exchange: string, routingKey: string, content: Buffer, options: { mandatory?: boolean; headers: Record<string, unknown> }, cb: (error: Error | null) => void): boolean {
     this.published.push({ exchange, routingKey, mandatory: options.mandatory });
+    this.headers.push(options.headers);
     this.log.push(`publish ${exchange}`);
     this.bodies.push(JSON.parse(content.toString()));
     const confirm = this.confirms.shift() ?? 'ack';
@@ -44,12 +47,20 @@ class StandInChannel extends EventEmitter {
   }
 }
 
+/** The channel closes: amqplib then refuses to settle on it. */
+function closeUnder(channel: StandInChannel): void {
+  channel.emit('close');
+  channel.nack = () => {
+    throw new Error('Channel closed');
+  };
+}
+
 const message = (headers: Record<string, unknown> = {}): ConsumeMessage =>
   ({ content: Buffer.from('{}'), fields: {}, properties: { headers, contentType: 'application/json' } }) as unknown as ConsumeMessage;
 
 const record = { id: 'c1', attempts: 1, firstAttemptAt: undefined, lastAttemptAt: undefined, lastStatus: 503, lastError: 'HTTP 503' };
 
-type Options = { headers?: Record<string, unknown>; mode?: 'plugin' | 'queues'; settlement?: Parameters<typeof settle>[0]; durable?: boolean };
+type Options = { headers?: Record<string, unknown>; mode?: 'plugin' | 'queues'; settlement?: Decision; durable?: boolean };
 
 function run(confirms: Confirm[], options: Options = {}) {
   const channel = new StandInChannel(confirms);
@@ -67,10 +78,10 @@ function run(confirms: Confirm[], options: Options = {}) {
     redeclare: async () => void (redeclared += 1),
     onFallback: (fallback) => fallbacks.push(fallback),
   };
-  const settlement = options.settlement ?? { kind: 'retry', delayMs: 1_000, attempt: 2, why: 'HTTP 503' };
+  const settlement: Decision = options.settlement ?? { kind: 'retry', delayMs: 1_000, attempt: 2, why: 'HTTP 503' };
   if (options.durable) {
-    const report = { id: 'c1', url: 'https://a.example/h', target: 'https://a.example', lane: '0', attempt: 1, outcome: { status: 503, durationMs: 12 }, decision: settlement, nextAttemptAt: undefined };
-    context.storeEvent = createDurableEvents('p.events', () => 0, 50, 'w/1').forAttempt(context.channel, report);
+    const report = { kind: 'attempt' as const, id: 'c1', url: 'https://a.example/h', target: 'https://a.example', lane: '0', attempt: 1, outcome: { status: 503, durationMs: 12 }, decision: settlement, nextAttemptAt: undefined };
+    context.storeEvent = createDurableEvents('p.events', () => 0, 50, 'w/1').forReport(context.channel, report);
   }
   const settled = settle(settlement, record, context);
   return { channel, fallbacks, redeclared: () => redeclared, settled, lostEvents };
@@ -132,17 +143,14 @@ describe('settle', () => {
 
   it('a channel that closed: throws, leaving the original to the broker', async () => {
     const { channel, settled } = run(['never']);
-    channel.emit('close');
-    channel.nack = () => {
-      throw new Error('Channel closed');
-    };
+    closeUnder(channel);
     await expect(settled).rejects.toThrow();
     expect(channel.settled).toEqual([]);
   });
 
   it('mandatory on every route but the x-delayed-message exchange', async () => {
     const retry = { kind: 'retry' as const, delayMs: 1_000, attempt: 2, why: '' };
-    const route = async (mode: 'plugin' | 'queues', settlement: Parameters<typeof settle>[0]) => {
+    const route = async (mode: 'plugin' | 'queues', settlement: Decision) => {
       const { channel, settled } = run(['ack'], { mode, settlement });
       await settled;
       return channel.published[0];
@@ -150,6 +158,67 @@ describe('settle', () => {
     expect(await route('plugin', retry)).toEqual({ exchange: 'p', routingKey: 'due.3', mandatory: false });
     expect(await route('queues', retry)).toMatchObject({ exchange: 'p.delay', mandatory: true });
     expect(await route('plugin', { kind: 'dead', reason: 'rejected', why: '' })).toEqual({ exchange: '', routingKey: 'p.dead', mandatory: true });
+  });
+});
+
+describe('settle: a hold', () => {
+  function hold(confirms: Confirm[], headers: Record<string, unknown> = {}, durable = false) {
+    const channel = new StandInChannel(confirms);
+    const fallbacks: SettleFallback[] = [];
+    const confirmed: string[] = [];
+    let redeclared = 0;
+    const context: HoldContext = {
+      channel: channel as unknown as ConfirmChannel,
+      message: message(headers),
+      confirmTimeoutMs: 50,
+      redeclare: async () => void (redeclared += 1),
+      onFallback: (fallback) => fallbacks.push(fallback),
+      onConfirm: (kind) => confirmed.push(kind),
+    };
+    if (durable) {
+      const report = { kind: 'held' as const, id: 'c1', url: 'https://a.example/h', target: 'https://a.example', lane: '0', attempt: 0 };
+      context.storeEvent = createDurableEvents('p.events', () => 0, 50, 'w/1').forReport(context.channel, report);
+    }
+    const settled = settle({ kind: 'hold', queue: 'p.paused' }, { id: 'c1' }, context);
+    return { channel, fallbacks, confirmed, redeclared: () => redeclared, settled };
+  }
+
+  it('a confirmed copy in the holding queue, headers and attempt count unchanged but what the broker added, then the ack', async () => {
+    const { channel, settled, confirmed } = hold(['ack'], { 'x-callback-attempt': 3, 'x-death': [{ queue: 'p.paused' }], 'x-first-death-queue': 'p.paused' });
+    expect(await settled).toBe(true);
+    expect(channel.published).toEqual([{ exchange: '', routingKey: 'p.paused', mandatory: true }]);
+    expect(channel.headers[0]).toMatchObject({ 'x-callback-attempt': 3 });
+    expect(Object.keys(channel.headers[0]!).filter((name) => name.startsWith('x-death') || name.startsWith('x-first-death'))).toEqual([]);
+    expect(channel.log).toEqual(['publish ', 'ack']);
+    // The confirm metric is labelled retry or dead only.
+    expect(confirmed).toEqual([]);
+  });
+
+  it('returned twice: declared again, then back to its own queue a second later, never to P.dead', async () => {
+    const { channel, settled, fallbacks, redeclared } = hold(['return-then-ack', 'return-then-ack']);
+    const started = performance.now();
+    expect(await settled).toBe(false);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(900);
+    expect(redeclared()).toBe(1);
+    expect(channel.log).toEqual(['publish ', 'publish ', 'requeue']);
+    expect(fallbacks).toMatchObject([{ id: 'c1', kind: 'hold', cause: 'returned' }]);
+  });
+
+  it('EVENTS=durable: its paused event is confirmed before the copy; one not stored sends it back before any copy exists', async () => {
+    const held = hold(['ack', 'ack'], {}, true);
+    expect(await held.settled).toBe(true);
+    expect(held.channel.log).toEqual(['publish p.events', 'publish ', 'ack']);
+    expect(held.channel.bodies[0]).toMatchObject({ type: 'paused', id: 'c1', attempt: 0 });
+    const lost = hold(['nack', 'nack'], {}, true);
+    await expect(lost.settled).rejects.toMatchObject({ code: 'CR_ERR_EVENT_NOT_STORED' });
+    expect(lost.channel.log).toEqual(['publish p.events', 'publish p.events', 'requeue']);
+  });
+
+  it('a channel that closed: throws, leaving the original to the broker', async () => {
+    const { channel, settled } = hold(['never']);
+    closeUnder(channel);
+    await expect(settled).rejects.toThrow();
+    expect(channel.settled).toEqual([]);
   });
 });
 

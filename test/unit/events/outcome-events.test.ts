@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isValidId, MAX_ID_LENGTH } from '../../../src/message/callback.js';
-import { eventMessageId } from '../../../src/events/outcome-events.js';
+import { eventMessageId, outcomeEventOf } from '../../../src/events/outcome-events.js';
 
 describe('eventMessageId', () => {
   it('is <id>:<type>:<attempt> when that fits in a short string', () => {
@@ -19,5 +19,30 @@ describe('eventMessageId', () => {
     const long = (c: string) => eventMessageId({ id: c.repeat(250), type: 'dead', attempt: 7 });
     expect(long('a')).toBe(long('a'));
     expect(long('a')).not.toBe(long('b'));
+  });
+});
+
+describe('outcomeEventOf', () => {
+  const callback = { id: 'c1', url: 'https://a.example/h', target: 'https://a.example', lane: '0' };
+
+  it('a canceled callback: a canceled event, no attempt made', () => {
+    expect(outcomeEventOf({ ...callback, kind: 'canceled', attempt: 2 }, 'w/1', 'T')).toEqual({
+      type: 'canceled', id: 'c1', url: 'https://a.example/h', attempt: 2, status: undefined, error: 'canceled', nextAttemptAt: undefined, reason: 'canceled', durationMs: 0, worker: 'w/1', at: 'T',
+    });
+  });
+
+  it('a held callback: a paused event with the attempts made before, nothing else to tell', () => {
+    expect(outcomeEventOf({ ...callback, kind: 'held', attempt: 1 }, 'w/1', 'T')).toEqual({
+      type: 'paused', id: 'c1', url: 'https://a.example/h', attempt: 1, status: undefined, error: undefined, nextAttemptAt: undefined, reason: undefined, durationMs: undefined, worker: 'w/1', at: 'T',
+    });
+  });
+
+  it('an invalid message: a dead event with reason invalid, attempt 0', () => {
+    expect(outcomeEventOf({ kind: 'invalid', id: 'x', error: 'not JSON' }, 'w/1', 'T')).toMatchObject({ type: 'dead', id: 'x', url: '', attempt: 0, reason: 'invalid', error: 'not JSON' });
+  });
+
+  it('a fail-fast: its decision, the error it recorded', () => {
+    const event = outcomeEventOf({ ...callback, kind: 'circuit-open', attempt: 3, outcome: { error: 'circuit open', durationMs: 0 }, decision: { kind: 'retry', delayMs: 5, attempt: 4, why: 'circuit open' }, nextAttemptAt: 'N' }, 'w/1', 'T');
+    expect(event).toMatchObject({ type: 'retry-scheduled', attempt: 3, error: 'circuit open', durationMs: 0, nextAttemptAt: 'N' });
   });
 });

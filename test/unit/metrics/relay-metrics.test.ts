@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import type { AttemptReport } from '../../../src/consumer/observer.js';
+import type { AttemptReport, TriedReport } from '../../../src/consumer/observer.js';
 import { createRelayMetrics } from '../../../src/metrics/relay-metrics.js';
 import type { Decision } from '../../../src/policy/decide.js';
 
-const report = (status: number, body: string, decision: Decision): AttemptReport => ({
+const report = (status: number, body: string, decision: Decision): TriedReport => ({
+  kind: 'attempt',
   id: 'c1',
   url: 'https://example.com/hook',
   target: 'https://example.com',
@@ -14,12 +15,14 @@ const report = (status: number, body: string, decision: Decision): AttemptReport
   nextAttemptAt: undefined,
 });
 
-async function results(reports: AttemptReport[]): Promise<Record<string, number>> {
+async function counted(reports: AttemptReport[], metric: string, label: string): Promise<Record<string, number>> {
   const metrics = createRelayMetrics(() => undefined);
-  for (const one of reports) metrics.observer.attempted(one);
-  const { values } = await metrics.registry.getSingleMetric('callback_relay_attempts_total')!.get();
-  return Object.fromEntries(values.map(({ labels, value }) => [String(labels.result), value]));
+  for (const one of reports) metrics.observer.reported(one);
+  const { values } = await metrics.registry.getSingleMetric(metric)!.get();
+  return Object.fromEntries(values.map(({ labels, value }) => [String(labels[label]), value]));
 }
+
+const results = (reports: AttemptReport[]) => counted(reports, 'callback_relay_attempts_total', 'result');
 
 describe('relay metrics: attempt results', () => {
   const retry: Decision = { kind: 'retry', delayMs: 1_000, attempt: 2, why: 'HTTP 200 without the expected success body' };
@@ -35,5 +38,25 @@ describe('relay metrics: attempt results', () => {
     const exhausted = report(503, '', { kind: 'dead', reason: 'exhausted', why: 'HTTP 503' });
     const forbidden = report(0, '', { kind: 'dead', reason: 'forbidden-target', why: 'forbidden' });
     expect(await results([exhausted, forbidden])).toEqual({ retryable: 1, terminal: 1 });
+  });
+});
+
+describe('relay metrics: report kinds', () => {
+  it('a fail-fast counts as circuit-open, whatever its error text', async () => {
+    const failFast: AttemptReport = { ...report(0, '', { kind: 'retry', delayMs: 1_000, attempt: 2, why: 'x' }), kind: 'circuit-open', outcome: { error: 'anything', durationMs: 0 } };
+    expect(await results([failFast])).toEqual({ 'circuit-open': 1 });
+  });
+
+  it('a canceled callback counts no attempt, only its outcome', async () => {
+    const canceled: AttemptReport = { kind: 'canceled', id: 'c1', url: 'https://example.com/hook', target: 'https://example.com', lane: '0', attempt: 2 };
+    expect(await results([canceled])).toEqual({});
+    expect(await counted([canceled], 'callback_relay_callbacks_total', 'reason')).toEqual({ canceled: 1 });
+    expect(await counted([{ kind: 'invalid', id: 'x', error: 'not JSON' }], 'callback_relay_callbacks_total', 'reason')).toEqual({ invalid: 1 });
+  });
+
+  it('a held callback counts nothing: it is counted when attempted after the resume', async () => {
+    const held: AttemptReport = { kind: 'held', id: 'c1', url: 'https://example.com/hook', target: 'https://example.com', lane: '0', attempt: 0 };
+    expect(await results([held])).toEqual({});
+    expect(await counted([held], 'callback_relay_callbacks_total', 'outcome')).toEqual({});
   });
 });
