@@ -4,9 +4,11 @@
 #   local-broker.sh stop DIR
 set -euo pipefail
 cmd=$1; dir=$(mkdir -p "$2" && cd "$2" && pwd)
+advanced=$(cd "$(dirname "$0")/../rabbitmq" && pwd)/advanced.config
 bin=/usr/lib/rabbitmq/bin; [ -x "$bin/rabbitmq-server" ] || bin=$(dirname "$(command -v rabbitmq-server)")
 export HOME=$dir RABBITMQ_NODENAME=callback-relay@localhost RABBITMQ_MNESIA_BASE=$dir/mnesia RABBITMQ_LOG_BASE=$dir/log \
-  RABBITMQ_CONFIG_FILE=$dir/rabbitmq.conf RABBITMQ_ENABLED_PLUGINS_FILE=$dir/enabled_plugins RABBITMQ_PID_FILE=$dir/pid
+  RABBITMQ_CONFIG_FILE=$dir/rabbitmq.conf RABBITMQ_ADVANCED_CONFIG_FILE=$advanced \
+  RABBITMQ_ENABLED_PLUGINS_FILE=$dir/enabled_plugins RABBITMQ_PID_FILE=$dir/pid
 case $cmd in
   start)
     printf 'listeners.tcp.default = 5672\nmanagement.tcp.port = 15672\n' >"$dir/rabbitmq.conf"

@@ -1,5 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import amqplib from 'amqplib';
@@ -19,6 +20,9 @@ export interface LocalNode extends LocalBroker {
   node: string;
   home: string;
 }
+
+/** The broker settings the rabbitmq/ image ships (the dead-letter hop's retry interval): nodes here run with them too. */
+const ADVANCED_CONFIG = fileURLToPath(new URL('../../rabbitmq/advanced.config', import.meta.url));
 
 const CANDIDATES = [process.env.RABBITMQ_SERVER_BIN, '/usr/lib/rabbitmq/bin/rabbitmq-server', '/usr/sbin/rabbitmq-server'];
 
@@ -40,14 +44,16 @@ export interface NodeLayout {
 }
 
 /**
- * Writes a node's rabbitmq.conf (loopback listener, guest allowed) and enabled_plugins (none, or the
- * delayed-message plugin when RABBITMQ_PLUGINS_DIR offers it: see broker-plugins.ts) into `dir`, and
+ * Writes a node's rabbitmq.conf (loopback listener, guest allowed), enabled_plugins (none, or the
+ * delayed-message plugin when RABBITMQ_PLUGINS_DIR offers it: see broker-plugins.ts) and the image's
+ * advanced.config into `dir`, and
  * returns the environment that makes rabbitmq-server run it as its own node.
  */
 export function nodeEnvironment({ dir, home, node, amqpPort, distPort, serverBin }: NodeLayout): NodeJS.ProcessEnv {
   const plugins = nodePlugins(serverBin, process.env.RABBITMQ_PLUGINS_DIR);
   writeFileSync(join(dir, 'rabbitmq.conf'), `listeners.tcp.default = 127.0.0.1:${amqpPort}\nloopback_users = none\n`);
   writeFileSync(join(dir, 'enabled_plugins'), `[${plugins.enabled.join(',')}].\n`);
+  copyFileSync(ADVANCED_CONFIG, join(dir, 'advanced.config'));
   const { RABBITMQ_PLUGINS_DIR: _given, ...inherited } = process.env;
   return {
     ...inherited,
@@ -59,6 +65,7 @@ export function nodeEnvironment({ dir, home, node, amqpPort, distPort, serverBin
     RABBITMQ_MNESIA_BASE: join(dir, 'mnesia'),
     RABBITMQ_LOG_BASE: join(dir, 'log'),
     RABBITMQ_CONFIG_FILE: join(dir, 'rabbitmq.conf'),
+    RABBITMQ_ADVANCED_CONFIG_FILE: join(dir, 'advanced.config'),
     RABBITMQ_ENABLED_PLUGINS_FILE: join(dir, 'enabled_plugins'),
     RABBITMQ_PID_FILE: join(dir, 'pid'),
   };

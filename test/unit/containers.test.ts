@@ -265,10 +265,11 @@ describe('rabbitmq/ (broker image)', () => {
     expect(settings).toContain('loopback_users = none');
   });
 
-  it('the Dockerfile copies enabled_plugins and rabbitmq.conf into /etc/rabbitmq/', () => {
+  it('the Dockerfile copies enabled_plugins, rabbitmq.conf and advanced.config into /etc/rabbitmq/', () => {
     const copies = brokerDockerfile.filter((instruction) => instruction.keyword === 'COPY').map((instruction) => instruction.args);
-    expect(copies.some((args) => args.includes('enabled_plugins') && /\/etc\/rabbitmq\/?$/.test(args))).toBe(true);
-    expect(copies.some((args) => args.includes('rabbitmq.conf') && /\/etc\/rabbitmq\/?$/.test(args))).toBe(true);
+    for (const file of ['enabled_plugins', 'rabbitmq.conf', 'advanced.config']) {
+      expect(copies.some((args) => args.includes(file) && /\/etc\/rabbitmq\/?$/.test(args))).toBe(true);
+    }
   });
 });
 
