@@ -3,8 +3,9 @@ import type { AutoPause } from '../control/auto-pause.js';
 import type { ControlView } from '../control/control-state.js';
 import type { DurableEvents } from '../events/durable-events.js';
 import type { HealthState } from '../isolation/health.js';
-import { CIRCUIT_OPEN, targetOf, type AttemptKind, type Effects, type Scheduler, type TargetKey } from '../isolation/target-isolation.js';
+import { CIRCUIT_OPEN, circuitWait, targetOf, type AttemptKind, type Effects, type Scheduler, type TargetKey } from '../isolation/target-isolation.js';
 import type { Logger } from '../logger.js';
+import { HEADER, readString } from '../message/headers.js';
 import type { DeliveryOutcome } from '../policy/classify-outcome.js';
 import { decide, type Decision, type RetryPolicy } from '../policy/decide.js';
 import type { Random } from '../policy/jitter.js';
@@ -19,7 +20,7 @@ import { deliver, type DeliverOptions } from './deliver.js';
 import type { AttemptReport, PipelineObserver, TriedReport } from './observer.js';
 import { settle, type AttemptRecord, type Settlement, type SettleContext, type SettleFallback, type StoreEvent } from './settle.js';
 
-/** The queue a message was consumed from: a work lane's index, or `slow` (the drained slow lane). */
+/** The queue a message was consumed from: a work lane's index, or `slow` (the overflow queue, P.slow). */
 export type Lane = string;
 
 /** Everything the per-message path needs, built once when the worker starts. */
@@ -63,7 +64,10 @@ export interface Job {
   finish: (error?: unknown) => void;
 }
 
-/** Step 3 → 4: what an attempt (or a fail-fast) gave. */
+/** How often the worker looks for busy targets whose excess should leave their lanes. */
+const SWEEP_EVERY_MS = 50;
+
+/** Step 3 → 4: what an attempt (or an attempt spent while the circuit stayed open) gave. */
 interface Attempted {
   job: Job;
   kind: TriedReport['kind'];
@@ -104,7 +108,9 @@ export function verdictOf(delivery: Delivery, outcome: DeliveryOutcome, startedA
  *
  * `handle` decodes a message (1) and admits it (2): a cancelled callback is parked and a paused
  * target's held; any other goes to the scheduler, which starts attempts while the worker has free
- * slots, or fails the attempt fast while its target's circuit is open. Each
+ * slots. A busy target's callback moves to the overflow queue instead (once), and one whose target's
+ * circuit is open is deferred without spending its attempt, or spent once it waited as long as the
+ * attempt would have taken. Each
  * attempt (3) frees its slot as soon as its HTTP exchange ends; then its outcome is decided (4) and
  * the decision settled on the message's own channel (5). The promise `handle` returns settles once the
  * message has been settled (or dropped because its channel closed); it rejects only when settling
@@ -114,6 +120,11 @@ export function createPipeline(context: PipelineContext) {
   const { names, mode, logger, clock, scheduler, observer } = context;
   /** Channels that closed: the broker has requeued their unacked messages, so their jobs must not run. */
   const closed = new WeakSet<ConfirmChannel>();
+  // Busy targets' waiting callbacks leave their lanes for the overflow queue (target-isolation.ts).
+  const sweeper = setInterval(() => {
+    for (const job of scheduler.sweep(clock())) void overflow(job);
+  }, SWEEP_EVERY_MS);
+  sweeper.unref();
 
   /** Step 1: message → job, or straight to P.dead (reason `invalid`) when it cannot be decoded. */
   function handle(message: ConsumeMessage, channel: ConfirmChannel, lane: Lane): Promise<void> {
@@ -153,15 +164,64 @@ export function createPipeline(context: PipelineContext) {
 
   /**
    * Step 2: a cancelled callback is parked and a paused target's callback held, neither attempted;
-   * any other waits for a slot, or is failed fast while its target's circuit is open.
+   * any other waits for a slot, moves to the overflow queue while its target is busy, or is deferred
+   * while its target's circuit is open.
    */
   function admit(job: Job): void {
     const { control } = context;
     const done = (): void => job.finish();
     if (control?.isCancelled(job.delivery.id, job.message.properties.headers)) void parkCanceled(job).then(done, job.finish);
     else if (control?.isPaused(job.delivery.url.origin)) void hold(job).then(done, job.finish);
-    else if (scheduler.offer(job.target, job) === 'fail-fast') void failFast(job);
+    else offer(job, job.lane === 'slow' ? 'overflow' : 'lane');
+  }
+
+  function offer(job: Job, source: 'lane' | 'overflow'): void {
+    const offered = scheduler.offer(job.target, job, source, clock());
+    if (offered === 'circuit-open') void circuitOpen(job);
+    else if (offered === 'overflow') void overflow(job);
     else pump();
+  }
+
+  /**
+   * A busy target's callback leaves its lane for the overflow queue, unattempted, so the callbacks
+   * queued behind it are reached now. One that cannot be moved is attempted here after all.
+   */
+  async function overflow(job: Job): Promise<void> {
+    try {
+      if (await settle({ kind: 'move', queue: names.slowQueue }, { id: job.delivery.id }, settleContext(job.channel, job.message, job.bucket))) {
+        observer.moved('overflow');
+        return job.finish();
+      }
+    } catch (error) {
+      // The channel is gone: the broker redelivers the message.
+      return job.finish(error);
+    }
+    offer(job, 'overflow');
+  }
+
+  /**
+   * Step 3 for a target whose circuit is open: no request. The callback is deferred through the delay
+   * path, its attempt kept, until the attempt would have ended (circuitWait); then, or when the
+   * deferral cannot be stored, the attempt is spent as failed.
+   */
+  async function circuitOpen(job: Job): Promise<void> {
+    const headers = job.message.properties.headers;
+    const heldSince = Date.parse(readString(headers, HEADER.heldSince) ?? '');
+    const deferrals = Number(headers?.[HEADER.deferrals]);
+    const timeoutMs = job.delivery.policy?.timeoutMs ?? context.deliver.timeoutMs;
+    const wait = circuitWait(Number.isNaN(heldSince) ? undefined : heldSince, Number.isInteger(deferrals) && deferrals > 0 ? deferrals : 0, clock(), timeoutMs);
+    if (wait.kind === 'defer') {
+      const deferral = { [HEADER.heldSince]: new Date(wait.heldSince).toISOString(), [HEADER.deferrals]: wait.deferrals };
+      try {
+        if (await settle({ kind: 'move', delayMs: wait.delayMs, headers: deferral }, { id: job.delivery.id }, settleContext(job.channel, job.message, job.bucket))) {
+          observer.moved('deferred');
+          return job.finish();
+        }
+      } catch (error) {
+        return job.finish(error);
+      }
+    }
+    return failFast(job, wait.heldSince);
   }
 
   /** A message that is not a valid callback: parked in P.dead as `invalid`, and the worker carries on. */
@@ -229,9 +289,10 @@ export function createPipeline(context: PipelineContext) {
     }
   }
 
-  /** Step 3 for a target whose circuit is open: an attempt counted and recorded, no request made. */
-  function failFast(job: Job): Promise<void> {
-    return conclude({ job, kind: 'circuit-open', outcome: { error: CIRCUIT_OPEN, durationMs: 0 }, startedAt: clock(), span: context.tracing?.startAttempt(job.delivery) });
+  /** The attempt spent while the circuit stayed open: counted and recorded as made at `heldSince`, no request made. */
+  function failFast(job: Job, heldSince: number): Promise<void> {
+    const outcome = { error: CIRCUIT_OPEN, durationMs: Math.max(0, clock() - heldSince) };
+    return conclude({ job, kind: 'circuit-open', outcome, startedAt: heldSince, span: context.tracing?.startAttempt(job.delivery) });
   }
 
   /** Steps 4 and 5: decide what the outcome means, and settle it on the message's channel. */
@@ -292,13 +353,13 @@ export function createPipeline(context: PipelineContext) {
     observer.settleFallback(kind, cause);
   }
 
-  /** Logs a health transition (one line each) and fails fast what an opened circuit took out of the queue. */
+  /** Logs a health transition (one line each) and defers what an opened circuit took out of the queue. */
   function apply(effects: Effects<Job>): void {
     const { transition } = effects;
-    for (const job of effects.failFast) void failFast(job);
+    for (const job of effects.circuitOpen) void circuitOpen(job);
     if (transition) {
       if (!transition.shared) context.control?.broadcastHealth?.(transition.target, transition.to);
-      logger.warn({ ...transition }, transition.to === 'degraded' ? 'target degraded: circuit open, attempts fail fast but for probes' : 'target recovered: circuit closed');
+      logger.warn({ ...transition }, transition.to === 'degraded' ? 'target degraded: circuit open, attempts deferred but for probes' : 'target recovered: circuit closed');
       observer.transition(transition);
     }
   }
@@ -314,5 +375,10 @@ export function createPipeline(context: PipelineContext) {
     if (scheduler.shareHealth) apply(scheduler.shareHealth(target, state, clock()));
   }
 
-  return { handle, channelClosed, shareHealth };
+  /** The worker stops: no more sweeps. */
+  function stop(): void {
+    clearInterval(sweeper);
+  }
+
+  return { handle, channelClosed, shareHealth, stop };
 }

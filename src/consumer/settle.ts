@@ -31,8 +31,16 @@ export interface Hold {
   queue: string;
 }
 
-/** What settle carries out: the retry policy's decision, or a hold. */
-export type Settlement = Decision | Hold;
+/**
+ * Move a callback unattempted, its attempt count unchanged: deferred through the delay path back to
+ * its lane while its target's circuit is open (with the deferral's headers), or to the overflow queue
+ * (P.slow) while its target is busy. A move that cannot be stored leaves the message unsettled and
+ * resolves `false`: the caller still holds it and decides (attempt it, or spend the attempt).
+ */
+export type Move = { kind: 'move'; delayMs: number; headers: Record<string, unknown> } | { kind: 'move'; queue: string };
+
+/** What settle carries out: the retry policy's decision, a hold, or a move. */
+export type Settlement = Decision | Hold | Move;
 
 export type CopyKind = 'retry' | 'dead';
 
@@ -108,9 +116,11 @@ export type StoreEvent = (rejected: boolean) => Promise<CopyResult>;
  * attempts report again.
  */
 export function settle(settlement: Hold, record: Pick<AttemptRecord, 'id'>, context: HoldContext): Promise<boolean>;
+export function settle(settlement: Move, record: Pick<AttemptRecord, 'id'>, context: SettleContext): Promise<boolean>;
 export function settle(settlement: Settlement, record: AttemptRecord, context: SettleContext): Promise<boolean>;
 export async function settle(settlement: Settlement, record: Pick<AttemptRecord, 'id'>, context: HoldContext): Promise<boolean> {
   const { channel, message } = context;
+  if (settlement.kind === 'move') return move(settlement, record, context as SettleContext);
   if (settlement.kind !== 'retry') await storeEventFirst(context, false);
   if (settlement.kind === 'ack') {
     channel.ack(message);
@@ -140,6 +150,22 @@ export async function settle(settlement: Settlement, record: Pick<AttemptRecord,
   channel.nack(message, false, false);
   context.onFallback?.(fallback);
   return false;
+}
+
+/** A move has no event and no fallback of its own: stored → acked; not stored → the caller decides. */
+async function move(settlement: Move, record: Pick<AttemptRecord, 'id'>, context: SettleContext): Promise<boolean> {
+  const { channel, message } = context;
+  const headers = carriedHeaders(message.properties.headers);
+  let copy: Copy;
+  if ('queue' in settlement) copy = toQueue(settlement.queue, headers);
+  else {
+    const route = deliveryRoute(context.names, context.mode, settlement.delayMs, context.bucket);
+    copy = viaRoute(route, { ...headers, ...settlement.headers, ...route.headers }, context);
+  }
+  const result = await publishOnceMore(context, () => publishCopy(channel, copy, message, record.id, context.confirmTimeoutMs ?? DEFAULT_CONFIRM_TIMEOUT_MS));
+  if (!result.stored) return false;
+  channel.ack(message);
+  return true;
 }
 
 /**
@@ -186,7 +212,7 @@ async function storeEventAfter(context: HoldContext): Promise<void> {
 }
 
 /** The copy a settlement publishes: its route, and the headers that carry the retry state. */
-function copyOf(settlement: Exclude<Settlement, { kind: 'ack' }>, record: Pick<AttemptRecord, 'id'>, context: HoldContext): Copy {
+function copyOf(settlement: Exclude<Settlement, { kind: 'ack' } | Move>, record: Pick<AttemptRecord, 'id'>, context: HoldContext): Copy {
   // Unchanged but for what dead-lettering added (P.paused → P.paused.check): holding spends no attempt.
   if (settlement.kind === 'hold') return toQueue(settlement.queue, carriedHeaders(context.message.properties.headers));
   // Only a hold is settled without a route and a record (settle's overloads).

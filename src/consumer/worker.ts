@@ -70,6 +70,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   let server: Server | undefined;
   let dueMover: DueMover | undefined;
   let control: ControlReader | undefined;
+  let pipeline: ReturnType<typeof createPipeline> | undefined;
   const isolation = settings.isolation && new TargetIsolation<Job>(settings.isolation);
   const metrics = createRelayMetrics(() => isolation);
   const tracing = 'tracing' in deps ? deps.tracing : loadTracing(logger);
@@ -86,9 +87,10 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     // Cancels and pauses: read P.control up to the present before the first message is consumed.
     control = await startControlReader({ urls: amqpUrls(config.amqpUrl), names: topology.names, logger, clock, moveHeld: { timeoutMs: settings.publishTimeoutMs } });
     if (stopping) return void (await control.close());
-    const { handle, channelClosed, shareHealth } = createPipeline(
+    pipeline = createPipeline(
       pipelineContext(settings, { topology, dispatcher: agent, scheduler: isolation ?? new ArrivalOrder(consume.prefetch), control, observer, tracing: await tracing, clock, random: deps.random ?? Math.random, logger }),
     );
+    const { handle, shareHealth } = pipeline;
     control.onHealth(shareHealth);
     // The broker cancelled a consumer (queue deleted, its node gone, a consumer timeout): a worker
     // that keeps the connection but consumes nothing must not look ready. Recycle the connection once;
@@ -136,11 +138,11 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
         }
         // Unacked messages of a closed channel are back in their queues: jobs still waiting for a
         // slot must not be attempted (another worker may have them already).
-        ch.once('close', () => channelClosed(ch));
+        ch.once('close', () => pipeline?.channelClosed(ch));
         // basic.qos without `global` limits each consumer started after it on this channel, so each
-        // lane may hold PREFETCH messages and a target alone in its lane can fill every slot:
+        // queue may hold queuePrefetch messages and a target alone in its lane can fill every slot:
         // https://www.rabbitmq.com/docs/consumer-prefetch
-        await ch.prefetch(consume.prefetch);
+        await ch.prefetch(consume.queuePrefetch);
         const tags: string[] = [];
         const queues: [string, Lane][] = [...topology.names.workQueues.map((queue, lane): [string, Lane] => [queue, String(lane)]), [topology.names.slowQueue, 'slow']];
         for (const [queue, lane] of queues) tags.push((await ch.consume(queue, (message) => onMessage(message, ch, lane), { noAck: false })).consumerTag);
@@ -162,6 +164,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     abort.abort();
     for (const tag of consumers?.tags ?? []) await consumers?.channel.cancel(tag).catch(() => {});
     await dueMover?.close();
+    pipeline?.stop();
     const drained = Promise.allSettled([...inFlight]).then(() => true);
     const finished = await Promise.race([drained, sleep(consume.drainTimeoutMs).then(() => false)]);
     if (!finished) logger.warn({ unfinished: inFlight.size }, 'drain timeout: unfinished deliveries return to the queue');

@@ -83,6 +83,7 @@ export function createOutcomeEvents(exchange: string, clock: () => number, worke
     settleFallback: none,
     transition: none,
     inFlight: none,
+    moved: none,
   };
 }
 

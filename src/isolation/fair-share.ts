@@ -121,17 +121,34 @@ export class FairShare<T> {
     else this.reready(target, queue);
   }
 
-  /** Takes every waiting item of `target` out (its circuit opened: they are failed fast instead). */
-  takeWaiting(target: string): T[] {
+  /**
+   * Takes the waiting items of `target` out (those that match, or all): its circuit opened, or it is
+   * busy and its excess leaves the worker. Those that stay keep their order.
+   */
+  takeWaiting(target: string, matches: (item: T) => boolean = () => true): T[] {
     const queue = this.targets.get(target);
     if (!queue) return [];
     this.unready(target, queue);
-    const taken = queue.waiting.slice(queue.head) as T[];
+    const taken: T[] = [];
+    const kept: T[] = [];
+    for (const item of queue.waiting.slice(queue.head) as T[]) (matches(item) ? taken : kept).push(item);
     this.waitingTotal -= taken.length;
-    queue.waiting = [];
+    queue.waiting = kept;
     queue.head = 0;
-    if (queue.inFlight === 0) this.targets.delete(target);
+    if (queue.inFlight === 0 && kept.length === 0) this.targets.delete(target);
+    else this.reready(target, queue);
     return taken;
+  }
+
+  /** The item of `target` that has waited longest, if any. */
+  head(target: string): T | undefined {
+    const queue = this.targets.get(target);
+    return queue && queue.head < queue.waiting.length ? (queue.waiting[queue.head] as T) : undefined;
+  }
+
+  /** Targets with items waiting. */
+  *waitingTargets(): IterableIterator<string> {
+    for (const [target, queue] of this.targets) if (queue.head < queue.waiting.length) yield target;
   }
 
   /** Removes waiting items that match (their channel closed: the broker has requeued them) and returns them. */

@@ -30,10 +30,19 @@ export const HEADER = {
   maxAttempts: 'x-callback-max-attempts',
   timeout: 'x-callback-timeout',
   successBody: 'x-callback-success-body',
+  /**
+   * On a callback deferred because its target's circuit was open: when its attempt first came due (ISO
+   * time), and how often it was deferred. Its attempt is spent once it has waited an attempt's timeout.
+   */
+  heldSince: 'x-callback-held-since',
+  deferrals: 'x-callback-deferrals',
 } as const;
 
-/** Per-publish headers: they belong to the one publish that set them, never to its copies. */
-const PER_PUBLISH: ReadonlySet<string> = new Set([HEADER.delay, HEADER.copy]);
+/**
+ * Per-publish headers: they belong to the one publish that set them, never to its copies. A deferral's
+ * belong to one deferred attempt: a deferral sets them again, any other copy goes without.
+ */
+const PER_PUBLISH: ReadonlySet<string> = new Set([HEADER.delay, HEADER.copy, HEADER.heldSince, HEADER.deferrals]);
 
 /** Headers to carry into a republished copy: the producer's own and the retry state, minus what the broker or one publish added. */
 export const carriedHeaders = (headers: Record<string, unknown> | undefined): Record<string, unknown> =>

@@ -206,6 +206,7 @@ const INVALID: Array<[string, string]> = [
   ['DEGRADE_THRESHOLD', '0'],
   ['RECOVER_THRESHOLD', '-1'],
   ['QUIET_PERIOD', 'later'],
+  ['OVERFLOW_AFTER', 'soon'],
   ['AUTO_PAUSE_AFTER', 'a day'],
   ['PROBE_CONCURRENCY', '0'],
   ['MAX_PROBES', 'x'],

@@ -19,6 +19,8 @@ describe('HEADER', () => {
       maxAttempts: 'x-callback-max-attempts',
       timeout: 'x-callback-timeout',
       successBody: 'x-callback-success-body',
+      heldSince: 'x-callback-held-since',
+      deferrals: 'x-callback-deferrals',
     });
   });
 });

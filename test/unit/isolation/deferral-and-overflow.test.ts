@@ -1,0 +1,90 @@
+import { describe, it, expect } from 'vitest';
+import { circuitWait, MAX_DEFERRALS, TargetIsolation, type IsolationPolicy } from '../../../src/isolation/target-isolation.js';
+
+const POLICY: IsolationPolicy = {
+  window: 20,
+  degradeThreshold: 5,
+  recoverThreshold: 2,
+  quietPeriodMs: 30_000,
+  maxTargets: 10_000,
+  capacity: 10,
+  perTarget: 10,
+  initialPerTarget: 2,
+  probesPerTarget: 1,
+  maxProbes: 2,
+  slowThresholdMs: 3_000,
+  overflowAfterMs: 200,
+};
+
+describe('circuitWait: an open circuit defers, and spends the attempt only when a real one would have ended', () => {
+  it('defers after 1 s, 2 s, 4 s … and spends the attempt once it waited the attempt timeout since it first came due', () => {
+    const timeout = 10_000;
+    let now = 1_000_000;
+    let heldSince: number | undefined;
+    let deferrals = 0;
+    const delays: number[] = [];
+    for (;;) {
+      const wait = circuitWait(heldSince, deferrals, now, timeout);
+      if (wait.kind === 'spend') {
+        expect(wait.heldSince).toBe(1_000_000);
+        break;
+      }
+      delays.push(wait.delayMs);
+      ({ heldSince, deferrals } = wait);
+      now += wait.delayMs;
+    }
+    expect(delays).toEqual([1_000, 2_000, 4_000, 3_000]);
+    expect(now - 1_000_000).toBe(timeout);
+  });
+
+  it('never waits less than the delay levels\' unit, nor defers without end whatever the clocks say', () => {
+    expect(circuitWait(0, 0, 9_800, 10_000)).toMatchObject({ kind: 'defer', delayMs: 1_000 });
+    // A heldSince in the future (another worker's clock ahead) counts from now.
+    expect(circuitWait(50_000, 0, 10_000, 10_000)).toMatchObject({ kind: 'defer', heldSince: 10_000 });
+    expect(circuitWait(10_000, MAX_DEFERRALS, 10_001, 10_000_000)).toEqual({ kind: 'spend', heldSince: 10_000 });
+  });
+});
+
+describe('TargetIsolation: a busy target\'s excess overflows', () => {
+  it('moves a busy target\'s waiting lane items once its oldest waited OVERFLOW_AFTER, keeps overflow items, and moves new lane items at once', () => {
+    const iso = new TargetIsolation<number>(POLICY);
+    for (let i = 0; i < 20; i += 1) iso.offer('busy', i, 'lane', 0);
+    for (let i = 100; i < 103; i += 1) iso.offer('busy', i, 'overflow', 0);
+    const started = [];
+    for (let next = iso.next(); next; next = iso.next()) started.push(next.item);
+    // A new target holds its initial share (2) until it has earned more.
+    expect(started).toEqual([0, 1]);
+    expect(iso.sweep(199)).toEqual([]);
+    expect(iso.sweep(200)).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
+    expect(iso.waiting('busy')).toBe(3);
+    expect(iso.offer('busy', 20, 'lane', 250)).toBe('overflow');
+    expect(iso.offer('busy', 104, 'overflow', 250)).toBe('queued');
+  });
+
+  it('never moves a fast target whose items wait less than OVERFLOW_AFTER, nor one that holds less than its initial share', () => {
+    const iso = new TargetIsolation<number>(POLICY);
+    for (let i = 0; i < 30; i += 1) iso.offer('fast', i, 'lane', 0);
+    for (let next = iso.next(); next; next = iso.next()) iso.complete('fast', next.kind, { status: 200, durationMs: 5 }, 100);
+    expect(iso.sweep(150)).toEqual([]);
+    // 'starved' waits long, but only because others hold every slot: it is not the busy one.
+    const crowded = new TargetIsolation<number>({ ...POLICY, capacity: 2 });
+    crowded.offer('a', 1, 'lane', 0);
+    crowded.offer('b', 2, 'lane', 0);
+    crowded.next();
+    crowded.next();
+    crowded.offer('starved', 3, 'lane', 0);
+    expect(crowded.sweep(10_000)).toEqual([]);
+  });
+
+  it('a quiet target is served before a busy one, and a busy target stops being busy once it stops waiting', () => {
+    const iso = new TargetIsolation<number>(POLICY);
+    for (let i = 0; i < 12; i += 1) iso.offer('busy', i, 'lane', 0);
+    while (iso.next());
+    expect(iso.sweep(300)).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+    iso.offer('quiet', 1, 'lane', 300);
+    iso.complete('busy', 'attempt', { status: 200, durationMs: 300 }, 300);
+    expect(iso.next()).toMatchObject({ target: 'quiet', item: 1 });
+    // Busy lasts 4 × OVERFLOW_AFTER after its last sign.
+    expect(iso.offer('busy', 50, 'lane', 1_000)).toBe('queued');
+  });
+});
