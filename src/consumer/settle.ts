@@ -1,5 +1,5 @@
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
-import { HEADER, carriedHeaders } from '../message/headers.js';
+import { DEFERRAL_HEADERS, HEADER, carriedHeaders } from '../message/headers.js';
 import { policyHeaders } from '../message/policy-headers.js';
 import type { MessagePolicy } from '../policy/message-policy.js';
 import type { Decision } from '../policy/decide.js';
@@ -246,6 +246,7 @@ function viaRoute(route: Route, headers: Record<string, unknown>, { names, mode 
 
 function recordHeaders(message: ConsumeMessage, record: AttemptRecord): Record<string, unknown> {
   const headers: Record<string, unknown> = carriedHeaders(message.properties.headers);
+  for (const name of DEFERRAL_HEADERS) delete headers[name];
   const put = (name: string, value: unknown): void => {
     if (value !== undefined) headers[name] = value;
   };

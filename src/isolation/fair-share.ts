@@ -146,6 +146,11 @@ export class FairShare<T> {
     return queue && queue.head < queue.waiting.length ? (queue.waiting[queue.head] as T) : undefined;
   }
 
+  /** Targets with items waiting or in flight. */
+  activeTargets(): number {
+    return this.targets.size;
+  }
+
   /** Targets with items waiting. */
   *waitingTargets(): IterableIterator<string> {
     for (const [target, queue] of this.targets) if (queue.head < queue.waiting.length) yield target;

@@ -170,6 +170,8 @@ export class TargetIsolation<T> implements Scheduler<T> {
   private probesTotal = 0;
   /** Busy targets and until when they stay busy without a new sign of it. */
   private readonly busy = new Map<string, number>();
+  /** When each target last finished an attempt, for the last `overflowAfterMs` (pruned by `sweep`). */
+  private readonly lastDone = new Map<string, number>();
   /** Running attempts counted abnormal early (overdue) per target: amended if they succeed. */
   private readonly provisional = new Map<string, number>();
 
@@ -215,6 +217,8 @@ export class TargetIsolation<T> implements Scheduler<T> {
     const slow = wasOverdue || outcome.durationMs >= this.policy.slowThresholdMs;
     const succeeded = outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;
     this.share.done(target, slow ? 'slow' : 'fast');
+    this.lastDone.delete(target);
+    this.lastDone.set(target, nowMs);
     if (kind === 'probe') this.releaseProbe(target);
     if (slow && succeeded) this.health.slowSuccess(target, nowMs);
     const counted = wasOverdue && this.takeProvisional(target);
@@ -241,13 +245,19 @@ export class TargetIsolation<T> implements Scheduler<T> {
   }
 
   /**
-   * Finds the busy targets: one whose oldest waiting item has waited `overflowAfterMs` while it holds
-   * at least its initial share of slots. Its waiting items from the lanes are returned to be moved to
-   * the overflow queue, and so is every item of it from a lane offered while it stays busy.
+   * Finds the busy targets: one whose oldest waiting item has waited `overflowAfterMs` although it
+   * holds its fair share of slots, or is stuck at its own limit (none of its attempts ended meanwhile).
+   * Its waiting items from the lanes are returned to be moved to the overflow queue, and so is every
+   * item of it from a lane offered while it stays busy. A target that waits because others hold the
+   * slots is not busy: it is the one that others must not hold up.
    */
   sweep(nowMs: number): T[] {
     const moved: T[] = [];
     for (const [target, until] of this.busy) if (until <= nowMs) this.busy.delete(target);
+    for (const [target, at] of this.lastDone) {
+      if (nowMs - at < this.policy.overflowAfterMs) break;
+      this.lastDone.delete(target);
+    }
     for (const target of [...this.share.waitingTargets()]) {
       const oldest = this.share.head(target);
       if (!oldest || nowMs - oldest.at < this.policy.overflowAfterMs || !this.holdsShare(target)) continue;
@@ -288,8 +298,12 @@ export class TargetIsolation<T> implements Scheduler<T> {
     return until !== undefined && until > nowMs && this.holdsShare(target);
   }
 
+  /** Holds its fair share of the slots, or sits at its own limit without any attempt ending lately. */
   private holdsShare(target: string): boolean {
-    return this.share.inFlight(target) >= Math.min(this.policy.initialPerTarget, this.policy.perTarget, this.policy.capacity);
+    const inFlight = this.share.inFlight(target);
+    if (inFlight === 0) return false;
+    if (inFlight >= Math.floor(this.policy.capacity / Math.max(1, this.share.activeTargets()))) return true;
+    return inFlight >= this.share.limit(target) && !this.lastDone.has(target);
   }
 
   private takeProvisional(target: string): boolean {

@@ -38,11 +38,11 @@ export const HEADER = {
   deferrals: 'x-callback-deferrals',
 } as const;
 
-/**
- * Per-publish headers: they belong to the one publish that set them, never to its copies. A deferral's
- * belong to one deferred attempt: a deferral sets them again, any other copy goes without.
- */
-const PER_PUBLISH: ReadonlySet<string> = new Set([HEADER.delay, HEADER.copy, HEADER.heldSince, HEADER.deferrals]);
+/** Per-publish headers: they belong to the one publish that set them, never to its copies. */
+const PER_PUBLISH: ReadonlySet<string> = new Set([HEADER.delay, HEADER.copy]);
+
+/** A deferral's headers belong to one deferred attempt: moves carry them, a retry or dead-letter copy (a new record) does not. */
+export const DEFERRAL_HEADERS: readonly string[] = [HEADER.heldSince, HEADER.deferrals];
 
 /** Headers to carry into a republished copy: the producer's own and the retry state, minus what the broker or one publish added. */
 export const carriedHeaders = (headers: Record<string, unknown> | undefined): Record<string, unknown> =>

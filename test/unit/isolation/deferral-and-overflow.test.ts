@@ -87,4 +87,22 @@ describe('TargetIsolation: a busy target\'s excess overflows', () => {
     // Busy lasts 4 × OVERFLOW_AFTER after its last sign.
     expect(iso.offer('busy', 50, 'lane', 1_000)).toBe('queued');
   });
+
+  it('a cold target that waits while a busy one holds the slots is not busy: it keeps its place', () => {
+    const iso = new TargetIsolation<number>({ ...POLICY, initialPerTarget: 5 });
+    // 'busy' has earned every slot.
+    for (let i = 0; i < 10; i += 1) iso.offer('busy', i, 'lane', 0);
+    for (let i = 0; i < 10; i += 1) iso.complete('busy', iso.next()!.kind, { status: 200, durationMs: 300 }, 0);
+    for (let i = 0; i < 30; i += 1) iso.offer('busy', i, 'lane', 0);
+    while (iso.next());
+    for (let i = 0; i < 20; i += 1) iso.offer('cold', i, 'lane', 0);
+    // Three busy attempts end; the freed slots go to 'cold' (fewest in flight).
+    for (let i = 0; i < 3; i += 1) iso.complete('busy', 'attempt', { status: 200, durationMs: 300 }, 300);
+    while (iso.next());
+    expect(iso.inFlight('cold')).toBe(3);
+    const moved = iso.sweep(400);
+    expect(moved.length).toBeGreaterThan(0);
+    expect(moved.every((item) => item < 30)).toBe(true);
+    expect(iso.waiting('cold')).toBe(17);
+  });
 });

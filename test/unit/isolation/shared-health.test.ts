@@ -15,6 +15,7 @@ const POLICY: IsolationPolicy = {
   probesPerTarget: 1,
   maxProbes: 2,
   slowThresholdMs: 300,
+  overflowAfterMs: 200,
 };
 const T = 'https://a.example';
 
