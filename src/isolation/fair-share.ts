@@ -18,6 +18,20 @@ interface TargetQueue<T> {
   inFlight: number;
 }
 
+/**
+ * How an attempt ended, for the limit its target earns: `fast` adds one; `slow` (a slow failure)
+ * halves it; `slow-success` halves it too but keeps it above the initial limit, so a target that works,
+ * slowly, may still borrow idle slots (without it, a slow receiver alone would be capped at the initial
+ * limit: slower than with no isolation); `none` (no delivery made) leaves it.
+ */
+export type DoneResult = 'fast' | 'slow' | 'slow-success' | 'none';
+
+function nextLimit(result: Exclude<DoneResult, 'none'>, limit: number, initial: number, cap: number): number {
+  if (result === 'fast') return Math.min(cap, limit + 1);
+  const halved = Math.max(initial, Math.floor(limit / 2));
+  return result === 'slow' ? halved : Math.min(cap, Math.max(initial + 1, halved));
+}
+
 /** An item chosen to start now, and its target. */
 export interface Started<T> {
   target: string;
@@ -107,7 +121,7 @@ export class FairShare<T> {
    * A started item finished. `result`: `fast` raises the target's limit, `slow` halves it, `none`
    * (no delivery was made, e.g. the item was dropped) leaves it.
    */
-  done(target: string, result: 'fast' | 'slow' | 'none'): void {
+  done(target: string, result: DoneResult): void {
     const queue = this.targets.get(target);
     if (!queue || queue.inFlight === 0) return;
     this.unready(target, queue);
@@ -115,7 +129,7 @@ export class FairShare<T> {
     this.inFlightTotal -= 1;
     if (result !== 'none') {
       const limit = this.limit(target);
-      this.remember(target, result === 'slow' ? Math.max(this.initial(), Math.floor(limit / 2)) : Math.min(this.policy.perTarget, limit + 1));
+      this.remember(target, nextLimit(result, limit, this.initial(), this.policy.perTarget));
     }
     if (queue.inFlight === 0 && queue.head === queue.waiting.length) this.targets.delete(target);
     else this.reready(target, queue);

@@ -202,12 +202,12 @@ export class TargetIsolation<T> implements Scheduler<T> {
   }
 
   /**
-   * An attempt still running has passed the slow threshold: abnormal right now, unless the target has
-   * lately succeeded slowly (then its result decides). It loses the limit it had earned at once.
+   * An attempt still running has passed the slow threshold: abnormal right now, and the target loses
+   * the limit it had earned at once; unless the target has lately succeeded slowly (its result decides).
    */
   overdue(target: string, nowMs: number): Effects<T> {
-    this.share.slowed(target);
     if (this.health.worksSlowly(target, nowMs)) return NO_EFFECTS;
+    this.share.slowed(target);
     this.provisional.set(target, (this.provisional.get(target) ?? 0) + 1);
     return this.effects(target, this.health.record(target, true, nowMs));
   }
@@ -216,7 +216,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
   complete(target: string, kind: AttemptKind, outcome: DeliveryOutcome, nowMs: number, wasOverdue = false): Effects<T> {
     const slow = wasOverdue || outcome.durationMs >= this.policy.slowThresholdMs;
     const succeeded = outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;
-    this.share.done(target, slow ? 'slow' : 'fast');
+    this.share.done(target, !slow ? 'fast' : succeeded ? 'slow-success' : 'slow');
     this.lastDone.delete(target);
     this.lastDone.set(target, nowMs);
     if (kind === 'probe') this.releaseProbe(target);
