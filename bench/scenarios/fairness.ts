@@ -224,10 +224,13 @@ export const fairness: Scenario = {
       crowdRuns.push(...runs);
       tables.push(crowdTable(shape, runs));
     }
-    const notes = [
-      'In-process relay workers (LANES 8); the minimal consumer is amqplib consume → undici POST → ack on every lane, with no retries (so it has no row in the sick-target table: it acks a 500).',
-      'busy: U delivered after: from the publish of U\'s first callback to its last delivery. sick: B and C from their publish; A from its first publish to its last dead-lettering. Broker publishes per callback: the producer\'s publishes plus every retry and dead-letter copy the workers published, over the callbacks of the run.',
-    ];
+    const notes = ['In-process relay workers, LANES 8.'];
+    if (legacy.tables.length) {
+      notes.push(
+        'The minimal consumer is amqplib consume → undici POST → ack on every lane, with no retries (so it has no row in the sick-target table: it acks a 500).',
+        'busy: U delivered after: from the publish of U\'s first callback to its last delivery. sick: B and C from their publish; A from its first publish to its last dead-lettering. Broker publishes per callback: the producer\'s publishes plus every retry and dead-letter copy the workers published, over the callbacks of the run.',
+      );
+    }
     if (outageRuns.length) {
       notes.push(
         'outage-*: one worker, the library publisher, queues mode unless DELAY_MODE says otherwise; times in seconds from the first publish. Dead-lettered: messages in P.dead. Requests to X: requests that reached its server (a refused connection is none); attempts made: the worker\'s callback_relay_attempts_total without result="circuit-open", which is the failed-fast column.',
