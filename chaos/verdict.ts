@@ -9,7 +9,7 @@ export interface FateRow {
   deadAsExpected: number;
   /** Parked in P.dead although the script answers 2xx within MAX_ATTEMPTS: a failure of the run. */
   undelivered: number;
-  /** Ended otherwise than the fate implies, where that is no failure (none today: every delivered fate is certain). */
+  /** Ended otherwise than the fate implies, where that is no failure (a `4xx` parked as `exhausted`, say). */
   otherOutcome: number;
   lost: number;
   /** Ids answered 2xx more than once. */
