@@ -140,6 +140,11 @@ export class PublishTap {
     return tap;
   }
 
+  /** Forgets the counts so far (a new run; a port, and so an origin, may be used again). */
+  reset(): void {
+    this.byOrigin.clear();
+  }
+
   /** Publishes traced for these origins. */
   count(origins: Iterable<string>): number {
     let total = 0;

@@ -1,5 +1,5 @@
 import { topologyNames } from '../../src/topology/topology-names.js';
-import { BrokerTap, PublishTap } from '../broker-tap.js';
+import { BrokerTap, type PublishTap } from '../broker-tap.js';
 import type { BenchContext, Table } from '../context.js';
 import { benchPublisher } from '../publish.js';
 import { withScope } from '../scope.js';
@@ -62,8 +62,12 @@ export interface CrowdRun {
   allPublishes: number;
 }
 
-/** One run: backlogs queued first, then the workers, then 0.5 s later the quiet targets' callbacks. */
-export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 'on' | 'off'): Promise<CrowdRun> {
+/**
+ * One run: backlogs queued first, then the workers, then 0.5 s later the quiet targets' callbacks.
+ * `firehose`: the tracer, on for every crowd run (a rabbitmqctl call can take half a minute on a
+ * loaded machine), reset here.
+ */
+export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 'on' | 'off', firehose: PublishTap | undefined): Promise<CrowdRun> {
   const perBusy = ctx.quick ? QUICK_BUSY_CALLBACKS : BUSY_CALLBACKS;
   return withScope(ctx.url, async (scope) => {
     const busy: Target[] = [];
@@ -76,8 +80,7 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
     scope.defer(() => tap.close());
     const { publisher } = benchPublisher(ctx.url, prefix, { LANES: String(LANES) });
     scope.add(publisher);
-    const firehose = await PublishTap.start(ctx.url, ctx.broker.ctl);
-    if (firehose) scope.defer(() => firehose.stop());
+    firehose?.reset();
     const send = async (jobs: Array<{ target: Target; path: string; i: number }>): Promise<void> => {
       if (shape.routing === 'plain') {
         await tap.publishRaw(names.exchange, names.routingKey, jobs.map(({ target, path, i }) => ({ id: `${prefix}${path}`, url: `${target.origin}${path}`, body: i })));

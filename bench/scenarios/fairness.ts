@@ -1,6 +1,7 @@
 import { loadConfig } from '../../src/config/load-config.js';
 import { createLogger } from '../../src/logger.js';
 import { createPublisher } from '../../src/producer/publisher.js';
+import { PublishTap } from '../broker-tap.js';
 import type { BenchContext, ChartPanel, Scenario, Table } from '../context.js';
 import { withScope } from '../scope.js';
 import { fmt } from '../stats.js';
@@ -219,10 +220,16 @@ export const fairness: Scenario = {
       tables.push(outageTable(shape, runs));
     }
     const crowdRuns: CrowdRun[] = [];
-    for (const shape of CROWD_SHAPES.filter((s) => shapes.has(s.name))) {
-      const runs = [await crowdRun(ctx, shape, 'on'), await crowdRun(ctx, shape, 'off')];
-      crowdRuns.push(...runs);
-      tables.push(crowdTable(shape, runs));
+    const crowdShapes = CROWD_SHAPES.filter((s) => shapes.has(s.name));
+    const firehose = crowdShapes.length ? await PublishTap.start(ctx.url, ctx.broker.ctl) : undefined;
+    try {
+      for (const shape of crowdShapes) {
+        const runs = [await crowdRun(ctx, shape, 'on', firehose), await crowdRun(ctx, shape, 'off', firehose)];
+        crowdRuns.push(...runs);
+        tables.push(crowdTable(shape, runs));
+      }
+    } finally {
+      await firehose?.stop();
     }
     const notes = ['In-process relay workers, LANES 8.'];
     if (legacy.tables.length) {
