@@ -214,19 +214,31 @@ export const fairness: Scenario = {
     const legacy = await legacyTables(ctx, shapes);
     const tables = [...legacy.tables];
     const outageRuns: OutageRun[] = [];
+    // A shape that fails (a broker too loaded to confirm, say) is reported in its table; the others still run.
+    const failedTable = (name: string, error: unknown): Table => ({ title: `${name}: failed`, headers: ['error'], rows: [[(error as Error).message]] });
     for (const shape of OUTAGE_SHAPES.filter((s) => shapes.has(s.name))) {
-      const runs = [await outageRun(ctx, shape, 'on'), await outageRun(ctx, shape, 'off')];
-      outageRuns.push(...runs);
-      tables.push(outageTable(shape, runs));
+      try {
+        const runs = [await outageRun(ctx, shape, 'on'), await outageRun(ctx, shape, 'off')];
+        outageRuns.push(...runs);
+        tables.push(outageTable(shape, runs));
+      } catch (error) {
+        ctx.log(`fairness ${shape.name} failed: ${(error as Error).stack ?? error}`);
+        tables.push(failedTable(shape.name, error));
+      }
     }
     const crowdRuns: CrowdRun[] = [];
     const crowdShapes = CROWD_SHAPES.filter((s) => shapes.has(s.name));
     const firehose = crowdShapes.length ? await PublishTap.start(ctx.url, ctx.broker.ctl) : undefined;
     try {
       for (const shape of crowdShapes) {
-        const runs = [await crowdRun(ctx, shape, 'on', firehose), await crowdRun(ctx, shape, 'off', firehose)];
-        crowdRuns.push(...runs);
-        tables.push(crowdTable(shape, runs));
+        try {
+          const runs = [await crowdRun(ctx, shape, 'on', firehose), await crowdRun(ctx, shape, 'off', firehose)];
+          crowdRuns.push(...runs);
+          tables.push(crowdTable(shape, runs));
+        } catch (error) {
+          ctx.log(`fairness ${shape.name} failed: ${(error as Error).stack ?? error}`);
+          tables.push(failedTable(shape.name, error));
+        }
       }
     } finally {
       await firehose?.stop();

@@ -1,9 +1,7 @@
-import { loadConfig } from '../../src/config/load-config.js';
-import { createLogger } from '../../src/logger.js';
-import { createPublisher } from '../../src/producer/publisher.js';
 import { topologyNames } from '../../src/topology/topology-names.js';
 import { BrokerTap } from '../broker-tap.js';
 import type { BenchContext, Table } from '../context.js';
+import { benchPublisher } from '../publish.js';
 import { withScope } from '../scope.js';
 import { fmt } from '../stats.js';
 import { LANES, publishTo, sleep, startConsumers, startTarget, workerMetric, type Reply } from './fair-targets.js';
@@ -114,7 +112,7 @@ export async function outageRun(ctx: BenchContext, shape: OutageShape, isolation
     const target = await startTarget(scope, () => answerOf(shape, Date.now() - t0));
     const prefix = scope.prefix('outage');
     const ports = await startConsumers(ctx, scope, prefix, { kind: 'relay', workers: 1, env: { ...shape.env, ISOLATION: isolation } }, {});
-    const publisher = scope.add(createPublisher(loadConfig({ AMQP_URL: ctx.url, TOPOLOGY_PREFIX: prefix, LOG_LEVEL: 'silent', LANES: String(LANES), PUBLISH_BUFFER_LIMIT: '5000' }), createLogger('silent')));
+    const publisher = scope.add(benchPublisher(ctx.url, prefix, { LANES: String(LANES) }).publisher);
     const tap = await BrokerTap.open(ctx.url);
     scope.defer(() => tap.close());
     const deadQueue = topologyNames(prefix, LANES).deadQueue;
