@@ -95,7 +95,7 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
     // Busy backlogs interleaved, so every busy target has work from the start.
     await send(Array.from({ length: perBusy * shape.busy }, (_, n) => ({ target: busy[n % shape.busy]!, path: `/t/${Math.floor(n / shape.busy)}`, i: n })));
     const started = Date.now();
-    const ports = await startConsumers(ctx, scope, prefix, { kind: 'relay', workers: shape.workers, env: { ISOLATION: isolation } }, { PREFETCH: String(PREFETCH) });
+    const ports = await startConsumers(ctx, scope, prefix, { kind: 'relay', workers: shape.workers, env: { ISOLATION: isolation }, processes: true }, { PREFETCH: String(PREFETCH) });
     await sleep(500);
     const publishedAt = new Map<Target, number>();
     const quietJobs = quiet.flatMap((target) => Array.from({ length: QUIET_CALLBACKS }, (_, i) => ({ target, path: `/q/${i}`, i })));

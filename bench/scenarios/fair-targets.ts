@@ -7,7 +7,7 @@ import { laneBucket, laneOf } from '../../src/topology/lanes.js';
 import { topologyNames } from '../../src/topology/topology-names.js';
 import type { BenchContext } from '../context.js';
 import { freePort, Scope } from '../scope.js';
-import { spawnBenchScript } from '../processes.js';
+import { spawnBenchScript, spawnRelayWorker } from '../processes.js';
 
 /** How a target answers one request: a status after `delayMs`, or null: never (until the client gives up). */
 export type Reply = { status: number; delayMs: number } | null;
@@ -82,7 +82,8 @@ export async function startTargetInLane(scope: Scope, other: Target, same: boole
   }
 }
 
-export type Consumer = { kind: 'relay'; workers: number; env: Record<string, string> } | { kind: 'minimal' };
+/** Relay workers in this process, or (`processes`) each its own compiled process as it ships; or the minimal consumer. */
+export type Consumer = { kind: 'relay'; workers: number; env: Record<string, string>; processes?: boolean } | { kind: 'minimal' };
 
 /**
  * Starts the consumers of a run (relay workers in this process, LANES 8 unless `env` says otherwise);
@@ -95,6 +96,13 @@ export async function startConsumers(ctx: BenchContext, scope: Scope, prefix: st
     return [];
   }
   const ports: number[] = [];
+  if (consumer.processes) {
+    const env = { LANES: String(LANES), ...base, ...consumer.env, AMQP_URL: ctx.url, TOPOLOGY_PREFIX: prefix };
+    for (let i = 0; i < consumer.workers; i += 1) ports.push(await freePort());
+    const children = ports.map((port) => scope.add(spawnRelayWorker({ ...env, METRICS_PORT: String(port) })));
+    await Promise.all(children.map((child) => child.ready));
+    return ports;
+  }
   for (let i = 0; i < consumer.workers; i += 1) {
     const port = await freePort();
     const config = loadConfig({ AMQP_URL: ctx.url, TOPOLOGY_PREFIX: prefix, LOG_LEVEL: 'silent', METRICS_PORT: String(port), LANES: String(LANES), TARGET_POLICY: 'default', ...base, ...consumer.env });
