@@ -243,7 +243,7 @@ export const fairness: Scenario = {
     } finally {
       await firehose?.stop();
     }
-    const notes = ['In-process relay workers, LANES 8.'];
+    const notes = ['LANES 8. Relay workers in the bench process, but in crowd-* shapes, where each is its own compiled process.'];
     if (legacy.tables.length) {
       notes.push(
         'The minimal consumer is amqplib consume → undici POST → ack on every lane, with no retries (so it has no row in the sick-target table: it acks a 500).',
