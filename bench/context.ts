@@ -9,10 +9,13 @@ export interface BenchContext {
     source: string;
     /** The Erlang VM of a local throwaway broker, for its RSS; undefined otherwise. */
     beamPid: number | undefined;
+    /** `rabbitmqctl -n NODE ARGS…` on a throwaway local node (broker-tap.ts); undefined for a container or AMQP_URL. */
+    ctl: ((args: string[]) => Promise<string>) | undefined;
   };
   /** Set by earlier scenarios for later ones: the relay's max rate from `throughput`. */
   shared: { relayRate?: number };
-  options: { profile: boolean; rate: number | undefined };
+  /** `shapes`: the `--shape` selection (names or name prefixes) of scenarios that have shapes; `long`: include their long shapes. */
+  options: { profile: boolean; rate: number | undefined; shapes: string[] | undefined; long: boolean };
   /** Progress line on stderr. */
   log(line: string): void;
 }

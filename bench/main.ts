@@ -1,5 +1,5 @@
 /**
- * Benchmarks: `npm run bench [-- --quick] [--scenario NAME[,NAME…]] [--profile] [--rate N]`.
+ * Benchmarks: `npm run bench [-- --quick] [--scenario NAME[,NAME…]] [--shape SHAPE[,SHAPE…]] [--long] [--profile] [--rate N]`.
  * Uses AMQP_URL if set, else a throwaway broker (test/support/broker.ts). Prints a Markdown table
  * per scenario and writes bench/results/<timestamp>.json; a run of every scenario also latest.json and latest.svg.
  */
@@ -9,6 +9,7 @@ import { inspectBroker } from '../src/topology/inspect-broker.js';
 import type { BenchContext, Scenario } from './context.js';
 import { removeBenchBuild } from './bench-build.js';
 import { findBeamPid, killAllChildren } from './processes.js';
+import { localBrokerCtl } from './broker-tap.js';
 import { machineInfo, markdownScenario, writeReport, type BenchReport } from './results.js';
 import { backlog } from './scenarios/backlog.js';
 import { fairness } from './scenarios/fairness.js';
@@ -27,11 +28,13 @@ const { values } = parseArgs({
     scenario: { type: 'string' },
     profile: { type: 'boolean', default: false },
     rate: { type: 'string' },
+    shape: { type: 'string' },
+    long: { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
   },
 });
 if (values.help) {
-  process.stdout.write(`usage: npm run bench -- [--quick] [--scenario ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--profile] [--rate N]\n`);
+  process.stdout.write(`usage: npm run bench -- [--quick] [--scenario ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--shape SHAPE[,…]] [--long] [--profile] [--rate N]\n`);
   process.exit(0);
 }
 const names = values.scenario ? values.scenario.split(',').map((name) => name.trim()) : SCENARIOS.map((s) => s.name);
@@ -60,9 +63,14 @@ try {
   const ctx: BenchContext = {
     url: broker.url,
     quick: values.quick,
-    broker: { version: info.version, hasPlugin: info.hasDelayedPlugin, source: broker.source, beamPid: isLoopback(broker.url) ? findBeamPid(port) : undefined },
+    broker: { version: info.version, hasPlugin: info.hasDelayedPlugin, source: broker.source, beamPid: isLoopback(broker.url) ? findBeamPid(port) : undefined, ctl: localBrokerCtl(broker) },
     shared: {},
-    options: { profile: values.profile, rate: values.rate === undefined ? undefined : Number(values.rate) },
+    options: {
+      profile: values.profile,
+      rate: values.rate === undefined ? undefined : Number(values.rate),
+      shapes: values.shape?.split(',').map((shape) => shape.trim()).filter(Boolean),
+      long: values.long,
+    },
     log,
   };
   report.machine = machineInfo(ctx.broker);
