@@ -62,7 +62,13 @@ started=$(date +%s)
 say "docker compose up --build --wait (RABBITMQ_IMAGE=${RABBITMQ_IMAGE:-default} DELAYED_PLUGIN=${DELAYED_PLUGIN:-default})"
 dc up --build --wait
 version=$(dc exec -T rabbitmq rabbitmqctl version | tr -d '\r')
-if dc exec -T rabbitmq rabbitmq-plugins list --enabled --minimal | grep -qx rabbitmq_delayed_message_exchange; then mode=plugin; else mode=queues; fi
+# Whether the running broker has the delayed-message plugin's application started (what x-delayed-message needs).
+running_apps=$(dc exec -T rabbitmq rabbitmqctl eval 'lists:keymember(rabbitmq_delayed_message_exchange, 1, application:which_applications()).' | tr -d '\r')
+case "$running_apps" in
+  true) mode=plugin ;;
+  false) mode=queues ;;
+  *) fail "could not ask the broker for its plugins: $running_apps" ;;
+esac
 say "broker: RabbitMQ $version; delayed-message plugin $([ "$mode" = plugin ] && echo enabled || echo absent): expecting $mode mode"
 
 worker_log() { dc logs --no-color worker; }
@@ -110,7 +116,7 @@ say "dead-lettered: /gone/smoke-1"
 
 # ---- --scale worker=3 shares the work ----
 say "docker compose up --wait --scale worker=3"
-dc up --wait --scale worker=3
+dc up --wait --no-deps --scale worker=3 worker
 running_workers() { [ "$(dc ps --status running --quiet worker | wc -l)" -eq 3 ]; }
 wait_for 30 "three worker containers run" running_workers
 wait_for 60 "all three workers log 'delay mode: $mode'" workers_in_mode 3
@@ -143,7 +149,8 @@ at_stop=$(delivered_ids drain | sort -u | wc -l)
 say "the workers drained and stopped in $(( $(date +%s) - stop_started )) s (DRAIN_TIMEOUT 15 s), $at_stop of $burst delivered by then"
 wait "$publisher" || fail "publishing the burst failed"
 [ "$at_stop" -lt "$burst" ] || fail "the burst was over before the stop: this machine was too fast for the check"
-dc up --wait --scale worker=3 >/dev/null
+# Only the workers are waited for: the ingest, busy publishing the burst, may answer its healthcheck late.
+dc up --wait --no-deps --scale worker=3 worker >/dev/null
 wait_for 120 "every callback of the interrupted burst is delivered" all_delivered drain "$burst"
 sleep 3 # late duplicates would show by now
 requests=$(delivered_ids drain | wc -l)
@@ -161,7 +168,7 @@ say "40 callbacks in the lanes and 20 in the delay path, no worker running: recr
 old_id=$(dc ps -q rabbitmq)
 dc up -d --wait --force-recreate --no-deps rabbitmq >/dev/null
 [ "$(dc ps -q rabbitmq)" != "$old_id" ] || fail "the broker container was not recreated"
-dc up --wait --scale worker=1 >/dev/null
+dc up --wait --no-deps --scale worker=1 worker >/dev/null
 wait_for 120 "the 40 callbacks that waited in the lanes are delivered after the recreation" all_delivered kept/lane 40
 wait_for 120 "the 20 delayed callbacks are delivered after the recreation" all_delivered kept/delayed 20
 say "broker recreated on its volume: 40 + 20 pending callbacks kept and delivered"
