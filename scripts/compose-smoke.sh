@@ -156,9 +156,12 @@ sleep 3 # late duplicates would show by now
 requests=$(delivered_ids drain | wc -l)
 distinct=$(delivered_ids drain | sort -u | wc -l)
 say "burst across the stop: $distinct of $burst delivered, $requests successful requests"
-# A drained stop finishes what is in flight and returns the rest unstarted (docs/operations.md#graceful-shutdown):
-# nothing is delivered twice.
-[ "$requests" -eq "$distinct" ] || fail "$(( requests - distinct )) callbacks were delivered twice across a drained stop"
+# A drained stop finishes what is in flight and returns the rest unstarted (docs/operations.md#graceful-shutdown).
+# Only deliveries still unfinished when DRAIN_TIMEOUT ran out go back to the queue after their request,
+# and may be delivered again: each worker logs how many ("drain timeout", field unfinished).
+allowed=$(worker_log | grep -F '"drain timeout' | sed -nE 's/.*"unfinished":([0-9]+).*/\1/p' | awk '{ n += $1 } END { print n + 0 }')
+say "delivered twice: $(( requests - distinct )) (the workers reported $allowed deliveries unfinished at DRAIN_TIMEOUT)"
+[ $(( requests - distinct )) -le "$allowed" ] || fail "$(( requests - distinct )) callbacks were delivered twice across a drained stop, more than the $allowed left unfinished at DRAIN_TIMEOUT"
 
 # ---- the broker container recreated on its volume keeps pending callbacks ----
 dc stop worker >/dev/null
