@@ -29,7 +29,9 @@ export async function setup(project: TestProject): Promise<void> {
   const without =
     broker.source === 'testcontainers'
       ? 'DELAYED_PLUGIN=on with a matching DELAYED_PLUGIN_VERSION/COMMIT builds it into the image; RabbitMQ 4.3+ cannot run it'
-      : 'RABBITMQ_PLUGINS_DIR loads the plugin into the throwaway node';
+      : broker.source === 'AMQP_URL'
+        ? 'the broker of AMQP_URL has not enabled it'
+        : 'RABBITMQ_PLUGINS_DIR loads the plugin into the throwaway node';
   process.stdout.write(info.hasDelayedPlugin ? 'plugin-mode suites: running (broker has x-delayed-message)\n' : `plugin-mode suites: skipped: broker lacks x-delayed-message (${without})\n`);
 }
 
