@@ -3,7 +3,7 @@ import { promisify } from 'node:util';
 import type { Channel } from 'amqplib';
 import { describe, expect, inject, it } from 'vitest';
 import { isRelayError } from '../../src/errors.js';
-import { sleep } from '../support/modes.js';
+import { pluginModeSkipReason, sleep } from '../support/modes.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { createLogger } from '../../src/logger.js';
@@ -99,7 +99,8 @@ describe('producer', () => {
   });
 
   // The plugin drops a message that falls due with no queue bound: the publisher declares P.due too.
-  it.skipIf(!inject('hasDelayedPlugin'))('plugin mode: a delayed callback that falls due before any worker ran is delivered once one starts', async () => {
+  const pluginSkip = pluginModeSkipReason();
+  it.skipIf(pluginSkip !== undefined)(`plugin mode: a delayed callback that falls due before any worker ran is delivered once one starts${pluginSkip ? ` (skipped: ${pluginSkip})` : ''}`, async () => {
     receiver = await open.receiver(() => ({ status: 200 }));
     relay = await open.relay({ DELAY_MODE: 'plugin' });
     await relay.publisher.publish({ url: `${receiver.origin}/early`, body: 1 }, { delay: 500 });
