@@ -16,7 +16,7 @@ import { encodeCallback } from './encode-callback.js';
 import { markerTimeoutError } from '../control/marker-failure.js';
 import { cancelMarker, markerName, publishMarker, wrapperChannel } from '../control/publish-markers.js';
 import { firstAttemptDelay, type PublishOptions } from './first-attempt-delay.js';
-import { DeclarationGate } from './declaration-gate.js';
+import { DECLARATION_BOUND_MS, DeclarationGate } from './declaration-gate.js';
 import { decidePublishFailure, publishTimeoutError } from './publish-failure.js';
 
 export { firstAttemptDelay, type PublishOptions };
@@ -166,7 +166,8 @@ export function createPublisher(
     const deadline = Date.now() + config.publishTimeout;
     const settled = (async () => {
       const { names } = resolvedTopology ?? (await withTimeout(topology, config.publishTimeout, () => markerTimeoutError(markerName(marker), config.publishTimeout, false)));
-      await publishMarker(markerChannel, names.controlQueue, marker, deadline - Date.now());
+      // A reconnect's declaration of the topology (seconds in queues mode) is not the marker's time.
+      await publishMarker(markerChannel, names.controlQueue, marker, deadline - Date.now(), (since) => Math.min(gate.declaredMsSince(since), DECLARATION_BOUND_MS));
     })();
     // close() waits for cancels under way as for publishes.
     const forget = (): void => void underWay.delete(tracked);

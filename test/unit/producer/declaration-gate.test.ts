@@ -31,4 +31,18 @@ describe('DeclarationGate: the first topology declaration is not a publish\'s ti
     await expect(gate.wait(80, timeout)).rejects.toMatchObject({ code: 'CR_ERR_PUBLISH_TIMEOUT' });
     expect(gate.isDeclared).toBe(false);
   });
+
+  it('tells how much of a wait was declaring: finished declarations and the one under way', async () => {
+    const gate = new DeclarationGate();
+    const before = Date.now();
+    await gate.track(after(100));
+    await after(100);
+    const since = Date.now();
+    expect(gate.declaredMsSince(before)).toBeGreaterThanOrEqual(90);
+    expect(gate.declaredMsSince(since)).toBe(0);
+    void gate.track(after(150));
+    await after(100);
+    expect(gate.declaredMsSince(since)).toBeGreaterThanOrEqual(90);
+    expect(gate.declaredMsSince(before)).toBeGreaterThanOrEqual(180);
+  });
 });
