@@ -52,7 +52,7 @@ describe('no unbounded redelivery', () => {
     expect(receiver.requests[0]!.headers['webhook-id']).toBe(id);
     expect(await relay.messageCount(relay.names.workQueue)).toBe(0);
     expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
-  });
+  }, 240_000);
 
   it('a failure before a decision, every time: sent back a bounded number of times, then parked as unsettled', async () => {
     const receiver = await open.receiver(() => ({ status: 200 }));
