@@ -312,7 +312,7 @@ export function createPipeline(context: PipelineContext) {
    */
   function onEventLost(report: AttemptReport, error: Error, final: boolean): void {
     const outcome = 'decision' in report ? report.decision.kind : report.kind;
-    const facts = { id: report.id, report: report.kind, outcome, attempt: 'attempt' in report ? report.attempt : undefined, code: 'CR_ERR_EVENT_NOT_STORED', err: error.message };
+    const facts = { id: report.id, report: report.kind, outcome, attempt: 'attempt' in report ? report.attempt : undefined, code: (error as { code?: string }).code, err: error.message };
     if (final) logger.error(facts, 'an outcome event was not stored; the callback was settled without it');
     else logger.warn(facts, 'a retry-scheduled event was not stored; the retry itself was');
   }

@@ -7,6 +7,7 @@ import type { DelayMode } from '../topology/delay-mode.js';
 import { deliveryRoute, type Route } from '../topology/delay-route.js';
 import type { TopologyNames } from '../topology/topology-names.js';
 import { isClosed } from '../amqp/publish-confirmed.js';
+import { RelayError } from '../errors.js';
 import { publishCopy, type Copy, type CopyFailure, type CopyResult } from './publish-copy.js';
 import { sendBack, type ReturnRoute } from './send-back.js';
 
@@ -184,7 +185,10 @@ async function storeEvent(context: HoldContext, rejected: boolean, final: boolea
   const { storeEvent: store } = context;
   if (!store) return;
   const result = await publishOnceMore(context, () => store(rejected));
-  if (!result.stored) context.onEventLost?.(result.error, final);
+  if (!result.stored) {
+    const lost = new RelayError('CR_ERR_EVENT_NOT_STORED', `the outcome event was not stored (${result.cause}: ${result.error.message}); the callback is settled without it`, { cause: result.error });
+    context.onEventLost?.(lost, final);
+  }
 }
 
 /** The copy a settlement publishes: its route, and the headers that carry the retry state. */

@@ -315,7 +315,7 @@ describe('settle with EVENTS=durable', () => {
     const { channel, settled, lostEvents } = run(['never'], delivered);
     expect(await settled).toBe(true);
     expect(channel.log).toEqual(['publish p.events', 'ack']);
-    expect(lostEvents).toMatchObject([{ code: 'CR_ERR_PUBLISH_TIMEOUT' }]);
+    expect(lostEvents).toMatchObject([{ code: 'CR_ERR_EVENT_NOT_STORED', cause: { code: 'CR_ERR_PUBLISH_TIMEOUT' } }]);
   });
 
   it('no copy stored: a dead event (reason unsettled) is confirmed before the original is rejected', async () => {
