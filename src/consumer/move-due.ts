@@ -1,6 +1,9 @@
 import type { ConfirmChannel, ConsumeMessage, Options } from 'amqplib';
 import type { Logger } from '../logger.js';
-import { carriedHeaders } from '../message/headers.js';
+import { isClosed, publishConfirmed } from '../amqp/publish-confirmed.js';
+import { HEADER, carriedHeaders, readAttempt } from '../message/headers.js';
+import { MAX_RETURNS, MAX_RETURN_DELAY_MS, nextReturn } from '../policy/return-bound.js';
+import { sleep } from '../util/with-timeout.js';
 import { declareDueQueue } from '../topology/declare-due-queue.js';
 import type { TopologyNames } from '../topology/topology-names.js';
 
@@ -16,12 +19,15 @@ export interface DueMover {
 }
 
 const RETRY_MS = 5_000;
+/** After how long an unconfirmed move is logged; it is waited for all the same (a blocked connection). */
+const SLOW_CONFIRM_MS = 10_000;
 
 /**
  * Plugin mode: moves the messages whose delay has ended from P.due (see declare-due-queue.ts) into
  * its lane. Each one is published to P with routing key `deliver.<bucket>` and no `x-delay`, so the exchange
  * routes it at once, and it is acked only once the broker confirmed the copy: a crash in between
- * duplicates a message, never loses one. Nothing is parsed here, so no message can make it fail.
+ * duplicates a message, never loses one. Nothing is parsed here, so no message can make it fail; a
+ * lane that refuses it is bounded as `move` says.
  *
  * It runs on a confirm channel of its own: P.due is a classic queue on one node, and while that node
  * is down, declaring or consuming it fails. The worker goes on consuming P.work meanwhile, and the
@@ -46,7 +52,7 @@ export function createDueMover(names: TopologyNames, prefetch: number, logger: L
     await ch.consume(
       names.dueQueue,
       (message) => {
-        if (message) return move(ch, message);
+        if (message) return void move(ch, message);
         // The broker cancelled the consumer (P.due deleted, its node gone): start over on a new channel.
         logger.warn({ queue: names.dueQueue }, 'the broker cancelled the P.due consumer; starting it again');
         void ch.close().catch(() => {});
@@ -77,24 +83,34 @@ export function createDueMover(names: TopologyNames, prefetch: number, logger: L
     });
   }
 
-  function move(ch: ConfirmChannel, message: ConsumeMessage): void {
+  /**
+   * Publishes the message on into its lane, confirmed, then acks it. A negative confirm (a lane that
+   * refuses it) is tried again in place, the message held unacked, never requeued: P.due is a classic
+   * queue, which counts no redeliveries, so a requeue would loop without end. The waits and their
+   * number are the send-back bound (policy/return-bound.ts); past it the message is parked in P.dead
+   * as `unsettled`, and while even that cannot be stored it is held and both are tried again.
+   */
+  async function move(ch: ConfirmChannel, message: ConsumeMessage): Promise<void> {
+    // `due.<bucket>` goes on as `deliver.<bucket>`, into the message's own lane.
+    const bucket = message.fields.routingKey.split('.')[1];
+    const routingKey = bucket === undefined ? names.routingKey : `${names.routingKey}.${bucket}`;
+    const id = message.properties.messageId as unknown;
+    const wait = { slowAfterMs: SLOW_CONFIRM_MS, onSlow: () => logger.warn({ id }, 'a due message is not confirmed yet (is the connection blocked by a broker alarm?); waiting') };
     try {
-      // `due.<bucket>` goes on as `deliver.<bucket>`, into the message's own lane.
-      const bucket = message.fields.routingKey.split('.')[1];
-      const routingKey = bucket === undefined ? names.routingKey : `${names.routingKey}.${bucket}`;
-      ch.publish(names.exchange, routingKey, message.content, publishOptions(message), (error) => {
-        // A nack leaves the message in P.due for the next try; a closed channel returns it anyway.
-        // This callback can run inside amqplib's handling of the channel's close, where a throw would
-        // stop the other close listeners: settle only what can still be settled.
-        try {
-          if (error) ch.nack(message, false, true);
-          else ch.ack(message);
-        } catch {
-          // The channel closed: the broker has requeued the message.
-        }
-      });
+      for (let tries = 0; ; tries += 1) {
+        const step = nextReturn(tries % (MAX_RETURNS + 1));
+        const lane = step.kind === 'return' || tries < MAX_RETURNS;
+        const error = await publishConfirmed(ch, lane ? { exchange: names.exchange, routingKey } : { exchange: '', routingKey: names.deadQueue }, message.content, lane ? publishOptions(message) : parkOptions(message), wait).then(
+          () => undefined,
+          (failure: unknown) => failure as Error,
+        );
+        if (!error) return ch.ack(message);
+        if (isClosed(ch)) return;
+        logger.warn({ id, err: error.message, tries: tries + 1 }, lane ? 'a due message was refused by its lane; trying again' : 'a due message could not be parked either; trying again');
+        await sleep(step.kind === 'return' ? step.delayMs : MAX_RETURN_DELAY_MS);
+      }
     } catch {
-      // The channel is closed: the broker requeues the unacked message for the next consumer.
+      // The channel closed: the broker has requeued the message for the next consumer.
     }
   }
 
@@ -108,6 +124,13 @@ export function createDueMover(names: TopologyNames, prefetch: number, logger: L
       await last?.close().catch(() => {});
     },
   };
+}
+
+/** A due message that its lane keeps refusing, parked in P.dead as `unsettled` (its attempt count unchanged). */
+function parkOptions(message: ConsumeMessage): Options.Publish {
+  const options = publishOptions(message);
+  const attempts = readAttempt(message.properties.headers) - 1;
+  return { ...options, mandatory: true, headers: { ...options.headers, [HEADER.reason]: 'unsettled', [HEADER.attempts]: attempts, [HEADER.lastError]: 'its lane refused it' } };
 }
 
 /** The message's own properties, without the plugin's `x-delay` (already spent, now negative). */

@@ -18,6 +18,7 @@ import { AttemptDeadline } from './attempt-deadline.js';
 import { decode, type Decoded, type Delivery } from './decode.js';
 import { deliver, type DeliverOptions } from './deliver.js';
 import type { AttemptReport, PipelineObserver, TriedReport } from './observer.js';
+import { sendBack, type ReturnRoute } from './send-back.js';
 import { settle, type AttemptRecord, type Settlement, type SettleContext, type SettleFallback, type StoreEvent } from './settle.js';
 
 /** The queue a message was consumed from: a work lane's index, or `slow` (the overflow queue, P.slow). */
@@ -145,21 +146,42 @@ export function createPipeline(context: PipelineContext) {
         const { delivery } = decoded;
         job = { message, channel, lane, delivery, target: targetOf(delivery.url, context.targetKey), bucket: laneBucket(delivery.url.origin), finish };
       } catch (error) {
-        return requeue({ message, channel, finish }, error);
+        return requeue({ message, channel, lane, finish }, error);
       }
       admit(job);
     });
   }
 
-  /** Something failed before a decision reached settle: the message goes back to its queue, never left unacked. */
-  function requeue({ message, channel, finish }: Pick<Job, 'message' | 'channel' | 'finish'>, error: unknown): void {
-    logger.error({ err: error instanceof Error ? error.message : String(error) }, 'a message failed before it was settled; it goes back to its queue');
-    try {
-      channel.nack(message, false, true);
-    } catch {
+  /**
+   * Something failed before a decision reached settle: the message goes back to its own queue, never
+   * left unacked, a bounded number of times (send-back.ts), then to P.dead as `unsettled`.
+   */
+  function requeue({ message, channel, lane, finish, delivery }: Pick<Job, 'message' | 'channel' | 'lane' | 'finish'> & { delivery?: Delivery }, error: unknown): void {
+    const err = error instanceof Error ? error.message : String(error);
+    logger.error({ err, id: delivery?.id }, 'a message failed before it was settled; it goes back to its queue');
+    sendBack(channel, message, returnRoute(lane), err, confirmWait(delivery?.id, 'requeue'), delivery?.id).then(
+      (result) => {
+        if (result !== 'returned') logger.error({ id: delivery?.id, result }, 'a message sent back too often, or not stored back: parked in P.dead as unsettled');
+        finish(error);
+      },
       // The channel closed: the broker has requeued it already.
-    }
-    finish(error);
+      () => finish(error),
+    );
+  }
+
+  /** A message's own queue, where it goes back when it cannot be settled, and P.dead past the bound. */
+  function returnRoute(lane: Lane): ReturnRoute {
+    const queue = lane === 'slow' ? names.slowQueue : (names.workQueues[Number(lane)] ?? names.workQueue);
+    return { queue, deadQueue: names.deadQueue };
+  }
+
+  /** A copy waits for a definite confirm; a late one is logged once (a blocked connection). */
+  function confirmWait(id: string | undefined, kind: string) {
+    return { slowAfterMs: context.settle.confirmTimeoutMs ?? 10_000, onSlow: (error: Error) => onSlowConfirm(id, kind, error) };
+  }
+
+  function onSlowConfirm(id: string | undefined, kind: string, error: Error): void {
+    logger.warn({ id, kind, err: error.message }, 'a copy is not confirmed yet (is the connection blocked by a broker alarm?); waiting for the broker\'s answer');
   }
 
   /**
@@ -188,7 +210,7 @@ export function createPipeline(context: PipelineContext) {
    */
   async function overflow(job: Job): Promise<void> {
     try {
-      if (await settle({ kind: 'move', queue: names.slowQueue }, { id: job.delivery.id }, settleContext(job.channel, job.message, job.bucket))) {
+      if (await settle({ kind: 'move', queue: names.slowQueue }, { id: job.delivery.id }, moveContext(job))) {
         observer.moved('overflow');
         return job.finish();
       }
@@ -197,6 +219,11 @@ export function createPipeline(context: PipelineContext) {
       return job.finish(error);
     }
     offer(job, 'overflow');
+  }
+
+  /** Settle's context for a move of `job`: a late confirm is logged like any copy's. */
+  function moveContext(job: Job): SettleContext {
+    return { ...settleContext(job.channel, job.message, job.bucket), onSlowConfirm: (kind, error) => onSlowConfirm(job.delivery.id, kind, error) };
   }
 
   /**
@@ -213,7 +240,7 @@ export function createPipeline(context: PipelineContext) {
     if (wait.kind === 'defer') {
       const deferral = { [HEADER.heldSince]: new Date(wait.heldSince).toISOString(), [HEADER.deferrals]: wait.deferrals };
       try {
-        if (await settle({ kind: 'move', delayMs: wait.delayMs, headers: deferral }, { id: job.delivery.id }, settleContext(job.channel, job.message, job.bucket))) {
+        if (await settle({ kind: 'move', delayMs: wait.delayMs, headers: deferral }, { id: job.delivery.id }, moveContext(job))) {
           observer.moved('deferred');
           return job.finish();
         }
@@ -241,7 +268,7 @@ export function createPipeline(context: PipelineContext) {
    * reader) moves it without one.
    */
   async function hold(job: Job): Promise<void> {
-    await settleAndReport(job, { kind: 'hold', queue: names.pausedQueue }, ...unattempted(job, 'held'));
+    await settleAndReport(job, { kind: 'hold', queue: names.pausedQueue, returnTo: returnRoute(job.lane) }, ...unattempted(job, 'held'));
   }
 
   /** The record and report of a callback parked or held before an attempt: the attempts made before count. */
@@ -329,7 +356,9 @@ export function createPipeline(context: PipelineContext) {
    */
   async function settleAndReport({ channel, message, bucket }: Pick<Job, 'message' | 'channel' | 'bucket'>, settlement: Settlement, record: AttemptRecord, report: AttemptReport): Promise<boolean> {
     const storeEvent = context.durableEvents?.forReport(channel, report);
-    if (!(await settle(settlement, record, settleContext(channel, message, bucket, storeEvent)))) return false;
+    const lost = (error: Error, final: boolean): void => onEventLost(report, error, final);
+    const slow = (kind: string, error: Error): void => onSlowConfirm(record.id, kind, error);
+    if (!(await settle(settlement, record, { ...settleContext(channel, message, bucket, storeEvent), onEventLost: lost, onSlowConfirm: slow }))) return false;
     if (settlement.kind === 'dead') {
       const target = report.kind === 'invalid' ? undefined : report.target;
       logger.info({ id: record.id, target, reason: settlement.reason, attempts: record.attempts, status: record.lastStatus, error: record.lastError }, 'callback dead-lettered');
@@ -340,15 +369,22 @@ export function createPipeline(context: PipelineContext) {
 
   /** Step 5's context: the message, its channel and route, and where settle reports. */
   function settleContext(channel: ConfirmChannel, message: ConsumeMessage, bucket: number, storeEvent?: StoreEvent): SettleContext {
-    return { storeEvent, channel, message, names, mode, bucket, onConfirm: observer.confirmed, onFallback, onEventLost, ...context.settle };
+    return { storeEvent, channel, message, names, mode, bucket, onConfirm: observer.confirmed, onFallback, ...context.settle };
   }
 
-  function onEventLost(error: Error): void {
-    logger.warn({ err: error.message }, 'a retry-scheduled event was not stored; the retry itself was');
+  /**
+   * An outcome's event the broker did not store: its callback was settled all the same (settle.ts),
+   * and this line, with the event's facts, is what remains of it (docs/events-and-history.md).
+   */
+  function onEventLost(report: AttemptReport, error: Error, final: boolean): void {
+    const outcome = 'decision' in report ? report.decision.kind : report.kind;
+    const facts = { id: report.id, report: report.kind, outcome, attempt: 'attempt' in report ? report.attempt : undefined, code: (error as { code?: string }).code, err: error.message };
+    if (final) logger.error(facts, 'an outcome event was not stored; the callback was settled without it');
+    else logger.warn(facts, 'a retry-scheduled event was not stored; the retry itself was');
   }
 
   function onFallback({ id, kind, cause, error }: SettleFallback): void {
-    if (kind === 'hold') return void logger.warn({ id, cause, err: error.message }, 'could not hold a paused target\'s callback: it goes back to its queue in a second');
+    if (kind === 'hold') return void logger.warn({ id, cause, err: error.message }, 'could not hold a paused target\'s callback: it goes back to its queue (a bounded number of times, then P.dead as unsettled)');
     logger.error({ id, kind, cause, err: error.message }, 'could not store a copy: the message was rejected, for the broker to dead-letter to P.dead');
     observer.settleFallback(kind, cause);
   }

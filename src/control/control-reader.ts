@@ -115,7 +115,7 @@ export async function startControlReader(options: ControlReaderOptions): Promise
     // A held callback cancelled meanwhile goes back to its lane, where a worker parks it as canceled.
     const id = String(message.properties.messageId ?? '');
     const holdOn = (origin: string): boolean => state.isPaused(origin) && !isCancelled(id, message.properties.headers);
-    void sync.then(() => moveTo(channel, message, heldDestination(message.content, names, holdOn), id, timeoutMs));
+    void sync.then(() => moveTo(channel, message, heldDestination(message.content, names, holdOn), names, timeoutMs));
   };
 
   const channel: ChannelWrapper = manager.createChannel({

@@ -11,7 +11,7 @@ export const HEADER = {
   lastAttemptAt: 'x-callback-last-attempt-at',
   lastStatus: 'x-callback-last-status',
   lastError: 'x-callback-last-error',
-  /** On P.dead messages: `exhausted` | `rejected` | `invalid` | `forbidden-target` | `canceled`. */
+  /** On P.dead messages: `exhausted` | `rejected` | `invalid` | `forbidden-target` | `canceled` | `unsettled`. */
   reason: 'x-callback-reason',
   /** On P.dead messages: attempts made. */
   attempts: 'x-callback-attempts',
@@ -19,6 +19,12 @@ export const HEADER = {
   replayedAt: 'x-replayed-at',
   /** Plugin mode: the delay in ms, read by the x-delayed-message exchange. */
   delay: 'x-delay',
+  /**
+   * On a message a worker sent back to its own queue because it could not settle it: how many times
+   * (send-back.ts). The relay's own count: from RabbitMQ 4.3 a requeue no longer counts toward a
+   * quorum queue's delivery limit, and classic queues have none.
+   */
+  returns: 'x-callback-returns',
   /** On every copy a worker publishes: a token unique to that publish, matching a broker return to it. */
   copy: 'x-callback-copy',
   /**
@@ -47,6 +53,12 @@ export const DEFERRAL_HEADERS: readonly string[] = [HEADER.heldSince, HEADER.def
 /** Headers to carry into a republished copy: the producer's own and the retry state, minus what the broker or one publish added. */
 export const carriedHeaders = (headers: Record<string, unknown> | undefined): Record<string, unknown> =>
   withoutBrokerHeaders(headers, (name) => PER_PUBLISH.has(name.toLowerCase()));
+
+/** Reads how often a message was sent back unsettled (HEADER.returns); anything unreadable counts as 0. */
+export function readReturns(headers: Record<string, unknown> | undefined): number {
+  const value = Number(headers?.[HEADER.returns]);
+  return Number.isInteger(value) && value >= 0 ? value : 0;
+}
 
 /** Reads the attempt number from headers; anything missing or unreadable counts as the first attempt. */
 export function readAttempt(headers: Record<string, unknown> | undefined): number {

@@ -16,6 +16,7 @@ import { encodeCallback } from './encode-callback.js';
 import { markerTimeoutError } from '../control/marker-failure.js';
 import { cancelMarker, markerName, publishMarker, wrapperChannel } from '../control/publish-markers.js';
 import { firstAttemptDelay, type PublishOptions } from './first-attempt-delay.js';
+import { DECLARATION_BOUND_MS, DeclarationGate } from './declaration-gate.js';
 import { decidePublishFailure, publishTimeoutError } from './publish-failure.js';
 
 export { firstAttemptDelay, type PublishOptions };
@@ -72,6 +73,7 @@ export function createPublisher(
   // Every loss of the channel or connection counts: an attempt that saw the count change lost its confirm.
   let losses = 0;
   const manager = connectManager(config.amqpUrl);
+  const gate = new DeclarationGate();
   manager.on('disconnect', ({ err }) => {
     losses += 1;
     logger.warn({ err: err?.message }, 'producer disconnected from the broker');
@@ -85,7 +87,7 @@ export function createPublisher(
       const { declare, mode, names } = await topology;
       // One channel: a setup that opened more on a connection being cut could wait forever, and
       // close() waits for the setup.
-      await declare(ch);
+      await gate.track(declare(ch));
       if (mode === 'plugin' && manager.connection) void declareDueQueueAside(manager.connection, names);
     },
   });
@@ -97,9 +99,11 @@ export function createPublisher(
   let closed = false;
 
   async function publishConfirmed(content: Buffer, id: string, delayMs: number, bucket: number, trace: TraceContext | undefined): Promise<void> {
+    const timeout = (): RelayError => publishTimeoutError(config.publishTimeout);
+    // The first declaration of the topology is not the publish's time (declaration-gate.ts).
+    if (!gate.isDeclared) await gate.wait(config.publishTimeout, timeout);
     const deadline = Date.now() + config.publishTimeout;
     const lossesAtStart = losses;
-    const timeout = (): RelayError => publishTimeoutError(config.publishTimeout);
     const { names, mode } = resolvedTopology ?? (await withTimeout(topology, config.publishTimeout, timeout));
     const route = deliveryRoute(names, mode, delayMs, bucket);
     for (;;) {
@@ -162,7 +166,8 @@ export function createPublisher(
     const deadline = Date.now() + config.publishTimeout;
     const settled = (async () => {
       const { names } = resolvedTopology ?? (await withTimeout(topology, config.publishTimeout, () => markerTimeoutError(markerName(marker), config.publishTimeout, false)));
-      await publishMarker(markerChannel, names.controlQueue, marker, deadline - Date.now());
+      // A reconnect's declaration of the topology (seconds in queues mode) is not the marker's time.
+      await publishMarker(markerChannel, names.controlQueue, marker, deadline - Date.now(), (since) => Math.min(gate.declaredMsSince(since), DECLARATION_BOUND_MS));
     })();
     // close() waits for cancels under way as for publishes.
     const forget = (): void => void underWay.delete(tracked);

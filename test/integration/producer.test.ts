@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import type { Channel } from 'amqplib';
+import amqplib, { type Channel } from 'amqplib';
 import { describe, expect, inject, it } from 'vitest';
 import { isRelayError } from '../../src/errors.js';
 import { pluginModeSkipReason, sleep } from '../support/modes.js';
@@ -9,7 +9,8 @@ import { loadConfig } from '../../src/config/load-config.js';
 import { createLogger } from '../../src/logger.js';
 import { createPublisher } from '../../src/producer/publisher.js';
 import type { Receiver } from '../support/receiver.js';
-import { testConfig, type RelayFixture } from '../support/relay.js';
+import { deleteTopology, testConfig, type RelayFixture } from '../support/relay.js';
+import { topologyNames } from '../../src/topology/topology-names.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { configEnv } from '../support/worker-process.js';
 
@@ -108,6 +109,23 @@ describe('producer', () => {
     await relay.startWorker();
     await receiver.waitFor((r) => r.length === 1, 10_000);
     expect(receiver.requests.map((r) => r.path)).toEqual(['/early']);
+  });
+
+  it('the first publish on a fresh queues-mode topology never times out because of declaring it', async () => {
+    // Declaring 35 quorum queues, a stream and some 1,700 bindings takes seconds; PUBLISH_TIMEOUT is shorter here.
+    const config = testConfig({ DELAY_MODE: 'queues', PUBLISH_TIMEOUT: '300ms' });
+    const publisher = createPublisher(config, createLogger('silent'));
+    const connection = await amqplib.connect(config.amqpUrl);
+    const channel = await connection.createChannel();
+    try {
+      const { id } = await publisher.publish({ url: 'http://127.0.0.1:9/first', id: 'first-on-fresh', body: 0 });
+      expect(id).toBe('first-on-fresh');
+      expect((await channel.checkQueue(`${config.topologyPrefix}.work`)).messageCount).toBe(1);
+    } finally {
+      await publisher.close();
+      await deleteTopology(channel, topologyNames(config.topologyPrefix, config.lanes));
+      await connection.close();
+    }
   });
 
   it('rejects with CR_ERR_PUBLISH_TIMEOUT when the broker is unreachable, and bounds its buffer', async () => {

@@ -13,6 +13,7 @@ describe('HEADER', () => {
       attempts: 'x-callback-attempts',
       replayedAt: 'x-replayed-at',
       delay: 'x-delay',
+      returns: 'x-callback-returns',
       copy: 'x-callback-copy',
       policy: 'x-callback-policy',
       schedule: 'x-callback-schedule',
