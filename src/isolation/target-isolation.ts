@@ -172,6 +172,8 @@ export class TargetIsolation<T> implements Scheduler<T> {
   private readonly busy = new Map<string, number>();
   /** When each target last finished an attempt, for the last `overflowAfterMs` (pruned by `sweep`). */
   private readonly lastDone = new Map<string, number>();
+  /** A target holding this many slots is among those that hold the most (worked out by each sweep). */
+  private busyLine = Number.POSITIVE_INFINITY;
   /** Running attempts counted abnormal early (overdue) per target: amended if they succeed. */
   private readonly provisional = new Map<string, number>();
 
@@ -246,7 +248,8 @@ export class TargetIsolation<T> implements Scheduler<T> {
 
   /**
    * Finds the busy targets: one whose oldest waiting item has waited `overflowAfterMs` although it
-   * holds its fair share of slots, or is stuck at its own limit (none of its attempts ended meanwhile).
+   * is among those holding the most slots, or is stuck at its own limit (none of its attempts ended
+   * meanwhile).
    * Its waiting items from the lanes are returned to be moved to the overflow queue, and so is every
    * item of it from a lane offered while it stays busy. A target that waits because others hold the
    * slots is not busy: it is the one that others must not hold up.
@@ -258,7 +261,12 @@ export class TargetIsolation<T> implements Scheduler<T> {
       if (nowMs - at < this.policy.overflowAfterMs) break;
       this.lastDone.delete(target);
     }
-    for (const target of [...this.share.waitingTargets()]) {
+    const waiting = [...this.share.waitingTargets()];
+    // Max-min fairness caps those that hold the most: half the largest holding among the waiting is the line.
+    let most = 0;
+    for (const target of waiting) most = Math.max(most, this.share.inFlight(target));
+    this.busyLine = Math.max(Math.min(this.policy.initialPerTarget, this.policy.capacity), Math.ceil(most / 2));
+    for (const target of waiting) {
       const oldest = this.share.head(target);
       if (!oldest || nowMs - oldest.at < this.policy.overflowAfterMs || !this.holdsShare(target)) continue;
       this.busy.delete(target);
@@ -298,11 +306,15 @@ export class TargetIsolation<T> implements Scheduler<T> {
     return until !== undefined && until > nowMs && this.holdsShare(target);
   }
 
-  /** Holds its fair share of the slots, or sits at its own limit without any attempt ending lately. */
+  /**
+   * Among those that hold the most slots (at least half the largest holding of a target with work
+   * waiting, and its initial share), or stuck at its own limit without any attempt ending lately (it
+   * hangs). Many quiet targets that each wait for a slot or two are not busy: the busy one holds them up.
+   */
   private holdsShare(target: string): boolean {
     const inFlight = this.share.inFlight(target);
     if (inFlight === 0) return false;
-    if (inFlight >= Math.floor(this.policy.capacity / Math.max(1, this.share.activeTargets()))) return true;
+    if (inFlight >= this.busyLine) return true;
     return inFlight >= this.share.limit(target) && !this.lastDone.has(target);
   }
 

@@ -105,4 +105,20 @@ describe('TargetIsolation: a busy target\'s excess overflows', () => {
     expect(moved.every((item) => item < 30)).toBe(true);
     expect(iso.waiting('cold')).toBe(17);
   });
+
+  it('many quiet targets waiting for a slot each are not busy: only the one that holds the most slots moves', () => {
+    const iso = new TargetIsolation<number>({ ...POLICY, capacity: 50, perTarget: 50, initialPerTarget: 5 });
+    for (let i = 0; i < 40; i += 1) iso.offer('busy', i, 'lane', 0);
+    for (let i = 0; i < 40; i += 1) iso.complete('busy', iso.next()!.kind, { status: 200, durationMs: 300 }, 0);
+    for (let i = 0; i < 200; i += 1) iso.offer('busy', 1_000 + i, 'lane', 0);
+    while (iso.next());
+    for (let q = 0; q < 40; q += 1) for (let i = 0; i < 5; i += 1) iso.offer(`quiet-${q}`, q * 10 + i, 'lane', 0);
+    // Ten busy attempts end: their slots go to quiet targets, one each.
+    for (let i = 0; i < 10; i += 1) iso.complete('busy', 'attempt', { status: 200, durationMs: 300 }, 300);
+    while (iso.next());
+    const moved = iso.sweep(400);
+    expect(moved.length).toBeGreaterThan(100);
+    expect(moved.every((item) => item >= 1_000)).toBe(true);
+    expect(iso.waiting('quiet-0')).toBe(4);
+  });
 });
