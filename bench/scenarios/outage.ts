@@ -77,7 +77,7 @@ export interface OutageRun {
   dead: number;
   /** Requests that reached X (a refused connection is none). */
   requests: number;
-  /** Attempts the workers made (a request sent, or a connection tried), and those failed fast by an open circuit. */
+  /** Attempts the workers made (a request sent, or a connection tried), and those spent without a request while the circuit stayed open. */
   attempts: number;
   failedFast: number;
   /** Seconds from the first publish. */
@@ -159,7 +159,7 @@ const secs = (value: number | undefined): string => (value === undefined ? '—'
 export function outageTable(shape: OutageShape, runs: OutageRun[]): Table {
   return {
     title: `${shape.name}: ${shape.title}`,
-    headers: ['ISOLATION', 'delivered', 'dead-lettered (P.dead)', 'requests to X', 'attempts made', 'failed fast (circuit open)', 'last delivery (s)', 'last dead-letter (s)', 'all ended (s)'],
+    headers: ['ISOLATION', 'delivered', 'dead-lettered (P.dead)', 'requests to X', 'attempts made', 'spent while circuit open', 'last delivery (s)', 'last dead-letter (s)', 'all ended (s)'],
     rows: runs.map((run) => [
       run.isolation,
       `${run.delivered}/${run.callbacks}`,
