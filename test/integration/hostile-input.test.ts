@@ -41,7 +41,9 @@ describe('hostile input (queues mode)', () => {
     const started = Date.now();
     const rng = mulberry32(SEED);
     const receiver = await open.receiver(() => ({ status: 200 }));
-    const relay = await open.relay({ DELAY_MODE: 'queues', PREFETCH: '100' });
+    // A long HTTP_TIMEOUT: "delivered once" is about the input, and a machine starved of CPU must not
+    // turn a slow answer into a timeout and a second delivery (at least once, by design).
+    const relay = await open.relay({ DELAY_MODE: 'queues', PREFETCH: '100', HTTP_TIMEOUT: '20s' });
     const worker = open.worker(relay.config);
     await worker.consuming; // the worker has declared the topology: raw publishes are routed
     const pid = worker.child.pid;
