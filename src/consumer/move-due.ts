@@ -15,6 +15,7 @@ export interface ChannelSource {
 export interface DueMover {
   /** (Re)starts moving on `connection`; called after every (re)connect. */
   attach(connection: ChannelSource): void;
+  /** Stops moving: moves under way reach their ack (or stay unacked when not stored), then the channel closes. */
   close(): Promise<void>;
 }
 
@@ -39,6 +40,10 @@ export function createDueMover(names: TopologyNames, prefetch: number, logger: L
   let current: ChannelSource | undefined;
   let retry: NodeJS.Timeout | undefined;
   let closed = false;
+  /** Cuts a move's wait before it tries again short: the worker stops. */
+  const closing = new AbortController();
+  /** Moves under way: a stop lets each finish, so none is cut between its copy and its ack. */
+  const moving = new Set<Promise<void>>();
 
   async function start(connection: ChannelSource): Promise<void> {
     const ch = await connection.createConfirmChannel();
@@ -52,7 +57,13 @@ export function createDueMover(names: TopologyNames, prefetch: number, logger: L
     await ch.consume(
       names.dueQueue,
       (message) => {
-        if (message) return void move(ch, message);
+        // While closing, a message is left unacked: the channel's close puts it back (P.due counts nothing).
+        if (message && closed) return;
+        if (message) {
+          const moved = move(ch, message);
+          moving.add(moved);
+          return void moved.finally(() => moving.delete(moved));
+        }
         // The broker cancelled the consumer (P.due deleted, its node gone): start over on a new channel.
         logger.warn({ queue: names.dueQueue }, 'the broker cancelled the P.due consumer; starting it again');
         void ch.close().catch(() => {});
@@ -105,9 +116,11 @@ export function createDueMover(names: TopologyNames, prefetch: number, logger: L
           (failure: unknown) => failure as Error,
         );
         if (!error) return ch.ack(message);
-        if (isClosed(ch)) return;
+        // Not stored: a closing mover leaves it unacked, and its channel's close puts it back.
+        if (isClosed(ch) || closed) return;
         logger.warn({ id, err: error.message, tries: tries + 1 }, lane ? 'a due message was refused by its lane; trying again' : 'a due message could not be parked either; trying again');
-        await sleep(step.kind === 'return' ? step.delayMs : MAX_RETURN_DELAY_MS);
+        await sleep(step.kind === 'return' ? step.delayMs : MAX_RETURN_DELAY_MS, closing.signal);
+        if (closed) return;
       }
     } catch {
       // The channel closed: the broker has requeued the message for the next consumer.
@@ -118,7 +131,11 @@ export function createDueMover(names: TopologyNames, prefetch: number, logger: L
     attach,
     async close() {
       closed = true;
+      closing.abort();
       clearTimeout(retry);
+      // A move whose copy may be stored must reach its ack: closing the channel first could requeue
+      // the original beside its copy, and the callback would be delivered twice.
+      await Promise.allSettled([...moving]);
       const last = channel;
       channel = undefined;
       await last?.close().catch(() => {});

@@ -121,6 +121,10 @@ export function createPipeline(context: PipelineContext) {
   const { names, mode, logger, clock, scheduler, observer } = context;
   /** Channels that closed: the broker has requeued their unacked messages, so their jobs must not run. */
   const closed = new WeakSet<ConfirmChannel>();
+  /** The worker is stopping: no attempt starts any more, and waits that hold a message are cut short. */
+  const stopping = new AbortController();
+  /** The consumers are cancelled and what waited for a slot went back: a job that would wait now goes back at once. */
+  let givenBack = false;
   // Busy targets' waiting callbacks leave their lanes for the overflow queue (target-isolation.ts).
   const sweeper = setInterval(() => {
     for (const job of scheduler.sweep(clock())) void overflow(job);
@@ -159,7 +163,7 @@ export function createPipeline(context: PipelineContext) {
   function requeue({ message, channel, lane, finish, delivery }: Pick<Job, 'message' | 'channel' | 'lane' | 'finish'> & { delivery?: Delivery }, error: unknown): void {
     const err = error instanceof Error ? error.message : String(error);
     logger.error({ err, id: delivery?.id }, 'a message failed before it was settled; it goes back to its queue');
-    sendBack(channel, message, returnRoute(lane), err, confirmWait(delivery?.id, 'requeue'), delivery?.id).then(
+    sendBack(channel, message, returnRoute(lane), err, confirmWait(delivery?.id, 'requeue'), delivery?.id, stopping.signal).then(
       (result) => {
         if (result !== 'returned') logger.error({ id: delivery?.id, result }, 'a message sent back too often, or not stored back: parked in P.dead as unsettled');
         finish(error);
@@ -198,6 +202,7 @@ export function createPipeline(context: PipelineContext) {
   }
 
   function offer(job: Job, source: 'lane' | 'overflow'): void {
+    if (givenBack) return giveBack(job);
     const offered = scheduler.offer(job.target, job, source, clock());
     if (offered === 'circuit-open') void circuitOpen(job);
     else if (offered === 'overflow') void overflow(job);
@@ -278,8 +283,9 @@ export function createPipeline(context: PipelineContext) {
     return [record, { kind, id: delivery.id, url: delivery.callback.url, target, lane, attempt: attempts }];
   }
 
-  /** Starts attempts while there are free slots and waiting jobs. */
+  /** Starts attempts while there are free slots and waiting jobs, until the worker stops. */
   function pump(): void {
+    if (stopping.signal.aborted) return;
     for (let next = scheduler.next(); next; next = scheduler.next()) {
       if (closed.has(next.item.channel)) {
         scheduler.abandon(next.target, next.kind);
@@ -369,7 +375,7 @@ export function createPipeline(context: PipelineContext) {
 
   /** Step 5's context: the message, its channel and route, and where settle reports. */
   function settleContext(channel: ConfirmChannel, message: ConsumeMessage, bucket: number, storeEvent?: StoreEvent): SettleContext {
-    return { storeEvent, channel, message, names, mode, bucket, onConfirm: observer.confirmed, onFallback, ...context.settle };
+    return { storeEvent, channel, message, names, mode, bucket, onConfirm: observer.confirmed, onFallback, stopping: stopping.signal, ...context.settle };
   }
 
   /**
@@ -411,10 +417,45 @@ export function createPipeline(context: PipelineContext) {
     if (scheduler.shareHealth) apply(scheduler.shareHealth(target, state, clock()));
   }
 
-  /** The worker stops: no more sweeps. */
+  /**
+   * The worker stops, before it cancels its consumers: no attempt starts any more, no sweep moves
+   * anything, and a message held for a wait before it goes back to its queue (send-back.ts) goes back
+   * now. What runs (attempts, settles, moves, holds, deferrals) finishes; what waits for a slot stays
+   * waiting until `giveBackWaiting`.
+   */
   function stop(): void {
     clearInterval(sweeper);
+    stopping.abort();
   }
 
-  return { handle, channelClosed, shareHealth, stop };
+  /**
+   * The consumers are cancelled (nothing more arrives): every job still waiting for a slot goes back to
+   * its queue unattempted, and so does any that would wait from now on (a move that could not be
+   * stored). Returns how many went back.
+   */
+  function giveBackWaiting(): number {
+    givenBack = true;
+    const waiting = scheduler.drop(() => true);
+    for (const job of waiting) giveBack(job);
+    return waiting.length;
+  }
+
+  /**
+   * A job the stopping worker will not attempt: nacked with requeue, at once, so another worker takes
+   * it now, not after DRAIN_TIMEOUT. This is the one requeue the worker makes, once per message per
+   * stop and only after its consumers are cancelled, so the broker never hands it back to this worker.
+   * It needs no count of ours (return-bound.ts): the message was decoded and never attempted, so it
+   * cannot be what stops a worker, and a worker that dies holding it is counted by the broker on every
+   * version (docs/operations.md#graceful-shutdown).
+   */
+  function giveBack(job: Job): void {
+    try {
+      if (!closed.has(job.channel)) job.channel.nack(job.message, false, true);
+    } catch {
+      // The channel closed meanwhile: the broker has requeued the message.
+    }
+    job.finish();
+  }
+
+  return { handle, channelClosed, shareHealth, stop, giveBackWaiting };
 }

@@ -25,10 +25,11 @@ export type SendBackResult = 'returned' | 'parked' | 'rejected';
  * waits (holding the message, so nothing loops hot), publishes a copy with `x-callback-returns`
  * raised, confirmed, then acks the original. Past the bound the copy goes to P.dead instead, reason
  * `unsettled`, attempt count and `why` recorded. A copy that cannot be stored rejects the original
- * without requeue. `known` is the callback's id when the worker read it. Throws when the channel closed: the broker has requeued the original then (a
+ * without requeue. `known` is the callback's id when the worker read it; `stopping` cuts the wait
+ * short (the worker stops). Throws when the channel closed: the broker has requeued the original then (a
  * channel's close counts toward a quorum queue's delivery limit on every version).
  */
-export async function sendBack(channel: ConfirmChannel, message: ConsumeMessage, route: ReturnRoute, why: string, wait: ConfirmWait, known?: string): Promise<SendBackResult> {
+export async function sendBack(channel: ConfirmChannel, message: ConsumeMessage, route: ReturnRoute, why: string, wait: ConfirmWait, known?: string, stopping?: AbortSignal): Promise<SendBackResult> {
   const headers = message.properties.headers;
   const step = nextReturn(readReturns(headers));
   // Without one, the id it had: derived-id.ts hashes the headers, which the count changes.
@@ -36,7 +37,8 @@ export async function sendBack(channel: ConfirmChannel, message: ConsumeMessage,
   const carried = carriedHeaders(headers);
   let result: CopyResult;
   if (step.kind === 'return') {
-    await sleep(step.delayMs);
+    // A stopping worker puts it back now: the count is raised all the same, so the bound holds.
+    await sleep(step.delayMs, stopping);
     result = await publishCopy(channel, { exchange: '', routingKey: route.queue, headers: { ...carried, [HEADER.returns]: step.returns }, mandatory: true }, message, id, wait);
   } else {
     const parked = { ...carried, [HEADER.reason]: 'unsettled', [HEADER.attempts]: readAttempt(headers) - 1, [HEADER.lastError]: why, [HEADER.returns]: step.returns - 1 };

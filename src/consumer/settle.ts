@@ -82,6 +82,8 @@ export interface SettleContext {
   confirmTimeoutMs?: number;
   /** Told when a copy's confirm is later than confirmTimeoutMs (a blocked connection): settle goes on waiting. */
   onSlowConfirm?: (kind: CopyKind | 'hold' | 'move', error: Error) => void;
+  /** The worker is stopping: a hold's send-back goes back without its wait (send-back.ts). */
+  stopping?: AbortSignal;
   /** Declares the whole topology again; asked for when a copy came back unroutable or nacked. */
   redeclare?: () => Promise<void>;
   /** EVENTS=durable: stores the outcome's event (see storeEventFirst and storeEventAfter). */
@@ -94,7 +96,7 @@ export interface SettleContext {
 }
 
 /** What a hold needs of the context: no route (it goes to a named queue), no attempt record. */
-export type HoldContext = Pick<SettleContext, 'channel' | 'message' | 'confirmTimeoutMs' | 'redeclare' | 'storeEvent' | 'onConfirm' | 'onFallback' | 'onEventLost' | 'onSlowConfirm'>;
+export type HoldContext = Pick<SettleContext, 'channel' | 'message' | 'confirmTimeoutMs' | 'redeclare' | 'storeEvent' | 'onConfirm' | 'onFallback' | 'onEventLost' | 'onSlowConfirm' | 'stopping'>;
 
 /** Publishes an outcome's event and waits for its confirm; `rejected` when no copy was stored and the original goes to P.dead. */
 export type StoreEvent = (rejected: boolean) => Promise<CopyResult>;
@@ -155,7 +157,7 @@ export async function settle(settlement: Settlement, record: Pick<AttemptRecord,
   if (settlement.kind === 'hold') {
     context.onFallback?.(fallback);
     // Throws on a channel that closed meanwhile: the broker has requeued the original already.
-    await sendBack(channel, message, settlement.returnTo, result.error.message, wait, record.id);
+    await sendBack(channel, message, settlement.returnTo, result.error.message, wait, record.id, context.stopping);
     return false;
   }
   // No copy: the original goes to P.dead by rejection. Its final event says so (a dead copy's is stored already).

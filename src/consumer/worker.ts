@@ -38,7 +38,10 @@ export interface WorkerDeps {
 export interface Worker {
   /** Connects, declares the topology and starts consuming; resolves once consuming. */
   start(): Promise<void>;
-  /** Stops consuming, lets in-flight deliveries finish within DRAIN_TIMEOUT, then closes. */
+  /**
+   * Stops consuming, gives back at once what waited for a slot, lets in-flight deliveries (and the
+   * settles, moves and holds under way) finish within DRAIN_TIMEOUT, then closes.
+   */
   stop(): Promise<void>;
   /** Deliveries in progress. */
   readonly inFlight: number;
@@ -162,10 +165,14 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     stopping = true;
     ready = false;
     abort.abort();
-    for (const tag of consumers?.tags ?? []) await consumers?.channel.cancel(tag).catch(() => {});
-    await dueMover?.close();
+    // No attempt starts from here on; once the consumers are cancelled nothing more arrives, and what
+    // only waited for a slot goes back to its queue unattempted (pipeline.ts giveBack).
     pipeline?.stop();
-    const drained = Promise.allSettled([...inFlight]).then(() => true);
+    for (const tag of consumers?.tags ?? []) await consumers?.channel.cancel(tag).catch(() => {});
+    const returned = pipeline?.giveBackWaiting() ?? 0;
+    logger.info({ returned }, 'draining: callbacks that waited for a slot went back to their queues unattempted');
+    // Moves of due messages (plugin mode) in progress finish within the drain too.
+    const drained = Promise.allSettled([...inFlight, dueMover?.close()]).then(() => true);
     const finished = await Promise.race([drained, sleep(consume.drainTimeoutMs).then(() => false)]);
     if (!finished) logger.warn({ unfinished: inFlight.size }, 'drain timeout: unfinished deliveries return to the queue');
     await channel?.close().catch(() => {});

@@ -11,6 +11,7 @@ import { applyDeclarations } from '../topology/declare-list.js';
 import { CONTROL_MAX_AGE_MS, controlStream } from './declare-control.js';
 import { heldDestination, moveTo } from './move-held.js';
 import { publishMarker, publishMarkerBestEffort, wrapperChannel } from './publish-markers.js';
+import { sleep } from '../util/with-timeout.js';
 
 /** Cancelled ids a worker keeps at most (about 100 MB at the longest ids); the oldest are forgotten first. */
 export const MAX_CANCELLED = 200_000;
@@ -71,6 +72,10 @@ export async function startControlReader(options: ControlReaderOptions): Promise
   /** The offset of the next marker to apply: markers before it are skipped when a resumed read repeats them. */
   let next = 0;
   let closing = false;
+  /** The reader closes: a held callback's send-back goes back without its wait. */
+  const stopping = new AbortController();
+  /** Held callbacks being moved: a close lets each reach its ack, so none is left both moved and requeued. */
+  const moving = new Set<Promise<void>>();
   let live = false;
   let healthListener: ((target: string, state: HealthState) => void) | undefined;
   const manager: AmqpConnectionManager = amqp.connect(options.urls, { reconnectTimeInSeconds: 1, heartbeatIntervalInSeconds: 10 });
@@ -115,7 +120,11 @@ export async function startControlReader(options: ControlReaderOptions): Promise
     // A held callback cancelled meanwhile goes back to its lane, where a worker parks it as canceled.
     const id = String(message.properties.messageId ?? '');
     const holdOn = (origin: string): boolean => state.isPaused(origin) && !isCancelled(id, message.properties.headers);
-    void sync.then(() => moveTo(channel, message, heldDestination(message.content, names, holdOn), names, timeoutMs));
+    // While closing it stays unacked: the channel's close puts it back in P.paused.check.
+    if (closing) return;
+    const moved = sync.then(() => moveTo(channel, message, heldDestination(message.content, names, holdOn), names, timeoutMs, stopping.signal));
+    moving.add(moved);
+    void moved.finally(() => moving.delete(moved));
   };
 
   const channel: ChannelWrapper = manager.createChannel({
@@ -168,6 +177,9 @@ export async function startControlReader(options: ControlReaderOptions): Promise
     readToPresent,
     async close() {
       closing = true;
+      stopping.abort();
+      // A copy waits for a definite confirm; a connection blocked for longer is closed all the same.
+      if (moving.size > 0) await Promise.race([Promise.allSettled([...moving]), sleep(options.moveHeld?.timeoutMs ?? MARKER_TIMEOUT_MS)]);
       await channel.close().catch(() => {});
       await manager.close().catch(() => {});
     },

@@ -9,13 +9,14 @@ import type { TopologyNames } from '../topology/topology-names.js';
  * the ack. A returned or nacked copy is published once more (after `redeclare`, when given); one that
  * still cannot be stored goes back to P.paused.check a bounded number of times, then to P.dead as
  * `unsettled` (consumer/send-back.ts): never dropped, never requeued without a count of ours. Either
- * way it is always in a queue, or unacked on this channel.
+ * way it is always in a queue, or unacked on this channel. `stopping` (the reader closes) sends it
+ * back without the send-back's wait.
  */
-export async function moveTo(channel: ConfirmChannel, message: ConsumeMessage, queue: string, names: TopologyNames, timeoutMs: number, redeclare?: () => Promise<void>): Promise<void> {
+export async function moveTo(channel: ConfirmChannel, message: ConsumeMessage, queue: string, names: TopologyNames, timeoutMs: number, stopping?: AbortSignal): Promise<void> {
   const id = String(message.properties.messageId ?? '');
   const returnTo = { queue: names.pausedCheckQueue, deadQueue: names.deadQueue };
   try {
-    await settle({ kind: 'hold', queue, returnTo }, { id }, { channel, message, confirmTimeoutMs: timeoutMs, redeclare });
+    await settle({ kind: 'hold', queue, returnTo }, { id }, { channel, message, confirmTimeoutMs: timeoutMs, stopping });
   } catch {
     // The channel closed: the broker has requeued the message.
   }

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { settle, type HoldContext, type SettleContext, type SettleFallback } from '../../../src/consumer/settle.js';
 import { createDurableEvents } from '../../../src/events/durable-events.js';
 import { isRelayError } from '../../../src/errors.js';
@@ -189,7 +189,7 @@ describe('settle', () => {
 });
 
 describe('settle: a hold', () => {
-  function hold(confirms: Confirm[], headers: Record<string, unknown> = {}, durable = false) {
+  function hold(confirms: Confirm[], headers: Record<string, unknown> = {}, durable = false, stopping?: AbortSignal) {
     const channel = new StandInChannel(confirms);
     const fallbacks: SettleFallback[] = [];
     const confirmed: string[] = [];
@@ -201,6 +201,7 @@ describe('settle: a hold', () => {
       redeclare: async () => void (redeclared += 1),
       onFallback: (fallback) => fallbacks.push(fallback),
       onConfirm: (kind) => confirmed.push(kind),
+      stopping,
     };
     if (durable) {
       const report = { kind: 'held' as const, id: 'c1', url: 'https://a.example/h', target: 'https://a.example', lane: '0', attempt: 0 };
@@ -231,6 +232,23 @@ describe('settle: a hold', () => {
     expect(channel.published[2]).toEqual({ exchange: '', routingKey: 'p.paused.check', mandatory: true });
     expect(channel.headers[2]).toMatchObject({ 'x-callback-attempt': 2, 'x-callback-returns': 1 });
     expect(fallbacks).toMatchObject([{ id: 'c1', kind: 'hold', cause: 'returned' }]);
+  });
+
+  it('the worker is stopping: a hold that cannot be stored goes back to its queue without the wait, its count raised', async () => {
+    // Only timers are stood in for: the stand-in channel confirms on setImmediate. No timer advances,
+    // so the copy back is published only because the stop cut the send-back's wait short.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const stop = new AbortController();
+      stop.abort();
+      const { channel, settled } = hold(['nack', 'nack', 'ack'], { 'x-callback-attempt': 2 }, false, stop.signal);
+      expect(await settled).toBe(false);
+      expect(channel.log).toEqual(['publish ', 'publish ', 'publish ', 'ack']);
+      expect(channel.published[2]).toEqual({ exchange: '', routingKey: 'p.paused.check', mandatory: true });
+      expect(channel.headers[2]).toMatchObject({ 'x-callback-attempt': 2, 'x-callback-returns': 1 });
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('sent back MAX_RETURNS times already: parked in P.dead as unsettled, at once', async () => {

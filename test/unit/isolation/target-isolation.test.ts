@@ -174,6 +174,25 @@ describe('TargetIsolation', () => {
     expect(iso.inFlight()).toBe(0);
   });
 
+  it('a stop drops everything waiting at once: probes released, counters at zero once the running attempts end', () => {
+    const iso = new TargetIsolation<number>({ ...POLICY, capacity: 4 });
+    open(iso, 'a');
+    for (let i = 0; i < 6; i += 1) for (const target of ['b', 'c']) iso.offer(target, i, 'lane', 0);
+    const running = [iso.next(), iso.next(), iso.next(), iso.next()];
+    expect(iso.offer('a', 99, 'lane', 0)).toBe('queued');
+    expect(iso.waiting()).toBe(9);
+    expect(iso.drop(() => true)).toHaveLength(9);
+    expect(iso.waiting()).toBe(0);
+    expect(iso.inFlight()).toBe(4);
+    expect(iso.next()).toBeUndefined();
+    for (const r of running) iso.complete(r!.target, r!.kind, ok, 10);
+    expect(iso.inFlight()).toBe(0);
+    expect(iso.sweep(10_000)).toEqual([]);
+    // The dropped probe's place is free again.
+    expect(iso.offer('a', 100, 'lane', 10)).toBe('queued');
+    expect(iso.next()?.kind).toBe('probe');
+  });
+
   it('releases the probe of a waiting item dropped with its channel, so the circuit can still be probed', () => {
     const iso = new TargetIsolation<number>(POLICY);
     for (let i = 0; i < 2; i += 1) iso.offer('a', i, 'lane', 0);
