@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { Channel, ConsumeMessage } from 'amqplib';
@@ -108,10 +109,13 @@ describeEachMode('cancel', (mode) => {
     const relay = await open.relay({ DELAY_MODE: mode });
     await relay.startWorker();
     await relay.startWorker();
-    const published = await Promise.all(Array.from({ length: 6 }, (_, n) => relay.publisher.publish({ url: `${receiver.origin}/hook/${n}`, body: { n } }, { delay: 3_000 })));
-    const cancelled = published.filter((_, n) => n % 2 === 0).map((p) => p.id);
+    // The ids are the caller's, so the cancel is stored before the callbacks exist: however long the
+    // CLI takes to start on a busy machine, it cannot come after their first attempt.
+    const ids = Array.from({ length: 6 }, (_, n) => `cb-cancel-${randomUUID()}-${n}`);
+    const cancelled = ids.filter((_, n) => n % 2 === 0);
     const result = await cli(relay, ['cancel', ...cancelled]);
     expect(result.code, result.stderr).toBe(0);
+    await Promise.all(ids.map((id, n) => relay.publisher.publish({ id, url: `${receiver.origin}/hook/${n}`, body: { n } }, { delay: 3_000 })));
 
     await relay.waitForDead(3, 20_000);
     await receiver.waitFor((r) => r.length === 3, 10_000);
