@@ -20,7 +20,7 @@ export const ERROR_CODES = {
   CR_ERR_DELAY_MODE: 'the requested delay mode cannot run on this broker',
   CR_ERR_UNAUTHORIZED: 'an HTTP ingest request lacked a valid bearer token',
   CR_ERR_INTERNAL: 'the HTTP ingest failed unexpectedly (its log says why; the answer does not)',
-  CR_ERR_FORBIDDEN_TARGET: 'TARGET_POLICY refused a callback URL: its host resolves to a forbidden address',
+  CR_ERR_FORBIDDEN_TARGET: 'TARGET_POLICY refused a callback URL: its host resolves to a forbidden address, or to the worker\'s own broker on one of its ports',
   CR_ERR_SIGNATURE_MISSING: '`webhook-id`, `webhook-timestamp` or `webhook-signature` is absent or empty',
   CR_ERR_SIGNATURE_INVALID: 'a signature header is malformed, or no `v1` signature matches any secret',
   CR_ERR_SIGNATURE_EXPIRED: '`webhook-timestamp` is further than the tolerance from now',

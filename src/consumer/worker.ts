@@ -2,11 +2,12 @@ import type { AmqpConnectionManager, ChannelWrapper } from 'amqp-connection-mana
 import { connectManager } from '../amqp/connect.js';
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { Server } from 'node:http';
-import type { Dispatcher } from 'undici';
+import type { Agent, Dispatcher } from 'undici';
 import { amqpUrls } from '../config/amqp-urls.js';
 import type { RelayConfig } from '../config/load-config.js';
 import { createDurableEvents } from '../events/durable-events.js';
 import { createOutcomeEvents } from '../events/outcome-events.js';
+import { resolveBrokerEndpoints } from '../http/broker-endpoints.js';
 import { createGuardedAgent } from '../http/guarded-agent.js';
 import { ArrivalOrder, TargetIsolation } from '../isolation/target-isolation.js';
 import type { Logger } from '../logger.js';
@@ -59,7 +60,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   const clock = deps.clock ?? Date.now;
   const abort = new AbortController();
   const inFlight = new Set<Promise<void>>();
-  const agent = createGuardedAgent({ timeoutMs: settings.delivery.timeoutMs, policy: settings.addressPolicy });
+  let agent: Agent | undefined;
   let manager: AmqpConnectionManager | undefined;
   let channel: ChannelWrapper | undefined;
   let consumers: { channel: ConfirmChannel; tags: string[] } | undefined;
@@ -82,6 +83,10 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     await applyTopology(topology.url, topology);
     // A stop during start: open nothing more (stop() closes what exists).
     if (stopping) return;
+    // The broker's own AMQP, management and Prometheus endpoints are never dialled, whatever TARGET_ALLOW says.
+    const broker = await resolveBrokerEndpoints(config.amqpUrl);
+    if (broker.unresolved.length > 0) logger.warn({ hosts: broker.unresolved }, 'could not resolve these AMQP_URL hosts: callbacks are not kept from their addresses');
+    agent = createGuardedAgent({ timeoutMs: settings.delivery.timeoutMs, policy: { ...settings.addressPolicy, broker: broker.endpoints } });
     const events = settings.events === 'on' ? createOutcomeEvents(topology.names.eventsExchange, clock) : undefined;
     const observer = events ? observeAll([metrics.observer, events]) : metrics.observer;
     // Cancels and pauses: read P.control up to the present before the first message is consumed.
@@ -171,7 +176,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     await channel?.close().catch(() => {});
     await manager?.close().catch(() => {});
     await control?.close();
-    await agent.close().catch(() => {});
+    await agent?.close().catch(() => {});
     await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
     await (await tracing)?.shutdown().catch(() => {});
     logger.info('worker stopped');
