@@ -16,6 +16,7 @@ import { createRelayMetrics } from '../metrics/relay-metrics.js';
 import type { Random } from '../policy/jitter.js';
 import { connectTopology, type ResolvedTopology } from '../topology/connect-topology.js';
 import { applyTopology } from '../topology/declare-once.js';
+import { createRedeclare } from '../topology/redeclare.js';
 import { loadTracing, type Tracing } from '../tracing/tracing.js';
 import { sleep } from '../util/with-timeout.js';
 import { createDueMover, type DueMover } from './move-due.js';
@@ -116,7 +117,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       inFlight.add(work);
       void work.finally(() => inFlight.delete(work));
     };
-    if (topology.mode === 'plugin') dueMover = createDueMover(topology.names, consume.prefetch, logger);
+    if (topology.mode === 'plugin') dueMover = createDueMover(topology.names, consume.prefetch, logger, createRedeclare(topology, settings.publishTimeoutMs));
     manager = connectManager(config.amqpUrl);
     manager.on('connect', () => {
       // Registered before the channel's own listener, so this runs before the setup consumes again.

@@ -20,7 +20,7 @@ const RETRY_SAME_KEY = 'retry with the same Idempotency-Key (or id): the relay w
  * The HTTP answer for an error out of validation or `publish()`, by its code:
  * - invalid input: 400, nothing published;
  * - CR_ERR_BUFFER_FULL: 429, nothing published;
- * - no confirm (timeout, outcome unknown), a nack, or a closing publisher: 503, stored or not.
+ * - no confirm (timeout, outcome unknown), a nack, a return (no queue bound), or a closing publisher: 503, stored or not.
  * Anything else (a topology the broker refused, a bug) is a 500.
  */
 export function errorResponse(error: unknown): ErrorResponse {
@@ -38,6 +38,8 @@ export function errorResponse(error: unknown): ErrorResponse {
       return { status: 503, body: { code, message: `the broker did not confirm in time, so the callback may or may not be stored: ${RETRY_SAME_KEY}`, retry: true } };
     case 'CR_ERR_PUBLISH_NACKED':
       return { status: 503, body: { code, message: `the broker refused the callback; it was not stored: ${RETRY_SAME_KEY}`, retry: true } };
+    case 'CR_ERR_PUBLISH_RETURNED':
+      return { status: 503, body: { code, message: `the broker has no queue for the callback (a half-deleted topology); it was not stored: ${RETRY_SAME_KEY}`, retry: true } };
     case 'CR_ERR_CLOSED':
       return { status: 503, body: { code, message: `this ingest is shutting down; nothing was stored: ${RETRY_SAME_KEY}`, retry: true } };
     default:
