@@ -11,6 +11,7 @@ import { applyDeclarations } from '../topology/declare-list.js';
 import { CONTROL_MAX_AGE_MS, controlStream } from './declare-control.js';
 import { heldDestination, moveTo } from './move-held.js';
 import { publishMarker, publishMarkerBestEffort, wrapperChannel } from './publish-markers.js';
+import { RereadCheck, type ReadMarker } from './reread-check.js';
 
 /** Cancelled ids a worker keeps at most (about 100 MB at the longest ids); the oldest are forgotten first. */
 export const MAX_CANCELLED = 200_000;
@@ -57,7 +58,9 @@ export interface ControlReaderOptions {
  * Every worker's reader of P.control, on a reconnecting connection of its own. It reads the stream
  * from its first marker into a ControlState, then follows it live; after a reconnect it resumes at
  * the offset after the last marker it applied (`x-stream-offset`):
- * https://www.rabbitmq.com/docs/streams#consuming
+ * https://www.rabbitmq.com/docs/streams#consuming. After the broker cancelled its consumer (the stream
+ * deleted, or its node gone) it reads the stream again from its start, since a stream declared anew
+ * starts at offset 0, and applies what it had not applied yet (reread-check.ts).
  *
  * Resolves once the state holds every marker written before the worker started: it appends a `sync`
  * marker of its own and waits to read it back (at most SYNC_TIMEOUT_MS; then it warns and goes on).
@@ -70,6 +73,11 @@ export async function startControlReader(options: ControlReaderOptions): Promise
   const sync = new Promise<void>((resolve) => (synced = resolve));
   /** The offset of the next marker to apply: markers before it are skipped when a resumed read repeats them. */
   let next = 0;
+  /** The last marker applied, to tell the same stream from a new one after a cancel. */
+  let last: ReadMarker | undefined;
+  /** Set by a consumer cancel: the next setup reads from the start and checks. */
+  let reread = false;
+  let check: { verdict: RereadCheck; nonce: string; timer: NodeJS.Timeout } | undefined;
   let closing = false;
   let live = false;
   let healthListener: ((target: string, state: HealthState) => void) | undefined;
@@ -79,15 +87,39 @@ export async function startControlReader(options: ControlReaderOptions): Promise
   const onMessage = (channel: ConfirmChannel, message: ConsumeMessage | null): void => {
     if (message === null) {
       // The stream was deleted or its node went away: read it again on a new connection.
-      if (!closing) manager.reconnect();
+      if (!closing) {
+        reread = true;
+        manager.reconnect();
+      }
       return;
     }
     const offset = Number(message.properties.headers?.['x-stream-offset']);
     channel.ack(message);
+    const read = { offset, content: message.content };
+    if (check === undefined || !Number.isInteger(offset)) return applyRead(read);
+    const marker = parseMarker(message.content);
+    decide(check.verdict.next(read, marker?.type === 'sync' && marker.nonce === check.nonce));
+  };
+
+  const decide = (verdict: ReturnType<RereadCheck['next']>): void => {
+    if (!verdict.decided || check === undefined) return;
+    clearTimeout(check.timer);
+    check = undefined;
+    if (verdict.renewed) {
+      logger.warn({ stream: names.controlQueue }, 'the control stream is a new one (deleted and declared again): reading it from its start');
+      next = 0;
+    }
+    for (const read of verdict.apply) applyRead(read);
+  };
+
+  const applyRead = ({ offset, content }: ReadMarker): void => {
     // A read resumed at an offset may start at the beginning of the chunk holding it.
     if (Number.isInteger(offset) && offset < next) return;
-    if (Number.isInteger(offset)) next = offset + 1;
-    const marker = parseMarker(message.content);
+    if (Number.isInteger(offset)) {
+      next = offset + 1;
+      last = { offset, content };
+    }
+    const marker = parseMarker(content);
     if (!marker) return;
     state.apply(marker);
     if (marker.type === 'sync' && marker.nonce === nonce) synced();
@@ -123,7 +155,17 @@ export async function startControlReader(options: ControlReaderOptions): Promise
     setup: async (ch: ConfirmChannel) => {
       await applyDeclarations(ch, controlStream(names));
       await ch.prefetch(PREFETCH);
-      await ch.consume(names.controlQueue, (message) => onMessage(ch, message), { noAck: false, arguments: { 'x-stream-offset': next } });
+      const checking = reread && last !== undefined;
+      if (checking && last !== undefined) {
+        clearTimeout(check?.timer);
+        const pending = { verdict: new RereadCheck(last), nonce: randomUUID(), timer: setTimeout(() => pending === check && decide(pending.verdict.expire()), SYNC_TIMEOUT_MS) };
+        pending.timer.unref();
+        check = pending;
+      }
+      reread = false;
+      await ch.consume(names.controlQueue, (message) => onMessage(ch, message), { noAck: false, arguments: { 'x-stream-offset': checking ? 0 : next } });
+      // Read back, it tells a new stream shorter than the old one (reread-check.ts).
+      if (checking && check) void publishMarkerBestEffort(markerChannel, names.controlQueue, { type: 'sync', nonce: check.nonce, at: new Date(clock()).toISOString() }, markerTimeoutMs, () => {});
       const moveHeld = options.moveHeld;
       if (moveHeld) {
         await ch.prefetch(HELD_PREFETCH);

@@ -121,6 +121,28 @@ describeEachMode('cancel', (mode) => {
   });
 });
 
+it('P.control deleted under a running worker: the reader reads the new stream from its start, so a cancel written to it holds', async () => {
+  const receiver = await open.receiver(() => ({ status: 204 }));
+  const relay = await open.relay({ DELAY_MODE: 'queues' });
+  await relay.startWorker();
+  // Markers in the old stream, so the reader's offset is well past where the new stream starts.
+  for (const id of ['old-1', 'old-2', 'old-3']) await relay.publisher.cancel(id);
+  await relay.channel.deleteQueue(relay.names.controlQueue);
+  // The reader declares the stream again once its consumer was cancelled; until then a cancel is returned.
+  for (const deadline = Date.now() + 20_000; ; ) {
+    const stored = await relay.publisher.cancel('new-1').then(() => true, (error: { code?: string }) => (error.code === 'CR_ERR_PUBLISH_RETURNED' ? false : Promise.reject(error)));
+    if (stored) break;
+    if (Date.now() > deadline) throw new Error('P.control was not declared again');
+    await sleep(200);
+  }
+  const { id } = await relay.publisher.publish({ url: `${receiver.origin}/cancelled`, body: 1 }, { delay: 4_000 });
+  await relay.publisher.cancel(id);
+  await relay.waitForDead(1, 30_000);
+  const [parked] = await relay.drainDead();
+  expect([parked?.properties.messageId, headerOf(parked!, 'x-callback-reason')]).toEqual([id, 'canceled']);
+  expect(receiver.requests).toHaveLength(0);
+});
+
 it('cancel refuses what is not a callback id, and a prefix without a control stream', async () => {
   const relay = await open.relay();
   const usage = await cli(relay, ['cancel', '--all']);
