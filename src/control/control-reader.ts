@@ -23,6 +23,13 @@ const HEALTH_FRESH_MS = 30_000;
 const HELD_PREFETCH = 100;
 /** How long a starting worker waits to have read the stream up to the present before consuming anyway. */
 const SYNC_TIMEOUT_MS = 30_000;
+/**
+ * A pause whose newest marker is this old is written again, well within the stream's 30-day
+ * retention, so it never ages out while it lasts. Checked every PAUSE_RENEW_CHECK_MS by every worker;
+ * the first renewal read stops the others'.
+ */
+export const PAUSE_RENEW_AGE_MS = 7 * 86_400_000;
+const PAUSE_RENEW_CHECK_MS = 3_600_000;
 /** How long a marker of the reader's may wait for its confirm when no PUBLISH_TIMEOUT is given (the default one). */
 const MARKER_TIMEOUT_MS = 10_000;
 
@@ -52,6 +59,8 @@ export interface ControlReaderOptions {
   moveHeld?: { timeoutMs: number } | undefined;
   /** PUBLISH_TIMEOUT for the reader's own markers (sync, health, pause); else that of `moveHeld`, else 10 s. */
   publishTimeoutMs?: number | undefined;
+  /** Renew pauses whose newest marker is older than this (default PAUSE_RENEW_AGE_MS), checking every `checkMs`. */
+  renewPauses?: { ageMs: number; checkMs: number } | undefined;
 }
 
 /**
@@ -193,6 +202,14 @@ export async function startControlReader(options: ControlReaderOptions): Promise
   if (stored && !readToPresent) logger.warn({ waitedMs: SYNC_TIMEOUT_MS }, 'the control stream was not read to its end in time; consuming while it is still being read');
   synced();
   logger.info({ cancelled: state.cancelledCount, paused: state.pausedOrigins().length }, 'control stream read');
+  // A pause lasts until its resume, not until the stream's retention drops its marker: renew it.
+  const renew = options.renewPauses ?? { ageMs: PAUSE_RENEW_AGE_MS, checkMs: PAUSE_RENEW_CHECK_MS };
+  const renewal = setInterval(() => {
+    for (const { origin, since, by } of state.pausesToRenew(renew.ageMs)) {
+      broadcast({ type: 'pause', origin, at: new Date(clock()).toISOString(), since, ...(by && { by }) });
+    }
+  }, renew.checkMs);
+  renewal.unref();
 
   return {
     isCancelled,
@@ -210,6 +227,7 @@ export async function startControlReader(options: ControlReaderOptions): Promise
     readToPresent,
     async close() {
       closing = true;
+      clearInterval(renewal);
       await channel.close().catch(() => {});
       await manager.close().catch(() => {});
     },

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { Channel, ConsumeMessage } from 'amqplib';
 import { expect, inject, it } from 'vitest';
+import { startControlReader } from '../../src/control/control-reader.js';
 import { controlStream } from '../../src/control/declare-control.js';
 import type { OutcomeEvent } from '../../src/events/outcome-events.js';
 import { createLogger } from '../../src/logger.js';
@@ -196,6 +197,24 @@ it('a cancel sent as the connection is cut is published again after the reconnec
   } finally {
     await publisher.close();
     await proxy.close();
+  }
+});
+
+it('a reader writes a live pause again before the stream retention could drop it, keeping since and by; a resumed one is not', async () => {
+  const relay = await open.relay();
+  await applyDeclarations(relay.channel, controlStream(relay.names));
+  const [paused, resumed] = ['https://renew.example', 'https://resumed.example'];
+  for (const args of [['pause', paused], ['pause', resumed], ['resume', resumed]]) expect((await cli(relay, ['target', ...args])).code).toBe(0);
+  const reader = await startControlReader({ urls: [relay.config.amqpUrl], names: relay.names, logger: createLogger('silent'), clock: Date.now, renewPauses: { ageMs: 500, checkMs: 100 } });
+  try {
+    const markers = (await readControl(relay, 5)).map(markerOf);
+    const first = markers.find((m) => m.type === 'pause' && m.origin === paused);
+    const renewals = markers.filter((m) => m.since !== undefined);
+    expect(renewals.length).toBeGreaterThan(0);
+    expect(renewals.every((m) => m.type === 'pause' && m.origin === paused && m.since === first?.at && m.by === 'operator')).toBe(true);
+    expect(reader.pausedOrigins()).toEqual([{ origin: paused, since: first?.at, by: 'operator' }]);
+  } finally {
+    await reader.close();
   }
 });
 
