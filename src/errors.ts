@@ -22,7 +22,7 @@ export const ERROR_CODES = {
   CR_ERR_INTERNAL: 'the HTTP ingest failed unexpectedly (its log says why; the answer does not)',
   CR_ERR_INGEST_BUSY: 'an HTTP ingest replica already holds INGEST_INFLIGHT_BYTES of request bodies; the request was not read',
   CR_ERR_REQUEST_TIMEOUT: 'an HTTP ingest request did not arrive in full within INGEST_REQUEST_TIMEOUT; it was not read',
-  CR_ERR_FORBIDDEN_TARGET: 'TARGET_POLICY refused a callback URL: its host resolves to a forbidden address',
+  CR_ERR_FORBIDDEN_TARGET: 'TARGET_POLICY refused a callback URL: its host resolves to a forbidden address, or to the worker\'s own broker on one of its ports',
   CR_ERR_SIGNATURE_MISSING: '`webhook-id`, `webhook-timestamp` or `webhook-signature` is absent or empty',
   CR_ERR_SIGNATURE_INVALID: 'a signature header is malformed, or no `v1` signature matches any secret',
   CR_ERR_SIGNATURE_EXPIRED: '`webhook-timestamp` is further than the tolerance from now',

@@ -82,7 +82,7 @@ export const isolationSchema = {
     env: 'MAX_PROBES',
   },
   healthMaxTargets: {
-    doc: 'Targets whose health a worker remembers; the least recently seen is forgotten first.',
+    doc: 'Targets whose health a worker remembers; the least recently seen healthy one is forgotten first, a degraded one (its circuit then closes) only when all are degraded.',
     format: 'positive-int',
     default: 10_000,
     env: 'HEALTH_MAX_TARGETS',

@@ -131,13 +131,13 @@ export const configSchema = {
     env: 'TARGET_POLICY',
   },
   targetAllow: {
-    doc: 'Comma-separated CIDRs always allowed; the allow list wins over every other rule.',
+    doc: 'Comma-separated CIDRs always allowed, each optionally with ports (`10.0.0.0/8:443,8443`; without ports: every port); the allow list wins over every rule but one: the broker the worker is connected to is never dialled on its AMQP, management or Prometheus ports.',
     format: 'cidr-list',
     default: '',
     env: 'TARGET_ALLOW',
   },
   targetDeny: {
-    doc: 'Comma-separated CIDRs refused in addition to the built-in rules.',
+    doc: 'Comma-separated CIDRs refused in addition to the built-in rules, each optionally with ports (as TARGET_ALLOW).',
     format: 'cidr-list',
     default: '',
     env: 'TARGET_DENY',

@@ -1,4 +1,5 @@
 import type { ConfirmChannel, ConsumeMessage, Options } from 'amqplib';
+import { isRelayError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { isClosed, publishConfirmed } from '../amqp/publish-confirmed.js';
 import { HEADER, carriedHeaders, readAttempt } from '../message/headers.js';
@@ -26,15 +27,17 @@ const SLOW_CONFIRM_MS = 10_000;
 /**
  * Plugin mode: moves the messages whose delay has ended from P.due (see declare-due-queue.ts) into
  * its lane. Each one is published to P with routing key `deliver.<bucket>` and no `x-delay`, so the exchange
- * routes it at once, and it is acked only once the broker confirmed the copy: a crash in between
- * duplicates a message, never loses one. Nothing is parsed here, so no message can make it fail; a
+ * routes it at once, and it is acked only once the broker confirmed the copy and did not return it:
+ * a crash in between duplicates a message, never loses one. The copy is `mandatory` (the plugin
+ * routes a message without a delay at publish time), so a lane or binding an operator deleted
+ * returns it; the topology is then declared again (`redeclare`) before it is published once more. Nothing is parsed here, so no message can make it fail; a
  * lane that refuses it is bounded as `move` says.
  *
  * It runs on a confirm channel of its own: P.due is a classic queue on one node, and while that node
  * is down, declaring or consuming it fails. The worker goes on consuming P.work meanwhile, and the
  * mover tries again every few seconds.
  */
-export function createDueMover(names: TopologyNames, prefetch: number, logger: Logger): DueMover {
+export function createDueMover(names: TopologyNames, prefetch: number, logger: Logger, redeclare?: () => Promise<void>): DueMover {
   let channel: ConfirmChannel | undefined;
   /** The newest connection: a retry always uses it, never one that has since gone. */
   let current: ChannelSource | undefined;
@@ -95,8 +98,9 @@ export function createDueMover(names: TopologyNames, prefetch: number, logger: L
   }
 
   /**
-   * Publishes the message on into its lane, confirmed, then acks it. A negative confirm (a lane that
-   * refuses it) is tried again in place, the message held unacked, never requeued: P.due is a classic
+   * Publishes the message on into its lane, confirmed, then acks it. A negative confirm or a return (a
+   * lane that refuses it, or none bound) is tried again in place, after declaring the topology again
+   * when it was returned, the message held unacked, never requeued: P.due is a classic
    * queue, which counts no redeliveries, so a requeue would loop without end. The waits and their
    * number are the send-back bound (policy/return-bound.ts); past it the message is parked in P.dead
    * as `unsettled`, and while even that cannot be stored it is held and both are tried again.
@@ -119,6 +123,7 @@ export function createDueMover(names: TopologyNames, prefetch: number, logger: L
         // Not stored: a closing mover leaves it unacked, and its channel's close puts it back.
         if (isClosed(ch) || closed) return;
         logger.warn({ id, err: error.message, tries: tries + 1 }, lane ? 'a due message was refused by its lane; trying again' : 'a due message could not be parked either; trying again');
+        if (isRelayError(error, 'CR_ERR_PUBLISH_RETURNED')) await redeclare?.().catch((failure: Error) => logger.warn({ err: failure.message }, 'could not declare the topology again'));
         await sleep(step.kind === 'return' ? step.delayMs : MAX_RETURN_DELAY_MS, closing.signal);
         if (closed) return;
       }
@@ -147,13 +152,14 @@ export function createDueMover(names: TopologyNames, prefetch: number, logger: L
 function parkOptions(message: ConsumeMessage): Options.Publish {
   const options = publishOptions(message);
   const attempts = readAttempt(message.properties.headers) - 1;
-  return { ...options, mandatory: true, headers: { ...options.headers, [HEADER.reason]: 'unsettled', [HEADER.attempts]: attempts, [HEADER.lastError]: 'its lane refused it' } };
+  return { ...options, headers: { ...options.headers, [HEADER.reason]: 'unsettled', [HEADER.attempts]: attempts, [HEADER.lastError]: 'its lane refused it, or no lane was bound for it' } };
 }
 
-/** The message's own properties, without the plugin's `x-delay` (already spent, now negative). */
+/** The message's own properties, without the plugin's `x-delay` (already spent, now negative); mandatory. */
 function publishOptions(message: ConsumeMessage): Options.Publish {
   const p = message.properties;
   return {
+    mandatory: true,
     headers: carriedHeaders(p.headers),
     persistent: p.deliveryMode === 2,
     contentType: p.contentType,

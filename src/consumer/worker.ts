@@ -2,11 +2,12 @@ import type { AmqpConnectionManager, ChannelWrapper } from 'amqp-connection-mana
 import { connectManager } from '../amqp/connect.js';
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { Server } from 'node:http';
-import type { Dispatcher } from 'undici';
+import type { Agent, Dispatcher } from 'undici';
 import { amqpUrls } from '../config/amqp-urls.js';
 import type { RelayConfig } from '../config/load-config.js';
 import { createDurableEvents } from '../events/durable-events.js';
 import { createOutcomeEvents } from '../events/outcome-events.js';
+import { resolveBrokerEndpoints } from '../http/broker-endpoints.js';
 import { createGuardedAgent } from '../http/guarded-agent.js';
 import { ArrivalOrder, TargetIsolation } from '../isolation/target-isolation.js';
 import type { Logger } from '../logger.js';
@@ -15,6 +16,7 @@ import { createRelayMetrics } from '../metrics/relay-metrics.js';
 import type { Random } from '../policy/jitter.js';
 import { connectTopology, type ResolvedTopology } from '../topology/connect-topology.js';
 import { applyTopology } from '../topology/declare-once.js';
+import { createRedeclare } from '../topology/redeclare.js';
 import { loadTracing, type Tracing } from '../tracing/tracing.js';
 import { sleep } from '../util/with-timeout.js';
 import { createDueMover, type DueMover } from './move-due.js';
@@ -62,7 +64,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   const clock = deps.clock ?? Date.now;
   const abort = new AbortController();
   const inFlight = new Set<Promise<void>>();
-  const agent = createGuardedAgent({ timeoutMs: settings.delivery.timeoutMs, policy: settings.addressPolicy });
+  let agent: Agent | undefined;
   let manager: AmqpConnectionManager | undefined;
   let channel: ChannelWrapper | undefined;
   let consumers: { channel: ConfirmChannel; tags: string[] } | undefined;
@@ -85,6 +87,10 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     await applyTopology(topology.url, topology);
     // A stop during start: open nothing more (stop() closes what exists).
     if (stopping) return;
+    // The broker's own AMQP, management and Prometheus endpoints are never dialled, whatever TARGET_ALLOW says.
+    const broker = await resolveBrokerEndpoints(config.amqpUrl);
+    if (broker.unresolved.length > 0) logger.warn({ hosts: broker.unresolved }, 'could not resolve these AMQP_URL hosts: callbacks are not kept from their addresses');
+    agent = createGuardedAgent({ timeoutMs: settings.delivery.timeoutMs, policy: { ...settings.addressPolicy, broker: broker.endpoints } });
     const events = settings.events === 'on' ? createOutcomeEvents(topology.names.eventsExchange, clock) : undefined;
     const observer = events ? observeAll([metrics.observer, events]) : metrics.observer;
     // Cancels and pauses: read P.control up to the present before the first message is consumed.
@@ -114,7 +120,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       inFlight.add(work);
       void work.finally(() => inFlight.delete(work));
     };
-    if (topology.mode === 'plugin') dueMover = createDueMover(topology.names, consume.prefetch, logger);
+    if (topology.mode === 'plugin') dueMover = createDueMover(topology.names, consume.prefetch, logger, createRedeclare(topology, settings.publishTimeoutMs));
     manager = connectManager(config.amqpUrl);
     manager.on('connect', () => {
       // Registered before the channel's own listener, so this runs before the setup consumes again.
@@ -178,7 +184,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     await channel?.close().catch(() => {});
     await manager?.close().catch(() => {});
     await control?.close();
-    await agent.close().catch(() => {});
+    await agent?.close().catch(() => {});
     await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
     await (await tracing)?.shutdown().catch(() => {});
     logger.info('worker stopped');

@@ -11,7 +11,10 @@ export interface HealthPolicy {
    * opens again this soon after closing needs twice the successes in a row to close.
    */
   quietPeriodMs: number;
-  /** Targets remembered at most; the least recently seen is forgotten first (memory stays bounded). */
+  /**
+   * Targets remembered at most (memory stays bounded): the least recently seen healthy one is forgotten
+   * first, a degraded one only when every target remembered is degraded (forgetting it closes its circuit).
+   */
   maxTargets: number;
 }
 
@@ -179,12 +182,26 @@ export class EndpointHealth {
       this.targets.delete(target);
     } else {
       record = { state: 'healthy', results: [], next: 0, abnormal: 0, lastAbnormalAt: Number.NEGATIVE_INFINITY, successes: 0, required: 1, closedAt: Number.NEGATIVE_INFINITY, slowSuccessAt: Number.NEGATIVE_INFINITY };
-      if (this.targets.size >= this.policy.maxTargets) {
-        const oldest = this.targets.keys().next().value;
-        if (oldest !== undefined) this.targets.delete(oldest);
-      }
+      if (this.targets.size >= this.policy.maxTargets) this.evictOne();
     }
     this.targets.set(target, record);
     return record;
+  }
+
+  /**
+   * Forgets the least recently seen healthy target, else the least recently seen one. Many distinct
+   * origins (a caller spraying URLs) must not push out an open circuit: forgetting it would send a
+   * failing target's callbacks back at full concurrency. Degraded targets are few, so the scan is short.
+   */
+  private evictOne(): void {
+    let victim: string | undefined;
+    for (const [target, record] of this.targets) {
+      victim ??= target;
+      if (record.state === 'healthy') {
+        victim = target;
+        break;
+      }
+    }
+    if (victim !== undefined) this.targets.delete(victim);
   }
 }

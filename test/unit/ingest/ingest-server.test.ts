@@ -118,7 +118,7 @@ describe('POST /v1/callbacks', () => {
     const { inject } = start();
     const full = await inject({ method: 'POST', url: '/v1/callbacks', headers: auth, payload: { url: `${URL_}?fail=CR_ERR_BUFFER_FULL`, body: 1 } });
     expect([full.statusCode, full.json().code, full.json().id, full.headers['retry-after']]).toEqual([429, 'CR_ERR_BUFFER_FULL', 'new-1', '1']);
-    for (const code of ['CR_ERR_PUBLISH_TIMEOUT', 'CR_ERR_OUTCOME_UNKNOWN', 'CR_ERR_PUBLISH_NACKED', 'CR_ERR_CLOSED']) {
+    for (const code of ['CR_ERR_PUBLISH_TIMEOUT', 'CR_ERR_OUTCOME_UNKNOWN', 'CR_ERR_PUBLISH_NACKED', 'CR_ERR_PUBLISH_RETURNED', 'CR_ERR_CLOSED']) {
       const res = await inject({ method: 'POST', url: '/v1/callbacks', headers: { ...auth, 'idempotency-key': `k-${code}` }, payload: { url: `${URL_}?fail=${code}`, body: 1 } });
       expect(res.statusCode, code).toBe(503);
       expect(res.json(), code).toMatchObject({ code, id: `k-${code}`, retry: true });
