@@ -1,7 +1,8 @@
 import { execFile } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterEach, expect, it } from 'vitest';
+import { afterEach, expect, inject, it } from 'vitest';
+import { execInContainer } from '../support/container-broker.js';
 import { findRabbitmqServer, startLocalBroker, type LocalNode } from '../support/local-broker.js';
 import { sleep } from '../support/modes.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
@@ -9,7 +10,9 @@ import { openedInEachTest } from '../support/opened-in-each-test.js';
 // A retry copy whose confirm comes later than PUBLISH_TIMEOUT because a memory alarm blocks the
 // worker's connection (https://www.rabbitmq.com/docs/connection-blocked). The copy may be stored, so
 // the worker must wait for the broker's answer: rejecting the original too would leave the callback
-// both retried and parked. A throwaway node of our own: the alarm blocks every publisher on it.
+// both retried and parked. The alarm blocks every publisher of the node: the run's broker when it is
+// the harness's container (the series under test; files run one after another, and the alarm is
+// always lifted), else a throwaway node of our own.
 //
 // The alarm is raised after the worker took the message and before the receiver answers, and the
 // answer is held until the node reports the alarm: the copy is published only on a connection the
@@ -28,11 +31,25 @@ const serverBin = findRabbitmqServer();
 
 const LATE_CONFIRM = 'is not confirmed yet';
 
-/** Runs `rabbitmqctl` against `target` (its HOME holds the Erlang cookie) and returns its output. */
-async function rabbitmqctl(target: LocalNode, args: string[]): Promise<string> {
+/** A broker whose alarms the test may set: its URL and `rabbitmqctl` on it. */
+interface AlarmableBroker {
+  url: string;
+  ctl(args: string[]): Promise<string>;
+}
+
+/** `rabbitmqctl` on a local node (its HOME holds the Erlang cookie). */
+function localCtl(target: LocalNode): AlarmableBroker['ctl'] {
   const bin = join(dirname(serverBin as string), 'rabbitmqctl');
-  const { stdout } = await run(bin, ['-n', target.node, ...args], { env: { ...process.env, HOME: target.home }, timeout: 60_000 });
-  return stdout;
+  return async (args) => (await run(bin, ['-n', target.node, ...args], { env: { ...process.env, HOME: target.home }, timeout: 60_000 })).stdout;
+}
+
+/** The harness's container when it is the run's broker, else a throwaway node; undefined when neither. */
+async function alarmableBroker(): Promise<AlarmableBroker | undefined> {
+  const id = inject('brokerContainerId');
+  if (inject('brokerSource') === 'testcontainers' && id) return { url: inject('amqpUrl'), ctl: (args) => execInContainer(id, ['rabbitmqctl', ...args]) };
+  if (serverBin === undefined) return undefined;
+  node = await startLocalBroker(serverBin);
+  return { url: node.url, ctl: localCtl(node) };
 }
 
 async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs: number): Promise<void> {
@@ -44,14 +61,21 @@ async function until(what: string, check: () => Promise<boolean> | boolean, time
 }
 
 /** A watermark of 0 sets the memory alarm off at once: https://www.rabbitmq.com/docs/memory#configuring-threshold */
-async function raiseMemoryAlarm(target: LocalNode): Promise<void> {
-  await rabbitmqctl(target, ['set_vm_memory_high_watermark', '0']);
-  await until('the memory alarm is reported', async () => (await rabbitmqctl(target, ['eval', 'rabbit_alarm:get_alarms().'])).includes('resource_limit,memory'), 60_000);
+async function raiseMemoryAlarm(target: AlarmableBroker): Promise<void> {
+  await target.ctl(['set_vm_memory_high_watermark', '0']);
+  await until('the memory alarm is reported', async () => (await target.ctl(['eval', 'rabbit_alarm:get_alarms().'])).includes('resource_limit,memory'), 60_000);
 }
 
-async function clearMemoryAlarm(target: LocalNode): Promise<void> {
-  await rabbitmqctl(target, ['set_vm_memory_high_watermark', '0.4']);
-  await until('the memory alarm is cleared', async () => !(await rabbitmqctl(target, ['eval', 'rabbit_alarm:get_alarms().'])).includes('resource_limit,memory'), 60_000);
+/** Back to the watermark the broker had (a fraction of RAM: 0.4 on 3.x, 0.6 on 4.x). */
+async function clearMemoryAlarm(target: AlarmableBroker, watermark: string): Promise<void> {
+  await target.ctl(['set_vm_memory_high_watermark', watermark]);
+  await until('the memory alarm is cleared', async () => !(await target.ctl(['eval', 'rabbit_alarm:get_alarms().'])).includes('resource_limit,memory'), 60_000);
+}
+
+/** The broker's relative watermark before the test, e.g. "0.4"; 0.4 when it is not a plain fraction. */
+async function currentWatermark(target: AlarmableBroker): Promise<string> {
+  const output = await target.ctl(['eval', 'vm_memory_monitor:get_vm_memory_high_watermark().']).catch(() => '');
+  return /^\s*\{?(?:relative,\s*)?(0\.\d+)\}?\s*$/.exec(output)?.[1] ?? '0.4';
 }
 
 /** The worker's JSON log lines (complete ones) that report `id`'s copy as not confirmed yet. */
@@ -62,9 +86,12 @@ const lateConfirmLines = (output: string, id: string): Array<Record<string, unkn
     .map((line) => JSON.parse(line) as Record<string, unknown>)
     .filter((line) => line.id === id);
 
-it.skipIf(serverBin === undefined)('a retry copy unconfirmed past PUBLISH_TIMEOUT (a blocked connection) is waited for: retried once unblocked, never also parked', async () => {
-  const started = await startLocalBroker(serverBin as string);
-  node = started;
+const canAlarm = serverBin !== undefined || inject('brokerSource') === 'testcontainers';
+
+it.skipIf(!canAlarm)('a retry copy unconfirmed past PUBLISH_TIMEOUT (a blocked connection) is waited for: retried once unblocked, never also parked', async () => {
+  const started = await alarmableBroker();
+  if (!started) throw new Error('no broker whose alarms this test may set');
+  const watermark = await currentWatermark(started);
   try {
     let alarm: Promise<void> | undefined;
     const receiver = await open.receiver((request) => {
@@ -84,7 +111,7 @@ it.skipIf(serverBin === undefined)('a retry copy unconfirmed past PUBLISH_TIMEOU
     // The copy met the alarm: its confirm is late, and the worker's connection is blocked.
     await until('the worker logs the late confirm', () => lateConfirmLines(worker.output(), id).length > 0, 60_000);
     expect(lateConfirmLines(worker.output(), id)[0]).toMatchObject({ level: 40, kind: 'retry' }); // 40: pino's warn
-    const states = (await rabbitmqctl(started, ['list_connections', '-q', 'state'])).split('\n').map((line) => line.trim());
+    const states = (await started.ctl(['list_connections', '-q', 'state'])).split('\n').map((line) => line.trim());
     expect(states).toContain('blocked');
     // Several PUBLISH_TIMEOUTs later the original is neither parked nor acked, and no attempt was made.
     await sleep(4_000);
@@ -92,7 +119,7 @@ it.skipIf(serverBin === undefined)('a retry copy unconfirmed past PUBLISH_TIMEOU
     expect(receiver.requests).toHaveLength(1);
     expect(lateConfirmLines(worker.output(), id)).toHaveLength(1);
 
-    await clearMemoryAlarm(started);
+    await clearMemoryAlarm(started, watermark);
     await receiver.waitFor((r) => r.length === 2, 60_000);
     // Long enough for a second copy, had one been stored, to come back from its 1 s delay level.
     await sleep(4_000);
@@ -103,6 +130,6 @@ it.skipIf(serverBin === undefined)('a retry copy unconfirmed past PUBLISH_TIMEOU
     expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
     for (const queue of [relay.names.workQueue, ...relay.names.delayLevels]) expect(await relay.messageCount(queue)).toBe(0);
   } finally {
-    await rabbitmqctl(started, ['set_vm_memory_high_watermark', '0.4']).catch(() => {});
+    await started.ctl(['set_vm_memory_high_watermark', watermark]).catch(() => {});
   }
 }, 300_000);
