@@ -14,13 +14,9 @@ interface ReportedCallback {
   attempt: number;
 }
 
-/**
- * An attempt made (`attempt`), or spent without a request because its target's circuit stayed open
- * for as long as the attempt would have taken (`circuit-open`): both are counted attempts, decided by
- * the retry policy.
- */
+/** An attempt made: a request sent (every counted attempt is one), its outcome decided by the retry policy. */
 export interface TriedReport extends ReportedCallback {
-  kind: 'attempt' | 'circuit-open';
+  kind: 'attempt';
   outcome: DeliveryOutcome;
   decision: Decision;
   /** When the next attempt is due, for a retry. */

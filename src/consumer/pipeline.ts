@@ -3,7 +3,7 @@ import type { AutoPause } from '../control/auto-pause.js';
 import type { ControlView } from '../control/control-state.js';
 import type { DurableEvents } from '../events/durable-events.js';
 import type { HealthState } from '../isolation/health.js';
-import { CIRCUIT_OPEN, circuitWait, targetOf, type AttemptKind, type Effects, type Scheduler, type TargetKey } from '../isolation/target-isolation.js';
+import { circuitWait, targetOf, type AttemptKind, type Effects, type Scheduler, type Source, type TargetKey } from '../isolation/target-isolation.js';
 import type { Logger } from '../logger.js';
 import { HEADER, readString } from '../message/headers.js';
 import type { DeliveryOutcome } from '../policy/classify-outcome.js';
@@ -68,7 +68,7 @@ export interface Job {
 /** How often the worker looks for busy targets whose excess should leave their lanes. */
 const SWEEP_EVERY_MS = 50;
 
-/** Step 3 → 4: what an attempt (or an attempt spent while the circuit stayed open) gave. */
+/** Step 3 → 4: what an attempt gave. */
 interface Attempted {
   job: Job;
   kind: TriedReport['kind'];
@@ -110,8 +110,8 @@ export function verdictOf(delivery: Delivery, outcome: DeliveryOutcome, startedA
  * `handle` decodes a message (1) and admits it (2): a cancelled callback is parked and a paused
  * target's held; any other goes to the scheduler, which starts attempts while the worker has free
  * slots. A busy target's callback moves to the overflow queue instead (once), and one whose target's
- * circuit is open is deferred without spending its attempt, or spent once it waited as long as the
- * attempt would have taken. Each
+ * circuit is open is deferred without spending its attempt until it waited as long as the attempt
+ * would have taken, then attempted. Each
  * attempt (3) frees its slot as soon as its HTTP exchange ends; then its outcome is decided (4) and
  * the decision settled on the message's own channel (5). The promise `handle` returns settles once the
  * message has been settled (or dropped because its channel closed); it rejects only when settling
@@ -198,10 +198,10 @@ export function createPipeline(context: PipelineContext) {
     const done = (): void => job.finish();
     if (control?.isCancelled(job.delivery.id, job.message.properties.headers)) void parkCanceled(job).then(done, job.finish);
     else if (control?.isPaused(job.delivery.url.origin)) void hold(job).then(done, job.finish);
-    else offer(job, job.lane === 'slow' ? 'overflow' : 'lane');
+    else offer(job, sourceOf(job));
   }
 
-  function offer(job: Job, source: 'lane' | 'overflow'): void {
+  function offer(job: Job, source: Source): void {
     if (givenBack) return giveBack(job);
     const offered = scheduler.offer(job.target, job, source, clock());
     if (offered === 'circuit-open') void circuitOpen(job);
@@ -232,29 +232,34 @@ export function createPipeline(context: PipelineContext) {
   }
 
   /**
-   * Step 3 for a target whose circuit is open: no request. The callback is deferred through the delay
-   * path, its attempt kept, until the attempt would have ended (circuitWait); then, or when the
-   * deferral cannot be stored, the attempt is spent as failed.
+   * Step 3 for a target whose circuit is open: the callback is deferred through the delay path, its
+   * attempt kept, until the attempt would have ended (circuitWait). Then it is owed its request, made
+   * as soon as its target has room (a forced one, or one whose deferral cannot be stored, at once): no
+   * attempt is ever counted without a request.
    */
   async function circuitOpen(job: Job): Promise<void> {
+    if (givenBack) return giveBack(job);
     const headers = job.message.properties.headers;
     const heldSince = Date.parse(readString(headers, HEADER.heldSince) ?? '');
     const deferrals = Number(headers?.[HEADER.deferrals]);
     const timeoutMs = job.delivery.policy?.timeoutMs ?? context.deliver.timeoutMs;
     const wait = circuitWait(Number.isNaN(heldSince) ? undefined : heldSince, Number.isInteger(deferrals) && deferrals > 0 ? deferrals : 0, clock(), timeoutMs);
-    if (wait.kind === 'defer') {
-      const deferral = { [HEADER.heldSince]: new Date(wait.heldSince).toISOString(), [HEADER.deferrals]: wait.deferrals };
-      try {
-        if (await settle({ kind: 'move', delayMs: wait.delayMs, headers: deferral }, { id: job.delivery.id }, moveContext(job))) {
-          observer.moved('deferred');
-          return job.finish();
-        }
-      } catch (error) {
-        return job.finish(error);
+    if (wait.owed && scheduler.offerOwed(job.target, job, sourceOf(job), clock(), wait.forced) === 'queued') return pump();
+    const deferral = { [HEADER.heldSince]: new Date(wait.defer.heldSince).toISOString(), [HEADER.deferrals]: wait.defer.deferrals };
+    try {
+      if (await settle({ kind: 'move', delayMs: wait.defer.delayMs, headers: deferral }, { id: job.delivery.id }, moveContext(job))) {
+        observer.moved('deferred');
+        return job.finish();
       }
+    } catch (error) {
+      return job.finish(error);
     }
-    return failFast(job, wait.heldSince);
+    if (givenBack) return giveBack(job);
+    scheduler.offerOwed(job.target, job, sourceOf(job), clock(), true);
+    pump();
   }
+
+  const sourceOf = (job: Job): Source => (job.lane === 'slow' ? 'overflow' : 'lane');
 
   /** A message that is not a valid callback: parked in P.dead as `invalid`, and the worker carries on. */
   async function parkInvalid({ id, attempt, error }: Extract<Decoded, { ok: false }>, message: ConsumeMessage, channel: ConfirmChannel): Promise<void> {
@@ -320,12 +325,6 @@ export function createPipeline(context: PipelineContext) {
       apply(scheduler.complete(target, kind, outcome, clock(), overdue));
       pump();
     }
-  }
-
-  /** The attempt spent while the circuit stayed open: counted and recorded as made at `heldSince`, no request made. */
-  function failFast(job: Job, heldSince: number): Promise<void> {
-    const outcome = { error: CIRCUIT_OPEN, durationMs: Math.max(0, clock() - heldSince) };
-    return conclude({ job, kind: 'circuit-open', outcome, startedAt: heldSince, span: context.tracing?.startAttempt(job.delivery) });
   }
 
   /** Steps 4 and 5: decide what the outcome means, and settle it on the message's channel. */

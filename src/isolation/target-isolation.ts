@@ -50,12 +50,14 @@ export type Source = 'lane' | 'overflow';
  */
 export type Offered = 'queued' | 'circuit-open' | 'overflow';
 
-/** The `error` of an attempt spent while its target's circuit stayed open: no request was made. */
-export const CIRCUIT_OPEN = 'circuit open';
-
 /** What the consumer asks of a scheduler: target isolation, or arrival order when isolation is off. */
 export interface Scheduler<T> {
   offer(target: string, item: T, source: Source, nowMs: number): Offered;
+  /**
+   * An item deferred while its target's circuit was open, now owed its real attempt (`circuitWait`):
+   * queued if its target has room within its share of slots, or `forced`; else left to be deferred again.
+   */
+  offerOwed(target: string, item: T, source: Source, nowMs: number, forced: boolean): 'queued' | 'circuit-open';
   next(): Next<T> | undefined;
   /** Called once a running attempt passes `slowThresholdMs` (never when that is undefined). */
   overdue(target: string, nowMs: number): Effects<T>;
@@ -76,24 +78,36 @@ const FIRST_DEFER_MS = 1_000;
 /** Deferrals of one attempt at most, whatever the clocks say: a bound that is ours, not the broker's. */
 export const MAX_DEFERRALS = 12;
 
-/** What becomes of an attempt due while its target's circuit is open: deferred, or spent as failed. */
-export type CircuitWait = { kind: 'defer'; delayMs: number; heldSince: number; deferrals: number } | { kind: 'spend'; heldSince: number };
+/**
+ * What becomes of an attempt due while its target's circuit is open.
+ * - `owed`: it has waited as long as a real attempt would have taken: its request is made now, if its
+ *   target has room for it within its share of slots;
+ * - `forced`: it was deferred `MAX_DEFERRALS` times: its request is made now, room or not;
+ * - `defer`: otherwise (or when there is no room), the deferral that stores it again: until it is owed,
+ *   as above; then for an attempt timeout, the time in which one of its target's slots frees.
+ */
+export interface CircuitWait {
+  owed: boolean;
+  forced: boolean;
+  defer: { delayMs: number; heldSince: number; deferrals: number };
+}
 
 /**
- * An attempt that comes due while its target's circuit is open makes no request, and spends nothing
- * until a real attempt would have ended: it is deferred (its attempt number kept) and looked at again
- * after 1 s, 2 s, 4 s …, so it is attempted within that wait of the circuit closing. Once it has waited
- * `attemptTimeoutMs` since it first came due (`heldSince`), the circuit still open, it is spent as a
- * failed attempt: what `ISOLATION=off` would have seen of a target that does not answer, at the same
- * time, so the retry schedule and the dead-letter time are never earlier than without isolation.
+ * An attempt that comes due while its target's circuit is open is deferred (its attempt number kept)
+ * and looked at again after 1 s, 2 s, 4 s …, so it is attempted within that wait of the circuit
+ * closing. Once it has waited `attemptTimeoutMs` since it first came due (`heldSince`), the circuit
+ * still open, it is owed its request: what `ISOLATION=off` would have sent by then. It is never spent
+ * without a request: whether a receiver answers depends on the callback too (a retry that finds its
+ * work done answers at once where the first attempt hung), so only a real attempt may count.
  * Pure: `heldSince` and `deferrals` travel in the message's headers.
  */
 export function circuitWait(heldSince: number | undefined, deferrals: number, nowMs: number, attemptTimeoutMs: number): CircuitWait {
   const since = heldSince !== undefined && heldSince <= nowMs ? heldSince : nowMs;
   const left = since + attemptTimeoutMs - nowMs;
-  if (left <= 0 || deferrals >= MAX_DEFERRALS) return { kind: 'spend', heldSince: since };
-  const delayMs = Math.max(FIRST_DEFER_MS, Math.min(FIRST_DEFER_MS * 2 ** deferrals, left));
-  return { kind: 'defer', delayMs, heldSince: since, deferrals: deferrals + 1 };
+  const doubled = FIRST_DEFER_MS * 2 ** Math.min(deferrals, 20);
+  const delayMs = Math.max(FIRST_DEFER_MS, left > 0 ? Math.min(doubled, left) : attemptTimeoutMs);
+  const forced = deferrals >= MAX_DEFERRALS;
+  return { owed: left <= 0 || forced, forced, defer: { delayMs, heldSince: since, deferrals: deferrals + 1 } };
 }
 
 /**
@@ -111,6 +125,10 @@ export class ArrivalOrder<T> implements Scheduler<T> {
   offer(_target: string, item: T): 'queued' {
     this.fifo.push('', item);
     return 'queued';
+  }
+
+  offerOwed(target: string, item: T): 'queued' {
+    return this.offer(target, item);
   }
 
   sweep(): T[] {
@@ -193,6 +211,18 @@ export class TargetIsolation<T> implements Scheduler<T> {
       return 'queued';
     }
     if (source === 'lane' && this.isBusy(target, nowMs)) return 'overflow';
+    this.share.push(target, { item, kind: 'attempt', at: nowMs, source });
+    return 'queued';
+  }
+
+  /**
+   * A deferred item owed its real attempt while the circuit is still open: it waits for a slot like any
+   * attempt (its success closes the circuit) as long as its target holds, and waits for, fewer than its
+   * limit, so a target that does not answer never takes more than its share; forced, it waits anyway.
+   * A forced one from a lane may still move to the overflow queue if its target turns busy.
+   */
+  offerOwed(target: string, item: T, source: Source, nowMs: number, forced: boolean): 'queued' | 'circuit-open' {
+    if (!forced && this.share.inFlight(target) + this.share.waiting(target) >= this.share.limit(target)) return 'circuit-open';
     this.share.push(target, { item, kind: 'attempt', at: nowMs, source });
     return 'queued';
   }

@@ -18,7 +18,7 @@ export interface HealthSource {
  */
 export function createRelayMetrics(health: () => HealthSource | undefined): { registry: Registry; observer: PipelineObserver; consumerCancelled: () => void } {
   const registry = createRegistry();
-  const attempts = new Counter({ name: 'callback_relay_attempts_total', help: 'Attempts by lane (work lane index, or slow) and result: success, retryable, terminal, or circuit-open (spent without a request: the circuit stayed open as long as the attempt would have taken).', labelNames: ['lane', 'result'], registers: [registry] });
+  const attempts = new Counter({ name: 'callback_relay_attempts_total', help: 'Attempts by lane (work lane index, or slow) and result: success, retryable or terminal.', labelNames: ['lane', 'result'], registers: [registry] });
   const outcomes = new Counter({
     name: 'callback_relay_callbacks_total',
     help: 'Callbacks settled: delivered, retried (retry scheduled) or dead (by reason: exhausted, rejected, invalid, canceled…).',
@@ -79,12 +79,8 @@ export function createRelayMetrics(health: () => HealthSource | undefined): { re
       if (report.kind === 'held') return;
       // A canceled callback or an invalid message is parked without an attempt: only its outcome counts.
       if (report.kind === 'canceled' || report.kind === 'invalid') return void outcomes.inc({ outcome: 'dead', reason: report.kind });
-      if (report.kind === 'circuit-open') {
-        attempts.inc({ lane: report.lane, result: 'circuit-open' });
-      } else {
-        attempts.inc({ lane: report.lane, result: attemptResult(report) });
-        duration.observe({ lane: report.lane }, report.outcome.durationMs / 1000);
-      }
+      attempts.inc({ lane: report.lane, result: attemptResult(report) });
+      duration.observe({ lane: report.lane }, report.outcome.durationMs / 1000);
       const { decision } = report;
       if (decision.kind === 'ack') outcomes.inc({ outcome: 'delivered', reason: '' });
       else if (decision.kind === 'retry') outcomes.inc({ outcome: 'retried', reason: '' });

@@ -16,8 +16,8 @@ const POLICY: IsolationPolicy = {
   overflowAfterMs: 200,
 };
 
-describe('circuitWait: an open circuit defers, and spends the attempt only when a real one would have ended', () => {
-  it('defers after 1 s, 2 s, 4 s … and spends the attempt once it waited the attempt timeout since it first came due', () => {
+describe('circuitWait: an open circuit defers an attempt until a real one would have ended, then it is owed its request', () => {
+  it('defers after 1 s, 2 s, 4 s … and owes the request once it waited the attempt timeout since it first came due', () => {
     const timeout = 10_000;
     let now = 1_000_000;
     let heldSince: number | undefined;
@@ -25,23 +25,51 @@ describe('circuitWait: an open circuit defers, and spends the attempt only when 
     const delays: number[] = [];
     for (;;) {
       const wait = circuitWait(heldSince, deferrals, now, timeout);
-      if (wait.kind === 'spend') {
-        expect(wait.heldSince).toBe(1_000_000);
+      if (wait.owed) {
+        expect(wait).toMatchObject({ forced: false, defer: { heldSince: 1_000_000 } });
         break;
       }
-      delays.push(wait.delayMs);
-      ({ heldSince, deferrals } = wait);
-      now += wait.delayMs;
+      delays.push(wait.defer.delayMs);
+      ({ heldSince, deferrals } = wait.defer);
+      now += wait.defer.delayMs;
     }
     expect(delays).toEqual([1_000, 2_000, 4_000, 3_000]);
     expect(now - 1_000_000).toBe(timeout);
   });
 
+  it('an owed attempt its target has no room for waits again an attempt timeout, and is forced after MAX_DEFERRALS', () => {
+    expect(circuitWait(0, 4, 20_000, 10_000)).toEqual({ owed: true, forced: false, defer: { delayMs: 10_000, heldSince: 0, deferrals: 5 } });
+    expect(circuitWait(0, 6, 200_000, 500).defer.delayMs).toBe(1_000);
+    expect(circuitWait(0, MAX_DEFERRALS, 300_000, 10_000)).toMatchObject({ owed: true, forced: true });
+  });
+
   it('never waits less than the delay levels\' unit, nor defers without end whatever the clocks say', () => {
-    expect(circuitWait(0, 0, 9_800, 10_000)).toMatchObject({ kind: 'defer', delayMs: 1_000 });
+    expect(circuitWait(0, 0, 9_800, 10_000)).toMatchObject({ owed: false, defer: { delayMs: 1_000 } });
     // A heldSince in the future (another worker's clock ahead) counts from now.
-    expect(circuitWait(50_000, 0, 10_000, 10_000)).toMatchObject({ kind: 'defer', heldSince: 10_000 });
-    expect(circuitWait(10_000, MAX_DEFERRALS, 10_001, 10_000_000)).toEqual({ kind: 'spend', heldSince: 10_000 });
+    expect(circuitWait(50_000, 0, 10_000, 10_000)).toMatchObject({ owed: false, defer: { heldSince: 10_000 } });
+    expect(circuitWait(10_000, MAX_DEFERRALS, 10_001, 10_000_000)).toMatchObject({ owed: true, forced: true, defer: { heldSince: 10_000 } });
+  });
+});
+
+describe('TargetIsolation: an owed attempt of a target whose circuit is open', () => {
+  it('waits for a slot while the target holds fewer than its limit, and its success closes the circuit', () => {
+    const iso = new TargetIsolation<number>({ ...POLICY, degradeThreshold: 2, slowThresholdMs: 100 });
+    iso.offer('t', 1, 'lane', 0);
+    iso.offer('t', 2, 'lane', 0);
+    for (let next = iso.next(); next; next = iso.next());
+    iso.complete('t', 'attempt', { error: 'timeout', durationMs: 1_000 }, 1_000);
+    iso.complete('t', 'attempt', { error: 'timeout', durationMs: 1_000 }, 1_000);
+    expect(iso.state('t')).toBe('degraded');
+    // Its limit is the initial share (2): two owed attempts are queued, a third waits again unless forced.
+    expect(iso.offerOwed('t', 3, 'lane', 2_000, false)).toBe('queued');
+    expect(iso.offerOwed('t', 4, 'lane', 2_000, false)).toBe('queued');
+    expect(iso.offerOwed('t', 5, 'lane', 2_000, false)).toBe('circuit-open');
+    expect(iso.offerOwed('t', 6, 'overflow', 2_000, true)).toBe('queued');
+    expect(iso.sweep(60_000)).toEqual([]);
+    const started = iso.next();
+    expect(started).toMatchObject({ item: 3, kind: 'attempt' });
+    iso.complete('t', 'attempt', { status: 200, durationMs: 5 }, 60_000);
+    expect(iso.state('t')).toBe('healthy');
   });
 });
 

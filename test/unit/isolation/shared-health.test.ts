@@ -38,7 +38,7 @@ describe('a circuit transition shared by another worker', () => {
     expect(health.state(T)).toBe('healthy');
   });
 
-  it('fails fast what waits for a slot of a target whose circuit another worker opened', () => {
+  it('defers what waits for a slot of a target whose circuit another worker opened', () => {
     const iso = new TargetIsolation<number>(POLICY);
     iso.offer(T, 1, 'lane', 0);
     iso.offer(T, 2, 'lane', 0);

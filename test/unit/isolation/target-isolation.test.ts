@@ -61,7 +61,7 @@ describe('TargetIsolation', () => {
     expect(iso.complete('a', 'attempt', hang, 20, true).transition).toBeUndefined();
   });
 
-  it('while open: PROBE_CONCURRENCY probes per target, MAX_PROBES over all, every other item fails fast', () => {
+  it('while open: PROBE_CONCURRENCY probes per target, MAX_PROBES over all, every other item is deferred', () => {
     const iso = new TargetIsolation<number>(POLICY);
     open(iso, 'a');
     open(iso, 'b');
