@@ -7,7 +7,7 @@ import { laneBucket, laneOf } from '../../src/topology/lanes.js';
 import { topologyNames } from '../../src/topology/topology-names.js';
 import type { BenchContext } from '../context.js';
 import { freePort, Scope } from '../scope.js';
-import { spawnBenchScript, spawnRelayWorker } from '../processes.js';
+import { scrapeMetric, spawnBenchScript, spawnRelayWorker } from '../processes.js';
 
 /** How a target answers one request: a status after `delayMs`, or null: never (until the client gives up). */
 export type Reply = { status: number; delayMs: number } | null;
@@ -114,17 +114,9 @@ export async function startConsumers(ctx: BenchContext, scope: Scope, prefix: st
 }
 
 /** The sum of a metric's samples over the workers' /metrics whose labels include every `labels` pair. */
-export async function workerMetric(ports: number[], name: string, labels: Record<string, string> = {}, exclude: Record<string, string> = {}): Promise<number> {
+export async function workerMetric(ports: number[], name: string, labels: Record<string, string> = {}): Promise<number> {
   let total = 0;
-  const wanted = Object.entries(labels).map(([key, value]) => `${key}="${value}"`);
-  const unwanted = Object.entries(exclude).map(([key, value]) => `${key}="${value}"`);
-  for (const port of ports) {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    for (const line of text.split('\n')) {
-      if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-      if (wanted.every((pair) => line.includes(pair)) && !unwanted.some((pair) => line.includes(pair))) total += Number(line.split(' ').pop());
-    }
-  }
+  for (const port of ports) total += await scrapeMetric(port, name, labels);
   return total;
 }
 

@@ -77,9 +77,10 @@ export interface OutageRun {
   dead: number;
   /** Requests that reached X (a refused connection is none). */
   requests: number;
-  /** Attempts the workers made (a request sent, or a connection tried), and those spent without a request while the circuit stayed open. */
+  /** Attempts the workers made (each a request sent, or a connection tried). */
   attempts: number;
-  failedFast: number;
+  /** Deferrals while X's circuit was open: moves through the delay path that kept the attempt. */
+  deferred: number;
   /** Seconds from the first publish. */
   lastDelivery: number | undefined;
   lastDead: number | undefined;
@@ -142,8 +143,8 @@ export async function outageRun(ctx: BenchContext, shape: OutageShape, isolation
       delivered: target.delivered.size,
       dead,
       requests: target.requests,
-      attempts: await workerMetric(ports, 'callback_relay_attempts_total', {}, { result: 'circuit-open' }),
-      failedFast: await workerMetric(ports, 'callback_relay_attempts_total', { result: 'circuit-open' }),
+      attempts: await workerMetric(ports, 'callback_relay_attempts_total'),
+      deferred: await workerMetric(ports, 'callback_relay_moves_total', { kind: 'deferred' }),
       lastDelivery: seconds(lastDelivery),
       lastDead: seconds(lastDeadAt),
       allEnded: ended ? seconds(Math.max(lastDelivery ?? 0, lastDeadAt ?? 0)) : undefined,
@@ -159,14 +160,14 @@ const secs = (value: number | undefined): string => (value === undefined ? '—'
 export function outageTable(shape: OutageShape, runs: OutageRun[]): Table {
   return {
     title: `${shape.name}: ${shape.title}`,
-    headers: ['ISOLATION', 'delivered', 'dead-lettered (P.dead)', 'requests to X', 'attempts made', 'spent while circuit open', 'last delivery (s)', 'last dead-letter (s)', 'all ended (s)'],
+    headers: ['ISOLATION', 'delivered', 'dead-lettered (P.dead)', 'requests to X', 'attempts made', 'deferred (circuit open)', 'last delivery (s)', 'last dead-letter (s)', 'all ended (s)'],
     rows: runs.map((run) => [
       run.isolation,
       `${run.delivered}/${run.callbacks}`,
       String(run.dead),
       String(run.requests),
       String(run.attempts),
-      String(run.failedFast),
+      String(run.deferred),
       secs(run.lastDelivery),
       secs(run.lastDead),
       run.allEnded === undefined ? `cut off at ${fmt(shape.limitMs / 1000)}` : fmt(run.allEnded, 1),
