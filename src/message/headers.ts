@@ -38,7 +38,7 @@ export const HEADER = {
   successBody: 'x-callback-success-body',
   /**
    * On a callback deferred because its target's circuit was open: when its attempt first came due (ISO
-   * time), and how often it was deferred. Its attempt is spent once it has waited an attempt's timeout.
+   * time), and how often it was deferred. Once it has waited an attempt's timeout it is owed its request.
    */
   heldSince: 'x-callback-held-since',
   deferrals: 'x-callback-deferrals',
