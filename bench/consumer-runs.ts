@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import amqplib from 'amqplib';
 import { encodeCallback } from '../src/producer/encode-callback.js';
 import type { BenchContext } from './context.js';
-import { cpuSeconds, deferredCount, rssMb, sleep, spawnBenchScript, spawnRelayWorker, type BenchChild } from './processes.js';
+import { cpuSeconds, deferredCount, overflowCount, rssMb, sleep, spawnBenchScript, spawnRelayWorker, type BenchChild } from './processes.js';
 import { benchPublisher, publishAll } from './publish.js';
 import { benchBody, type BenchReceiver } from './receiver.js';
 import { summarizeProfile, type ProfileSummary } from './profile-summary.js';
@@ -34,6 +34,8 @@ export interface ConsumerRun {
   brokerCpuUsPerCallback: number | undefined;
   /** Relay only: callbacks deferred because their target's circuit was open. */
   deferred?: number;
+  /** Relay only: callbacks moved to P.slow because their target looked busy. */
+  overflowed?: number;
   /** When profiled: the `.cpuprofile` (copied to bench/results/) and where the time went. */
   profile?: { file: string; summary: ProfileSummary };
 }
@@ -137,6 +139,7 @@ export async function httpRun(ctx: BenchContext, receiver: BenchReceiver, option
     const brokerCpu = usPerCallback(ctx.broker.beamPid, brokerBefore, receiver.delivered);
     const rss = rssMb(child.pid);
     const deferred = kind === 'relay' ? await deferredCount(metricsPort) : undefined;
+    const overflowed = kind === 'relay' ? await overflowCount(metricsPort) : undefined;
     await child.stop();
     const seconds = (receiver.lastAt - receiver.firstAt) / 1000;
     const written = profileDir ? readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile')) : undefined;
@@ -158,6 +161,7 @@ export async function httpRun(ctx: BenchContext, receiver: BenchReceiver, option
       rssMb: rss,
       brokerCpuUsPerCallback: brokerCpu,
       ...(deferred === undefined ? {} : { deferred }),
+      ...(overflowed === undefined ? {} : { overflowed }),
       ...(profile ? { profile } : {}),
     };
   });

@@ -128,5 +128,7 @@ export const scrapeDelivered = (port: number): Promise<number> => scrapeMetric(p
 
 /** Callbacks a worker deferred because their target's circuit was open (moved unattempted, their attempt kept). */
 export const deferredCount = (port: number): Promise<number> => scrapeMetric(port, 'callback_relay_moves_total', { kind: 'deferred' });
+/** Callbacks a worker moved to P.slow because their target looked busy (moved unattempted). */
+export const overflowCount = (port: number): Promise<number> => scrapeMetric(port, 'callback_relay_moves_total', { kind: 'overflow' });
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

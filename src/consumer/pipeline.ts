@@ -215,7 +215,9 @@ export function createPipeline(context: PipelineContext) {
    */
   async function overflow(job: Job): Promise<void> {
     try {
+      const startedAt = clock();
       if (await settle({ kind: 'move', queue: names.slowQueue }, { id: job.delivery.id }, moveContext(job))) {
+        scheduler.moveTook(clock() - startedAt);
         observer.moved('overflow');
         return job.finish();
       }

@@ -66,6 +66,8 @@ export interface Scheduler<T> {
   drop(matches: (item: T) => boolean): T[];
   /** Waiting items of busy targets to move to the overflow queue now (called every few hundred ms). */
   sweep(nowMs: number): T[];
+  /** A move to the overflow queue took this long, publish to ack: what moving costs right now. */
+  moveTook(durationMs: number): void;
   readonly slowThresholdMs: number | undefined;
   /** Another worker's circuit transition, taken as this one's own (absent when isolation is off). */
   shareHealth?(target: string, state: HealthState, nowMs: number): Effects<T>;
@@ -135,6 +137,8 @@ export class ArrivalOrder<T> implements Scheduler<T> {
     return [];
   }
 
+  moveTook(): void {}
+
   next(): Next<T> | undefined {
     const started = this.fifo.next();
     return started && { ...started, kind: 'attempt' };
@@ -192,6 +196,10 @@ export class TargetIsolation<T> implements Scheduler<T> {
   private readonly lastDone = new Map<string, number>();
   /** A target holding this many slots is among those that hold the most (worked out by each sweep). */
   private busyLine = Number.POSITIVE_INFINITY;
+  /** Each target's mean attempt time (ms, moving average), the most recently finished last; bounded. */
+  private readonly attemptMs = new Map<string, number>();
+  /** What a move to the overflow queue takes (ms, moving average); 0 until one was measured. */
+  private moveMs = 0;
   /** Running attempts counted abnormal early (overdue) per target: amended if they succeed. */
   private readonly provisional = new Map<string, number>();
 
@@ -251,6 +259,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
     this.share.done(target, !slow ? 'fast' : succeeded ? 'slow-success' : 'slow');
     this.lastDone.delete(target);
     this.lastDone.set(target, nowMs);
+    this.recordAttemptTime(target, outcome.durationMs);
     if (kind === 'probe') this.releaseProbe(target);
     if (slow && succeeded) this.health.slowSuccess(target, nowMs);
     const counted = wasOverdue && this.takeProvisional(target);
@@ -298,12 +307,16 @@ export class TargetIsolation<T> implements Scheduler<T> {
     this.busyLine = Math.max(Math.min(this.policy.initialPerTarget, this.policy.capacity), Math.ceil(most / 2));
     for (const target of waiting) {
       const oldest = this.share.head(target);
-      if (!oldest || nowMs - oldest.at < this.policy.overflowAfterMs || !this.holdsShare(target)) continue;
+      if (!oldest || nowMs - oldest.at < this.policy.overflowAfterMs || !this.holdsShare(target) || !this.worthMoving(target)) continue;
       this.busy.delete(target);
       this.busy.set(target, nowMs + BUSY_FOR * this.policy.overflowAfterMs);
       for (const waiting of this.share.takeWaiting(target, (w) => w.source === 'lane' && w.kind === 'attempt')) moved.push(waiting.item);
     }
     return moved;
+  }
+
+  moveTook(durationMs: number): void {
+    this.moveMs = this.moveMs === 0 ? durationMs : this.moveMs + (durationMs - this.moveMs) * MOVING_AVERAGE_WEIGHT;
   }
 
   get slowThresholdMs(): number {
@@ -348,6 +361,26 @@ export class TargetIsolation<T> implements Scheduler<T> {
     return inFlight >= this.share.limit(target) && !this.lastDone.has(target);
   }
 
+  /**
+   * Moving a waiting callback costs a confirmed publish and an ack; it lets what is queued behind it
+   * through sooner only where the target's attempts take much longer than that. In a saturated worker
+   * every attempt waits for the event loop and the broker, and so does every move: a target whose
+   * receiver answers at once is then served about as fast as it could be moved, and moving it would
+   * only double the broker's work. One that hangs (no attempt ended lately) is always worth moving.
+   */
+  private worthMoving(target: string): boolean {
+    if (this.share.inFlight(target) >= this.share.limit(target) && !this.lastDone.has(target)) return true;
+    return (this.attemptMs.get(target) ?? 0) >= MOVE_WORTH * this.moveMs;
+  }
+
+  private recordAttemptTime(target: string, durationMs: number): void {
+    const before = this.attemptMs.get(target);
+    this.attemptMs.delete(target);
+    this.attemptMs.set(target, before === undefined ? durationMs : before + (durationMs - before) * MOVING_AVERAGE_WEIGHT);
+    // The least recently finished target is forgotten first: its average is rebuilt by its next attempts.
+    if (this.attemptMs.size > this.policy.maxTargets) this.attemptMs.delete(this.attemptMs.keys().next().value as string);
+  }
+
   private takeProvisional(target: string): boolean {
     const count = this.provisional.get(target) ?? 0;
     if (count === 0) return false;
@@ -371,6 +404,11 @@ export class TargetIsolation<T> implements Scheduler<T> {
     this.probesTotal = Math.max(0, this.probesTotal - 1);
   }
 }
+
+/** A target's backlog is worth moving when its mean attempt takes this many times a move. */
+const MOVE_WORTH = 3;
+/** The weight of the newest sample in a moving average (attempt times, move times). */
+const MOVING_AVERAGE_WEIGHT = 0.2;
 
 /** A busy target stays busy this many `overflowAfterMs` after the last sign of it. */
 const BUSY_FOR = 4;

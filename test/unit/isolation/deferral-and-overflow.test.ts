@@ -104,6 +104,23 @@ describe('TargetIsolation: a busy target\'s excess overflows', () => {
     expect(crowded.sweep(10_000)).toEqual([]);
   });
 
+  it('moves a target only where its attempts take much longer than a move: one answering about as fast as a move stays', () => {
+    const busyWith = (attemptMs: number) => {
+      const iso = new TargetIsolation<number>(POLICY);
+      iso.moveTook(20);
+      for (let i = 0; i < 12; i += 1) iso.offer('t', i, 'lane', 0);
+      const first = iso.next()!;
+      iso.next();
+      iso.complete('t', first.kind, { status: 200, durationMs: attemptMs }, 100);
+      iso.next();
+      return iso.sweep(400).length;
+    };
+    // A saturated worker: attempts take 40 ms of waiting for the event loop, a move takes 20 ms.
+    expect(busyWith(40)).toBe(0);
+    // A receiver that answers in 300 ms: what waits behind its backlog is worth the moves.
+    expect(busyWith(300)).toBeGreaterThan(0);
+  });
+
   it('a quiet target is served before a busy one, and a busy target stops being busy once it stops waiting', () => {
     const iso = new TargetIsolation<number>(POLICY);
     for (let i = 0; i < 12; i += 1) iso.offer('busy', i, 'lane', 0);
