@@ -5,7 +5,7 @@ import type { BenchContext, Table } from '../context.js';
 import { benchPublisher } from '../publish.js';
 import { withScope } from '../scope.js';
 import { fmt, summarize, type Summary } from '../stats.js';
-import { LANES, sleep, startConsumers, startTarget, waitUntil, workerPublishes, type Target } from './fair-targets.js';
+import { LANES, sleep, startConsumers, startTarget, waitUntil, workerMetric, workerPublishes, type Target } from './fair-targets.js';
 
 /**
  * Crowd shapes of issue 21: busy healthy targets (300 ms answers, a deep backlog) and many quiet
@@ -61,6 +61,9 @@ export interface CrowdRun {
   busyPublishes: number | undefined;
   /** Without the firehose: producer publishes plus the workers' retry and dead copies, over every delivered callback. */
   allPublishes: number;
+  /** The workers' moves: to P.slow (a busy target's excess), and deferrals of an open circuit. */
+  overflowMoves: number;
+  deferrals: number;
 }
 
 /**
@@ -128,6 +131,8 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
       quietPublishes: firehose ? firehose.count(origins(quiet)) / delivered(quiet) : undefined,
       busyPublishes: firehose ? firehose.count(origins(busy)) / delivered(busy) : undefined,
       allPublishes: (allPublished + (await workerPublishes(ports))) / (delivered(quiet) + delivered(busy)),
+      overflowMoves: await workerMetric(ports, 'callback_relay_moves_total', { kind: 'overflow' }),
+      deferrals: await workerMetric(ports, 'callback_relay_moves_total', { kind: 'deferred' }),
     };
     ctx.log(
       `fairness ${shape.name}, ISOLATION=${isolation}: quiet p50 ${fmt(run.quietDone.p50, 2)} s, max ${fmt(run.quietDone.max, 2)} s, ` +
@@ -145,7 +150,7 @@ export function crowdTable(shape: CrowdShape, runs: CrowdRun[]): Table {
     title:
       `${shape.name}: ${shape.busy} busy target${shape.busy > 1 ? 's' : ''} (${perBusy} callbacks each, ${BUSY_ANSWER_MS} ms), ${shape.quiet} quiet ones (${QUIET_CALLBACKS} instant callbacks each), ` +
       `${shape.routing === 'bucket' ? 'deliver.<bucket> (library publisher)' : 'plain `deliver` (raw AMQP)'}, ${shape.workers} worker${shape.workers > 1 ? 's' : ''}, PREFETCH ${PREFETCH}`,
-    headers: ['ISOLATION', 'quiet done p50 (s)', 'p99 (s)', 'max (s)', `quiet over ${QUIET_GOAL_S} s`, 'busy drained (s)', '× off', 'publishes / delivered: quiet', 'busy', 'all (metrics)'],
+    headers: ['ISOLATION', 'quiet done p50 (s)', 'p99 (s)', 'max (s)', `quiet over ${QUIET_GOAL_S} s`, 'busy drained (s)', '× off', 'publishes / delivered: quiet', 'busy', 'all (metrics)', 'moved to P.slow', 'deferred (circuit open)'],
     rows: runs.map((run) => [
       run.isolation,
       fmt(run.quietDone.p50, 2),
@@ -157,6 +162,8 @@ export function crowdTable(shape: CrowdShape, runs: CrowdRun[]): Table {
       fmt(run.quietPublishes, 3),
       fmt(run.busyPublishes, 3),
       fmt(run.allPublishes, 3),
+      String(run.overflowMoves),
+      String(run.deferrals),
     ]),
   };
 }
