@@ -179,11 +179,13 @@ interface Waiting<T> {
  * What a target costs the others is slot-time, so only slow failures (≥ `slowThresholdMs`, timeouts
  * included) count against it; a target that fails fast costs nothing, and one that answers slowly but
  * well is slow, not sick. While a circuit is open, a few probes per target are real attempts and every
- * other item is deferred without spending an attempt (`circuitWait`); the first success closes it.
+ * other item is deferred without spending an attempt until it is owed its request (`circuitWait`,
+ * `offerOwed`); the first success closes it.
  *
- * A target that keeps messages waiting while it holds its share of slots is busy: its waiting
- * messages from the lanes move to the overflow queue (once each), so what is queued behind them in
- * their lane, other targets' callbacks, is reached at once. Deterministic: times are inputs.
+ * A target that keeps messages waiting while it holds its share of slots, and whose attempts take
+ * much longer than a move, is busy: its waiting messages from the lanes move to the overflow queue
+ * (once each), so what is queued behind them in their lane, other targets' callbacks, is reached at
+ * once. Deterministic: times are inputs.
  */
 export class TargetIsolation<T> implements Scheduler<T> {
   private readonly health: EndpointHealth;
