@@ -197,7 +197,7 @@ function decisionCopy(settlement: Exclude<Decision, { kind: 'ack' }>, record: At
   const { message, names, mode } = context;
   switch (settlement.kind) {
     case 'retry': {
-      const route = deliveryRoute(names, mode, settlement.delayMs, context.bucket);
+      const route = deliveryRoute(names, mode, settlement.delayMs, context.bucket, Date.now());
       return viaRoute(route, { ...recordHeaders(message, record), ...route.headers, [HEADER.attempt]: settlement.attempt }, context);
     }
     case 'dead':

@@ -17,6 +17,7 @@ import { connectTopology, type ResolvedTopology } from '../topology/connect-topo
 import { applyTopology } from '../topology/declare-once.js';
 import { loadTracing, type Tracing } from '../tracing/tracing.js';
 import { sleep } from '../util/with-timeout.js';
+import { createDueHold, HOLD_PREFETCH } from './hold-until-due.js';
 import { createDueMover, type DueMover } from './move-due.js';
 import { observeAll, type PipelineObserver } from './observer.js';
 import { createPipeline, type Job, type Lane, type PipelineContext } from './pipeline.js';
@@ -73,6 +74,8 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   const isolation = settings.isolation && new TargetIsolation<Job>(settings.isolation);
   const metrics = createRelayMetrics(() => isolation);
   const tracing = 'tracing' in deps ? deps.tracing : loadTracing(logger);
+  /** Queues mode: messages the levels let out early wait here, unacked, until due (hold-until-due.ts). */
+  const dueHold = createDueHold<ConfirmChannel>(clock);
 
   async function start(): Promise<void> {
     // Probes answer from the start: alive while waiting for the broker, ready only once consuming.
@@ -103,11 +106,13 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     };
     const onMessage = (message: ConsumeMessage | null, ch: ConfirmChannel, lane: Lane): void => {
       if (message === null) return consumerCancelled(lane);
-      const work = handle(message, ch, lane).catch((error: Error) =>
-        logger.warn({ err: error.message }, 'could not settle a message; the broker will redeliver it'),
-      );
-      inFlight.add(work);
-      void work.finally(() => inFlight.delete(work));
+      dueHold.hold(message.properties.headers, ch, () => {
+        const work = handle(message, ch, lane).catch((error: Error) =>
+          logger.warn({ err: error.message }, 'could not settle a message; the broker will redeliver it'),
+        );
+        inFlight.add(work);
+        void work.finally(() => inFlight.delete(work));
+      });
     };
     if (topology.mode === 'plugin') dueMover = createDueMover(topology.names, consume.prefetch, logger);
     manager = connectManager(config.amqpUrl);
@@ -136,11 +141,15 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
         }
         // Unacked messages of a closed channel are back in their queues: jobs still waiting for a
         // slot must not be attempted (another worker may have them already).
-        ch.once('close', () => channelClosed(ch));
+        ch.once('close', () => {
+          dueHold.channelClosed(ch);
+          channelClosed(ch);
+        });
         // basic.qos without `global` limits each consumer started after it on this channel, so each
         // lane may hold PREFETCH messages and a target alone in its lane can fill every slot:
         // https://www.rabbitmq.com/docs/consumer-prefetch
-        await ch.prefetch(consume.prefetch);
+        // Queues mode: room on top for the messages held until due, which take no delivery slot.
+        await ch.prefetch(consume.prefetch + (topology.mode === 'queues' ? HOLD_PREFETCH : 0));
         const tags: string[] = [];
         const queues: [string, Lane][] = [...topology.names.workQueues.map((queue, lane): [string, Lane] => [queue, String(lane)]), [topology.names.slowQueue, 'slow']];
         for (const [queue, lane] of queues) tags.push((await ch.consume(queue, (message) => onMessage(message, ch, lane), { noAck: false })).consumerTag);
@@ -161,6 +170,8 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     ready = false;
     abort.abort();
     for (const tag of consumers?.tags ?? []) await consumers?.channel.cancel(tag).catch(() => {});
+    // Held messages are not due yet: they stay unacked, and closing the channel returns them to their lanes.
+    dueHold.clear();
     await dueMover?.close();
     const drained = Promise.allSettled([...inFlight]).then(() => true);
     const finished = await Promise.race([drained, sleep(consume.drainTimeoutMs).then(() => false)]);

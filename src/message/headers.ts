@@ -17,6 +17,11 @@ export const HEADER = {
   attempts: 'x-callback-attempts',
   /** On a copy replayed from P.dead: when (ISO time). A cancel marker written before it does not apply to it. */
   replayedAt: 'x-replayed-at',
+  /**
+   * Queues mode: when a delayed copy is due (ms since the epoch, the publisher's clock). The levels let
+   * it out up to a second early, and the worker holds it until then (consumer/hold-until-due.ts).
+   */
+  dueAt: 'x-callback-due-at',
   /** Plugin mode: the delay in ms, read by the x-delayed-message exchange. */
   delay: 'x-delay',
   /** On every copy a worker publishes: a token unique to that publish, matching a broker return to it. */
@@ -33,7 +38,7 @@ export const HEADER = {
 } as const;
 
 /** Per-publish headers: they belong to the one publish that set them, never to its copies. */
-const PER_PUBLISH: ReadonlySet<string> = new Set([HEADER.delay, HEADER.copy]);
+const PER_PUBLISH: ReadonlySet<string> = new Set([HEADER.delay, HEADER.copy, HEADER.dueAt]);
 
 /** Headers to carry into a republished copy: the producer's own and the retry state, minus what the broker or one publish added. */
 export const carriedHeaders = (headers: Record<string, unknown> | undefined): Record<string, unknown> =>

@@ -101,7 +101,7 @@ export function createPublisher(
     const lossesAtStart = losses;
     const timeout = (): RelayError => publishTimeoutError(config.publishTimeout);
     const { names, mode } = resolvedTopology ?? (await withTimeout(topology, config.publishTimeout, timeout));
-    const route = deliveryRoute(names, mode, delayMs, bucket);
+    const route = deliveryRoute(names, mode, delayMs, bucket, Date.now());
     for (;;) {
       const lossesBefore = losses;
       const remaining = deadline - Date.now();
