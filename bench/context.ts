@@ -9,10 +9,18 @@ export interface BenchContext {
     source: string;
     /** The Erlang VM of a local throwaway broker, for its RSS; undefined otherwise. */
     beamPid: number | undefined;
+    /** A throwaway local node's name and HOME (its Erlang cookie), for `rabbitmqctl -n`. */
+    node?: string | undefined;
+    home?: string | undefined;
   };
   /** Set by earlier scenarios for later ones: the relay's max rate from `throughput`. */
   shared: { relayRate?: number };
-  options: { profile: boolean; rate: number | undefined };
+  options: {
+    profile: boolean;
+    rate: number | undefined;
+    /** The pending scenario: callbacks, the window they fall due in (s), the delay modes to run. */
+    pending: { count: number | undefined; windowS: number | undefined; modes: Array<'queues' | 'plugin'> | undefined };
+  };
   /** Progress line on stderr. */
   log(line: string): void;
 }

@@ -1,5 +1,6 @@
 /**
- * Benchmarks: `npm run bench [-- --quick] [--scenario NAME[,NAME…]] [--profile] [--rate N]`.
+ * Benchmarks: `npm run bench [-- --quick] [--scenario NAME[,NAME…]] [--profile] [--rate N]`;
+ * the pending scenario also takes `--count N --window SECONDS --mode queues,plugin`.
  * Uses AMQP_URL if set, else a throwaway broker (test/support/broker.ts). Prints a Markdown table
  * per scenario and writes bench/results/<timestamp>.json; a run of every scenario also latest.json and latest.svg.
  */
@@ -15,11 +16,12 @@ import { fairness } from './scenarios/fairness.js';
 import { halfLoad } from './scenarios/half-load.js';
 import { ingest } from './scenarios/ingest.js';
 import { isolation } from './scenarios/isolation.js';
+import { pending } from './scenarios/pending.js';
 import { retryTiming } from './scenarios/retry-timing.js';
 import { scaleOut } from './scenarios/scale-out.js';
 import { throughput } from './scenarios/throughput.js';
 
-const SCENARIOS: Scenario[] = [throughput, halfLoad, retryTiming, backlog, scaleOut, isolation, fairness, ingest];
+const SCENARIOS: Scenario[] = [throughput, halfLoad, retryTiming, backlog, scaleOut, isolation, fairness, ingest, pending];
 
 const { values } = parseArgs({
   options: {
@@ -27,11 +29,14 @@ const { values } = parseArgs({
     scenario: { type: 'string' },
     profile: { type: 'boolean', default: false },
     rate: { type: 'string' },
+    count: { type: 'string' },
+    window: { type: 'string' },
+    mode: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
 if (values.help) {
-  process.stdout.write(`usage: npm run bench -- [--quick] [--scenario ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--profile] [--rate N]\n`);
+  process.stdout.write(`usage: npm run bench -- [--quick] [--scenario ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--profile] [--rate N] [--count N --window SECONDS --mode queues,plugin]\n`);
   process.exit(0);
 }
 const names = values.scenario ? values.scenario.split(',').map((name) => name.trim()) : SCENARIOS.map((s) => s.name);
@@ -41,6 +46,9 @@ if (unknown.length > 0) {
   process.exit(2);
 }
 
+/** A throwaway local node carries its name and HOME: what `rabbitmqctl -n` needs (bench/broker-memory.ts). */
+const localNode = (broker: object): { node?: string; home?: string } =>
+  'node' in broker && 'home' in broker && typeof broker.node === 'string' && typeof broker.home === 'string' ? { node: broker.node, home: broker.home } : {};
 const isLoopback = (url: string): boolean => ['localhost', '127.0.0.1', '[::1]'].includes(new URL(url).hostname);
 const began = Date.now();
 const log = (line: string): void => void process.stderr.write(`[${((Date.now() - began) / 1000).toFixed(0).padStart(4)} s] ${line}\n`);
@@ -60,9 +68,17 @@ try {
   const ctx: BenchContext = {
     url: broker.url,
     quick: values.quick,
-    broker: { version: info.version, hasPlugin: info.hasDelayedPlugin, source: broker.source, beamPid: isLoopback(broker.url) ? findBeamPid(port) : undefined },
+    broker: { version: info.version, hasPlugin: info.hasDelayedPlugin, source: broker.source, beamPid: isLoopback(broker.url) ? findBeamPid(port) : undefined, ...localNode(broker) },
     shared: {},
-    options: { profile: values.profile, rate: values.rate === undefined ? undefined : Number(values.rate) },
+    options: {
+      profile: values.profile,
+      rate: values.rate === undefined ? undefined : Number(values.rate),
+      pending: {
+        count: values.count === undefined ? undefined : Number(values.count),
+        windowS: values.window === undefined ? undefined : Number(values.window),
+        modes: values.mode === undefined ? undefined : (values.mode.split(',').map((mode) => mode.trim()) as Array<'queues' | 'plugin'>),
+      },
+    },
     log,
   };
   report.machine = machineInfo(ctx.broker);

@@ -1,0 +1,95 @@
+import { describe, expect, it } from 'vitest';
+import { openedInEachTest } from '../support/opened-in-each-test.js';
+
+const open = openedInEachTest();
+
+/** How late a callback may arrive after its due time here: the bound of issue 27, loosely held on a shared machine. */
+const LATE_MS = 250;
+/** How early: never, but for the rounding of a timer to whole ms. */
+const EARLY_MS = 5;
+
+describe('queues mode: on time to well under a second', () => {
+  it('a callback due at a sub-second time arrives within 250 ms of it, never early', async () => {
+    const receiver = await open.receiver(() => ({ status: 200 }));
+    const relay = await open.relay({ DELAY_MODE: 'queues' });
+    await relay.startWorker();
+    // The first publish connects and declares: not part of any callback's time.
+    await relay.publisher.publish({ url: `${receiver.origin}/warm-up`, body: 0 });
+    await receiver.waitFor((r) => r.length === 1, 10_000);
+    // Sub-second parts all over the second, from under one level (straight to the lane) to several levels.
+    const offsets = [400, 1_130, 1_260, 1_999, 2_510, 3_050, 4_730, 6_875];
+    const start = Date.now();
+    const dueAt = new Map<string, number>();
+    const confirmedAt = new Map<string, number>();
+    await Promise.all(
+      offsets.map(async (offset) => {
+        const path = `/at${offset}`;
+        dueAt.set(path, start + offset);
+        await relay.publisher.publish({ url: `${receiver.origin}${path}`, body: { offset } }, { deliverAt: new Date(start + offset) });
+        confirmedAt.set(path, Date.now());
+      }),
+    );
+    await receiver.waitFor((r) => r.length === offsets.length + 1, 20_000);
+    for (const request of receiver.requests.slice(1)) {
+      const due = dueAt.get(request.path) as number;
+      // A publish the broker confirmed after the due time (a busy machine) is due at once.
+      const late = request.at - Math.max(due, confirmedAt.get(request.path) as number);
+      expect(request.at - due, `${request.path} arrived ${request.at - due} ms after its due time`).toBeGreaterThanOrEqual(-EARLY_MS);
+      expect(late, `${request.path} arrived ${late} ms late`).toBeLessThanOrEqual(LATE_MS);
+    }
+  });
+
+  it('a retry with a sub-second delay arrives within 250 ms of it', async () => {
+    // The first attempt fails; the retry is due RETRY_SCHEDULE after the worker settled it.
+    const receiver = await open.receiver((request) => ({ status: request.nth === 1 ? 503 : 200 }));
+    const relay = await open.relay({ DELAY_MODE: 'queues', RETRY_SCHEDULE: '1700ms', RETRY_JITTER: '0' });
+    await relay.startWorker();
+    for (let i = 0; i < 5; i += 1) await relay.publisher.publish({ url: `${receiver.origin}/r${i}`, body: i });
+    await receiver.waitFor((r) => r.length === 10, 20_000);
+    for (let i = 0; i < 5; i += 1) {
+      const [first, second] = receiver.to(`/r${i}`);
+      const late = (second?.at as number) - ((first?.at as number) + 1_700);
+      expect(late, `retry ${i} was ${late} ms late`).toBeGreaterThanOrEqual(-EARLY_MS);
+      expect(late, `retry ${i} was ${late} ms late`).toBeLessThanOrEqual(LATE_MS);
+    }
+  });
+
+  it('a callback held until due by a worker that stops is delivered by the next one, on time', async () => {
+    const receiver = await open.receiver(() => ({ status: 200 }));
+    const relay = await open.relay({ DELAY_MODE: 'queues' });
+    const first = await relay.startWorker();
+    const at = Date.now() + 1_200;
+    // Under one level's worth: straight to the lane, where the first worker holds it, unacked.
+    await relay.publisher.publish({ url: `${receiver.origin}/held`, body: 'held' }, { deliverAt: new Date(at) });
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    await first.stop();
+    expect(receiver.requests).toHaveLength(0);
+    await relay.startWorker();
+    await receiver.waitFor((r) => r.length === 1, 10_000);
+    const late = (receiver.requests[0]?.at as number) - at;
+    expect(late).toBeGreaterThanOrEqual(-EARLY_MS);
+    expect(late).toBeLessThan(2_000);
+  });
+
+  it('callbacks falling due faster than one level queue\'s dead-letter worker handled before are all delivered', async () => {
+    // Before, a level's dead-letter worker moved about 2,200 a second: here 4,000 fall due within one
+    // second, through the same few levels, all at once.
+    const count = 4_000;
+    const receiver = await open.receiver(() => ({ status: 200 }));
+    // ISOLATION=off: this is about the delay path. On a busy machine slow attempts can open the one
+    // target's circuit, and its retries (15 s and more later) are another subject.
+    const relay = await open.relay({ DELAY_MODE: 'queues', ISOLATION: 'off', PUBLISH_BUFFER_LIMIT: '5000', PUBLISH_TIMEOUT: '60s' });
+    await relay.startWorker();
+    const base = Date.now() + 20_000;
+    const publishes: Array<Promise<unknown>> = [];
+    for (let i = 0; i < count; i += 1) {
+      publishes.push(relay.publisher.publish({ url: `${receiver.origin}/many/${i}`, body: i }, { deliverAt: new Date(base + (i * 1_000) / count) }));
+      if (publishes.length % 500 === 0) await Promise.all(publishes.slice(-500));
+    }
+    await Promise.all(publishes);
+    expect(Date.now(), 'the publishing ended before the first was due').toBeLessThan(base);
+    await receiver.waitFor((r) => new Set(r.map((request) => request.path)).size === count, 120_000);
+    const early = receiver.requests.filter((request) => request.at < base - EARLY_MS);
+    expect(early).toHaveLength(0);
+  }, 200_000);
+});
