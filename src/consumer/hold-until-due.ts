@@ -44,7 +44,10 @@ export interface DueHold<Channel> {
   hold(headers: Record<string, unknown> | undefined, channel: Channel, release: () => void): void;
   /** The channel closed: the broker has requeued its held messages, so none of them may be released. */
   channelClosed(channel: Channel): void;
-  /** The worker stops: release nothing more (closing the channel returns what is held). */
+  /**
+   * The worker stops: release nothing more, and hold nothing new (closing the channel returns what
+   * is held, and what arrives before it closes and is not due yet).
+   */
   clear(): void;
   /** Messages held now. */
   readonly size: number;
@@ -54,10 +57,12 @@ export interface DueHold<Channel> {
 export function createDueHold<Channel extends object>(clock: () => number): DueHold<Channel> {
   const timers = new Map<Channel, Set<NodeJS.Timeout>>();
   let size = 0;
+  let stopped = false;
   return {
     hold(headers, channel, release) {
       const wait = holdMs(headers, clock());
       if (wait === 0) return release();
+      if (stopped) return;
       let held = timers.get(channel);
       if (!held) timers.set(channel, (held = new Set()));
       const own = held;
@@ -76,6 +81,7 @@ export function createDueHold<Channel extends object>(clock: () => number): DueH
       size -= held?.size ?? 0;
     },
     clear() {
+      stopped = true;
       for (const [channel, held] of [...timers]) {
         timers.delete(channel);
         for (const timer of held) clearTimeout(timer);

@@ -70,14 +70,17 @@ describe('createDueHold', () => {
     expect(released).toEqual(['open']);
   });
 
-  it('releases nothing after clear (a stopping worker)', () => {
+  it('releases nothing held after clear (a stopping worker), and holds nothing new', () => {
     const hold = createDueHold<object>(() => now);
     const released: string[] = [];
     hold.hold(due(NOW + 300), {}, () => released.push('a'));
     hold.hold(due(NOW + 900), {}, () => released.push('b'));
     hold.clear();
     expect(hold.size).toBe(0);
+    hold.hold(due(NOW + 300), {}, () => released.push('after'));
+    hold.hold(undefined, {}, () => released.push('due'));
     vi.advanceTimersByTime(5_000);
-    expect(released).toEqual([]);
+    expect(released).toEqual(['due']);
+    expect(hold.size).toBe(0);
   });
 });
