@@ -1,5 +1,3 @@
-import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import type { BenchContext } from './context.js';
 import { rssMb } from './processes.js';
 
@@ -10,9 +8,9 @@ import { rssMb } from './processes.js';
  * started); else the RSS of a local beam.smp; else undefined.
  */
 export async function brokerMemoryBytes(ctx: BenchContext): Promise<number | undefined> {
-  const { node, home } = ctx.broker;
-  if (node && home) {
-    const out = await ctl(node, home, ['eval', 'erlang:garbage_collect(), erlang:memory(total).']).catch(() => undefined);
+  const { ctl } = ctx.broker;
+  if (ctl) {
+    const out = await ctl(['eval', 'erlang:garbage_collect(), erlang:memory(total).']).catch(() => undefined);
     const bytes = Number(out?.trim());
     if (Number.isFinite(bytes) && bytes > 0) return bytes;
   }
@@ -28,15 +26,4 @@ export async function brokerMemoryBytes(ctx: BenchContext): Promise<number | und
   }
   const rss = rssMb(ctx.broker.beamPid);
   return rss === undefined ? undefined : rss * 1024 * 1024;
-}
-
-/** Debian's /usr/sbin/rabbitmqctl switches to the rabbitmq user; the node here is our own. */
-const LIB_CTL = '/usr/lib/rabbitmq/bin/rabbitmqctl';
-
-function ctl(node: string, home: string, args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(existsSync(LIB_CTL) ? LIB_CTL : 'rabbitmqctl', ['-n', node, ...args], { env: { ...process.env, HOME: home }, timeout: 60_000, encoding: 'utf8' }, (error, stdout) =>
-      error ? reject(error) : resolve(stdout),
-    );
-  });
 }

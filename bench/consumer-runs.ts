@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import amqplib from 'amqplib';
 import { encodeCallback } from '../src/producer/encode-callback.js';
 import type { BenchContext } from './context.js';
-import { cpuSeconds, failedFastCount, rssMb, sleep, spawnBenchScript, spawnRelayWorker, type BenchChild } from './processes.js';
+import { cpuSeconds, deferredCount, overflowCount, rssMb, sleep, spawnBenchScript, spawnRelayWorker, type BenchChild } from './processes.js';
 import { benchPublisher, publishAll } from './publish.js';
 import { benchBody, type BenchReceiver } from './receiver.js';
 import { summarizeProfile, type ProfileSummary } from './profile-summary.js';
@@ -32,8 +32,10 @@ export interface ConsumerRun {
   rssMb: number | undefined;
   /** CPU time of the broker (beam.smp) per callback during the run, µs, when the broker is local. */
   brokerCpuUsPerCallback: number | undefined;
-  /** Relay only: attempts failed fast (circuit open). */
-  failedFast?: number;
+  /** Relay only: callbacks deferred because their target's circuit was open. */
+  deferred?: number;
+  /** Relay only: callbacks moved to P.slow because their target looked busy. */
+  overflowed?: number;
   /** When profiled: the `.cpuprofile` (copied to bench/results/) and where the time went. */
   profile?: { file: string; summary: ProfileSummary };
 }
@@ -136,7 +138,8 @@ export async function httpRun(ctx: BenchContext, receiver: BenchReceiver, option
     const cpu = usPerCallback(child.pid, cpuBefore, receiver.delivered);
     const brokerCpu = usPerCallback(ctx.broker.beamPid, brokerBefore, receiver.delivered);
     const rss = rssMb(child.pid);
-    const failedFast = kind === 'relay' ? await failedFastCount(metricsPort) : undefined;
+    const deferred = kind === 'relay' ? await deferredCount(metricsPort) : undefined;
+    const overflowed = kind === 'relay' ? await overflowCount(metricsPort) : undefined;
     await child.stop();
     const seconds = (receiver.lastAt - receiver.firstAt) / 1000;
     const written = profileDir ? readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile')) : undefined;
@@ -157,7 +160,8 @@ export async function httpRun(ctx: BenchContext, receiver: BenchReceiver, option
       cpuUsPerCallback: cpu,
       rssMb: rss,
       brokerCpuUsPerCallback: brokerCpu,
-      ...(failedFast === undefined ? {} : { failedFast }),
+      ...(deferred === undefined ? {} : { deferred }),
+      ...(overflowed === undefined ? {} : { overflowed }),
       ...(profile ? { profile } : {}),
     };
   });

@@ -9,16 +9,20 @@ export interface BenchContext {
     source: string;
     /** The Erlang VM of a local throwaway broker, for its RSS; undefined otherwise. */
     beamPid: number | undefined;
-    /** A throwaway local node's name and HOME (its Erlang cookie), for `rabbitmqctl -n`. */
-    node?: string | undefined;
-    home?: string | undefined;
+    /** `rabbitmqctl -n NODE ARGS…` on a throwaway local node (broker-tap.ts); undefined for a container or AMQP_URL. */
+    ctl: ((args: string[]) => Promise<string>) | undefined;
   };
   /** Set by earlier scenarios for later ones: the relay's max rate from `throughput`. */
   shared: { relayRate?: number };
+  /**
+   * `shapes`: the `--shape` selection (names or name prefixes) of scenarios that have shapes; `long`: include their long shapes.
+   * `pending`: the pending scenario's callbacks, the window they fall due in (s), the delay modes to run.
+   */
   options: {
     profile: boolean;
     rate: number | undefined;
-    /** The pending scenario: callbacks, the window they fall due in (s), the delay modes to run. */
+    shapes: string[] | undefined;
+    long: boolean;
     pending: { count: number | undefined; windowS: number | undefined; modes: Array<'queues' | 'plugin'> | undefined };
   };
   /** Progress line on stderr. */

@@ -1,5 +1,5 @@
 /**
- * Benchmarks: `npm run bench [-- --quick] [--scenario NAME[,NAME…]] [--profile] [--rate N]`;
+ * Benchmarks: `npm run bench [-- --quick] [--scenario NAME[,NAME…]] [--shape SHAPE[,SHAPE…]] [--long] [--profile] [--rate N]`;
  * the pending scenario also takes `--count N --window SECONDS --mode queues,plugin`.
  * Uses AMQP_URL if set, else a throwaway broker (test/support/broker.ts). Prints a Markdown table
  * per scenario and writes bench/results/<timestamp>.json; a run of every scenario also latest.json and latest.svg.
@@ -10,6 +10,7 @@ import { inspectBroker } from '../src/topology/inspect-broker.js';
 import type { BenchContext, Scenario } from './context.js';
 import { removeBenchBuild } from './bench-build.js';
 import { findBeamPid, killAllChildren } from './processes.js';
+import { localBrokerCtl } from './broker-tap.js';
 import { machineInfo, markdownScenario, writeReport, type BenchReport } from './results.js';
 import { backlog } from './scenarios/backlog.js';
 import { fairness } from './scenarios/fairness.js';
@@ -29,6 +30,8 @@ const { values } = parseArgs({
     scenario: { type: 'string' },
     profile: { type: 'boolean', default: false },
     rate: { type: 'string' },
+    shape: { type: 'string' },
+    long: { type: 'boolean', default: false },
     count: { type: 'string' },
     window: { type: 'string' },
     mode: { type: 'string' },
@@ -36,7 +39,7 @@ const { values } = parseArgs({
   },
 });
 if (values.help) {
-  process.stdout.write(`usage: npm run bench -- [--quick] [--scenario ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--profile] [--rate N] [--count N --window SECONDS --mode queues,plugin]\n`);
+  process.stdout.write(`usage: npm run bench -- [--quick] [--scenario ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--shape SHAPE[,…]] [--long] [--profile] [--rate N] [--count N --window SECONDS --mode queues,plugin]\n`);
   process.exit(0);
 }
 const names = values.scenario ? values.scenario.split(',').map((name) => name.trim()) : SCENARIOS.map((s) => s.name);
@@ -46,9 +49,6 @@ if (unknown.length > 0) {
   process.exit(2);
 }
 
-/** A throwaway local node carries its name and HOME: what `rabbitmqctl -n` needs (bench/broker-memory.ts). */
-const localNode = (broker: object): { node?: string; home?: string } =>
-  'node' in broker && 'home' in broker && typeof broker.node === 'string' && typeof broker.home === 'string' ? { node: broker.node, home: broker.home } : {};
 const isLoopback = (url: string): boolean => ['localhost', '127.0.0.1', '[::1]'].includes(new URL(url).hostname);
 const began = Date.now();
 const log = (line: string): void => void process.stderr.write(`[${((Date.now() - began) / 1000).toFixed(0).padStart(4)} s] ${line}\n`);
@@ -68,11 +68,13 @@ try {
   const ctx: BenchContext = {
     url: broker.url,
     quick: values.quick,
-    broker: { version: info.version, hasPlugin: info.hasDelayedPlugin, source: broker.source, beamPid: isLoopback(broker.url) ? findBeamPid(port) : undefined, ...localNode(broker) },
+    broker: { version: info.version, hasPlugin: info.hasDelayedPlugin, source: broker.source, beamPid: isLoopback(broker.url) ? findBeamPid(port) : undefined, ctl: localBrokerCtl(broker) },
     shared: {},
     options: {
       profile: values.profile,
       rate: values.rate === undefined ? undefined : Number(values.rate),
+      shapes: values.shape?.split(',').map((shape) => shape.trim()).filter(Boolean),
+      long: values.long,
       pending: {
         count: values.count === undefined ? undefined : Number(values.count),
         windowS: values.window === undefined ? undefined : Number(values.window),

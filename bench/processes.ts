@@ -126,7 +126,9 @@ export async function scrapeMetric(port: number, name: string, labels: Record<st
 /** callback_relay_callbacks_total{outcome="delivered"} of one worker. */
 export const scrapeDelivered = (port: number): Promise<number> => scrapeMetric(port, 'callback_relay_callbacks_total', { outcome: 'delivered' });
 
-/** Attempts a worker failed fast because their target's circuit was open (no request made). */
-export const failedFastCount = (port: number): Promise<number> => scrapeMetric(port, 'callback_relay_attempts_total', { result: 'circuit-open' });
+/** Callbacks a worker deferred because their target's circuit was open (moved unattempted, their attempt kept). */
+export const deferredCount = (port: number): Promise<number> => scrapeMetric(port, 'callback_relay_moves_total', { kind: 'deferred' });
+/** Callbacks a worker moved to P.slow because their target looked busy (moved unattempted). */
+export const overflowCount = (port: number): Promise<number> => scrapeMetric(port, 'callback_relay_moves_total', { kind: 'overflow' });
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

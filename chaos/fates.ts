@@ -78,3 +78,10 @@ export function expectedOf(fate: Fate): Expected {
 
 /** The attempt that should first succeed for a delivered fate (1 unless the script fails it first). */
 export const successAttempt = (fate: Fate): number => (fate === 'fail-then-ok' || fate === 'hang-then-ok' ? 2 : 1);
+
+/**
+ * Whether the script answers 2xx within `maxAttempts` attempts: then the callback must be delivered,
+ * and parking it in P.dead is a failure of the run, however busy the target looked to the relay
+ * (isolation changes who waits, never whether a callback is delivered).
+ */
+export const successCertain = (fate: Fate, maxAttempts: number): boolean => expectedOf(fate).kind === 'delivered' && successAttempt(fate) <= maxAttempts;

@@ -18,8 +18,10 @@ export interface Summary {
   skipped: Skipped[];
   /** `--canary` only: what was swallowed when, and whether exactly that was reported lost. */
   canary?: { line: string; takenAt: Record<string, number> };
-  /** The run's one hard rule: no callback neither delivered nor parked (over the scenarios that promise it). */
+  /** The run's hard rule: no callback neither delivered nor parked (over the scenarios that promise it). */
   lost: number;
+  /** And none parked whose success was certain by its schedule (a `hang-then-ok` in P.dead, say). */
+  undelivered: number;
   /** `--events durable`: callbacks whose final event is missing or false (a status table fed by P.events would be wrong). */
   eventErrors?: number;
   /** Lost where the set-up loses callbacks by design (plugin mode on a cluster that loses a node). */
@@ -33,17 +35,17 @@ const pad = (cells: (string | number)[], widths: number[]): string =>
 /** The human summary: one table per scenario, then the chaos that hit it and what looked odd. */
 export function formatScenario(result: ScenarioResult): string {
   const v = result.verdict;
-  const widths = [14, 9, 9, 10, 7, 5, 10, 9];
+  const widths = [14, 9, 9, 10, 11, 7, 5, 10, 9];
   const lines = [
     `\n### ${result.title} (${result.seconds} s, prefix ${result.prefix})`,
-    pad(['fate', 'callbacks', 'delivered', 'dead (ok)', 'other', 'lost', 'dup 2xx', 'repeats'], widths),
+    pad(['fate', 'callbacks', 'delivered', 'dead (ok)', 'UNDELIVERED', 'other', 'lost', 'dup 2xx', 'repeats'], widths),
   ];
-  const total = { callbacks: 0, delivered: 0, deadAsExpected: 0, otherOutcome: 0, lost: 0, duplicateDeliveries: 0, repeatedAttempts: 0 };
+  const total = { callbacks: 0, delivered: 0, deadAsExpected: 0, undelivered: 0, otherOutcome: 0, lost: 0, duplicateDeliveries: 0, repeatedAttempts: 0 };
   for (const [fate, row] of Object.entries(v.perFate) as [Fate, typeof total][]) {
-    lines.push(pad([fate, row.callbacks, row.delivered, row.deadAsExpected, row.otherOutcome, row.lost, row.duplicateDeliveries, row.repeatedAttempts], widths));
+    lines.push(pad([fate, row.callbacks, row.delivered, row.deadAsExpected, row.undelivered, row.otherOutcome, row.lost, row.duplicateDeliveries, row.repeatedAttempts], widths));
     for (const key of Object.keys(total) as (keyof typeof total)[]) total[key] += row[key];
   }
-  lines.push(pad(['total', total.callbacks, total.delivered, total.deadAsExpected, total.otherOutcome, total.lost, total.duplicateDeliveries, total.repeatedAttempts], widths));
+  lines.push(pad(['total', total.callbacks, total.delivered, total.deadAsExpected, total.undelivered, total.otherOutcome, total.lost, total.duplicateDeliveries, total.repeatedAttempts], widths));
   const count = (kind: string): number => result.chaos.filter((event) => event.kind === kind && !event.error).length;
   const failedActs = result.chaos.filter((event) => event.error).length;
   lines.push(
@@ -61,6 +63,10 @@ export function formatScenario(result: ScenarioResult): string {
       (Object.keys(result.publish.errors).length ? ` (errors: ${JSON.stringify(result.publish.errors)})` : ''),
     `end state: ${result.quiescence.quiescent ? 'quiescent' : 'NOT quiescent'}; left in queues after stop: ` +
       (result.leftInQueues ? `work ${result.leftInQueues.work}, slow ${result.leftInQueues.slow}, delay ${result.leftInQueues.delay}` : 'unknown'),
+    `UNDELIVERED (2xx certain within MAX_ATTEMPTS, yet parked in P.dead): ${v.undelivered.length}` +
+      (v.undelivered.length
+        ? ` (${v.undelivered.filter((x) => !x.reachedSuccess).length} never sent the attempt scripted to succeed), e.g. ${v.undelivered.slice(0, 3).map((x) => `${x.id}: ${x.got}`).join('; ')}`
+        : ''),
     `schedule/attempt violations: ${v.violations.length}${v.violations.length ? `, e.g. ${v.violations.slice(0, 3).map((x) => `${x.id}: ${x.problem}`).join('; ')}` : ''}`,
     `outcomes other than the fate implies: ${v.otherOutcomes.length}${v.otherOutcomes.length ? `, e.g. ${v.otherOutcomes.slice(0, 3).map((x) => `${x.id}: ${x.got}`).join('; ')}` : ''}`,
   );
@@ -81,7 +87,15 @@ export function writeSummary(path: string, summary: Summary): void {
     ...summary,
     scenarios: summary.scenarios.map((s) => ({
       ...s,
-      verdict: { ...s.verdict, otherOutcomes: s.verdict.otherOutcomes.slice(0, 20), violations: s.verdict.violations.slice(0, 20), otherOutcomeCount: s.verdict.otherOutcomes.length, violationCount: s.verdict.violations.length },
+      verdict: {
+        ...s.verdict,
+        undelivered: s.verdict.undelivered.slice(0, 20),
+        otherOutcomes: s.verdict.otherOutcomes.slice(0, 20),
+        violations: s.verdict.violations.slice(0, 20),
+        undeliveredCount: s.verdict.undelivered.length,
+        otherOutcomeCount: s.verdict.otherOutcomes.length,
+        violationCount: s.verdict.violations.length,
+      },
     })),
   };
   writeFileSync(path, `${JSON.stringify(trimmed, null, 2)}\n`);

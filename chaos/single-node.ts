@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runBeforeStop } from '../test/support/before-stop.js';
 import { findRabbitmqServer, startLocalBroker } from '../test/support/local-broker.js';
+import { brokerChoice } from '../test/support/broker-image.js';
 import { onCleanup } from './cleanup.js';
+import { startChaosContainer } from './container-node.js';
 import { rabbitmqctl } from './rabbitmqctl.js';
 
 /** The tests' throwaway node, plus what chaos needs on top: its node name and cookie for rabbitmqctl. */
@@ -26,6 +28,8 @@ export interface ChaosNode {
  * which we must remove even if `stop()` is never reached.
  */
 export async function startChaosNode(): Promise<ChaosNode> {
+  // TEST_BROKER=container: the rabbitmq/ image of the series under test instead (chaos/container-node.ts).
+  if (brokerChoice(process.env) === 'container') return startChaosContainer();
   const bin = findRabbitmqServer();
   if (!bin) throw new Error('rabbitmq-server not found (Debian: apt-get install -y rabbitmq-server)');
   const base = mkdtempSync(join(tmpdir(), 'callback-relay-chaos-'));

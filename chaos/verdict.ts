@@ -1,4 +1,4 @@
-import { expectedOf, FATES, fateOf, idOf, successAttempt, type Fate } from './fates.js';
+import { expectedOf, FATES, fateOf, idOf, successAttempt, successCertain, type Fate } from './fates.js';
 import type { Attempt } from './ledger.js';
 import type { DeadEntry } from './queues.js';
 
@@ -7,7 +7,9 @@ export interface FateRow {
   delivered: number;
   /** Parked in P.dead with the reason the fate implies. */
   deadAsExpected: number;
-  /** Ended, but not as the fate implies (e.g. an `ok` callback parked after timeouts under load). */
+  /** Parked in P.dead although the script answers 2xx within MAX_ATTEMPTS: a failure of the run. */
+  undelivered: number;
+  /** Ended otherwise than the fate implies, where that is no failure (a `4xx` parked as `exhausted`, say). */
   otherOutcome: number;
   lost: number;
   /** Ids answered 2xx more than once. */
@@ -28,6 +30,12 @@ export interface Verdict {
   repeatedAttempts: number;
   /** Requests scripted 2xx whose answer never went out (the worker was killed or cut off first). */
   unansweredSuccesses: number;
+  /**
+   * Callbacks whose success was certain by their schedule (successCertain) but that ended in P.dead:
+   * `reachedSuccess` says whether the attempt scripted to succeed ever reached the receiver (false: the
+   * attempts were spent without that request, e.g. failed fast by an open circuit).
+   */
+  undelivered: { id: string; got: string; reachedSuccess: boolean }[];
   otherOutcomes: { id: string; expected: string; got: string }[];
   /** `--cancel`: cancelled callbacks parked as `canceled` (the others ended before the cancel was read). */
   canceled: number;
@@ -68,7 +76,7 @@ export function judge(input: VerdictInput): Verdict {
   for (const entry of input.dead) deadById.set(entry.id, [...(deadById.get(entry.id) ?? []), entry]);
   const unconfirmed = new Set(input.unconfirmed);
   const perFate = Object.fromEntries(
-    (Object.keys(FATES) as Fate[]).map((fate) => [fate, { callbacks: 0, delivered: 0, deadAsExpected: 0, otherOutcome: 0, lost: 0, duplicateDeliveries: 0, repeatedAttempts: 0 }]),
+    (Object.keys(FATES) as Fate[]).map((fate) => [fate, { callbacks: 0, delivered: 0, deadAsExpected: 0, undelivered: 0, otherOutcome: 0, lost: 0, duplicateDeliveries: 0, repeatedAttempts: 0 }]),
   ) as Record<Fate, FateRow>;
   const verdict: Verdict = {
     callbacks: input.callbacks,
@@ -80,6 +88,7 @@ export function judge(input: VerdictInput): Verdict {
     duplicates: { deliveredTwice: 0, parkedTwice: 0, deliveredAndParked: 0, afterRepublish: 0 },
     repeatedAttempts: 0,
     unansweredSuccesses: 0,
+    undelivered: [],
     otherOutcomes: [],
     canceled: 0,
     violations: [],
@@ -124,6 +133,9 @@ export function judge(input: VerdictInput): Verdict {
     if (got === want || (got === 'dead:canceled' && input.cancelled?.has(id))) {
       if (expected.kind === 'delivered') row.delivered += 1;
       else row.deadAsExpected += 1;
+    } else if (successCertain(fate, input.maxAttempts) && successes.length === 0) {
+      row.undelivered += 1;
+      verdict.undelivered.push({ id, got, reachedSuccess: attempts.some((a) => a.attempt >= successAttempt(fate)) });
     } else {
       row.otherOutcome += 1;
       verdict.otherOutcomes.push({ id, expected: want, got });

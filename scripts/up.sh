@@ -56,7 +56,8 @@ cat <<MSG
   Receiver log: $STATE/receiver.log    Stop the broker and receiver: bash scripts/down.sh
 
 MSG
-# TARGET_POLICY=strict (the default) refuses loopback; the example receiver listens there.
-export TARGET_ALLOW="${TARGET_ALLOW:-127.0.0.0/8,::1}"
+# TARGET_POLICY=strict (the default) refuses loopback; the example receiver listens there, on port
+# 3000. Only that port is allowed: the broker's management API listens on loopback too.
+export TARGET_ALLOW="${TARGET_ALLOW:-127.0.0.0/8:3000,[::1]:3000}"
 say "starting a worker (Ctrl-C drains and stops it)"
 exec node dist/consumer/main.js

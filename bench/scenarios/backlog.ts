@@ -1,5 +1,5 @@
 import { SKIP_PLUGIN, type BenchContext, type Scenario } from '../context.js';
-import { cpuSeconds, failedFastCount, rssMb, scrapeMetric, sleep } from '../processes.js';
+import { cpuSeconds, deferredCount, rssMb, scrapeMetric, sleep } from '../processes.js';
 import { publishAll } from '../publish.js';
 import { benchBody, startReceiver } from '../receiver.js';
 import { startRelay } from '../relay-process.js';
@@ -90,7 +90,7 @@ async function runBacklog(ctx: BenchContext, count: number, mode: 'queues' | 'pl
       drainRate: arrivals.length / drainSeconds,
       rss: sampler.peaks,
       workerMemoryAfterDrain: memory,
-      failedFast: await failedFastCount(relay.metricsPort),
+      deferred: await deferredCount(relay.metricsPort),
     };
   });
 }
@@ -108,7 +108,7 @@ function row(run: BacklogRun): string[] {
     `${mb('idle', 'broker')} / ${mb('sitting', 'broker')} / ${mb('draining', 'broker')}`,
     fmt(run.drainSeconds, 1),
     fmt(run.drainRate),
-    String(run.failedFast),
+    String(run.deferred),
   ];
 }
 
@@ -128,7 +128,7 @@ export const backlog: Scenario = {
       tables: [
         {
           title: `Backlog: ${count} delayed callbacks due at the same moment`,
-          headers: ['delay mode', 'publish /s', 'broker CPU µs/publish', 'sat for s', 'worker RSS MB idle / sitting / draining', 'broker RSS MB idle / sitting / draining', 'drain s', 'drain /s', 'failed fast'],
+          headers: ['delay mode', 'publish /s', 'broker CPU µs/publish', 'sat for s', 'worker RSS MB idle / sitting / draining', 'broker RSS MB idle / sitting / draining', 'drain s', 'drain /s', 'deferred (circuit open)'],
           rows: [...runs.map(row), ...(plugin ? [] : [['plugin', SKIP_PLUGIN, '', '', '', '', '', '', '']])],
         },
       ],

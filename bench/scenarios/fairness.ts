@@ -1,109 +1,14 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { loadConfig } from '../../src/config/load-config.js';
-import { createWorker } from '../../src/consumer/worker.js';
 import { createLogger } from '../../src/logger.js';
 import { createPublisher } from '../../src/producer/publisher.js';
-import { laneBucket, laneOf } from '../../src/topology/lanes.js';
-import { topologyNames } from '../../src/topology/topology-names.js';
-import type { BenchContext, Scenario } from '../context.js';
-import { freePort, Scope, withScope } from '../scope.js';
-import { spawnBenchScript } from '../processes.js';
+import { PublishTap } from '../broker-tap.js';
+import type { BenchContext, ChartPanel, Scenario, Table } from '../context.js';
+import { withScope } from '../scope.js';
 import { fmt } from '../stats.js';
-import { runIsolation } from './isolation.js';
-
-/** A local receiver; `answer` decides per request (null = hang until the client gives up). */
-interface Target {
-  origin: string;
-  /** First time each path got a 2xx, ms since the epoch. */
-  delivered: Map<string, number>;
-  requests: number;
-}
-
-async function startTarget(scope: Scope, answer: (path: string, nth: number) => { status: number; delayMs: number } | null): Promise<Target> {
-  const seen = new Map<string, number>();
-  const target: Target = { origin: '', delivered: new Map(), requests: 0 };
-  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    req.resume();
-    req.on('end', () => {
-      const path = req.url ?? '/';
-      const nth = (seen.get(path) ?? 0) + 1;
-      seen.set(path, nth);
-      target.requests += 1;
-      const reply = answer(path, nth);
-      if (!reply) return;
-      setTimeout(() => {
-        res.writeHead(reply.status).end();
-        if (reply.status < 300 && !target.delivered.has(path)) target.delivered.set(path, Date.now());
-      }, reply.delayMs);
-    });
-  });
-  server.keepAliveTimeout = 30_000;
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  target.origin = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-  scope.defer(async () => {
-    server.closeAllConnections();
-    server.close();
-  });
-  return target;
-}
-
-const LANES = 8;
-const laneOfTarget = (target: Target): number => laneOf(laneBucket(target.origin), LANES);
-
-/** A target in the same lane as `other` (or in another one): ports are random, so listen until it fits. */
-async function startTargetInLane(scope: Scope, other: Target, same: boolean, answer: Parameters<typeof startTarget>[1]): Promise<Target> {
-  for (;;) {
-    const trial = new Scope(scope.url);
-    const candidate = await startTarget(trial, answer);
-    if ((laneOfTarget(candidate) === laneOfTarget(other)) === same) {
-      scope.defer(() => trial.close());
-      return candidate;
-    }
-    await trial.close();
-  }
-}
-
-type Consumer = { kind: 'relay'; workers: number; env: Record<string, string> } | { kind: 'minimal' };
-
-/** Starts the consumers of a run; returns the metrics ports of relay workers (for publish counts). */
-async function startConsumers(ctx: BenchContext, scope: Scope, prefix: string, consumer: Consumer, base: Record<string, string>): Promise<number[]> {
-  if (consumer.kind === 'minimal') {
-    const child = scope.add(spawnBenchScript('minimal-consumer', { AMQP_URL: ctx.url, QUEUES: topologyNames(prefix, LANES).workQueues.join(','), PREFETCH: base.PREFETCH ?? '50' }));
-    await child.ready;
-    return [];
-  }
-  const ports: number[] = [];
-  for (let i = 0; i < consumer.workers; i += 1) {
-    const port = await freePort();
-    const config = loadConfig({ AMQP_URL: ctx.url, TOPOLOGY_PREFIX: prefix, LOG_LEVEL: 'silent', METRICS_PORT: String(port), LANES: String(LANES), TARGET_POLICY: 'default', ...base, ...consumer.env });
-    const worker = scope.add(createWorker(config, createLogger('silent')));
-    await worker.start();
-    ports.push(port);
-  }
-  return ports;
-}
-
-/** Broker publishes by the workers so far (retry, dead-letter copies), read off their /metrics. */
-async function workerPublishes(ports: number[]): Promise<number> {
-  let total = 0;
-  for (const port of ports) {
-    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    for (const match of text.matchAll(/^callback_relay_publish_confirm_seconds_count\{[^}]*\} (\d+)/gm)) total += Number(match[1]);
-  }
-  return total;
-}
-
-/** Publishes `count` callbacks to `target`, 500 at a time (the publisher's buffer holds PUBLISH_BUFFER_LIMIT). */
-async function publishTo(publisher: ReturnType<typeof createPublisher>, target: Target, tag: string, count: number): Promise<void> {
-  for (let start = 0; start < count; start += 500) {
-    await Promise.all(Array.from({ length: Math.min(500, count - start) }, (_, i) => publisher.publish({ url: `${target.origin}/${tag}/${start + i}`, body: start + i })));
-  }
-}
-
-const waitUntil = async (done: () => boolean, limitMs: number, started: number): Promise<boolean> => {
-  while (!done() && Date.now() - started < limitMs) await new Promise((resolve) => setTimeout(resolve, 20));
-  return done();
-};
+import { CROWD_SHAPES, crowdRun, crowdTable, QUIET_GOAL_S, type CrowdRun } from './crowd.js';
+import { laneOfTarget, LANES, publishTo, startConsumers, startTarget, startTargetInLane, waitUntil, workerPublishes, type Consumer, type Target } from './fair-targets.js';
+import { runIsolation, type IsolationRun } from './isolation.js';
+import { OUTAGE_SHAPES, outageRun, outageTable, type OutageRun } from './outage.js';
 
 export interface BusyRun {
   name: string;
@@ -207,12 +112,39 @@ async function sickRun(ctx: BenchContext, name: string, env: Record<string, stri
   });
 }
 
+const LEGACY_SHAPES = [
+  { name: 'busy', long: false },
+  { name: 'sick', long: false },
+  { name: 'twenty', long: false },
+];
+const ALL_SHAPES: Array<{ name: string; long: boolean }> = [...LEGACY_SHAPES, ...OUTAGE_SHAPES, ...CROWD_SHAPES];
+
+/**
+ * The shapes a run covers. No `--shape`: every shape but the long ones (`--long` adds them). `--shape`
+ * entries name a shape exactly (long or not), or a prefix of names such as `outage` or `crowd-1x40`
+ * (long shapes only with `--long`).
+ */
+export function selectShapes(wanted: string[] | undefined, long: boolean): Set<string> {
+  const eligible = (shape: { long: boolean }): boolean => long || !shape.long;
+  if (!wanted) return new Set(ALL_SHAPES.filter(eligible).map((shape) => shape.name));
+  const chosen = new Set<string>();
+  for (const entry of wanted) {
+    const exact = ALL_SHAPES.find((shape) => shape.name === entry);
+    const matches = exact ? [exact] : ALL_SHAPES.filter((shape) => shape.name.startsWith(`${entry}-`) && eligible(shape));
+    if (matches.length === 0) throw new Error(`--shape ${entry} matches no shape (long ones need --long); known: ${ALL_SHAPES.map((shape) => shape.name).join(', ')}`);
+    for (const shape of matches) chosen.add(shape.name);
+  }
+  return chosen;
+}
+
 const secs = (value: number | undefined, limitMs: number): string => (value === undefined ? `> ${limitMs / 1000} (not all)` : fmt(value, 2));
 
-/** Fair scheduling (busy target next to a cold one; hanging next to flaky next to healthy; 2 of 20 hanging), side by side. */
-export const fairness: Scenario = {
-  name: 'fairness',
-  async run(ctx: BenchContext) {
+/** The earlier tables: a busy target beside a cold one; hanging beside flaky beside healthy; 2 of 20 hanging. */
+async function legacyTables(ctx: BenchContext, shapes: Set<string>): Promise<{ tables: Table[]; data: Record<string, unknown>; charts: ChartPanel[] }> {
+  const tables: Table[] = [];
+  const data: Record<string, unknown> = {};
+  const charts: ChartPanel[] = [];
+  if (shapes.has('busy')) {
     const busySizes = ctx.quick ? { busy: 600, cold: 50, limitMs: 60_000 } : { busy: 3_000, cold: 50, limitMs: 240_000 };
     const defaults: Consumer = { kind: 'relay', workers: 1, env: {} };
     const busyRuns = [
@@ -223,50 +155,119 @@ export const fairness: Scenario = {
       await busyRun(ctx, 'ISOLATION=off, LANES=1 (one FIFO P.work)', { kind: 'relay', workers: 1, env: { ISOLATION: 'off', LANES: '1' } }, false, busySizes),
       await busyRun(ctx, 'minimal consumer (8 lanes)', { kind: 'minimal' }, false, busySizes),
     ];
+    tables.push({
+      title: `busy: T answers after 300 ms with ${busySizes.busy} queued; U gets ${busySizes.cold} right after, answered at once (PREFETCH 50)`,
+      headers: ['run', 'U delivered after (s)', 'T drained after (s)', 'broker publishes per callback'],
+      rows: busyRuns.map((run) => [run.name, secs(run.coldDone, busySizes.limitMs), secs(run.busyDrained, busySizes.limitMs), run.publishesPerCallback === undefined ? '—' : fmt(run.publishesPerCallback, 2)]),
+    });
+    Object.assign(data, { busySizes, busyRuns });
+    charts.push({ title: 'U delivered after (s)', unit: 's', bars: busyRuns.map((run) => ({ label: run.name, value: run.coldDone ?? busySizes.limitMs / 1000 })) });
+  }
+  if (shapes.has('sick')) {
     const sickSizes = ctx.quick ? { hanging: 100, others: 50, limitMs: 90_000, lagMs: 8_000 } : { hanging: 400, others: 200, limitMs: 150_000, lagMs: 8_000 };
     const sickRuns = [await sickRun(ctx, 'defaults', {}, sickSizes), await sickRun(ctx, 'ISOLATION=off', { ISOLATION: 'off' }, sickSizes)];
     if (!ctx.quick) sickRuns.push(await sickRun(ctx, 'defaults, A has 4,000', {}, { ...sickSizes, hanging: 4_000 }));
+    tables.push({
+      title: `sick: A hangs (HTTP_TIMEOUT 5s) with ${sickSizes.hanging} queued; ${sickSizes.lagMs / 1000} s later B (500, then 200) and healthy C get ${sickSizes.others} each; RETRY_SCHEDULE 1s,2s, MAX_ATTEMPTS 3`,
+      headers: ['run', 'C done after (s)', 'B done after (s)', 'A dead-lettered', 'A all dead after (s)', 'bound (s)', 'requests that reached A', 'broker publishes per callback'],
+      rows: sickRuns.map((run) => [
+        run.name,
+        secs(run.healthyDone, sickSizes.limitMs),
+        run.flakyDone === undefined ? `${run.flakyDelivered} delivered` : fmt(run.flakyDone, 2),
+        String(run.hangingDead),
+        secs(run.hangingDone, sickSizes.limitMs),
+        fmt(run.bound, 1),
+        String(run.hangingRequests),
+        fmt(run.publishesPerCallback ?? NaN, 2),
+      ]),
+    });
+    Object.assign(data, { sickSizes, sickRuns });
+  }
+  if (shapes.has('twenty')) {
     const isolationOptions = { url: ctx.url, callbacks: ctx.quick ? 2_000 : 10_000, targets: 20, httpTimeout: '5s', timeLimitMs: ctx.quick ? 30_000 : 90_000 };
-    const twentyRuns = [
+    const twentyRuns: IsolationRun[] = [
       await runIsolation('fault-free', { ...isolationOptions, hanging: 0 }, {}),
       await runIsolation('2 hanging, defaults', { ...isolationOptions, hanging: 2 }, {}),
       await runIsolation('2 hanging, ISOLATION=off', { ...isolationOptions, hanging: 2 }, { ISOLATION: 'off' }),
     ];
     const base = twentyRuns[0]!;
+    tables.push({
+      title: `twenty: 2 of 20 targets hanging, ${isolationOptions.callbacks} callbacks, HTTP_TIMEOUT 5s`,
+      headers: ['run', 'healthy delivered', 'healthy throughput /s', '×fault-free', 'p99 ms'],
+      rows: twentyRuns.map((run) => [run.name, `${run.delivered}/${run.expected}${run.cutOff ? ' (cut off)' : ''}`, fmt(run.throughput), fmt(run.throughput / base.throughput, 2), fmt(run.p99)]),
+    });
+    Object.assign(data, { twentyRuns });
+  }
+  return { tables, data, charts };
+}
+
+/**
+ * Fair scheduling and isolation, each shape side by side with `ISOLATION=off`: the earlier tables
+ * (`busy`, `sick`, `twenty`), the outage shapes (outage.ts) and the crowd shapes (crowd.ts).
+ * `--shape` picks some (see selectShapes).
+ */
+export const fairness: Scenario = {
+  name: 'fairness',
+  async run(ctx: BenchContext) {
+    const shapes = selectShapes(ctx.options.shapes, ctx.options.long);
+    ctx.log(`fairness shapes: ${[...shapes].join(', ')}`);
+    const legacy = await legacyTables(ctx, shapes);
+    const tables = [...legacy.tables];
+    const outageRuns: OutageRun[] = [];
+    // A shape that fails (a broker too loaded to confirm, say) is reported in its table; the others still run.
+    const failedTable = (name: string, error: unknown): Table => ({ title: `${name}: failed`, headers: ['error'], rows: [[(error as Error).message]] });
+    for (const shape of OUTAGE_SHAPES.filter((s) => shapes.has(s.name))) {
+      try {
+        const runs = [await outageRun(ctx, shape, 'on'), await outageRun(ctx, shape, 'off')];
+        outageRuns.push(...runs);
+        tables.push(outageTable(shape, runs));
+      } catch (error) {
+        ctx.log(`fairness ${shape.name} failed: ${(error as Error).stack ?? error}`);
+        tables.push(failedTable(shape.name, error));
+      }
+    }
+    const crowdRuns: CrowdRun[] = [];
+    const crowdShapes = CROWD_SHAPES.filter((s) => shapes.has(s.name));
+    const firehose = crowdShapes.length ? await PublishTap.start(ctx.url, ctx.broker.ctl) : undefined;
+    try {
+      for (const shape of crowdShapes) {
+        try {
+          const runs = [await crowdRun(ctx, shape, 'on', firehose), await crowdRun(ctx, shape, 'off', firehose)];
+          crowdRuns.push(...runs);
+          tables.push(crowdTable(shape, runs));
+        } catch (error) {
+          ctx.log(`fairness ${shape.name} failed: ${(error as Error).stack ?? error}`);
+          tables.push(failedTable(shape.name, error));
+        }
+      }
+    } finally {
+      await firehose?.stop();
+    }
+    const notes = ['LANES 8. Relay workers in the bench process, but in crowd-* shapes, where each is its own compiled process.'];
+    if (legacy.tables.length) {
+      notes.push(
+        'The minimal consumer is amqplib consume → undici POST → ack on every lane, with no retries (so it has no row in the sick-target table: it acks a 500).',
+        'busy: U delivered after: from the publish of U\'s first callback to its last delivery. sick: B and C from their publish; A from its first publish to its last dead-lettering. Broker publishes per callback: the producer\'s publishes plus every retry and dead-letter copy the workers published, over the callbacks of the run.',
+      );
+    }
+    if (outageRuns.length) {
+      notes.push(
+        'outage-*: one worker, the library publisher, DELAY_MODE auto (queues mode without the plugin); times in seconds from the first publish. Dead-lettered: messages in P.dead. Requests to X: requests that reached its server (a refused connection is none); attempts made: the worker\'s callback_relay_attempts_total (every attempt is a request or a connection tried); deferred (circuit open): its callback_relay_moves_total{kind="deferred"}, the times a due attempt was moved through the delay path, attempt kept, while X\'s circuit was open.',
+      );
+    }
+    if (crowdRuns.length) {
+      notes.push(
+        `crowd-*: backlogs queued before the workers start, quiet callbacks published 0.5 s after; quiet done: per quiet target, its first publish → its last delivery (goal ≤ ${QUIET_GOAL_S} s). Busy drained: workers' start → last busy delivery; × off: over the ISOLATION=off run of the same shape.`,
+        ctx.broker.ctl
+          ? 'Publishes / delivered for quiet and busy targets: every client publish carrying that target\'s callback (producer, retry, dead-letter and any other copy a worker makes), counted through the firehose tracer (rabbitmqctl trace_on), over the callbacks delivered to it. All (metrics): producer publishes plus the retry and dead copies the workers report, over every delivered callback.'
+          : 'Publishes per target need rabbitmqctl on the broker (a local throwaway node: TEST_BROKER=local); this broker gives only the all-targets figure from the workers\' metrics.',
+      );
+    }
     return {
-      tables: [
-        {
-          title: `Busy target: T answers after 300 ms with ${busySizes.busy} queued; U gets ${busySizes.cold} right after, answered at once (PREFETCH 50)`,
-          headers: ['run', 'U delivered after (s)', 'T drained after (s)', 'broker publishes per callback'],
-          rows: busyRuns.map((run) => [run.name, secs(run.coldDone, busySizes.limitMs), secs(run.busyDrained, busySizes.limitMs), run.publishesPerCallback === undefined ? '—' : fmt(run.publishesPerCallback, 2)]),
-        },
-        {
-          title: `Sick targets: A hangs (HTTP_TIMEOUT 5s) with ${sickSizes.hanging} queued; ${sickSizes.lagMs / 1000} s later B (500, then 200) and healthy C get ${sickSizes.others} each; RETRY_SCHEDULE 1s,2s, MAX_ATTEMPTS 3`,
-          headers: ['run', 'C done after (s)', 'B done after (s)', 'A dead-lettered', 'A all dead after (s)', 'bound (s)', 'requests that reached A', 'broker publishes per callback'],
-          rows: sickRuns.map((run) => [
-            run.name,
-            secs(run.healthyDone, sickSizes.limitMs),
-            run.flakyDone === undefined ? `${run.flakyDelivered} delivered` : fmt(run.flakyDone, 2),
-            String(run.hangingDead),
-            secs(run.hangingDone, sickSizes.limitMs),
-            fmt(run.bound, 1),
-            String(run.hangingRequests),
-            fmt(run.publishesPerCallback ?? NaN, 2),
-          ]),
-        },
-        {
-          title: `2 of 20 targets hanging, ${isolationOptions.callbacks} callbacks, HTTP_TIMEOUT 5s`,
-          headers: ['run', 'healthy delivered', 'healthy throughput /s', '×fault-free', 'p99 ms'],
-          rows: twentyRuns.map((run) => [run.name, `${run.delivered}/${run.expected}${run.cutOff ? ' (cut off)' : ''}`, fmt(run.throughput), fmt(run.throughput / base.throughput, 2), fmt(run.p99)]),
-        },
-      ],
-      data: { busySizes, sickSizes, busyRuns, sickRuns, twentyRuns },
-      notes: [
-        'In-process relay workers; the minimal consumer is amqplib consume → undici POST → ack on every lane, with no retries (so it has no row in the sick-target table: it acks a 500).',
-        'U delivered after: from the publish of U\'s first callback to its last delivery. B and C: from their publish. A: from its first publish to its last dead-lettering.',
-        'Broker publishes per callback: the producer\'s publishes plus every retry and dead-letter copy the workers published, over the callbacks of the run.',
-      ],
-      charts: [{ title: 'U delivered after (s)', unit: 's', bars: busyRuns.map((run) => ({ label: run.name, value: run.coldDone ?? busySizes.limitMs / 1000 })) }],
+      tables,
+      data: { shapes: [...shapes], ...legacy.data, outageRuns, crowdRuns },
+      notes,
+      charts: legacy.charts,
     };
   },
 };

@@ -1,6 +1,6 @@
 import { brokerMemoryBytes } from '../broker-memory.js';
 import { SKIP_PLUGIN, type BenchContext, type Scenario } from '../context.js';
-import { cpuSeconds, failedFastCount, sleep, spawnRelayWorker } from '../processes.js';
+import { cpuSeconds, deferredCount, sleep, spawnRelayWorker } from '../processes.js';
 import { benchPublisher, publishAll } from '../publish.js';
 import { startReceiver, type BenchReceiver } from '../receiver.js';
 import { freePort, withScope } from '../scope.js';
@@ -33,8 +33,8 @@ interface PendingRun {
   drainSeconds?: number;
   delayedRate?: number;
   brokerCores?: number;
-  /** Attempts failed fast over the whole run (a target's circuit opened: slow attempts on a busy machine). */
-  failedFast?: number;
+  /** Callbacks deferred over the whole run (a target's circuit opened: slow attempts on a busy machine). */
+  deferred?: number;
 }
 
 /** The body carries the callback's due time as `sentAt`: the receiver's latency is then its lateness. */
@@ -102,7 +102,7 @@ async function runMode(ctx: BenchContext, mode: Mode, count: number, windowS: nu
       delivered: receiver.delivered,
       drainSeconds,
       delayedRate: receiver.delivered / Math.max(drainSeconds, 1e-3),
-      failedFast: await failedFastCount(metricsPort).catch(() => undefined),
+      deferred: await deferredCount(metricsPort).catch(() => undefined),
       brokerCores: cpuBefore === undefined || cpuAfter === undefined ? undefined : (cpuAfter - cpuBefore) / ((Date.now() - base + leadMs) / 1000),
     };
   });
@@ -132,13 +132,13 @@ export const pending: Scenario = {
             `${fmt(run.delayedRate)} (${fmt(run.drainSeconds, 1)} s)`,
             `${fmt(run.fresh!.rate)} (${fmt(run.fresh!.seconds, 1)} s)`,
             fmt((run.drainSeconds as number) / run.fresh!.seconds, 2),
-            run.failedFast === undefined ? '' : String(run.failedFast),
+            run.deferred === undefined ? '' : String(run.deferred),
           ];
     return {
       tables: [
         {
           title: `Pending callbacks: ${count} due evenly over ${windowS} s (${fmt(count / windowS)}/s), one worker, ${process.env.BENCH_ISOLATION ? `ISOLATION=${process.env.BENCH_ISOLATION}` : 'default settings'}, ${TARGETS} instant targets`,
-          headers: ['delay mode', 'delivered', 'publish /s', 'broker B/pending', 'lateness p50 ms', 'p99 ms', 'max ms', 'due /s', 'delayed /s (first due → last)', 'fresh /s (same worker)', 'delayed time ÷ fresh time', 'failed fast'],
+          headers: ['delay mode', 'delivered', 'publish /s', 'broker B/pending', 'lateness p50 ms', 'p99 ms', 'max ms', 'due /s', 'delayed /s (first due → last)', 'fresh /s (same worker)', 'delayed time ÷ fresh time', 'deferred (circuit open)'],
           rows: runs.map(row),
         },
       ],
@@ -147,7 +147,7 @@ export const pending: Scenario = {
         'Lateness: arrival at the receiver − deliverAt. Fresh: the same number of callbacks without a delay, pre-filled, then drained by the same worker process before the delayed ones are published.',
         'Broker memory: mem_used (the Erlang VM total, after a garbage collection) with every callback pending, less the same before publishing, per callback.',
         'delayed time ÷ fresh time: first due → last delivered against the fresh drain; at or under 1 the delay path keeps up with the worker (the floor is the window itself when the due rate is below the fresh rate).',
-        'Failed fast: attempts made while a target\'s circuit was open (slow attempts on a busy machine); each became a retry 15 s or more later, which shows as lateness. BENCH_ISOLATION=off measures the delay path without it.',
+        'Deferred: callbacks moved unattempted while their target\'s circuit was open (callback_relay_moves_total{kind="deferred"}; slow attempts on a busy machine open it); each is attempted once a real attempt would have ended, which shows as lateness. BENCH_ISOLATION=off measures the delay path without it.',
         'Ratios come from one run on a shared 2-core machine: compare the modes within a run, not across runs.',
       ],
       charts: runs

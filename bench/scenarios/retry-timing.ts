@@ -1,5 +1,5 @@
 import { SKIP_PLUGIN, type BenchContext, type ChartPanel, type Scenario } from '../context.js';
-import { cpuSeconds, failedFastCount } from '../processes.js';
+import { cpuSeconds, deferredCount } from '../processes.js';
 import { publishPaced } from '../publish.js';
 import { benchBody, startReceiver } from '../receiver.js';
 import { relayMaxRate, startRelay } from '../relay-process.js';
@@ -15,7 +15,7 @@ interface ModeRun {
   count?: number;
   retried?: number;
   lateness?: Summary;
-  failedFast?: number;
+  deferred?: number;
   /** Broker CPU per callback over the run (two attempts and one retry publish each), µs. */
   brokerCpuUs?: number;
   /** Broker CPU seconds per wall second over the run (cores busy). */
@@ -44,7 +44,7 @@ async function runMode(ctx: BenchContext, mode: 'queues' | 'plugin', isolation: 
     const brokerAfter = beam();
     const brokerCpuUs = brokerBefore === undefined || brokerAfter === undefined ? undefined : ((brokerAfter - brokerBefore) * 1e6) / count;
     const brokerCores = brokerBefore === undefined || brokerAfter === undefined ? undefined : (brokerAfter - brokerBefore) / ((Date.now() - started) / 1000);
-    return { mode, isolation, count, retried: lateness.length, lateness: summarize(lateness), failedFast: await failedFastCount(relay.metricsPort), brokerCpuUs, brokerCores };
+    return { mode, isolation, count, retried: lateness.length, lateness: summarize(lateness), deferred: await deferredCount(relay.metricsPort), brokerCpuUs, brokerCores };
   });
 }
 
@@ -80,7 +80,7 @@ export const retryTiming: Scenario = {
       tables: [
         {
           title: `Retry timing: ${count} callbacks failing once, RETRY_SCHEDULE=2s, RETRY_JITTER=0, published at ${rate}/s (a third of ${fmt(max.rate)}/s)`,
-          headers: ['delay mode', 'ISOLATION', 'retried', 'lateness p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'min ms', 'failed fast (circuit open)', 'broker CPU µs/callback (cores busy)'],
+          headers: ['delay mode', 'ISOLATION', 'retried', 'lateness p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'min ms', 'deferred (circuit open)', 'broker CPU µs/callback (cores busy)'],
           rows: runs.map((run) =>
             run.skipped
               ? [run.mode, '', run.skipped, '', '', '', '', '', '', '']
@@ -93,7 +93,7 @@ export const retryTiming: Scenario = {
                   fmt(run.lateness!.p999),
                   fmt(run.lateness!.max),
                   fmt(run.lateness!.min),
-                  String(run.failedFast ?? ''),
+                  String(run.deferred ?? ''),
                   `${fmt(run.brokerCpuUs)} (${fmt(run.brokerCores, 2)})`,
                 ],
           ),
@@ -102,7 +102,7 @@ export const retryTiming: Scenario = {
       data: { count, rate, delayMs: DELAY_MS, runs },
       notes: [
         'Lateness includes the 500 answer reaching the worker, the retry copy being published and confirmed, the delay, and the trip back through the work lane to the receiver.',
-        'Every first attempt fails with a fast 500. Isolation counts only slow attempts against a target, so no circuit opens (the failed-fast column stays 0) and every retry is a real attempt on its schedule; ISOLATION=off shows the delay path alone.',
+        'Every first attempt fails with a fast 500. Isolation counts only slow attempts against a target, so no circuit opens (the deferred column stays 0) and every retry is a real attempt on its schedule; ISOLATION=off shows the delay path alone.',
         'Each retry in queues mode is a confirmed publish into a quorum delay level, then an at-least-once dead-letter into the lane, paid in broker CPU; when the broker is busy (cores busy near what the machine can give it) retries and first attempts queue up in the lanes, which shows as lateness.',
         'Queues mode sends a 2 s delay through the delay level queue P.delay.00 (TTL 1 s: the whole seconds less 250 ms), which dead-letters into the lane of the message, where the worker holds it until due (x-callback-due-at).',
       ],

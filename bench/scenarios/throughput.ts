@@ -39,7 +39,7 @@ export const throughput: Scenario = {
       const tables: Table[] = [
         {
           title: `Throughput: ${count} callbacks (1 target run: ${oneTarget.expected}), ${TARGETS} targets, PREFETCH 100, persistent, quorum P.work, pre-filled queue`,
-          headers: ['run', 'delivered', 's', 'deliveries/s', '× minimal', 'p50 ms*', 'p99 ms*', 'p99.9 ms*', 'consumer CPU µs/callback', 'broker CPU µs/callback', 'consumer RSS MB', 'failed fast'],
+          headers: ['run', 'delivered', 's', 'deliveries/s', '× minimal', 'p50 ms*', 'p99 ms*', 'p99.9 ms*', 'consumer CPU µs/callback', 'broker CPU µs/callback', 'consumer RSS MB', 'deferred (circuit open)', 'moved to P.slow'],
           rows: runs.map((run) => [
             run.name,
             `${run.delivered}/${run.expected}`,
@@ -52,7 +52,8 @@ export const throughput: Scenario = {
             fmt(run.cpuUsPerCallback),
             fmt(run.brokerCpuUsPerCallback),
             fmt(run.rssMb),
-            run.failedFast === undefined ? '' : String(run.failedFast),
+            run.deferred === undefined ? '' : String(run.deferred),
+            run.overflowed === undefined ? '' : String(run.overflowed),
           ]),
         },
       ];
@@ -60,7 +61,7 @@ export const throughput: Scenario = {
         `Pre-filled: the queue is filled first (library publisher, 200 unconfirmed publishes at a time: ${fmt(relay.publishRate)}/s for the relay run; raw confirm-publish ${fmt(raw.publishRate)}/s), then the consumer process starts; the rate counts first → last delivery.`,
         '* publish → delivered latency of a pre-filled queue is mostly queueing time (roughly position / rate); see half-load for the latency of an unsaturated relay.',
         `Outcome events: with nobody listening (no queue bound to P.events, the default), the worker stops publishing them within one round trip (the broker returns them as unroutable) and probes again every second: ${fmt((1 - relay.rate / noEvents.rate) * 100, 1)}% of the rate against EVENTS=off. With a queue bound and consumed ("events consumed"), every callback costs one more routed message: ${fmt((1 - listened.rate / noEvents.rate) * 100, 1)}% of the rate, ${fmt((listened.cpuUsPerCallback ?? NaN) - (noEvents.cpuUsPerCallback ?? NaN))} µs of worker CPU and ${fmt((listened.brokerCpuUsPerCallback ?? NaN) - (noEvents.brokerCpuUsPerCallback ?? NaN))} µs of broker CPU per callback.`,
-        `Isolation cost: ISOLATION=off runs at ${fmt(noIsolation.rate / relay.rate, 2)}× the default rate. Isolation never moves a callback of a healthy target: slots are shared between targets, and a target alone may use all of them.`,
+        `Isolation cost: ISOLATION=off runs at ${fmt(noIsolation.rate / relay.rate, 2)}× the default rate. The default run moved ${relay.overflowed ?? 0} callbacks to P.slow (a move is two broker operations more; a saturated worker moves a target only where its attempts take 3× a move: docs/isolation.md#measured).`,
       ];
       const data: Record<string, unknown> = { count, targets: TARGETS, runs };
       if (profiled?.profile) {

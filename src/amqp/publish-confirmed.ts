@@ -21,6 +21,8 @@ export interface PublishTarget {
 interface ChannelWatch {
   pending: Set<string>;
   returned: Set<string>;
+  /** Every return the channel has seen, matched or not: a caller's only publish in flight needs no token. */
+  returns: number;
   closed: boolean;
 }
 
@@ -31,8 +33,9 @@ let tokens = 0;
 function watch(channel: ConfirmChannel): ChannelWatch {
   let watched = watches.get(channel);
   if (!watched) {
-    const state: ChannelWatch = { pending: new Set(), returned: new Set(), closed: false };
+    const state: ChannelWatch = { pending: new Set(), returned: new Set(), returns: 0, closed: false };
     channel.on('return', (message: Message) => {
+      state.returns += 1;
       const token = tokenOf(message.properties.headers);
       if (token !== undefined && state.pending.has(token)) state.returned.add(token);
     });
@@ -52,6 +55,24 @@ export const returnToken = (): string => `${process.pid}.${(tokens += 1)}`;
 export const isClosed = (channel: ConfirmChannel): boolean => watch(channel).closed;
 
 /**
+ * How a publish waits for its confirm: at most `timeoutMs` (then `CR_ERR_PUBLISH_TIMEOUT`), or until
+ * the outcome is definite (confirm, negative confirm, return or channel close), telling `onSlow` once
+ * `slowAfterMs` passed without one. A confirm that is late is not an answer: the message may be
+ * stored, so a caller that must not act twice on one message waits (a blocked connection
+ * confirms once the alarm clears: https://www.rabbitmq.com/docs/connection-blocked).
+ */
+export type ConfirmWait = number | { slowAfterMs: number; onSlow: (error: RelayError) => void };
+
+/**
+ * How a mandatory publish is matched to its return: a token in RETURN_TOKEN_HEADER (`token` when the
+ * caller made one from returnToken(), to size its headers with it, else a fresh one), or `'serial'`:
+ * the caller never has another publish in flight on this channel, so any return that arrives before
+ * the confirm is this publish's (the broker sends basic.return before the basic.ack of the same
+ * message). Serial leaves no header of ours on the stored message.
+ */
+export type ReturnMatch = string | 'serial' | undefined;
+
+/**
  * Publishes on a confirm channel and resolves once the broker has stored the message: confirmed
  * and, for a `mandatory` publish, not returned. Callers ack an original only after this resolves,
  * so an interruption can duplicate a callback but never lose one. Rejects with a RelayError:
@@ -60,18 +81,20 @@ export const isClosed = (channel: ConfirmChannel): boolean => watch(channel).clo
  *   when the confirm arrives: https://www.rabbitmq.com/docs/confirms#when-publishes-are-confirmed
  * - `CR_ERR_PUBLISH_NACKED`: a negative confirm (e.g. a queue at its max-length with `reject-publish`);
  * - `CR_ERR_CLOSED`: the channel closed (or was closing: the client refused the publish) before the confirm;
- * - `CR_ERR_PUBLISH_TIMEOUT`: no confirm within `timeoutMs`.
+ * - `CR_ERR_PUBLISH_TIMEOUT`: no confirm within `wait` ms (only when `wait` is a number: see ConfirmWait).
  * The client's own refusal (e.g. headers it cannot encode on a live channel) is rethrown as it is.
- * A mandatory publish carries RETURN_TOKEN_HEADER: `token` when the caller made one (from
- * returnToken(), to size its headers with it), else a fresh one, never one the message brought along.
+ * A mandatory publish is matched to its return as `match` says (ReturnMatch), never by a token the
+ * message brought along.
  */
-export async function publishConfirmed(channel: ConfirmChannel, target: PublishTarget, content: Buffer, options: Options.Publish, timeoutMs: number, token?: string): Promise<void> {
+export async function publishConfirmed(channel: ConfirmChannel, target: PublishTarget, content: Buffer, options: Options.Publish, wait: ConfirmWait, match?: ReturnMatch): Promise<void> {
   const watched = watch(channel);
+  const serial = match === 'serial';
   // Only a mandatory publish can come back; a caller's token is honoured either way.
-  const tracked = options.mandatory === true || token !== undefined;
-  const returnedAs = tracked ? (token ?? returnToken()) : undefined;
+  const tracked = !serial && (options.mandatory === true || match !== undefined);
+  const returnedAs = tracked ? (match ?? returnToken()) : undefined;
   const sent = returnedAs === undefined ? options : { ...options, headers: { ...options.headers, [RETURN_TOKEN_HEADER]: returnedAs } };
   const where = `exchange "${target.exchange}" with routing key "${target.routingKey}"`;
+  const returnsBefore = watched.returns;
   if (returnedAs !== undefined) watched.pending.add(returnedAs);
   try {
     const confirmed = new Promise<Error | null>((resolve, reject) => {
@@ -83,12 +106,13 @@ export async function publishConfirmed(channel: ConfirmChannel, target: PublishT
     });
     let nack: Error | null;
     try {
-      nack = await withTimeout(confirmed, timeoutMs, () => new RelayError('CR_ERR_PUBLISH_TIMEOUT', `no confirm from the broker within ${timeoutMs} ms (PUBLISH_TIMEOUT)`));
+      nack = await waitFor(confirmed, wait);
     } catch (error) {
       if (!(error instanceof RelayError) && (watched.closed || isClientRefusal(error))) throw closedError(where, error);
       throw error;
     }
-    if (returnedAs !== undefined && watched.returned.has(returnedAs)) throw new RelayError('CR_ERR_PUBLISH_RETURNED', `the broker returned the message as unroutable: no queue is bound to ${where}`);
+    const returned = returnedAs !== undefined ? watched.returned.has(returnedAs) : serial && options.mandatory === true && watched.returns > returnsBefore;
+    if (returned) throw new RelayError('CR_ERR_PUBLISH_RETURNED', `the broker returned the message as unroutable: no queue is bound to ${where}`);
     // amqplib fails the unconfirmed publishes of a closing channel with the same callback as a nack.
     if (nack) throw watched.closed ? closedError(where, nack) : new RelayError('CR_ERR_PUBLISH_NACKED', `the broker refused the message for ${where} (negative confirm)`, { cause: nack });
   } finally {
@@ -97,6 +121,18 @@ export async function publishConfirmed(channel: ConfirmChannel, target: PublishT
       watched.returned.delete(returnedAs);
     }
   }
+}
+
+function timeoutError(ms: number): RelayError {
+  return new RelayError('CR_ERR_PUBLISH_TIMEOUT', `no confirm from the broker within ${ms} ms (PUBLISH_TIMEOUT)`);
+}
+
+/** The confirm, bounded by a timeout, or awaited to the end with a warning once it is slow. */
+function waitFor(confirmed: Promise<Error | null>, wait: ConfirmWait): Promise<Error | null> {
+  if (typeof wait === 'number') return withTimeout(confirmed, wait, () => timeoutError(wait));
+  const slow = setTimeout(() => wait.onSlow(timeoutError(wait.slowAfterMs)), Math.max(0, wait.slowAfterMs));
+  slow.unref();
+  return confirmed.finally(() => clearTimeout(slow));
 }
 
 const closedError = (where: string, cause: unknown): RelayError =>

@@ -46,7 +46,9 @@ export async function historyCommand(argv: string[], signal?: AbortSignal): Prom
       const origin = command.target;
       const print = (event: OutcomeEvent): void => void process.stdout.write(`${command.json ? JSON.stringify(event) : formatTimelineLine(event, true)}\n`);
       const match = (event: OutcomeEvent): boolean => origin === undefined || originOf(event.url) === origin;
-      await readHistory(reader, queue, { from: since ?? 'next', follow: true, match, onEvent: print, ...(signal && { signal }) });
+      // Said once the broker reads for us: a follow from now misses whatever was stored before it.
+      const onReading = (): void => void process.stderr.write(`following ${queue} from ${since ? since.toISOString() : 'now'} until interrupted\n`);
+      await readHistory(reader, queue, { from: since ?? 'next', follow: true, match, onEvent: print, onReading, ...(signal && { signal }) });
       return 0;
     }
     const events: OutcomeEvent[] = [];

@@ -57,16 +57,22 @@ export const isolationSchema = {
     env: 'RECOVER_THRESHOLD',
   },
   quietPeriod: {
-    doc: 'Time without any abnormal attempt before a degraded target may recover, so a flapping target stays out.',
+    doc: 'The flap window: a circuit that opens again this soon after closing needs twice as many successes in a row to close (1, 2, 4 … 16). Also the time without an abnormal attempt after which a degraded target recovers through its window.',
     format: 'duration',
     default: 30e3,
     env: 'QUIET_PERIOD',
   },
   probeConcurrency: {
-    doc: 'Real attempts (probes) in flight per target whose circuit is open; its other due attempts fail fast (`circuit open`).',
+    doc: 'Real attempts (probes) in flight per target whose circuit is open; its other due attempts are deferred, attempt kept, until an attempt would have timed out; then each is owed its real request, made while the target holds fewer than its share of slots (after 12 deferrals, regardless). No attempt is counted without a request.',
     format: 'positive-int',
     default: 1,
     env: 'PROBE_CONCURRENCY',
+  },
+  overflowAfter: {
+    doc: 'A target whose oldest waiting callback has waited this long in a worker while it holds its fair share of slots (or sits at its own limit with no attempt ending) is busy: its waiting callbacks move from their lane to the overflow queue P.slow (once each), so other targets queued behind them are not held up.',
+    format: 'positive-duration',
+    default: 200,
+    env: 'OVERFLOW_AFTER',
   },
   maxProbes: {
     defaultText: 'PREFETCH / 10, rounded up',
@@ -76,7 +82,7 @@ export const isolationSchema = {
     env: 'MAX_PROBES',
   },
   healthMaxTargets: {
-    doc: 'Targets whose health a worker remembers; the least recently seen is forgotten first.',
+    doc: 'Targets whose health a worker remembers; the least recently seen healthy one is forgotten first, a degraded one (its circuit then closes) only when all are degraded.',
     format: 'positive-int',
     default: 10_000,
     env: 'HEALTH_MAX_TARGETS',

@@ -100,7 +100,7 @@ export const configSchema = {
     env: 'MAX_PAYLOAD_BYTES',
   },
   prefetch: {
-    doc: 'A worker\'s concurrency: attempts in flight at most, over all lanes. Each lane\'s consumer may hold as many unacknowledged messages (consumer prefetch), so a target alone in its lane can fill every slot; in queues mode 400 more, for callbacks held until due (docs/delay-modes.md).',
+    doc: 'A worker\'s concurrency: attempts in flight at most, over all lanes. Each lane\'s consumer may hold as many unacknowledged messages (consumer prefetch), twice as many with ISOLATION on (a look-ahead that shows isolation a busy target), so a target alone in its lane can fill every slot; in queues mode 400 more, for callbacks held until due (docs/delay-modes.md).',
     format: 'prefetch',
     default: 100,
     env: 'PREFETCH',
@@ -112,7 +112,7 @@ export const configSchema = {
     env: 'DRAIN_TIMEOUT',
   },
   publishTimeout: {
-    doc: 'How long a publish waits for the broker\'s confirm (including while disconnected) before it rejects; in a worker, how long a retry, dead-letter or moved copy waits before the original is rejected to P.dead instead.',
+    doc: 'How long a publish waits for the broker\'s confirm (including while disconnected) before it rejects; in a worker, how long an outcome event waits before it is given up, and after how long a copy\'s late confirm is logged (the copy is waited for until the broker answers). A publisher\'s first topology declaration is not counted.',
     format: 'positive-duration',
     default: 10e3,
     env: 'PUBLISH_TIMEOUT',
@@ -131,13 +131,13 @@ export const configSchema = {
     env: 'TARGET_POLICY',
   },
   targetAllow: {
-    doc: 'Comma-separated CIDRs always allowed; the allow list wins over every other rule.',
+    doc: 'Comma-separated CIDRs always allowed, each optionally with ports (`10.0.0.0/8:443,8443`; without ports: every port); the allow list wins over every rule but one: the broker the worker is connected to is never dialled on its AMQP, management or Prometheus ports.',
     format: 'cidr-list',
     default: '',
     env: 'TARGET_ALLOW',
   },
   targetDeny: {
-    doc: 'Comma-separated CIDRs refused in addition to the built-in rules.',
+    doc: 'Comma-separated CIDRs refused in addition to the built-in rules, each optionally with ports (as TARGET_ALLOW).',
     format: 'cidr-list',
     default: '',
     env: 'TARGET_DENY',
@@ -181,10 +181,34 @@ export const configSchema = {
     sensitive: true,
   },
   ingestBatchMax: {
-    doc: 'Callbacks in one `POST /v1/callbacks:batch` at most; its request body may be this many times MAX_PAYLOAD_BYTES.',
+    doc: 'Callbacks in one `POST /v1/callbacks:batch` at most.',
     format: 'positive-int',
     default: 100,
     env: 'INGEST_BATCH_MAX',
+  },
+  ingestBatchBytes: {
+    doc: 'Largest request body of `POST /v1/callbacks:batch`, in bytes (413 beyond). A single POST\'s limit is MAX_PAYLOAD_BYTES.',
+    format: 'positive-int',
+    default: 4_194_304,
+    env: 'INGEST_BATCH_BYTES',
+  },
+  ingestInflightBytes: {
+    doc: 'Request body bytes one ingest replica holds at once, counted by Content-Length (a chunked body counts as its route\'s limit) from before the body is read until the answer; a request beyond it gets 503 `CR_ERR_INGEST_BUSY` unread. At least MAX_PAYLOAD_BYTES and INGEST_BATCH_BYTES.',
+    format: 'positive-int',
+    default: 33_554_432,
+    env: 'INGEST_INFLIGHT_BYTES',
+  },
+  ingestRequestTimeout: {
+    doc: 'Time an ingest client has to send a whole request, headers and body, from its first byte; then it gets 408 `CR_ERR_REQUEST_TIMEOUT` and the connection is closed. Checked every second (every quarter of it when shorter).',
+    format: 'positive-duration',
+    default: 30e3,
+    env: 'INGEST_REQUEST_TIMEOUT',
+  },
+  ingestConnectionTimeout: {
+    doc: 'An ingest connection on which nothing moves for this long is closed: a client that opens one and sends nothing, stops sending mid-request, or does not take its answer. Not while the ingest waits for the broker\'s confirm (PUBLISH_TIMEOUT), nor between requests (keep-alive: 65s).',
+    format: 'positive-duration',
+    default: 60e3,
+    env: 'INGEST_CONNECTION_TIMEOUT',
   },
   autoPauseAfter: {
     doc: 'Pause a target fleet-wide (as `callback-relay target pause` does) once every attempt to it has failed for this long; its callbacks are then held without spending attempts until `target resume`. 0 = never.',

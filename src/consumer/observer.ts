@@ -14,12 +14,9 @@ interface ReportedCallback {
   attempt: number;
 }
 
-/**
- * An attempt made (`attempt`) or failed fast without a request while its target's circuit is open
- * (`circuit-open`): both are counted attempts, decided by the retry policy.
- */
+/** An attempt made: a request sent (every counted attempt is one), its outcome decided by the retry policy. */
 export interface TriedReport extends ReportedCallback {
-  kind: 'attempt' | 'circuit-open';
+  kind: 'attempt';
   outcome: DeliveryOutcome;
   decision: Decision;
   /** When the next attempt is due, for a retry. */
@@ -61,7 +58,14 @@ export interface PipelineObserver {
   settleFallback(kind: 'retry' | 'dead', cause: CopyFailure): void;
   transition(transition: Transition): void;
   inFlight(delta: 1 | -1): void;
+  /**
+   * A callback moved unattempted, its attempt unchanged: deferred while its target's circuit is open,
+   * or moved to the overflow queue while its target is busy.
+   */
+  moved(kind: MoveKind): void;
 }
+
+export type MoveKind = 'deferred' | 'overflow';
 
 /** Fans every report out to several observers. */
 export function observeAll(observers: PipelineObserver[]): PipelineObserver {
@@ -71,5 +75,6 @@ export function observeAll(observers: PipelineObserver[]): PipelineObserver {
     settleFallback: (kind, cause) => observers.forEach((o) => o.settleFallback(kind, cause)),
     transition: (transition) => observers.forEach((o) => o.transition(transition)),
     inFlight: (delta) => observers.forEach((o) => o.inFlight(delta)),
+    moved: (kind) => observers.forEach((o) => o.moved(kind)),
   };
 }

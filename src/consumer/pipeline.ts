@@ -3,8 +3,9 @@ import type { AutoPause } from '../control/auto-pause.js';
 import type { ControlView } from '../control/control-state.js';
 import type { DurableEvents } from '../events/durable-events.js';
 import type { HealthState } from '../isolation/health.js';
-import { CIRCUIT_OPEN, targetOf, type AttemptKind, type Effects, type Scheduler, type TargetKey } from '../isolation/target-isolation.js';
+import { circuitWait, targetOf, type AttemptKind, type Effects, type Scheduler, type Source, type TargetKey } from '../isolation/target-isolation.js';
 import type { Logger } from '../logger.js';
+import { HEADER, readString } from '../message/headers.js';
 import type { DeliveryOutcome } from '../policy/classify-outcome.js';
 import { decide, type Decision, type RetryPolicy } from '../policy/decide.js';
 import type { Random } from '../policy/jitter.js';
@@ -17,9 +18,10 @@ import { AttemptDeadline } from './attempt-deadline.js';
 import { decode, type Decoded, type Delivery } from './decode.js';
 import { deliver, type DeliverOptions } from './deliver.js';
 import type { AttemptReport, PipelineObserver, TriedReport } from './observer.js';
+import { sendBack, type ReturnRoute } from './send-back.js';
 import { settle, type AttemptRecord, type Settlement, type SettleContext, type SettleFallback, type StoreEvent } from './settle.js';
 
-/** The queue a message was consumed from: a work lane's index, or `slow` (the drained slow lane). */
+/** The queue a message was consumed from: a work lane's index, or `slow` (the overflow queue, P.slow). */
 export type Lane = string;
 
 /** Everything the per-message path needs, built once when the worker starts. */
@@ -63,7 +65,10 @@ export interface Job {
   finish: (error?: unknown) => void;
 }
 
-/** Step 3 → 4: what an attempt (or a fail-fast) gave. */
+/** How often the worker looks for busy targets whose excess should leave their lanes. */
+const SWEEP_EVERY_MS = 50;
+
+/** Step 3 → 4: what an attempt gave. */
 interface Attempted {
   job: Job;
   kind: TriedReport['kind'];
@@ -104,7 +109,9 @@ export function verdictOf(delivery: Delivery, outcome: DeliveryOutcome, startedA
  *
  * `handle` decodes a message (1) and admits it (2): a cancelled callback is parked and a paused
  * target's held; any other goes to the scheduler, which starts attempts while the worker has free
- * slots, or fails the attempt fast while its target's circuit is open. Each
+ * slots. A busy target's callback moves to the overflow queue instead (once), and one whose target's
+ * circuit is open is deferred without spending its attempt until it waited as long as the attempt
+ * would have taken, then attempted. Each
  * attempt (3) frees its slot as soon as its HTTP exchange ends; then its outcome is decided (4) and
  * the decision settled on the message's own channel (5). The promise `handle` returns settles once the
  * message has been settled (or dropped because its channel closed); it rejects only when settling
@@ -114,6 +121,15 @@ export function createPipeline(context: PipelineContext) {
   const { names, mode, logger, clock, scheduler, observer } = context;
   /** Channels that closed: the broker has requeued their unacked messages, so their jobs must not run. */
   const closed = new WeakSet<ConfirmChannel>();
+  /** The worker is stopping: no attempt starts any more, and waits that hold a message are cut short. */
+  const stopping = new AbortController();
+  /** The consumers are cancelled and what waited for a slot went back: a job that would wait now goes back at once. */
+  let givenBack = false;
+  // Busy targets' waiting callbacks leave their lanes for the overflow queue (target-isolation.ts).
+  const sweeper = setInterval(() => {
+    for (const job of scheduler.sweep(clock())) void overflow(job);
+  }, SWEEP_EVERY_MS);
+  sweeper.unref();
 
   /** Step 1: message → job, or straight to P.dead (reason `invalid`) when it cannot be decoded. */
   function handle(message: ConsumeMessage, channel: ConfirmChannel, lane: Lane): Promise<void> {
@@ -134,35 +150,118 @@ export function createPipeline(context: PipelineContext) {
         const { delivery } = decoded;
         job = { message, channel, lane, delivery, target: targetOf(delivery.url, context.targetKey), bucket: laneBucket(delivery.url.origin), finish };
       } catch (error) {
-        return requeue({ message, channel, finish }, error);
+        return requeue({ message, channel, lane, finish }, error);
       }
       admit(job);
     });
   }
 
-  /** Something failed before a decision reached settle: the message goes back to its queue, never left unacked. */
-  function requeue({ message, channel, finish }: Pick<Job, 'message' | 'channel' | 'finish'>, error: unknown): void {
-    logger.error({ err: error instanceof Error ? error.message : String(error) }, 'a message failed before it was settled; it goes back to its queue');
-    try {
-      channel.nack(message, false, true);
-    } catch {
+  /**
+   * Something failed before a decision reached settle: the message goes back to its own queue, never
+   * left unacked, a bounded number of times (send-back.ts), then to P.dead as `unsettled`.
+   */
+  function requeue({ message, channel, lane, finish, delivery }: Pick<Job, 'message' | 'channel' | 'lane' | 'finish'> & { delivery?: Delivery }, error: unknown): void {
+    const err = error instanceof Error ? error.message : String(error);
+    logger.error({ err, id: delivery?.id }, 'a message failed before it was settled; it goes back to its queue');
+    sendBack(channel, message, returnRoute(lane), err, confirmWait(delivery?.id, 'requeue'), delivery?.id, stopping.signal).then(
+      (result) => {
+        if (result !== 'returned') logger.error({ id: delivery?.id, result }, 'a message sent back too often, or not stored back: parked in P.dead as unsettled');
+        finish(error);
+      },
       // The channel closed: the broker has requeued it already.
-    }
-    finish(error);
+      () => finish(error),
+    );
+  }
+
+  /** A message's own queue, where it goes back when it cannot be settled, and P.dead past the bound. */
+  function returnRoute(lane: Lane): ReturnRoute {
+    const queue = lane === 'slow' ? names.slowQueue : (names.workQueues[Number(lane)] ?? names.workQueue);
+    return { queue, deadQueue: names.deadQueue };
+  }
+
+  /** A copy waits for a definite confirm; a late one is logged once (a blocked connection). */
+  function confirmWait(id: string | undefined, kind: string) {
+    return { slowAfterMs: context.settle.confirmTimeoutMs ?? 10_000, onSlow: (error: Error) => onSlowConfirm(id, kind, error) };
+  }
+
+  function onSlowConfirm(id: string | undefined, kind: string, error: Error): void {
+    logger.warn({ id, kind, err: error.message }, 'a copy is not confirmed yet (is the connection blocked by a broker alarm?); waiting for the broker\'s answer');
   }
 
   /**
    * Step 2: a cancelled callback is parked and a paused target's callback held, neither attempted;
-   * any other waits for a slot, or is failed fast while its target's circuit is open.
+   * any other waits for a slot, moves to the overflow queue while its target is busy, or is deferred
+   * while its target's circuit is open.
    */
   function admit(job: Job): void {
     const { control } = context;
     const done = (): void => job.finish();
     if (control?.isCancelled(job.delivery.id, job.message.properties.headers)) void parkCanceled(job).then(done, job.finish);
     else if (control?.isPaused(job.delivery.url.origin)) void hold(job).then(done, job.finish);
-    else if (scheduler.offer(job.target, job) === 'fail-fast') void failFast(job);
+    else offer(job, sourceOf(job));
+  }
+
+  function offer(job: Job, source: Source): void {
+    if (givenBack) return giveBack(job);
+    const offered = scheduler.offer(job.target, job, source, clock());
+    if (offered === 'circuit-open') void circuitOpen(job);
+    else if (offered === 'overflow') void overflow(job);
     else pump();
   }
+
+  /**
+   * A busy target's callback leaves its lane for the overflow queue, unattempted, so the callbacks
+   * queued behind it are reached now. One that cannot be moved is attempted here after all.
+   */
+  async function overflow(job: Job): Promise<void> {
+    try {
+      const startedAt = clock();
+      if (await settle({ kind: 'move', queue: names.slowQueue }, { id: job.delivery.id }, moveContext(job))) {
+        scheduler.moveTook(clock() - startedAt);
+        observer.moved('overflow');
+        return job.finish();
+      }
+    } catch (error) {
+      // The channel is gone: the broker redelivers the message.
+      return job.finish(error);
+    }
+    offer(job, 'overflow');
+  }
+
+  /** Settle's context for a move of `job`: a late confirm is logged like any copy's. */
+  function moveContext(job: Job): SettleContext {
+    return { ...settleContext(job.channel, job.message, job.bucket), onSlowConfirm: (kind, error) => onSlowConfirm(job.delivery.id, kind, error) };
+  }
+
+  /**
+   * Step 3 for a target whose circuit is open: the callback is deferred through the delay path, its
+   * attempt kept, until the attempt would have ended (circuitWait). Then it is owed its request, made
+   * as soon as its target has room (a forced one, or one whose deferral cannot be stored, at once): no
+   * attempt is ever counted without a request.
+   */
+  async function circuitOpen(job: Job): Promise<void> {
+    if (givenBack) return giveBack(job);
+    const headers = job.message.properties.headers;
+    const heldSince = Date.parse(readString(headers, HEADER.heldSince) ?? '');
+    const deferrals = Number(headers?.[HEADER.deferrals]);
+    const timeoutMs = job.delivery.policy?.timeoutMs ?? context.deliver.timeoutMs;
+    const wait = circuitWait(Number.isNaN(heldSince) ? undefined : heldSince, Number.isInteger(deferrals) && deferrals > 0 ? deferrals : 0, clock(), timeoutMs);
+    if (wait.owed && scheduler.offerOwed(job.target, job, sourceOf(job), clock(), wait.forced) === 'queued') return pump();
+    const deferral = { [HEADER.heldSince]: new Date(wait.defer.heldSince).toISOString(), [HEADER.deferrals]: wait.defer.deferrals };
+    try {
+      if (await settle({ kind: 'move', delayMs: wait.defer.delayMs, headers: deferral }, { id: job.delivery.id }, moveContext(job))) {
+        observer.moved('deferred');
+        return job.finish();
+      }
+    } catch (error) {
+      return job.finish(error);
+    }
+    if (givenBack) return giveBack(job);
+    scheduler.offerOwed(job.target, job, sourceOf(job), clock(), true);
+    pump();
+  }
+
+  const sourceOf = (job: Job): Source => (job.lane === 'slow' ? 'overflow' : 'lane');
 
   /** A message that is not a valid callback: parked in P.dead as `invalid`, and the worker carries on. */
   async function parkInvalid({ id, attempt, error }: Extract<Decoded, { ok: false }>, message: ConsumeMessage, channel: ConfirmChannel): Promise<void> {
@@ -181,7 +280,7 @@ export function createPipeline(context: PipelineContext) {
    * reader) moves it without one.
    */
   async function hold(job: Job): Promise<void> {
-    await settleAndReport(job, { kind: 'hold', queue: names.pausedQueue }, ...unattempted(job, 'held'));
+    await settleAndReport(job, { kind: 'hold', queue: names.pausedQueue, returnTo: returnRoute(job.lane) }, ...unattempted(job, 'held'));
   }
 
   /** The record and report of a callback parked or held before an attempt: the attempts made before count. */
@@ -191,8 +290,9 @@ export function createPipeline(context: PipelineContext) {
     return [record, { kind, id: delivery.id, url: delivery.callback.url, target, lane, attempt: attempts }];
   }
 
-  /** Starts attempts while there are free slots and waiting jobs. */
+  /** Starts attempts while there are free slots and waiting jobs, until the worker stops. */
   function pump(): void {
+    if (stopping.signal.aborted) return;
     for (let next = scheduler.next(); next; next = scheduler.next()) {
       if (closed.has(next.item.channel)) {
         scheduler.abandon(next.target, next.kind);
@@ -229,11 +329,6 @@ export function createPipeline(context: PipelineContext) {
     }
   }
 
-  /** Step 3 for a target whose circuit is open: an attempt counted and recorded, no request made. */
-  function failFast(job: Job): Promise<void> {
-    return conclude({ job, kind: 'circuit-open', outcome: { error: CIRCUIT_OPEN, durationMs: 0 }, startedAt: clock(), span: context.tracing?.startAttempt(job.delivery) });
-  }
-
   /** Steps 4 and 5: decide what the outcome means, and settle it on the message's channel. */
   async function conclude({ job, kind, outcome, startedAt, span }: Attempted): Promise<void> {
     const { delivery, target, lane, finish } = job;
@@ -268,7 +363,9 @@ export function createPipeline(context: PipelineContext) {
    */
   async function settleAndReport({ channel, message, bucket }: Pick<Job, 'message' | 'channel' | 'bucket'>, settlement: Settlement, record: AttemptRecord, report: AttemptReport): Promise<boolean> {
     const storeEvent = context.durableEvents?.forReport(channel, report);
-    if (!(await settle(settlement, record, settleContext(channel, message, bucket, storeEvent)))) return false;
+    const lost = (error: Error, final: boolean): void => onEventLost(report, error, final);
+    const slow = (kind: string, error: Error): void => onSlowConfirm(record.id, kind, error);
+    if (!(await settle(settlement, record, { ...settleContext(channel, message, bucket, storeEvent), onEventLost: lost, onSlowConfirm: slow }))) return false;
     if (settlement.kind === 'dead') {
       const target = report.kind === 'invalid' ? undefined : report.target;
       logger.info({ id: record.id, target, reason: settlement.reason, attempts: record.attempts, status: record.lastStatus, error: record.lastError }, 'callback dead-lettered');
@@ -279,26 +376,33 @@ export function createPipeline(context: PipelineContext) {
 
   /** Step 5's context: the message, its channel and route, and where settle reports. */
   function settleContext(channel: ConfirmChannel, message: ConsumeMessage, bucket: number, storeEvent?: StoreEvent): SettleContext {
-    return { storeEvent, channel, message, names, mode, bucket, onConfirm: observer.confirmed, onFallback, onEventLost, ...context.settle };
+    return { storeEvent, channel, message, names, mode, bucket, onConfirm: observer.confirmed, onFallback, stopping: stopping.signal, ...context.settle };
   }
 
-  function onEventLost(error: Error): void {
-    logger.warn({ err: error.message }, 'a retry-scheduled event was not stored; the retry itself was');
+  /**
+   * An outcome's event the broker did not store: its callback was settled all the same (settle.ts),
+   * and this line, with the event's facts, is what remains of it (docs/events-and-history.md).
+   */
+  function onEventLost(report: AttemptReport, error: Error, final: boolean): void {
+    const outcome = 'decision' in report ? report.decision.kind : report.kind;
+    const facts = { id: report.id, report: report.kind, outcome, attempt: 'attempt' in report ? report.attempt : undefined, code: (error as { code?: string }).code, err: error.message };
+    if (final) logger.error(facts, 'an outcome event was not stored; the callback was settled without it');
+    else logger.warn(facts, 'a retry-scheduled event was not stored; the retry itself was');
   }
 
   function onFallback({ id, kind, cause, error }: SettleFallback): void {
-    if (kind === 'hold') return void logger.warn({ id, cause, err: error.message }, 'could not hold a paused target\'s callback: it goes back to its queue in a second');
+    if (kind === 'hold') return void logger.warn({ id, cause, err: error.message }, 'could not hold a paused target\'s callback: it goes back to its queue (a bounded number of times, then P.dead as unsettled)');
     logger.error({ id, kind, cause, err: error.message }, 'could not store a copy: the message was rejected, for the broker to dead-letter to P.dead');
     observer.settleFallback(kind, cause);
   }
 
-  /** Logs a health transition (one line each) and fails fast what an opened circuit took out of the queue. */
+  /** Logs a health transition (one line each) and defers what an opened circuit took out of the queue. */
   function apply(effects: Effects<Job>): void {
     const { transition } = effects;
-    for (const job of effects.failFast) void failFast(job);
+    for (const job of effects.circuitOpen) void circuitOpen(job);
     if (transition) {
       if (!transition.shared) context.control?.broadcastHealth?.(transition.target, transition.to);
-      logger.warn({ ...transition }, transition.to === 'degraded' ? 'target degraded: circuit open, attempts fail fast but for probes' : 'target recovered: circuit closed');
+      logger.warn({ ...transition }, transition.to === 'degraded' ? 'target degraded: circuit open, attempts deferred but for probes' : 'target recovered: circuit closed');
       observer.transition(transition);
     }
   }
@@ -314,5 +418,45 @@ export function createPipeline(context: PipelineContext) {
     if (scheduler.shareHealth) apply(scheduler.shareHealth(target, state, clock()));
   }
 
-  return { handle, channelClosed, shareHealth };
+  /**
+   * The worker stops, before it cancels its consumers: no attempt starts any more, no sweep moves
+   * anything, and a message held for a wait before it goes back to its queue (send-back.ts) goes back
+   * now. What runs (attempts, settles, moves, holds, deferrals) finishes; what waits for a slot stays
+   * waiting until `giveBackWaiting`.
+   */
+  function stop(): void {
+    clearInterval(sweeper);
+    stopping.abort();
+  }
+
+  /**
+   * The consumers are cancelled (nothing more arrives): every job still waiting for a slot goes back to
+   * its queue unattempted, and so does any that would wait from now on (a move that could not be
+   * stored). Returns how many went back.
+   */
+  function giveBackWaiting(): number {
+    givenBack = true;
+    const waiting = scheduler.drop(() => true);
+    for (const job of waiting) giveBack(job);
+    return waiting.length;
+  }
+
+  /**
+   * A job the stopping worker will not attempt: nacked with requeue, at once, so another worker takes
+   * it now, not after DRAIN_TIMEOUT. This is the one requeue the worker makes, once per message per
+   * stop and only after its consumers are cancelled, so the broker never hands it back to this worker.
+   * It needs no count of ours (return-bound.ts): the message was decoded and never attempted, so it
+   * cannot be what stops a worker, and a worker that dies holding it is counted by the broker on every
+   * version (docs/operations.md#graceful-shutdown).
+   */
+  function giveBack(job: Job): void {
+    try {
+      if (!closed.has(job.channel)) job.channel.nack(job.message, false, true);
+    } catch {
+      // The channel closed meanwhile: the broker has requeued the message.
+    }
+    job.finish();
+  }
+
+  return { handle, channelClosed, shareHealth, stop, giveBackWaiting };
 }

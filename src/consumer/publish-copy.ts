@@ -1,5 +1,5 @@
 import type { ConfirmChannel, ConsumeMessage, Options } from 'amqplib';
-import { isClosed, publishConfirmed, RETURN_TOKEN_HEADER, returnToken } from '../amqp/publish-confirmed.js';
+import { isClosed, publishConfirmed, RETURN_TOKEN_HEADER, returnToken, type ConfirmWait } from '../amqp/publish-confirmed.js';
 import { isRelayError, type RelayErrorCode } from '../errors.js';
 import { AMQP_HEADER_TABLE_LIMIT, headerTableSize } from '../message/header-table-size.js';
 
@@ -42,10 +42,11 @@ export async function copyResult(channel: ConfirmChannel, published: Promise<voi
 
 /**
  * Publishes `copy` with the original's body and id and waits for the broker to store it: confirmed,
- * not returned, within `timeoutMs`. Every copy carries a return token (RETURN_TOKEN_HEADER), counted
- * in its header size. Never rejects; a failure comes back with its cause.
+ * not returned, as `wait` says (within a timeout, or until the outcome is definite: ConfirmWait).
+ * Every copy carries a return token (RETURN_TOKEN_HEADER), counted in its header size. Never
+ * rejects; a failure comes back with its cause.
  */
-export async function publishCopy(channel: ConfirmChannel, copy: Copy, message: ConsumeMessage, id: string, timeoutMs: number): Promise<CopyResult> {
+export async function publishCopy(channel: ConfirmChannel, copy: Copy, message: ConsumeMessage, id: string | undefined, wait: ConfirmWait): Promise<CopyResult> {
   const token = returnToken();
   const headers = { ...copy.headers, [RETURN_TOKEN_HEADER]: token };
   const size = headerTableSize(headers);
@@ -53,7 +54,8 @@ export async function publishCopy(channel: ConfirmChannel, copy: Copy, message: 
     return { stored: false, cause: 'too-large', error: new Error(`the copy's headers are ${size} bytes encoded, over the ${AMQP_HEADER_TABLE_LIMIT} the client can send`) };
   }
   const { contentType, timestamp } = message.properties;
-  const options: Options.Publish = { persistent: true, mandatory: copy.mandatory, messageId: id, contentType: contentType ?? 'application/json', headers };
+  const options: Options.Publish = { persistent: true, mandatory: copy.mandatory, contentType: contentType ?? 'application/json', headers };
+  if (id !== undefined) options.messageId = id;
   if (timestamp !== undefined) options.timestamp = timestamp;
-  return copyResult(channel, publishConfirmed(channel, copy, message.content, options, timeoutMs, token));
+  return copyResult(channel, publishConfirmed(channel, copy, message.content, options, wait, token));
 }

@@ -1,14 +1,15 @@
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
-import { HEADER, carriedHeaders } from '../message/headers.js';
+import { DEFERRAL_HEADERS, HEADER, carriedHeaders } from '../message/headers.js';
 import { policyHeaders } from '../message/policy-headers.js';
 import type { MessagePolicy } from '../policy/message-policy.js';
 import type { Decision } from '../policy/decide.js';
 import type { DelayMode } from '../topology/delay-mode.js';
 import { deliveryRoute, type Route } from '../topology/delay-route.js';
 import type { TopologyNames } from '../topology/topology-names.js';
-import { RelayError } from '../errors.js';
 import { isClosed } from '../amqp/publish-confirmed.js';
+import { RelayError } from '../errors.js';
 import { publishCopy, type Copy, type CopyFailure, type CopyResult } from './publish-copy.js';
+import { sendBack, type ReturnRoute } from './send-back.js';
 
 /** What the relay knows about a callback's attempts so far, written into retry and DLQ headers. */
 export interface AttemptRecord {
@@ -24,15 +25,25 @@ export interface AttemptRecord {
 }
 /**
  * Hold a paused target's callback: move it, unattempted, to `queue` (P.paused; from P.paused.check,
- * back there or to its lane), its headers as they are, attempt count included.
+ * back there or to its lane), its headers as they are, attempt count included. `returnTo` is where it
+ * goes when the hold cannot be stored: its own queue, a bounded number of times (send-back.ts).
  */
 export interface Hold {
   kind: 'hold';
   queue: string;
+  returnTo: ReturnRoute;
 }
 
-/** What settle carries out: the retry policy's decision, or a hold. */
-export type Settlement = Decision | Hold;
+/**
+ * Move a callback unattempted, its attempt count unchanged: deferred through the delay path back to
+ * its lane while its target's circuit is open (with the deferral's headers), or to the overflow queue
+ * (P.slow) while its target is busy. A move that cannot be stored leaves the message unsettled and
+ * resolves `false`: the caller still holds it and decides (attempt it, or spend the attempt).
+ */
+export type Move = { kind: 'move'; delayMs: number; headers: Record<string, unknown> } | { kind: 'move'; queue: string };
+
+/** What settle carries out: the retry policy's decision, a hold, or a move. */
+export type Settlement = Decision | Hold | Move;
 
 export type CopyKind = 'retry' | 'dead';
 
@@ -50,9 +61,6 @@ export interface SettleFallback {
 /** How long a copy waits for its confirm when the context does not say (the PUBLISH_TIMEOUT default). */
 const DEFAULT_CONFIRM_TIMEOUT_MS = 10_000;
 
-/** How long a callback whose hold failed stays unacked before it goes back to its queue: no hot loop. */
-const REQUEUE_HOLD_AFTER_MS = 1_000;
-
 /** Failures a second publish can cure once the topology is declared again (a deleted queue or binding). */
 const RETRIED: ReadonlySet<CopyFailure> = new Set(['returned', 'nacked']);
 
@@ -67,18 +75,28 @@ export interface SettleContext {
   mode: DelayMode;
   /** The message's lane bucket: a retry goes back to its own lane. */
   bucket: number;
-  /** How long a copy may wait for the broker's confirm (PUBLISH_TIMEOUT). */
+  /**
+   * PUBLISH_TIMEOUT: how long an event may wait for its confirm, and after how long a copy's late
+   * confirm is reported (onSlowConfirm). A copy waits for a definite outcome: see settle.
+   */
   confirmTimeoutMs?: number;
+  /** Told when a copy's confirm is later than confirmTimeoutMs (a blocked connection): settle goes on waiting. */
+  onSlowConfirm?: (kind: CopyKind | 'hold' | 'move', error: Error) => void;
+  /** The worker is stopping: a hold's send-back goes back without its wait (send-back.ts). */
+  stopping?: AbortSignal;
   /** Declares the whole topology again; asked for when a copy came back unroutable or nacked. */
   redeclare?: () => Promise<void>;
   /** EVENTS=durable: stores the outcome's event (see storeEventFirst and storeEventAfter). */
   storeEvent?: StoreEvent;
-  /** Told when a retry's event could not be stored (the retry itself was). */
-  onEventLost?: (error: Error) => void;
+  /**
+   * Told when an outcome's event could not be stored; its callback is settled all the same (`final`:
+   * a delivered, dead, canceled or paused event; else retry-scheduled).
+   */
+  onEventLost?: (error: Error, final: boolean) => void;
 }
 
 /** What a hold needs of the context: no route (it goes to a named queue), no attempt record. */
-export type HoldContext = Pick<SettleContext, 'channel' | 'message' | 'confirmTimeoutMs' | 'redeclare' | 'storeEvent' | 'onConfirm' | 'onFallback' | 'onEventLost'>;
+export type HoldContext = Pick<SettleContext, 'channel' | 'message' | 'confirmTimeoutMs' | 'redeclare' | 'storeEvent' | 'onConfirm' | 'onFallback' | 'onEventLost' | 'onSlowConfirm' | 'stopping'>;
 
 /** Publishes an outcome's event and waits for its confirm; `rejected` when no copy was stored and the original goes to P.dead. */
 export type StoreEvent = (rejected: boolean) => Promise<CopyResult>;
@@ -88,30 +106,38 @@ export type StoreEvent = (rejected: boolean) => Promise<CopyResult>;
  * broker (and not returned as unroutable) before the original is acked, so a crash in between
  * duplicates a callback but never loses one.
  *
- * When the copy cannot be stored on a live channel (returned, nacked, no confirm in time, headers too
- * large), the topology is declared again and a returned or nacked copy published once more; if that
- * fails too, the original is rejected without requeue and the broker dead-letters it to P.dead (both
- * consumed queues name P.dead as their dead-letter target). Resolves `true` when the decision was
- * carried out, `false` when the original was rejected (or, for a hold, requeued) instead. Throws if
- * the channel is gone: the broker then redelivers the original.
+ * A copy waits for a definite outcome: a confirm that is late (a connection blocked by a memory or
+ * disk alarm) is reported (onSlowConfirm) and waited for, never taken as "not stored": the copy may
+ * be stored, and rejecting the original too would leave the callback both retried and parked. The
+ * channel closing is a definite answer (the broker requeues the original).
+ *
+ * When the copy cannot be stored on a live channel (returned, nacked, headers too large), the
+ * topology is declared again and a returned or nacked copy published once more; if that fails too,
+ * the original is rejected without requeue and the broker dead-letters it to P.dead (both consumed
+ * queues name P.dead as their dead-letter target). Resolves `true` when the decision was carried out,
+ * `false` when the original was rejected (or, for a hold, sent back) instead. Throws if the channel
+ * is gone: the broker then redelivers the original.
  *
  * A hold is settled the same way, with one difference: a copy it cannot store sends the original
- * back to its own queue, a second later (so a missing holding queue does not make the broker hand it
- * straight back in a loop), and never to P.dead. A hold spends no attempt and decides nothing about the
- * callback: parking it in P.dead would turn a pause into lost callbacks, while sending it back only
- * means it is met (and held) again.
+ * back to its own queue (send-back.ts: after a wait, with a count of ours; past the bound, parked in
+ * P.dead as `unsettled`). A hold spends no attempt and decides nothing about the callback, so a
+ * failed hold is first met (and held) again; only a hold that keeps failing parks it, and a parked
+ * callback can be replayed (`dlq replay --reason unsettled`).
  *
- * EVENTS=durable: a final outcome's event (`delivered`, `dead`) and a hold's `paused` event are stored
- * before anything else, so an event that cannot be stored sends the original back to its queue while
- * no copy of it exists yet. A retry's event (`retry-scheduled`, not final) follows its copy and never
- * holds the ack back: sending the original back then would run the callback twice, and its later
- * attempts report again.
+ * EVENTS=durable: a final outcome's event (`delivered`, `dead`, `canceled`) and a hold's `paused`
+ * event are stored before anything else, so a crash in between repeats the event, never loses it. An
+ * event that cannot be stored (refused, unroutable, no confirm in time) never holds its callback back:
+ * the callback is settled as decided and the lost event reported (onEventLost). Sending the callback
+ * back instead would deliver it again only for its event, without end on RabbitMQ 4.3. A retry's event
+ * (`retry-scheduled`, not final) follows its copy, on the same terms.
  */
 export function settle(settlement: Hold, record: Pick<AttemptRecord, 'id'>, context: HoldContext): Promise<boolean>;
+export function settle(settlement: Move, record: Pick<AttemptRecord, 'id'>, context: SettleContext): Promise<boolean>;
 export function settle(settlement: Settlement, record: AttemptRecord, context: SettleContext): Promise<boolean>;
 export async function settle(settlement: Settlement, record: Pick<AttemptRecord, 'id'>, context: HoldContext): Promise<boolean> {
   const { channel, message } = context;
-  if (settlement.kind !== 'retry') await storeEventFirst(context, false);
+  if (settlement.kind === 'move') return move(settlement, record, context as SettleContext);
+  if (settlement.kind !== 'retry') await storeEvent(context, false, true);
   if (settlement.kind === 'ack') {
     channel.ack(message);
     return true;
@@ -119,27 +145,47 @@ export async function settle(settlement: Settlement, record: Pick<AttemptRecord,
   const copy = copyOf(settlement, record, context);
   const started = performance.now();
   const timeoutMs = context.confirmTimeoutMs ?? DEFAULT_CONFIRM_TIMEOUT_MS;
-  const result = await publishOnceMore(context, () => publishCopy(channel, copy, message, record.id, timeoutMs));
+  const wait = { slowAfterMs: timeoutMs, onSlow: (error: Error) => context.onSlowConfirm?.(settlement.kind, error) };
+  const result = await publishOnceMore(context, () => publishCopy(channel, copy, message, record.id, wait));
   if (result.stored) {
     if (settlement.kind !== 'hold') context.onConfirm?.(settlement.kind, (performance.now() - started) / 1000);
-    if (settlement.kind === 'retry') await storeEventAfter(context);
+    if (settlement.kind === 'retry') await storeEvent(context, false, false);
     channel.ack(message);
     return true;
   }
   const fallback: SettleFallback = { id: record.id, kind: settlement.kind, cause: result.cause, error: result.error };
   if (settlement.kind === 'hold') {
     context.onFallback?.(fallback);
-    await new Promise((resolve) => setTimeout(resolve, REQUEUE_HOLD_AFTER_MS));
     // Throws on a channel that closed meanwhile: the broker has requeued the original already.
-    channel.nack(message, false, true);
+    await sendBack(channel, message, settlement.returnTo, result.error.message, wait, record.id, context.stopping);
     return false;
   }
   // No copy: the original goes to P.dead by rejection. Its final event says so (a dead copy's is stored already).
-  if (settlement.kind === 'retry') await storeEventFirst(context, true);
+  if (settlement.kind === 'retry') await storeEvent(context, true, true);
   // Throws on a channel that closed meanwhile: the broker redelivers the original instead.
   channel.nack(message, false, false);
   context.onFallback?.(fallback);
   return false;
+}
+
+/**
+ * A move has no event and no fallback of its own: stored → acked; not stored → the caller decides. A
+ * late confirm is waited for like any copy's: taking it as "not stored" could leave two copies.
+ */
+async function move(settlement: Move, record: Pick<AttemptRecord, 'id'>, context: SettleContext): Promise<boolean> {
+  const { channel, message } = context;
+  const headers = carriedHeaders(message.properties.headers);
+  let copy: Copy;
+  if ('queue' in settlement) copy = toQueue(settlement.queue, headers);
+  else {
+    const route = deliveryRoute(context.names, context.mode, settlement.delayMs, context.bucket, Date.now());
+    copy = viaRoute(route, { ...headers, ...settlement.headers, ...route.headers }, context);
+  }
+  const wait = { slowAfterMs: context.confirmTimeoutMs ?? DEFAULT_CONFIRM_TIMEOUT_MS, onSlow: (error: Error) => context.onSlowConfirm?.('move', error) };
+  const result = await publishOnceMore(context, () => publishCopy(channel, copy, message, record.id, wait));
+  if (!result.stored) return false;
+  channel.ack(message);
+  return true;
 }
 
 /**
@@ -162,31 +208,23 @@ async function publishOnceMore(context: HoldContext, publish: () => Promise<Copy
 }
 
 /**
- * EVENTS=durable, a final outcome: its event is confirmed before the message is acked, rejected or
- * copied. An event that cannot be stored on a live channel sends the message back to its queue, so it
- * is neither settled without its event nor left unacked: it is attempted again, its event published again.
+ * EVENTS=durable: stores the outcome's event and waits for its confirm (PUBLISH_TIMEOUT); a returned
+ * or nacked event is published once more after a redeclare. One that still is not stored is
+ * reported to the context and its callback settled all the same (see settle). Throws only when the
+ * channel is gone: the broker redelivers the callback, and its event is published again.
  */
-async function storeEventFirst(context: HoldContext, rejected: boolean): Promise<void> {
-  const { storeEvent, channel, message } = context;
-  if (!storeEvent) return;
-  const result = await publishOnceMore(context, () => storeEvent(rejected));
-  if (result.stored) return;
-  channel.nack(message, false, true);
-  throw new RelayError('CR_ERR_EVENT_NOT_STORED', `the outcome event was not stored (${result.cause}: ${result.error.message}); the message went back to its queue`, { cause: result.error });
-}
-
-/**
- * EVENTS=durable, a retry stored: its `retry-scheduled` event, best effort. Not stored, it is reported
- * to the context and the original acked all the same: its copy already carries the callback on.
- */
-async function storeEventAfter(context: HoldContext): Promise<void> {
-  if (!context.storeEvent) return;
-  const result = await publishOnceMore(context, () => (context.storeEvent as StoreEvent)(false));
-  if (!result.stored) context.onEventLost?.(result.error);
+async function storeEvent(context: HoldContext, rejected: boolean, final: boolean): Promise<void> {
+  const { storeEvent: store } = context;
+  if (!store) return;
+  const result = await publishOnceMore(context, () => store(rejected));
+  if (!result.stored) {
+    const lost = new RelayError('CR_ERR_EVENT_NOT_STORED', `the outcome event was not stored (${result.cause}: ${result.error.message}); the callback is settled without it`, { cause: result.error });
+    context.onEventLost?.(lost, final);
+  }
 }
 
 /** The copy a settlement publishes: its route, and the headers that carry the retry state. */
-function copyOf(settlement: Exclude<Settlement, { kind: 'ack' }>, record: Pick<AttemptRecord, 'id'>, context: HoldContext): Copy {
+function copyOf(settlement: Exclude<Settlement, { kind: 'ack' } | Move>, record: Pick<AttemptRecord, 'id'>, context: HoldContext): Copy {
   // Unchanged but for what dead-lettering added (P.paused → P.paused.check): holding spends no attempt.
   if (settlement.kind === 'hold') return toQueue(settlement.queue, carriedHeaders(context.message.properties.headers));
   // Only a hold is settled without a route and a record (settle's overloads).
@@ -220,6 +258,7 @@ function viaRoute(route: Route, headers: Record<string, unknown>, { names, mode 
 
 function recordHeaders(message: ConsumeMessage, record: AttemptRecord): Record<string, unknown> {
   const headers: Record<string, unknown> = carriedHeaders(message.properties.headers);
+  for (const name of DEFERRAL_HEADERS) delete headers[name];
   const put = (name: string, value: unknown): void => {
     if (value !== undefined) headers[name] = value;
   };

@@ -8,8 +8,14 @@ import { createSigner, type Signer } from '../signing/create-signer.js';
 
 /** How the worker consumes: the slots it holds and how long a stop waits for them. */
 export interface ConsumeSettings {
-  /** Unacked messages per lane consumer, and deliveries in flight at most (PREFETCH). */
+  /** Deliveries in flight at most (PREFETCH). */
   prefetch: number;
+  /**
+   * Unacked messages per queue consumer: PREFETCH, and twice that with isolation on. The second
+   * PREFETCH is a look-ahead: a target that holds every slot of its lane still has messages waiting in
+   * the worker, so isolation sees it is busy and moves its excess out of the lane (overflow).
+   */
+  queuePrefetch: number;
   drainTimeoutMs: number;
   /** `/metrics`, `/healthz`, `/readyz`; 0 = off. */
   metricsPort: number;
@@ -56,7 +62,12 @@ export function resolveWorkerSettings(config: RelayConfig): WorkerSettings {
     successBody: config.successBody,
   };
   return {
-    consume: { prefetch: config.prefetch, drainTimeoutMs: config.drainTimeout, metricsPort: config.metricsPort },
+    consume: {
+      prefetch: config.prefetch,
+      queuePrefetch: config.isolation === 'on' ? 2 * config.prefetch : config.prefetch,
+      drainTimeoutMs: config.drainTimeout,
+      metricsPort: config.metricsPort,
+    },
     delivery: { timeoutMs: config.httpTimeout, responseBodyLimit: config.responseBodyLimit, maxPayloadBytes: config.maxPayloadBytes, sign: createSigner(config) },
     retry,
     policies: loadRetryPolicies(config.retryPoliciesFile, { retry, timeoutMs: config.httpTimeout }),
@@ -83,6 +94,7 @@ export function isolationPolicy(config: RelayConfig): IsolationPolicy {
     initialPerTarget: config.targetInitialConcurrency,
     probesPerTarget: config.probeConcurrency,
     maxProbes: config.maxProbes,
+    overflowAfterMs: config.overflowAfter,
     // A timeout is always slow, even when SLOW_THRESHOLD is set at or above HTTP_TIMEOUT.
     slowThresholdMs: Math.min(config.slowThreshold, config.httpTimeout),
   };

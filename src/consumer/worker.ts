@@ -2,11 +2,12 @@ import type { AmqpConnectionManager, ChannelWrapper } from 'amqp-connection-mana
 import { connectManager } from '../amqp/connect.js';
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { Server } from 'node:http';
-import type { Dispatcher } from 'undici';
+import type { Agent, Dispatcher } from 'undici';
 import { amqpUrls } from '../config/amqp-urls.js';
 import type { RelayConfig } from '../config/load-config.js';
 import { createDurableEvents } from '../events/durable-events.js';
 import { createOutcomeEvents } from '../events/outcome-events.js';
+import { resolveBrokerEndpoints } from '../http/broker-endpoints.js';
 import { createGuardedAgent } from '../http/guarded-agent.js';
 import { ArrivalOrder, TargetIsolation } from '../isolation/target-isolation.js';
 import type { Logger } from '../logger.js';
@@ -15,6 +16,7 @@ import { createRelayMetrics } from '../metrics/relay-metrics.js';
 import type { Random } from '../policy/jitter.js';
 import { connectTopology, type ResolvedTopology } from '../topology/connect-topology.js';
 import { applyTopology } from '../topology/declare-once.js';
+import { createRedeclare } from '../topology/redeclare.js';
 import { loadTracing, type Tracing } from '../tracing/tracing.js';
 import { sleep } from '../util/with-timeout.js';
 import { createDueHold, HOLD_PREFETCH } from './hold-until-due.js';
@@ -39,7 +41,10 @@ export interface WorkerDeps {
 export interface Worker {
   /** Connects, declares the topology and starts consuming; resolves once consuming. */
   start(): Promise<void>;
-  /** Stops consuming, lets in-flight deliveries finish within DRAIN_TIMEOUT, then closes. */
+  /**
+   * Stops consuming, gives back at once what waited for a slot, lets in-flight deliveries (and the
+   * settles, moves and holds under way) finish within DRAIN_TIMEOUT, then closes.
+   */
   stop(): Promise<void>;
   /** Deliveries in progress. */
   readonly inFlight: number;
@@ -60,7 +65,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   const clock = deps.clock ?? Date.now;
   const abort = new AbortController();
   const inFlight = new Set<Promise<void>>();
-  const agent = createGuardedAgent({ timeoutMs: settings.delivery.timeoutMs, policy: settings.addressPolicy });
+  let agent: Agent | undefined;
   let manager: AmqpConnectionManager | undefined;
   let channel: ChannelWrapper | undefined;
   let consumers: { channel: ConfirmChannel; tags: string[] } | undefined;
@@ -71,6 +76,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   let server: Server | undefined;
   let dueMover: DueMover | undefined;
   let control: ControlReader | undefined;
+  let pipeline: ReturnType<typeof createPipeline> | undefined;
   const isolation = settings.isolation && new TargetIsolation<Job>(settings.isolation);
   const metrics = createRelayMetrics(() => isolation);
   const tracing = 'tracing' in deps ? deps.tracing : loadTracing(logger);
@@ -84,14 +90,19 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     await applyTopology(topology.url, topology);
     // A stop during start: open nothing more (stop() closes what exists).
     if (stopping) return;
+    // The broker's own AMQP, management and Prometheus endpoints are never dialled, whatever TARGET_ALLOW says.
+    const broker = await resolveBrokerEndpoints(config.amqpUrl);
+    if (broker.unresolved.length > 0) logger.warn({ hosts: broker.unresolved }, 'could not resolve these AMQP_URL hosts: callbacks are not kept from their addresses');
+    agent = createGuardedAgent({ timeoutMs: settings.delivery.timeoutMs, policy: { ...settings.addressPolicy, broker: broker.endpoints } });
     const events = settings.events === 'on' ? createOutcomeEvents(topology.names.eventsExchange, clock) : undefined;
     const observer = events ? observeAll([metrics.observer, events]) : metrics.observer;
     // Cancels and pauses: read P.control up to the present before the first message is consumed.
     control = await startControlReader({ urls: amqpUrls(config.amqpUrl), names: topology.names, logger, clock, moveHeld: { timeoutMs: settings.publishTimeoutMs } });
     if (stopping) return void (await control.close());
-    const { handle, channelClosed, shareHealth } = createPipeline(
+    pipeline = createPipeline(
       pipelineContext(settings, { topology, dispatcher: agent, scheduler: isolation ?? new ArrivalOrder(consume.prefetch), control, observer, tracing: await tracing, clock, random: deps.random ?? Math.random, logger }),
     );
+    const { handle, shareHealth } = pipeline;
     control.onHealth(shareHealth);
     // The broker cancelled a consumer (queue deleted, its node gone, a consumer timeout): a worker
     // that keeps the connection but consumes nothing must not look ready. Recycle the connection once;
@@ -114,7 +125,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
         void work.finally(() => inFlight.delete(work));
       });
     };
-    if (topology.mode === 'plugin') dueMover = createDueMover(topology.names, consume.prefetch, logger);
+    if (topology.mode === 'plugin') dueMover = createDueMover(topology.names, consume.prefetch, logger, createRedeclare(topology, settings.publishTimeoutMs));
     manager = connectManager(config.amqpUrl);
     manager.on('connect', () => {
       // Registered before the channel's own listener, so this runs before the setup consumes again.
@@ -143,13 +154,13 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
         // slot must not be attempted (another worker may have them already).
         ch.once('close', () => {
           dueHold.channelClosed(ch);
-          channelClosed(ch);
+          pipeline?.channelClosed(ch);
         });
         // basic.qos without `global` limits each consumer started after it on this channel, so each
-        // lane may hold PREFETCH messages and a target alone in its lane can fill every slot:
+        // queue may hold queuePrefetch messages and a target alone in its lane can fill every slot:
         // https://www.rabbitmq.com/docs/consumer-prefetch
         // Queues mode: room on top for the messages held until due, which take no delivery slot.
-        await ch.prefetch(consume.prefetch + (topology.mode === 'queues' ? HOLD_PREFETCH : 0));
+        await ch.prefetch(consume.queuePrefetch + (topology.mode === 'queues' ? HOLD_PREFETCH : 0));
         const tags: string[] = [];
         const queues: [string, Lane][] = [...topology.names.workQueues.map((queue, lane): [string, Lane] => [queue, String(lane)]), [topology.names.slowQueue, 'slow']];
         for (const [queue, lane] of queues) tags.push((await ch.consume(queue, (message) => onMessage(message, ch, lane), { noAck: false })).consumerTag);
@@ -169,17 +180,22 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     stopping = true;
     ready = false;
     abort.abort();
+    // No attempt starts from here on; once the consumers are cancelled nothing more arrives, and what
+    // only waited for a slot goes back to its queue unattempted (pipeline.ts giveBack).
+    pipeline?.stop();
     for (const tag of consumers?.tags ?? []) await consumers?.channel.cancel(tag).catch(() => {});
+    const returned = pipeline?.giveBackWaiting() ?? 0;
+    logger.info({ returned }, 'draining: callbacks that waited for a slot went back to their queues unattempted');
     // Held messages are not due yet: they stay unacked, and closing the channel returns them to their lanes.
     dueHold.clear();
-    await dueMover?.close();
-    const drained = Promise.allSettled([...inFlight]).then(() => true);
+    // Moves of due messages (plugin mode) in progress finish within the drain too.
+    const drained = Promise.allSettled([...inFlight, dueMover?.close()]).then(() => true);
     const finished = await Promise.race([drained, sleep(consume.drainTimeoutMs).then(() => false)]);
     if (!finished) logger.warn({ unfinished: inFlight.size }, 'drain timeout: unfinished deliveries return to the queue');
     await channel?.close().catch(() => {});
     await manager?.close().catch(() => {});
     await control?.close();
-    await agent.close().catch(() => {});
+    await agent?.close().catch(() => {});
     await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
     await (await tracing)?.shutdown().catch(() => {});
     logger.info('worker stopped');

@@ -5,8 +5,13 @@
  */
 export type ControlMarker =
   | { type: 'cancel'; id: string; at: string }
-  /** `by`: who paused it, an operator (the CLI) or a worker's AUTO_PAUSE_AFTER; absent in markers written before it was added. */
-  | { type: 'pause'; origin: string; at: string; by?: PausedBy }
+  /**
+   * `by`: who paused it, an operator (the CLI) or a worker's AUTO_PAUSE_AFTER; absent in markers written
+   * before it was added. `since`: set on a pause a worker wrote again so that the stream's retention
+   * does not end it (control-reader.ts), the time of the pause it renews; such a marker never pauses
+   * an origin resumed at or after `since`.
+   */
+  | { type: 'pause'; origin: string; at: string; by?: PausedBy; since?: string }
   | { type: 'resume'; origin: string; at: string }
   /** A worker's circuit for `target` opened (`degraded`) or closed (`recovered`); `from` names the reader that wrote it. */
   | { type: 'degraded' | 'recovered'; target: string; from: string; at: string }
@@ -45,7 +50,9 @@ export function parseMarker(content: Buffer): ControlMarker | undefined {
     case 'pause': {
       const origin = text('origin');
       const by = record.by === 'operator' || record.by === 'auto-pause' ? { by: record.by as PausedBy } : {};
-      return origin === undefined ? undefined : { type: 'pause', origin, at, ...by };
+      const since = text('since');
+      const renews = since !== undefined && !Number.isNaN(Date.parse(since)) ? { since } : {};
+      return origin === undefined ? undefined : { type: 'pause', origin, at, ...by, ...renews };
     }
     case 'resume': {
       const origin = text('origin');

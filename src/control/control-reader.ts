@@ -11,6 +11,8 @@ import { applyDeclarations } from '../topology/declare-list.js';
 import { CONTROL_MAX_AGE_MS, controlStream } from './declare-control.js';
 import { heldDestination, moveTo } from './move-held.js';
 import { publishMarker, publishMarkerBestEffort, wrapperChannel } from './publish-markers.js';
+import { sleep } from '../util/with-timeout.js';
+import { RereadCheck, type ReadMarker } from './reread-check.js';
 
 /** Cancelled ids a worker keeps at most (about 100 MB at the longest ids); the oldest are forgotten first. */
 export const MAX_CANCELLED = 200_000;
@@ -22,6 +24,13 @@ const HEALTH_FRESH_MS = 30_000;
 const HELD_PREFETCH = 100;
 /** How long a starting worker waits to have read the stream up to the present before consuming anyway. */
 const SYNC_TIMEOUT_MS = 30_000;
+/**
+ * A pause whose newest marker is this old is written again, well within the stream's 30-day
+ * retention, so it never ages out while it lasts. Checked every PAUSE_RENEW_CHECK_MS by every worker;
+ * the first renewal read stops the others'.
+ */
+export const PAUSE_RENEW_AGE_MS = 7 * 86_400_000;
+const PAUSE_RENEW_CHECK_MS = 3_600_000;
 /** How long a marker of the reader's may wait for its confirm when no PUBLISH_TIMEOUT is given (the default one). */
 const MARKER_TIMEOUT_MS = 10_000;
 
@@ -51,13 +60,17 @@ export interface ControlReaderOptions {
   moveHeld?: { timeoutMs: number } | undefined;
   /** PUBLISH_TIMEOUT for the reader's own markers (sync, health, pause); else that of `moveHeld`, else 10 s. */
   publishTimeoutMs?: number | undefined;
+  /** Renew pauses whose newest marker is older than this (default PAUSE_RENEW_AGE_MS), checking every `checkMs`. */
+  renewPauses?: { ageMs: number; checkMs: number } | undefined;
 }
 
 /**
  * Every worker's reader of P.control, on a reconnecting connection of its own. It reads the stream
  * from its first marker into a ControlState, then follows it live; after a reconnect it resumes at
  * the offset after the last marker it applied (`x-stream-offset`):
- * https://www.rabbitmq.com/docs/streams#consuming
+ * https://www.rabbitmq.com/docs/streams#consuming. After the broker cancelled its consumer (the stream
+ * deleted, or its node gone) it reads the stream again from its start, since a stream declared anew
+ * starts at offset 0, and applies what it had not applied yet (reread-check.ts).
  *
  * Resolves once the state holds every marker written before the worker started: it appends a `sync`
  * marker of its own and waits to read it back (at most SYNC_TIMEOUT_MS; then it warns and goes on).
@@ -70,7 +83,16 @@ export async function startControlReader(options: ControlReaderOptions): Promise
   const sync = new Promise<void>((resolve) => (synced = resolve));
   /** The offset of the next marker to apply: markers before it are skipped when a resumed read repeats them. */
   let next = 0;
+  /** The last marker applied, to tell the same stream from a new one after a cancel. */
+  let last: ReadMarker | undefined;
+  /** Set by a consumer cancel: the next setup reads from the start and checks. */
+  let reread = false;
+  let check: { verdict: RereadCheck; nonce: string; timer: NodeJS.Timeout } | undefined;
   let closing = false;
+  /** The reader closes: a held callback's send-back goes back without its wait. */
+  const stopping = new AbortController();
+  /** Held callbacks being moved: a close lets each reach its ack, so none is left both moved and requeued. */
+  const moving = new Set<Promise<void>>();
   let live = false;
   let healthListener: ((target: string, state: HealthState) => void) | undefined;
   const manager: AmqpConnectionManager = amqp.connect(options.urls, { reconnectTimeInSeconds: 1, heartbeatIntervalInSeconds: 10 });
@@ -79,15 +101,39 @@ export async function startControlReader(options: ControlReaderOptions): Promise
   const onMessage = (channel: ConfirmChannel, message: ConsumeMessage | null): void => {
     if (message === null) {
       // The stream was deleted or its node went away: read it again on a new connection.
-      if (!closing) manager.reconnect();
+      if (!closing) {
+        reread = true;
+        manager.reconnect();
+      }
       return;
     }
     const offset = Number(message.properties.headers?.['x-stream-offset']);
     channel.ack(message);
+    const read = { offset, content: message.content };
+    if (check === undefined || !Number.isInteger(offset)) return applyRead(read);
+    const marker = parseMarker(message.content);
+    decide(check.verdict.next(read, marker?.type === 'sync' && marker.nonce === check.nonce));
+  };
+
+  const decide = (verdict: ReturnType<RereadCheck['next']>): void => {
+    if (!verdict.decided || check === undefined) return;
+    clearTimeout(check.timer);
+    check = undefined;
+    if (verdict.renewed) {
+      logger.warn({ stream: names.controlQueue }, 'the control stream is a new one (deleted and declared again): reading it from its start');
+      next = 0;
+    }
+    for (const read of verdict.apply) applyRead(read);
+  };
+
+  const applyRead = ({ offset, content }: ReadMarker): void => {
     // A read resumed at an offset may start at the beginning of the chunk holding it.
     if (Number.isInteger(offset) && offset < next) return;
-    if (Number.isInteger(offset)) next = offset + 1;
-    const marker = parseMarker(message.content);
+    if (Number.isInteger(offset)) {
+      next = offset + 1;
+      last = { offset, content };
+    }
+    const marker = parseMarker(content);
     if (!marker) return;
     state.apply(marker);
     if (marker.type === 'sync' && marker.nonce === nonce) synced();
@@ -115,7 +161,11 @@ export async function startControlReader(options: ControlReaderOptions): Promise
     // A held callback cancelled meanwhile goes back to its lane, where a worker parks it as canceled.
     const id = String(message.properties.messageId ?? '');
     const holdOn = (origin: string): boolean => state.isPaused(origin) && !isCancelled(id, message.properties.headers);
-    void sync.then(() => moveTo(channel, message, heldDestination(message.content, names, holdOn), id, timeoutMs));
+    // While closing it stays unacked: the channel's close puts it back in P.paused.check.
+    if (closing) return;
+    const moved = sync.then(() => moveTo(channel, message, heldDestination(message.content, names, holdOn), names, timeoutMs, stopping.signal));
+    moving.add(moved);
+    void moved.finally(() => moving.delete(moved));
   };
 
   const channel: ChannelWrapper = manager.createChannel({
@@ -123,7 +173,17 @@ export async function startControlReader(options: ControlReaderOptions): Promise
     setup: async (ch: ConfirmChannel) => {
       await applyDeclarations(ch, controlStream(names));
       await ch.prefetch(PREFETCH);
-      await ch.consume(names.controlQueue, (message) => onMessage(ch, message), { noAck: false, arguments: { 'x-stream-offset': next } });
+      const checking = reread && last !== undefined;
+      if (checking && last !== undefined) {
+        clearTimeout(check?.timer);
+        const pending = { verdict: new RereadCheck(last), nonce: randomUUID(), timer: setTimeout(() => pending === check && decide(pending.verdict.expire()), SYNC_TIMEOUT_MS) };
+        pending.timer.unref();
+        check = pending;
+      }
+      reread = false;
+      await ch.consume(names.controlQueue, (message) => onMessage(ch, message), { noAck: false, arguments: { 'x-stream-offset': checking ? 0 : next } });
+      // Read back, it tells a new stream shorter than the old one (reread-check.ts).
+      if (checking && check) void publishMarkerBestEffort(markerChannel, names.controlQueue, { type: 'sync', nonce: check.nonce, at: new Date(clock()).toISOString() }, markerTimeoutMs, () => {});
       const moveHeld = options.moveHeld;
       if (moveHeld) {
         await ch.prefetch(HELD_PREFETCH);
@@ -151,6 +211,14 @@ export async function startControlReader(options: ControlReaderOptions): Promise
   if (stored && !readToPresent) logger.warn({ waitedMs: SYNC_TIMEOUT_MS }, 'the control stream was not read to its end in time; consuming while it is still being read');
   synced();
   logger.info({ cancelled: state.cancelledCount, paused: state.pausedOrigins().length }, 'control stream read');
+  // A pause lasts until its resume, not until the stream's retention drops its marker: renew it.
+  const renew = options.renewPauses ?? { ageMs: PAUSE_RENEW_AGE_MS, checkMs: PAUSE_RENEW_CHECK_MS };
+  const renewal = setInterval(() => {
+    for (const { origin, since, by } of state.pausesToRenew(renew.ageMs)) {
+      broadcast({ type: 'pause', origin, at: new Date(clock()).toISOString(), since, ...(by && { by }) });
+    }
+  }, renew.checkMs);
+  renewal.unref();
 
   return {
     isCancelled,
@@ -168,6 +236,10 @@ export async function startControlReader(options: ControlReaderOptions): Promise
     readToPresent,
     async close() {
       closing = true;
+      stopping.abort();
+      // A copy waits for a definite confirm; a connection blocked for longer is closed all the same.
+      if (moving.size > 0) await Promise.race([Promise.allSettled([...moving]), sleep(options.moveHeld?.timeoutMs ?? MARKER_TIMEOUT_MS)]);
+      clearInterval(renewal);
       await channel.close().catch(() => {});
       await manager.close().catch(() => {});
     },

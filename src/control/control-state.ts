@@ -41,8 +41,10 @@ export interface ControlView {
 export class ControlState {
   /** Cancelled id → when it was cancelled (ms). A Map iterates in insertion order: oldest first. */
   private readonly cancelled = new Map<string, number>();
-  /** Paused origin → when it was paused (ms) and by whom, when the marker says. */
-  private readonly paused = new Map<string, { at: number; by: PausedBy | undefined }>();
+  /** Paused origin → when it was paused (ms), by whom when the marker says, and its newest pause marker (ms). */
+  private readonly paused = new Map<string, { at: number; by: PausedBy | undefined; latest: number }>();
+  /** Origin → its last resume (ms), so a renewed pause written as it was resumed does not pause it again. */
+  private readonly resumed = new Map<string, number>();
 
   constructor(
     private readonly limits: ControlStateLimits,
@@ -59,11 +61,22 @@ export class ControlState {
         this.cancelled.set(marker.id, at);
         this.evict();
         return;
-      case 'pause':
-        if (!this.paused.has(marker.origin)) this.paused.set(marker.origin, { at, by: marker.by });
+      case 'pause': {
+        const held = this.paused.get(marker.origin);
+        if (held) {
+          held.latest = Math.max(held.latest, at);
+          return;
+        }
+        const since = marker.since === undefined ? at : Date.parse(marker.since);
+        // A renewal of a pause that was resumed since: the resume wins, whatever order they were stored in.
+        if (marker.since !== undefined && (this.resumed.get(marker.origin) ?? Number.NEGATIVE_INFINITY) >= since) return;
+        this.paused.set(marker.origin, { at: since, by: marker.by, latest: at });
         return;
+      }
       case 'resume':
         this.paused.delete(marker.origin);
+        this.resumed.set(marker.origin, at);
+        this.forgetOldResumes();
         return;
       case 'sync':
       case 'degraded':
@@ -93,9 +106,24 @@ export class ControlState {
     return [...this.paused].map(([origin, { at, by }]) => ({ origin, since: new Date(at).toISOString(), by: by ?? null }));
   }
 
+  /**
+   * Paused origins whose newest pause marker is older than `ageMs`: to be written again before the
+   * stream's retention drops it, with `since` and `by` of the pause they renew.
+   */
+  pausesToRenew(ageMs: number): Array<{ origin: string; since: string; by: PausedBy | undefined }> {
+    const before = this.clock() - ageMs;
+    return [...this.paused].filter(([, pause]) => pause.latest < before).map(([origin, { at, by }]) => ({ origin, since: new Date(at).toISOString(), by }));
+  }
+
   /** Cancelled ids held now. */
   get cancelledCount(): number {
     return this.cancelled.size;
+  }
+
+  /** A resume older than the stream's retention can no longer meet a renewal of its pause. */
+  private forgetOldResumes(): void {
+    const oldest = this.clock() - this.limits.maxAgeMs;
+    for (const [origin, at] of this.resumed) if (at < oldest) this.resumed.delete(origin);
   }
 
   /** Drops ids past the size limit and, from the oldest, those past the age limit. */

@@ -1,5 +1,6 @@
 import { queue, type Declaration } from '../topology/declare-list.js';
 import { queueArguments } from '../topology/queue-arguments.js';
+import { DEAD_QUEUE_DELIVERY_LIMIT } from '../topology/declare-delivery-path.js';
 import type { TopologyNames } from '../topology/topology-names.js';
 
 /** How long a held callback waits in P.paused before it is checked again: at most this long after a resume, it is back in its lane. */
@@ -13,8 +14,20 @@ export const HOLD_RECHECK_MS = 10_000;
  * order, so held callbacks keep their order. RabbitMQ cannot pick one target's messages out of a
  * queue, hence the circulation: https://www.rabbitmq.com/docs/ttl#per-queue-message-ttl and
  * https://www.rabbitmq.com/docs/consumers#single-active-consumer
+ *
+ * P.paused is never consumed: its messages only expire, so no delivery limit can apply to it.
+ * P.paused.check is consumed, and a held callback passes through it every HOLD_RECHECK_MS for as long
+ * as its origin is paused. A move that fails goes back with a count of ours (consumer/send-back.ts),
+ * never by requeue; but a channel that dies holding it (HELD_PREFETCH at a time) returns it, and that
+ * counts toward a quorum queue's delivery limit, which RabbitMQ 4 sets to 20 when none is given,
+ * dropping the message past it without a dead-letter target. So P.paused.check states a limit as
+ * unreachable as P.dead's and dead-letters into P.dead: a held callback is never dropped.
+ * https://www.rabbitmq.com/docs/quorum-queues#poison-message-handling
  */
 export const pausedQueues = (names: TopologyNames, type: 'quorum' | 'classic'): Declaration[] => [
   queue(names.pausedQueue, queueArguments({ type, messageTtlMs: HOLD_RECHECK_MS, deadLetter: { exchange: '', routingKey: names.pausedCheckQueue } })),
-  queue(names.pausedCheckQueue, { ...queueArguments({ type }), 'x-single-active-consumer': true }),
+  queue(names.pausedCheckQueue, {
+    ...queueArguments({ type, deadLetter: { exchange: '', routingKey: names.deadQueue }, deliveryLimit: DEAD_QUEUE_DELIVERY_LIMIT }),
+    'x-single-active-consumer': true,
+  }),
 ];

@@ -4,15 +4,19 @@ import { laneBucket, laneOf } from '../topology/lanes.js';
 import type { TopologyNames } from '../topology/topology-names.js';
 
 /**
- * Moves a consumed message to `queue` as settle holds a paused target's callback (consumer/settle.ts):
- * a confirmed copy with the callback's headers, attempt count included, then the ack. A returned or
- * nacked copy is published once more (after `redeclare`, when given); one that still cannot be stored
- * sends the message back to its own queue a second later. Either way it is always in a queue, or
- * unacked on this channel.
+ * Moves a message consumed from P.paused.check to `queue` as settle holds a paused target's callback
+ * (consumer/settle.ts): a confirmed copy with the callback's headers, attempt count included, then
+ * the ack. A returned or nacked copy is published once more (after `redeclare`, when given); one that
+ * still cannot be stored goes back to P.paused.check a bounded number of times, then to P.dead as
+ * `unsettled` (consumer/send-back.ts): never dropped, never requeued without a count of ours. Either
+ * way it is always in a queue, or unacked on this channel. `stopping` (the reader closes) sends it
+ * back without the send-back's wait.
  */
-export async function moveTo(channel: ConfirmChannel, message: ConsumeMessage, queue: string, id: string, timeoutMs: number, redeclare?: () => Promise<void>): Promise<void> {
+export async function moveTo(channel: ConfirmChannel, message: ConsumeMessage, queue: string, names: TopologyNames, timeoutMs: number, stopping?: AbortSignal): Promise<void> {
+  const id = String(message.properties.messageId ?? '');
+  const returnTo = { queue: names.pausedCheckQueue, deadQueue: names.deadQueue };
   try {
-    await settle({ kind: 'hold', queue }, { id }, { channel, message, confirmTimeoutMs: timeoutMs, redeclare });
+    await settle({ kind: 'hold', queue, returnTo }, { id }, { channel, message, confirmTimeoutMs: timeoutMs, stopping });
   } catch {
     // The channel closed: the broker has requeued the message.
   }

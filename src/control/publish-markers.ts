@@ -85,27 +85,39 @@ export function wrapperChannel(wrapper: ChannelWrapper): MarkerChannel {
 }
 
 /**
- * Appends one marker to the control stream and resolves once the broker confirmed it, within
- * `timeoutMs` (PUBLISH_TIMEOUT) from the call, the wait for a connection included. A marker whose
- * channel closed before its confirm is published again on the next one: stored twice, it has the
- * effect of one. Rejects with a stable code (marker-failure.ts).
+ * Time a channel spent declaring the topology since a moment (a Date.now() value): left out of a
+ * marker's PUBLISH_TIMEOUT, as it is no wait for the broker to store the marker (see
+ * producer/declaration-gate.ts).
  */
-export async function publishMarker(channel: MarkerChannel, queue: string, marker: ControlMarker, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+export type DeclaringSince = (since: number) => number;
+
+/**
+ * Appends one marker to the control stream and resolves once the broker confirmed it, within
+ * `timeoutMs` (PUBLISH_TIMEOUT) from the call, the wait for a connection included, the time the
+ * channel spent declaring the topology (`declaring`) not. A marker whose channel closed before its
+ * confirm is published again on the next one: stored twice, it has the effect of one. Rejects with
+ * a stable code (marker-failure.ts).
+ */
+export async function publishMarker(channel: MarkerChannel, queue: string, marker: ControlMarker, timeoutMs: number, declaring?: DeclaringSince): Promise<void> {
+  const start = Date.now();
+  const timeLeft = (): number => timeoutMs - (Date.now() - start) + (declaring?.(start) ?? 0);
   const content = encodeMarker(marker);
   const properties = markerProperties(marker);
   let lostAfterSend = false;
   for (;;) {
-    const open = await channel(Math.max(0, deadline - Date.now()));
+    const open = await channel(Math.max(0, timeLeft()));
     let error: unknown;
     if (open !== undefined) {
       try {
-        return await publishConfirmed(open, { exchange: '', routingKey: queue }, content, properties, Math.max(0, deadline - Date.now()));
+        return await publishConfirmed(open, { exchange: '', routingKey: queue }, content, properties, Math.max(0, timeLeft()));
       } catch (failed) {
         error = failed;
       }
+    } else if (timeLeft() > 0) {
+      // The wait for a channel outlasted the deadline only because a declaration ran meanwhile.
+      continue;
     }
-    const decision = decideMarkerFailure({ what: markerName(marker), queue, error, lostAfterSend, timeLeftMs: deadline - Date.now(), timeoutMs });
+    const decision = decideMarkerFailure({ what: markerName(marker), queue, error, lostAfterSend, timeLeftMs: timeLeft(), timeoutMs });
     if (decision.action === 'reject') throw decision.error;
     lostAfterSend = true;
     await sleep(REPUBLISH_PAUSE_MS);

@@ -1,3 +1,4 @@
+import { printable } from '../formats/printable.js';
 import type { DlqEntry } from './dlq-entry.js';
 
 /** Columns of the human table: header, cell, and the widest a cell may be (the last one is not padded). */
@@ -44,6 +45,6 @@ export function formatAge(seconds: number): string {
  * terminal; over-long text is cut with an ellipsis so the columns stay readable.
  */
 function cell(text: string, max: number): string {
-  const clean = text.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ');
+  const clean = printable(text);
   return clean.length > max ? `${clean.slice(0, max - 1)}…` : clean;
 }

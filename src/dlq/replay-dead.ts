@@ -38,7 +38,9 @@ export const MAX_HELD_BYTES = 64 * 1024 * 1024;
  *
  * In queues mode exchange P is a direct exchange and the copy is published `mandatory`: should
  * nothing be bound (a topology half deleted), the broker returns it rather than dropping it and
- * acking, and the original stays in P.dead. The plugin's exchange does not support the flag.
+ * acking, and the original stays in P.dead. The plugin's exchange does not support the flag. The
+ * copies go one at a time, so a return is matched to its publish without a token: no header of the
+ * relay's own survives into the replayed copy (see replay-publish-options.ts).
  */
 export async function replayDead(
   session: DeadQueueSession,
@@ -76,7 +78,8 @@ export async function replayDead(
       }
       try {
         const options = { ...replayPublishOptions(message.properties, entry.id, new Date().toISOString()), mandatory };
-        await publishConfirmed(channel, { exchange: names.exchange, routingKey: names.routingKey }, message.content, options, session.publishTimeoutMs);
+        // One publish at a time on this channel: a return is matched without a header of ours on the copy.
+        await publishConfirmed(channel, { exchange: names.exchange, routingKey: names.routingKey }, message.content, options, session.publishTimeoutMs, 'serial');
       } catch (error) {
         kept.push(message);
         throw error;
@@ -97,7 +100,7 @@ export async function replayDead(
 async function moveToTail(session: DeadQueueSession, message: GetMessage, held: GetMessage[]): Promise<void> {
   try {
     const target = { exchange: '', routingKey: session.names.deadQueue };
-    await publishConfirmed(session.channel, target, message.content, { ...refreshPublishOptions(message.properties), mandatory: true }, session.publishTimeoutMs);
+    await publishConfirmed(session.channel, target, message.content, { ...refreshPublishOptions(message.properties), mandatory: true }, session.publishTimeoutMs, 'serial');
   } catch (error) {
     held.push(message);
     throw error;

@@ -23,7 +23,7 @@ export interface OutcomeEvent {
   nextAttemptAt: string | undefined;
   /** For `dead`: exhausted, rejected, invalid…; for `canceled`: canceled. */
   reason: string | undefined;
-  /** How long the attempt took (0 when it failed fast, e.g. `circuit open`). */
+  /** How long the attempt took. */
   durationMs: number | undefined;
   /** The worker that made the attempt: `<host>/<pid>`. */
   worker: string;
@@ -83,6 +83,7 @@ export function createOutcomeEvents(exchange: string, clock: () => number, worke
     settleFallback: none,
     transition: none,
     inFlight: none,
+    moved: none,
   };
 }
 

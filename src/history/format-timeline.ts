@@ -1,9 +1,11 @@
 import type { OutcomeEvent } from '../events/outcome-events.js';
+import { printable } from '../formats/printable.js';
 
 /**
  * One line of a callback's timeline: when, which attempt, what happened (status or error), how long
  * it took, which worker, and when the next attempt is due. `withId` adds the callback's id and URL
- * (for `--follow`, where lines of many callbacks interleave).
+ * (for `--follow`, where lines of many callbacks interleave). Every part is made printable, as in
+ * `dlq list`: the URL and the error text come from outside and must not reach the terminal raw.
  */
 export function formatTimelineLine(event: OutcomeEvent, withId = false): string {
   const result = event.status !== undefined ? `HTTP ${event.status}` : '';
@@ -18,5 +20,8 @@ export function formatTimelineLine(event: OutcomeEvent, withId = false): string 
     event.worker ?? '-',
     event.nextAttemptAt !== undefined ? `next ${event.nextAttemptAt}` : '',
   ];
-  return parts.filter((part) => part !== '').join('  ');
+  return parts
+    .filter((part) => part !== '')
+    .map(printable)
+    .join('  ');
 }

@@ -12,6 +12,11 @@ export interface HistoryRead {
   /** Keep reading new events until `signal` aborts; otherwise stop at the end of the stream. */
   follow: boolean;
   signal?: AbortSignal;
+  /**
+   * Called once the broker has confirmed the consumer (`basic.consume-ok`). A `next` read sees only
+   * events stored after this point, so a caller that must not miss one waits for it.
+   */
+  onReading?: () => void;
 }
 
 /** Events a reader may hold unacked: a stream consumer must set a prefetch, and it paces the broker. */
@@ -85,8 +90,9 @@ export async function readHistory(channel: Channel, queue: string, read: History
       .consume(queue, onMessage, { noAck: false, arguments: { 'x-stream-offset': streamOffset(read.from) } })
       .then(({ consumerTag }) => {
         tag = consumerTag;
-        if (read.signal?.aborted) finish();
-        else rearm();
+        if (read.signal?.aborted) return finish();
+        read.onReading?.();
+        rearm();
       }, reject);
   });
 }

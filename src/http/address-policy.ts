@@ -1,5 +1,5 @@
 import { BlockList, isIP } from 'node:net';
-import { parseCidr, type Cidr } from '../formats/cidr.js';
+import { coversPort, parseCidr, type Cidr } from '../formats/cidr.js';
 
 export { parseCidr, parseCidrList, type Cidr } from '../formats/cidr.js';
 
@@ -11,10 +11,19 @@ export interface AddressPolicy {
    * callers, and internal receivers are listed in `allow`.
    */
   readonly strict: boolean;
-  /** Always permitted, even link-local or metadata addresses: the allow list wins. Default: `[]`. */
+  /**
+   * Always permitted, even link-local or metadata addresses: the allow list wins over all but `broker`.
+   * An entry with ports permits only those ports. Default: `[]`.
+   */
   readonly allow: readonly Cidr[];
-  /** Refused in addition to the built-in rules. Default: `[]`. */
+  /** Refused in addition to the built-in rules (an entry with ports: only those ports). Default: `[]`. */
   readonly deny: readonly Cidr[];
+  /**
+   * The broker the worker is connected to, with its AMQP, management and Prometheus ports
+   * (broker-endpoints.ts): refused whatever `allow` says, since a callback there could administer the
+   * broker. Default: `[]`.
+   */
+  readonly broker?: readonly Cidr[];
 }
 
 export type AddressVerdict = { allowed: true } | { allowed: false; reason: string };
@@ -49,12 +58,13 @@ const STRICT_DENIED: readonly Rule[] = [
 ];
 
 /**
- * Decides whether `ip` (a resolved address or an IP literal, zone id allowed) may be dialled.
- * Order: allow list, deny list, always-denied rules, strict-only rules. An IPv6 address that carries
- * an IPv4 address (mapped, compatible, NAT64, 6to4; see embeddedIpv4) is also judged by that address.
- * Anything that is not an IP address is refused (fail closed).
+ * Decides whether `ip` (a resolved address or an IP literal, zone id allowed) may be dialled on TCP
+ * `port`. Order: the broker's own endpoints, allow list, deny list, always-denied rules, strict-only
+ * rules. An IPv6 address that carries an IPv4 address (mapped, compatible, NAT64, 6to4; see
+ * embeddedIpv4) is also judged by that address. Anything that is not an IP address is refused (fail
+ * closed); without a port, ported allow entries permit nothing and ported refusals refuse.
  */
-export function checkAddress(ip: string, policy: AddressPolicy): AddressVerdict {
+export function checkAddress(ip: string, policy: AddressPolicy, port?: number): AddressVerdict {
   const address = ip.split('%')[0] ?? '';
   const version = isIP(address);
   if (version === 0) return { allowed: false, reason: `${ip} is not an IP address` };
@@ -64,8 +74,12 @@ export function checkAddress(ip: string, policy: AddressPolicy): AddressVerdict 
   const shown = embedded.length === 0 ? ip : `${ip} (${embedded.join(' or ')})`;
   const matches = (blocks: BlockList): boolean => views.some((view) => blocks.check(view.address, view.family));
 
-  if (policy.allow.length > 0 && matches(toBlockList(policy.allow))) return { allowed: true };
-  const denied = policy.deny.find((cidr) => matches(toBlockList([cidr])));
+  const refuses = (cidr: Cidr): boolean => (port === undefined || coversPort(cidr, port)) && matches(toBlockList([cidr]));
+  const broker = policy.broker?.find(refuses);
+  if (broker !== undefined) return { allowed: false, reason: `${shown} port ${port ?? '?'} is the relay's own broker (${broker.text}), refused whatever TARGET_ALLOW says` };
+  const allow = policy.allow.filter((cidr) => coversPort(cidr, port));
+  if (allow.length > 0 && matches(toBlockList(allow))) return { allowed: true };
+  const denied = policy.deny.find(refuses);
   if (denied !== undefined) return { allowed: false, reason: `${shown} is in the deny list (${denied.text})` };
   const rules = policy.strict ? [...ALWAYS_DENIED, ...STRICT_DENIED] : ALWAYS_DENIED;
   const hit = rules.find((candidate) => matches(candidate.blocks));

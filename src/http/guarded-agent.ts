@@ -34,20 +34,31 @@ export interface GuardedAgentOptions {
  */
 export function createGuardedAgent(options: GuardedAgentOptions): Agent {
   const { timeoutMs, policy } = options;
+  // net.connect does not tell a lookup the port, and the policy judges address and port together
+  // (TARGET_ALLOW entries may name ports), so each port has its own connector and guarded lookup.
   // Undici ignores `connectTimeout` when `connect` is a function, so the timeout goes to buildConnector.
-  const connectSocket = buildConnector({ timeout: timeoutMs, lookup: createGuardedLookup(policy, options.lookup) });
+  const connectors = new Map<number, buildConnector.connector>();
+  const connectorFor = (port: number): buildConnector.connector => {
+    let connector = connectors.get(port);
+    if (connector === undefined) {
+      connector = buildConnector({ timeout: timeoutMs, lookup: createGuardedLookup(policy, options.lookup, port) });
+      connectors.set(port, connector);
+    }
+    return connector;
+  };
   const connect: buildConnector.connector = (connectOptions, callback) => {
+    const port = Number(connectOptions.port) || (connectOptions.protocol === 'https:' ? 443 : 80);
     // net.connect skips `lookup` for IP literals, so those are checked here. Undici strips IPv6 brackets.
     const host = connectOptions.hostname.replace(/^\[(.*)\]$/, '$1');
     if (isIP(host) !== 0) {
-      const verdict = checkAddress(host, policy);
+      const verdict = checkAddress(host, policy, port);
       if (!verdict.allowed) {
         // Asynchronous like a socket error: undici's connect loop does not expect a re-entrant callback.
         process.nextTick(callback, new ForbiddenTargetError(host, [verdict.reason]), null);
         return;
       }
     }
-    connectSocket(connectOptions, callback);
+    connectorFor(port)(connectOptions, callback);
   };
   // No header or body timers of undici's own: each attempt's deadline (consumer/attempt-deadline.ts)
   // is its one whole-request timer, and it aborts the request; 0 turns undici's off.
@@ -59,8 +70,9 @@ export function createGuardedAgent(options: GuardedAgentOptions): Agent {
  * (a host with one good and one forbidden address still works, only the good one is dialled); when none
  * is left the lookup fails with a `ForbiddenTargetError`, which net.connect reports as the socket error.
  * Supports both callback forms: `{ all: true }` (used by happy eyeballs, `autoSelectFamily`) and single.
+ * `port` is the TCP port the connection will use (see `checkAddress`).
  */
-export function createGuardedLookup(policy: AddressPolicy, resolve: LookupFunction = dnsLookup as LookupFunction): LookupFunction {
+export function createGuardedLookup(policy: AddressPolicy, resolve: LookupFunction = dnsLookup as LookupFunction, port?: number): LookupFunction {
   return (hostname, lookupOptions, callback) => {
     const fail = callback as (error: NodeJS.ErrnoException) => void;
     // Always ask for every address, so a forbidden first answer does not hide an allowed second one.
@@ -70,7 +82,7 @@ export function createGuardedLookup(policy: AddressPolicy, resolve: LookupFuncti
       const allowed: LookupAddress[] = [];
       const reasons: string[] = [];
       for (const entry of addresses) {
-        const verdict = checkAddress(entry.address, policy);
+        const verdict = checkAddress(entry.address, policy, port);
         if (verdict.allowed) allowed.push(entry);
         else reasons.push(verdict.reason);
       }

@@ -1,4 +1,4 @@
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { createRegistry } from '../metrics/registry.js';
 
 export interface IngestMetrics {
@@ -7,6 +7,10 @@ export interface IngestMetrics {
   answered(route: string, status: number, seconds: number): void;
   /** Callbacks the broker confirmed. */
   accepted(count: number): void;
+  /** A request cut before it was routed (timeout, malformed HTTP): no route, no duration. */
+  cut(status: number): void;
+  /** Request body bytes the replica holds now (INGEST_INFLIGHT_BYTES is the bound). */
+  inflightBytes(bytes: number): void;
 }
 
 /** Prometheus metrics of an ingest replica; labels are small fixed sets (route patterns, status codes). */
@@ -21,6 +25,7 @@ export function createIngestMetrics(): IngestMetrics {
     registers: [registry],
   });
   const callbacks = new Counter({ name: 'callback_relay_ingest_accepted_total', help: 'Callbacks accepted (confirmed by the broker).', registers: [registry] });
+  const inflight = new Gauge({ name: 'callback_relay_ingest_inflight_bytes', help: 'Request body bytes held now: read, parsed or being published (bound: INGEST_INFLIGHT_BYTES).', registers: [registry] });
   return {
     registry,
     answered(route, status, seconds) {
@@ -28,5 +33,7 @@ export function createIngestMetrics(): IngestMetrics {
       duration.observe({ route }, seconds);
     },
     accepted: (count) => callbacks.inc(count),
+    cut: (status) => requests.inc({ route: 'unrouted', status: String(status) }),
+    inflightBytes: (bytes) => inflight.set(bytes),
   };
 }

@@ -1,22 +1,20 @@
 import { randomUUID } from 'node:crypto';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { RelayError, isRelayError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { CallbackPublisher } from '../producer/publisher.js';
+import { batchIds, singleId } from './callback-ids.js';
 import { checkPublishJob, idempotencyKey, toPublishJob, type Envelope, type PublishJob } from './envelope.js';
-import { errorResponse, schemaErrorResponse, type ErrorResponse } from './error-responses.js';
+import { clientErrorResponse, errorResponse, schemaErrorResponse, type ErrorResponse } from './error-responses.js';
 import { createIngestMetrics, type IngestMetrics } from './ingest-metrics.js';
+import type { IngestOptions } from './ingest-options.js';
 import { ingestSchemas, openApiDocument } from './openapi.js';
+import { createRequestBudget, requestCharge } from './request-budget.js';
 import { createTokenCheck } from './tokens.js';
 
-export interface IngestOptions {
-  /** INGEST_TOKENS, parsed; at least one. */
-  tokens: readonly string[];
-  /** INGEST_BATCH_MAX. */
-  batchMax: number;
-  /** MAX_PAYLOAD_BYTES: the request body limit of one callback. */
-  maxPayloadBytes: number;
-}
+export type { IngestOptions } from './ingest-options.js';
 
 export interface IngestDeps {
   publisher: Pick<CallbackPublisher, 'publish' | 'connected'>;
@@ -50,6 +48,9 @@ export function buildIngestServer(options: IngestOptions, deps: IngestDeps): Ing
   const schemas = ingestSchemas(options.batchMax);
   const document = openApiDocument(schemas);
   const authorized = createTokenCheck(options.tokens);
+  const budget = createRequestBudget(options.inflightBytes);
+  // Sockets whose request is read and whose answer waits for the broker: the idle timeout spares them.
+  const awaitingBroker = new WeakSet<Socket>();
   let draining = false;
 
   const app = Fastify({
@@ -58,12 +59,37 @@ export function buildIngestServer(options: IngestOptions, deps: IngestDeps): Ing
     // Longer than the idle timeout of common load balancers (60 s), so that the balancer, not this
     // server, closes idle keep-alive connections: else a request can race the server's close.
     keepAliveTimeout: 65_000,
+    // fastify 5 turns Node's request timeout off: a client could trickle a body forever. Node checks it
+    // every connectionsCheckingInterval (30 s by default), so it is checked as often as it is precise.
+    requestTimeout: options.requestTimeout,
+    connectionTimeout: options.connectionTimeout,
+    http: {
+      requestTimeout: options.requestTimeout,
+      headersTimeout: options.requestTimeout,
+      connectionsCheckingInterval: Math.max(10, Math.min(1_000, Math.floor(options.requestTimeout / 4))),
+    },
+    clientErrorHandler: (error: NodeJS.ErrnoException, socket: Socket) => {
+      if (error.code === 'ECONNRESET' || socket.destroyed) return;
+      const { status, body } = clientErrorResponse(error.code, options.requestTimeout);
+      const text = JSON.stringify(body);
+      metrics.cut(status);
+      if (socket.writable) socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`);
+      socket.destroy(error);
+    },
     // Reject rather than repair: unknown fields are an error (the wire contract), and no type is coerced.
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false } },
   });
   // Only JSON is accepted; fastify would otherwise parse text/plain too.
   app.removeContentTypeParser('text/plain');
+  // Node closes a socket idle for INGEST_CONNECTION_TIMEOUT unless a 'timeout' listener takes over.
+  app.server.on('timeout', (socket: Socket) => {
+    if (!awaitingBroker.has(socket)) socket.destroy();
+  });
 
+  const logged = (response: ErrorResponse, error: unknown): ErrorResponse => {
+    if (response.status === 500) logger?.error({ err: (error as Error).message, code: (error as Partial<RelayError>).code, id: response.body.id }, 'ingest request failed');
+    return response;
+  };
   const send = (reply: FastifyReply, { status, body }: ErrorResponse): FastifyReply => {
     if (status === 429 || status === 503) void reply.header('retry-after', '1');
     return reply.code(status).send(body);
@@ -71,8 +97,9 @@ export function buildIngestServer(options: IngestOptions, deps: IngestDeps): Ing
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error.validation?.[0]) return send(reply, schemaErrorResponse(error.validation[0]));
     if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      const setting = request.routeOptions.url === BATCH_PATH ? 'INGEST_BATCH_BYTES' : 'MAX_PAYLOAD_BYTES';
       const limit = request.routeOptions.bodyLimit ?? options.maxPayloadBytes;
-      return send(reply, { status: 413, body: { code: 'CR_ERR_INVALID_CALLBACK', message: `request: the request body is over ${limit} bytes (MAX_PAYLOAD_BYTES${limit === options.maxPayloadBytes ? '' : ' × INGEST_BATCH_MAX'})`, field: 'request', retry: false } });
+      return send(reply, { status: 413, body: { code: 'CR_ERR_INVALID_CALLBACK', message: `request: the request body is over ${limit} bytes (${setting})`, field: 'request', retry: false } });
     }
     if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
       return send(reply, { status: 415, body: { code: 'CR_ERR_INVALID_CALLBACK', message: 'content-type: must be application/json', field: 'content-type', retry: false } });
@@ -80,9 +107,7 @@ export function buildIngestServer(options: IngestOptions, deps: IngestDeps): Ing
     if (error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || (error.statusCode === 400 && error instanceof SyntaxError)) {
       return send(reply, { status: 400, body: { code: 'CR_ERR_INVALID_CALLBACK', message: 'request: the request body is not valid JSON', field: 'request', retry: false } });
     }
-    const response = errorResponse(error);
-    if (response.status === 500) logger?.error({ err: error.message, code: (error as Partial<RelayError>).code }, 'ingest request failed');
-    return send(reply, response);
+    return send(reply, logged(errorResponse(error), error));
   });
 
   // Hooks in callback style: an async hook costs a promise per request on the hot path.
@@ -99,6 +124,31 @@ export function buildIngestServer(options: IngestOptions, deps: IngestDeps): Ing
     void send(reply, errorResponse(new RelayError('CR_ERR_UNAUTHORIZED', 'authorization: a valid "Bearer <token>" is required')));
   };
 
+  // Before the body is read: a request takes its bytes from the replica's budget, or is refused unread.
+  const admit = (request: FastifyRequest, reply: FastifyReply, done: () => void): void => {
+    const charge = requestCharge(request.headers['content-length'], request.routeOptions.bodyLimit ?? options.maxPayloadBytes);
+    if (!budget.take(charge)) {
+      const message = `this replica already holds ${budget.inUse()} of INGEST_INFLIGHT_BYTES (${options.inflightBytes}) bytes of requests; this one (${charge} bytes) was not read, nothing was stored: send it again`;
+      return void send(reply, { status: 503, body: { code: 'CR_ERR_INGEST_BUSY', message, retry: true } });
+    }
+    metrics.inflightBytes(budget.inUse());
+    // 'close' comes once, whether the answer was sent or the connection was cut.
+    reply.raw.once('close', () => {
+      budget.give(charge);
+      metrics.inflightBytes(budget.inUse());
+    });
+    done();
+  };
+  const awaitBroker = (request: FastifyRequest, _reply: FastifyReply, done: () => void): void => {
+    awaitingBroker.add(request.raw.socket);
+    done();
+  };
+  const answering = (request: FastifyRequest, _reply: FastifyReply, payload: unknown, done: (error: null, payload: unknown) => void): void => {
+    awaitingBroker.delete(request.raw.socket);
+    done(null, payload);
+  };
+  const hooks = { onRequest: [authenticate, admit], preHandler: awaitBroker, onSend: answering };
+
   app.get('/healthz', async () => 'ok\n');
   app.get('/readyz', async (_request, reply) => {
     const ready = !draining && publisher.connected();
@@ -109,30 +159,36 @@ export function buildIngestServer(options: IngestOptions, deps: IngestDeps): Ing
 
   const failures = { 400: schemas.error, 401: schemas.error, 413: schemas.error, 415: schemas.error };
   app.post('/v1/callbacks', {
-    onRequest: authenticate,
-    schema: { body: schemas.envelope, response: { 202: schemas.accepted, ...failures, 429: schemas.error, 503: schemas.error } },
+    ...hooks,
+    schema: { body: schemas.envelope, response: { 202: schemas.accepted, ...failures, 429: schemas.error, 500: schemas.error, 503: schemas.error } },
     handler: async (request, reply) => {
-      const key = idempotencyKey(request.headers['idempotency-key']);
+      const envelope = request.body as Envelope;
+      const assigned = singleId(envelope, idempotencyKey(request.headers['idempotency-key']), newId);
       // publish() checks the callback itself, with the same errors: no need to check it twice.
-      const job = toPublishJob(request.body as Envelope, key ?? newId());
-      const { id } = await publisher.publish(job.callback, job.options);
+      const job = toPublishJob(envelope, assigned.id);
+      try {
+        await publisher.publish(job.callback, job.options);
+      } catch (error) {
+        return send(reply, logged(errorResponse(error, assigned), error));
+      }
       metrics.accepted(1);
-      return reply.code(202).send({ id });
+      return reply.code(202).send({ id: assigned.id });
     },
   });
 
   app.post(BATCH_PATH, {
-    onRequest: authenticate,
-    bodyLimit: options.maxPayloadBytes * options.batchMax,
-    schema: { body: schemas.batchRequest, response: { 202: schemas.batchResult, ...failures, 429: schemas.batchResult, 503: schemas.batchResult } },
+    ...hooks,
+    bodyLimit: options.batchBytes,
+    schema: { body: schemas.batchRequest, response: { 202: schemas.batchResult, ...failures, 429: schemas.batchResult, 503: schemas.batchUnavailable } },
     handler: async (request, reply) => {
       const key = idempotencyKey(request.headers['idempotency-key']);
       const envelopes = (request.body as { callbacks: Envelope[] }).callbacks;
+      const ids = batchIds(envelopes, key, newId);
       const nowMs = now();
       // All or nothing: every item is checked before the first is published.
       const jobs: PublishJob[] = envelopes.map((envelope, index) => {
         try {
-          return checkPublishJob(toPublishJob(envelope, key === undefined ? newId() : `${key}:${index}`), nowMs, options.maxPayloadBytes);
+          return checkPublishJob(toPublishJob(envelope, ids[index]!.id), nowMs, options.maxPayloadBytes);
         } catch (error) {
           if (!isRelayError(error, 'CR_ERR_INVALID_CALLBACK')) throw error;
           throw new RelayError('CR_ERR_INVALID_CALLBACK', `callbacks[${index}].${error.message}`, { field: `callbacks[${index}].${error.field}`, cause: error });
@@ -143,7 +199,7 @@ export function buildIngestServer(options: IngestOptions, deps: IngestDeps): Ing
       const results = outcomes.map((outcome, index) => {
         const id = jobs[index]!.callback.id!;
         if (outcome.status === 'fulfilled') return { index, id, status: 202 };
-        const { status: itemStatus, body } = errorResponse(outcome.reason);
+        const { status: itemStatus, body } = logged(errorResponse(outcome.reason, ids[index]), outcome.reason);
         status = Math.max(status === 202 ? 0 : status, itemStatus);
         return { index, id, status: itemStatus, code: body.code, message: body.message, retry: body.retry };
       });

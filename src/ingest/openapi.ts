@@ -1,4 +1,5 @@
 import { MAX_ID_LENGTH, MAX_URL_LENGTH, METHODS } from '../message/callback.js';
+import { ITEM_DIGEST_LENGTH, MAX_BATCH_KEY_LENGTH } from './callback-ids.js';
 
 /**
  * The ingest's HTTP contract. The route schemas fastify validates requests and serialises answers
@@ -10,7 +11,7 @@ import { MAX_ID_LENGTH, MAX_URL_LENGTH, METHODS } from '../message/callback.js';
  * size, delay range) runs after them, so both routes refuse exactly what `publish()` refuses.
  */
 export function ingestSchemas(batchMax: number) {
-  const id = { type: 'string', minLength: 1, maxLength: MAX_ID_LENGTH, description: 'Callback id, sent as `webhook-id`. Default: the Idempotency-Key (batch: `<key>:<index>`), else a new UUID.' };
+  const id = { type: 'string', minLength: 1, maxLength: MAX_ID_LENGTH, description: 'Callback id, sent as `webhook-id`. Default: the Idempotency-Key (a batch item: `<key>:<digest of the item>`), else a new UUID.' };
   const envelope = {
     type: 'object',
     additionalProperties: false,
@@ -25,7 +26,7 @@ export function ingestSchemas(batchMax: number) {
       deliverAt: { type: 'string', format: 'date-time', description: 'Instead of `delay`: the first attempt\'s time (RFC 3339); a past time means now.' },
     },
   };
-  const retry = { type: 'boolean', description: 'true: send it again, with the same Idempotency-Key or id.' };
+  const retry = { type: 'boolean', description: 'true: the request may be sent again; `message` says how to keep the callback\'s id.' };
   const error = {
     type: 'object',
     required: ['code', 'message', 'retry'],
@@ -33,6 +34,7 @@ export function ingestSchemas(batchMax: number) {
       code: { type: 'string', description: 'Stable error code (`CR_ERR_*`).' },
       message: { type: 'string' },
       field: { type: 'string', description: 'The field at fault, e.g. `url`, `headers.x-a`, `callbacks[3].delay`, `Idempotency-Key`, or `request` (the request body as a whole).' },
+      id: { type: 'string', description: 'The id the callback was given, on every answer about publishing it (429, 500, 503): send it again with this id.' },
       retry,
     },
   };
@@ -65,7 +67,9 @@ export function ingestSchemas(batchMax: number) {
       },
     },
   };
-  return { envelope, error, accepted, batchRequest, batchResult };
+  // A batch refused unread (CR_ERR_INGEST_BUSY) has no results.
+  const batchUnavailable = { anyOf: [batchResult, error] };
+  return { envelope, error, accepted, batchRequest, batchResult, batchUnavailable };
 }
 
 export type IngestSchemas = ReturnType<typeof ingestSchemas>;
@@ -81,15 +85,20 @@ export function openApiDocument(schemas: IngestSchemas) {
     in: 'header',
     required: false,
     schema: { type: 'string', minLength: 1, maxLength: MAX_ID_LENGTH },
-    description: 'The callback id when the body has none, so a retried POST keeps its id. The broker does not deduplicate: receivers deduplicate on `webhook-id`.',
+    description: 'The callback id when the body has none, so a retried POST keeps its id. Neither the relay nor the broker deduplicates: receivers deduplicate on `webhook-id`.',
   };
   const failures = {
     '400': { description: 'Invalid request; `field` names what is wrong. Nothing was stored.', ...json(error) },
     '401': { description: 'Missing or unknown bearer token.', ...json(error) },
-    '413': { description: 'Request body over MAX_PAYLOAD_BYTES (a batch: over INGEST_BATCH_MAX × MAX_PAYLOAD_BYTES).', ...json(error) },
+    '408': { description: 'The request did not arrive in full within INGEST_REQUEST_TIMEOUT (`CR_ERR_REQUEST_TIMEOUT`); the connection is closed. Nothing was stored.', ...json(error) },
+    '413': { description: 'Request body over MAX_PAYLOAD_BYTES (a batch: over INGEST_BATCH_BYTES).', ...json(error) },
     '415': { description: 'Content-Type is not application/json.', ...json(error) },
-    '429': { description: 'PUBLISH_BUFFER_LIMIT publishes are waiting for the broker; nothing was stored. Retry later.', ...json(error) },
-    '503': { description: 'The broker is unreachable or did not confirm in time; the callback may or may not be stored. Retry with the same Idempotency-Key.', ...json(error) },
+    '429': { description: 'PUBLISH_BUFFER_LIMIT publishes are waiting for the broker; nothing was stored. Send it again later with the `id` of the answer.', ...json(error) },
+    '500': { description: 'Unexpected failure; with an `id`, the callback may or may not be stored: send it again with that id.', ...json(error) },
+    '503': {
+      description: 'The broker is unreachable or did not confirm in time (the callback may or may not be stored: send it again with the `id` of the answer), refused it or the replica is shutting down (not stored), or the replica holds INGEST_INFLIGHT_BYTES already (`CR_ERR_INGEST_BUSY`, not read).',
+      ...json(error),
+    },
   };
   const example = { url: 'https://example.com/hooks/orders', body: { orderId: 42, status: 'paid' }, delay: '30s' };
   return {
@@ -118,13 +127,18 @@ export function openApiDocument(schemas: IngestSchemas) {
           summary: 'Accept several callbacks',
           description: 'All items are validated first: one invalid item refuses the whole batch (400 naming `callbacks[i].field`) and nothing is stored. Then every item is published, and the answer comes once each is confirmed or failed. 202 when all were confirmed; otherwise the status of the worst failure (503 over 429), with each item\'s own status in `results`.',
           security,
-          parameters: [{ ...idempotencyKey, description: 'Items without an id get `<key>:<index>`, so a retried batch keeps its ids.' }],
+          parameters: [
+            {
+              ...idempotencyKey,
+              description: `Items without an id get \`<key>:<digest>\`, the digest (${ITEM_DIGEST_LENGTH} characters) of what the receiver gets (method, url, headers, body; not the delay), so an item sent again in any batch with the same key keeps its id. Two identical items without an id refuse the batch (400). At most ${MAX_BATCH_KEY_LENGTH} characters then.`,
+            },
+          ],
           requestBody: { required: true, ...json(batchRequest, { callbacks: [example, { url: example.url, body: { orderId: 43, status: 'paid' } }] }) },
           responses: {
             '202': { description: 'Every item confirmed by the broker.', ...json(batchResult) },
             ...failures,
             '429': { description: 'Some items were refused (buffer full); see `results`.', ...json(batchResult) },
-            '503': { description: 'Some items were not confirmed; see `results`. Retry the batch with the same Idempotency-Key.', ...json(batchResult) },
+            '503': { description: 'Some items were not confirmed; see `results`, and send the failed ones again with the same Idempotency-Key (or their `id`). Or the replica is busy (`CR_ERR_INGEST_BUSY`): an error, nothing read.', ...json(schemas.batchUnavailable) },
           },
         },
       },

@@ -1,10 +1,9 @@
 import type { AddressInfo } from 'node:net';
 import type { RelayConfig } from '../config/load-config.js';
-import { RelayError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { createPublisher } from '../producer/publisher.js';
 import { buildIngestServer, type IngestServer } from './ingest-server.js';
-import { parseIngestTokens } from './tokens.js';
+import { ingestOptions } from './ingest-options.js';
 
 export interface RunningIngest {
   /** e.g. http://127.0.0.1:8080 */
@@ -16,15 +15,13 @@ export interface RunningIngest {
 
 /**
  * Starts an ingest replica: its own publisher (which declares the topology) and the HTTP server on
- * INGEST_PORT (`port` overrides it; 0 picks a free one). Throws `CR_ERR_CONFIG` without a token.
+ * INGEST_PORT (`port` overrides it; 0 picks a free one). Throws `CR_ERR_CONFIG` without a token, or
+ * with INGEST_INFLIGHT_BYTES below the largest request body.
  */
 export async function startIngest(config: RelayConfig, logger: Logger, port = config.ingestPort): Promise<RunningIngest> {
-  const tokens = parseIngestTokens(config.ingestTokens);
-  if (tokens.length === 0) {
-    throw new RelayError('CR_ERR_CONFIG', 'invalid configuration:\n  INGEST_TOKENS (ingestTokens): the ingest needs at least one bearer token: value was ""');
-  }
+  const options = ingestOptions(config);
   const publisher = createPublisher(config, logger);
-  const server = buildIngestServer({ tokens, batchMax: config.ingestBatchMax, maxPayloadBytes: config.maxPayloadBytes }, { publisher, logger });
+  const server = buildIngestServer(options, { publisher, logger });
   try {
     await server.app.listen({ port, host: '0.0.0.0' });
   } catch (error) {

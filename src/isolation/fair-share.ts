@@ -18,6 +18,20 @@ interface TargetQueue<T> {
   inFlight: number;
 }
 
+/**
+ * How an attempt ended, for the limit its target earns: `fast` adds one; `slow` (a slow failure)
+ * halves it; `slow-success` halves it too but keeps it above the initial limit, so a target that works,
+ * slowly, may still borrow idle slots (without it, a slow receiver alone would be capped at the initial
+ * limit: slower than with no isolation); `none` (no delivery made) leaves it.
+ */
+export type DoneResult = 'fast' | 'slow' | 'slow-success' | 'none';
+
+function nextLimit(result: Exclude<DoneResult, 'none'>, limit: number, initial: number, cap: number): number {
+  if (result === 'fast') return Math.min(cap, limit + 1);
+  const halved = Math.max(initial, Math.floor(limit / 2));
+  return result === 'slow' ? halved : Math.min(cap, Math.max(initial + 1, halved));
+}
+
 /** An item chosen to start now, and its target. */
 export interface Started<T> {
   target: string;
@@ -107,7 +121,7 @@ export class FairShare<T> {
    * A started item finished. `result`: `fast` raises the target's limit, `slow` halves it, `none`
    * (no delivery was made, e.g. the item was dropped) leaves it.
    */
-  done(target: string, result: 'fast' | 'slow' | 'none'): void {
+  done(target: string, result: DoneResult): void {
     const queue = this.targets.get(target);
     if (!queue || queue.inFlight === 0) return;
     this.unready(target, queue);
@@ -115,23 +129,45 @@ export class FairShare<T> {
     this.inFlightTotal -= 1;
     if (result !== 'none') {
       const limit = this.limit(target);
-      this.remember(target, result === 'slow' ? Math.max(this.initial(), Math.floor(limit / 2)) : Math.min(this.policy.perTarget, limit + 1));
+      this.remember(target, nextLimit(result, limit, this.initial(), this.policy.perTarget));
     }
     if (queue.inFlight === 0 && queue.head === queue.waiting.length) this.targets.delete(target);
     else this.reready(target, queue);
   }
 
-  /** Takes every waiting item of `target` out (its circuit opened: they are failed fast instead). */
-  takeWaiting(target: string): T[] {
+  /**
+   * Takes the waiting items of `target` out (those that match, or all): its circuit opened, or it is
+   * busy and its excess leaves the worker. Those that stay keep their order.
+   */
+  takeWaiting(target: string, matches: (item: T) => boolean = () => true): T[] {
     const queue = this.targets.get(target);
     if (!queue) return [];
     this.unready(target, queue);
-    const taken = queue.waiting.slice(queue.head) as T[];
+    const taken: T[] = [];
+    const kept: T[] = [];
+    for (const item of queue.waiting.slice(queue.head) as T[]) (matches(item) ? taken : kept).push(item);
     this.waitingTotal -= taken.length;
-    queue.waiting = [];
+    queue.waiting = kept;
     queue.head = 0;
-    if (queue.inFlight === 0) this.targets.delete(target);
+    if (queue.inFlight === 0 && kept.length === 0) this.targets.delete(target);
+    else this.reready(target, queue);
     return taken;
+  }
+
+  /** The item of `target` that has waited longest, if any. */
+  head(target: string): T | undefined {
+    const queue = this.targets.get(target);
+    return queue && queue.head < queue.waiting.length ? (queue.waiting[queue.head] as T) : undefined;
+  }
+
+  /** Targets with items waiting or in flight. */
+  activeTargets(): number {
+    return this.targets.size;
+  }
+
+  /** Targets with items waiting. */
+  *waitingTargets(): IterableIterator<string> {
+    for (const [target, queue] of this.targets) if (queue.head < queue.waiting.length) yield target;
   }
 
   /** Removes waiting items that match (their channel closed: the broker has requeued them) and returns them. */

@@ -6,9 +6,15 @@ export interface HealthPolicy {
   degradeThreshold: number;
   /** A degraded target recovers only with at most this many abnormal results in the window … */
   recoverThreshold: number;
-  /** … and only after this long without any new abnormal result, so a flapping target stays out. */
+  /**
+   * … and only after this long without any new abnormal result. Also the flap window: a circuit that
+   * opens again this soon after closing needs twice the successes in a row to close.
+   */
   quietPeriodMs: number;
-  /** Targets remembered at most; the least recently seen is forgotten first (memory stays bounded). */
+  /**
+   * Targets remembered at most (memory stays bounded): the least recently seen healthy one is forgotten
+   * first, a degraded one only when every target remembered is degraded (forgetting it closes its circuit).
+   */
   maxTargets: number;
 }
 
@@ -33,13 +39,28 @@ interface TargetRecord {
   next: number;
   abnormal: number;
   lastAbnormalAt: number;
+  /** While degraded: successes in a row since the circuit opened (or since the last failure). */
+  successes: number;
+  /** Successes in a row that close the circuit: 1, doubled each time it opens again soon after closing. */
+  required: number;
+  /** When the circuit last closed (flap detection). */
+  closedAt: number;
+  /** When an attempt last succeeded although it took the slow threshold or more: the target works, slowly. */
+  slowSuccessAt: number;
 }
 
+/** Successes in a row a flapping target needs at most to close its circuit. */
+export const MAX_REQUIRED_SUCCESSES = 16;
+
 /**
- * Per-target health, pure: the caller passes the time. A target turns degraded when abnormal results
- * (what the caller counts as abnormal: slow ones, for target isolation) reach `degradeThreshold` in the last `window` results, and turns healthy again when
- * fast results have pushed them down to `recoverThreshold` and `quietPeriodMs` has passed since the
- * last abnormal one. State lives in memory, per worker.
+ * Per-target health, pure: the caller passes the time. A target turns degraded (its circuit opens) when
+ * abnormal results (what the caller counts as abnormal: slow failures, for target isolation) reach
+ * `degradeThreshold` in the last `window` results. It turns healthy again as soon as its attempts
+ * succeed: one success closes a circuit that opened for the first time. A circuit that opens again
+ * within `quietPeriodMs` of closing needs twice as many successes in a row as the time before (up to
+ * MAX_REQUIRED_SUCCESSES), so a flapping target stays out longer each time without any fixed wait.
+ * The seed's route stays too: fast results that push the abnormal ones down to `recoverThreshold`
+ * after `quietPeriodMs` without a new one close it. State lives in memory, per worker.
  */
 export class EndpointHealth {
   private readonly targets = new Map<string, TargetRecord>();
@@ -50,8 +71,8 @@ export class EndpointHealth {
     return this.targets.get(target)?.state ?? 'healthy';
   }
 
-  /** Remembers one result; returns the transition it caused, if any. */
-  record(target: string, abnormal: boolean, nowMs: number): Transition | undefined {
+  /** Remembers one result (`succeeded`: the receiver accepted the callback); returns the transition it caused, if any. */
+  record(target: string, abnormal: boolean, nowMs: number, succeeded = false): Transition | undefined {
     const record = this.touch(target);
     if (record.results.length < this.policy.window) {
       record.results.push(abnormal);
@@ -64,26 +85,77 @@ export class EndpointHealth {
       record.abnormal += 1;
       record.lastAbnormalAt = nowMs;
     }
-    const from = record.state;
-    if (from === 'healthy' && record.abnormal >= this.policy.degradeThreshold) record.state = 'degraded';
-    if (from === 'degraded' && record.abnormal <= this.policy.recoverThreshold && nowMs - record.lastAbnormalAt >= this.policy.quietPeriodMs) {
-      record.state = 'healthy';
-    }
-    return record.state === from ? undefined : { target, from, to: record.state, abnormal: record.abnormal, seen: record.results.length };
+    return this.decide(target, record, nowMs, succeeded);
   }
 
   /**
-   * Takes a state another worker detected. Degraded: the circuit opens now and stays open at least a
-   * quiet period, after which this worker's own probes decide. Healthy: the window starts afresh, so
+   * An abnormal result recorded early (an attempt still running passed the slow threshold) ended in a
+   * success after all: it counts as normal, and as a success.
+   */
+  amend(target: string, nowMs: number): Transition | undefined {
+    const record = this.touch(target);
+    const at = record.results.lastIndexOf(true);
+    if (at >= 0) {
+      record.results[at] = false;
+      record.abnormal -= 1;
+    }
+    record.slowSuccessAt = nowMs;
+    return this.decide(target, record, nowMs, true);
+  }
+
+  /** A success that took the slow threshold or more: the target works, slowly (see `worksSlowly`). */
+  slowSuccess(target: string, nowMs: number): void {
+    this.touch(target).slowSuccessAt = nowMs;
+  }
+
+  /** Succeeded slowly within the last quiet period: an attempt passing the threshold is no sign of trouble yet. */
+  worksSlowly(target: string, nowMs: number): boolean {
+    const at = this.targets.get(target)?.slowSuccessAt;
+    return at !== undefined && nowMs - at < this.policy.quietPeriodMs;
+  }
+
+  private decide(target: string, record: TargetRecord, nowMs: number, succeeded: boolean): Transition | undefined {
+    const from = record.state;
+    const { abnormal } = record;
+    const seen = record.results.length;
+    if (from === 'healthy' && abnormal >= this.policy.degradeThreshold) this.open(record, nowMs);
+    else if (from === 'degraded') {
+      record.successes = succeeded ? record.successes + 1 : 0;
+      if (record.successes >= record.required) this.close(record, nowMs, true);
+      else if (abnormal <= this.policy.recoverThreshold && nowMs - record.lastAbnormalAt >= this.policy.quietPeriodMs) this.close(record, nowMs, false);
+    }
+    return record.state === from ? undefined : { target, from, to: record.state, abnormal, seen };
+  }
+
+  private open(record: TargetRecord, nowMs: number): void {
+    const flapping = nowMs - record.closedAt < this.policy.quietPeriodMs;
+    record.required = flapping ? Math.min(MAX_REQUIRED_SUCCESSES, record.required * 2) : 1;
+    record.state = 'degraded';
+    record.successes = 0;
+  }
+
+  /**
+   * Closed by successes (or another worker's word), the window starts afresh, so the slow results that
+   * opened the circuit do not open it again at once; closed by the seed's route, it is already down.
+   */
+  private close(record: TargetRecord, nowMs: number, afresh: boolean): void {
+    Object.assign(record, { state: 'healthy', successes: 0, closedAt: nowMs });
+    if (afresh) Object.assign(record, { results: [], next: 0, abnormal: 0 });
+  }
+
+  /**
+   * Takes a state another worker detected. Degraded: the circuit opens now, and this worker's own probes
+   * close it (their successes, as for a circuit it opened itself). Healthy: the window starts afresh, so
    * older slow results here do not open it again at once.
    */
   force(target: string, state: HealthState, nowMs: number): Transition | undefined {
     const record = this.touch(target);
     const from = record.state;
     if (from === state) return undefined;
-    record.state = state;
-    if (state === 'degraded') record.lastAbnormalAt = nowMs;
-    else Object.assign(record, { results: [], next: 0, abnormal: 0 });
+    if (state === 'degraded') {
+      this.open(record, nowMs);
+      record.lastAbnormalAt = nowMs;
+    } else this.close(record, nowMs, true);
     return { target, from, to: state, abnormal: record.abnormal, seen: record.results.length, shared: true };
   }
 
@@ -109,13 +181,27 @@ export class EndpointHealth {
     if (record) {
       this.targets.delete(target);
     } else {
-      record = { state: 'healthy', results: [], next: 0, abnormal: 0, lastAbnormalAt: Number.NEGATIVE_INFINITY };
-      if (this.targets.size >= this.policy.maxTargets) {
-        const oldest = this.targets.keys().next().value;
-        if (oldest !== undefined) this.targets.delete(oldest);
-      }
+      record = { state: 'healthy', results: [], next: 0, abnormal: 0, lastAbnormalAt: Number.NEGATIVE_INFINITY, successes: 0, required: 1, closedAt: Number.NEGATIVE_INFINITY, slowSuccessAt: Number.NEGATIVE_INFINITY };
+      if (this.targets.size >= this.policy.maxTargets) this.evictOne();
     }
     this.targets.set(target, record);
     return record;
+  }
+
+  /**
+   * Forgets the least recently seen healthy target, else the least recently seen one. Many distinct
+   * origins (a caller spraying URLs) must not push out an open circuit: forgetting it would send a
+   * failing target's callbacks back at full concurrency. Degraded targets are few, so the scan is short.
+   */
+  private evictOne(): void {
+    let victim: string | undefined;
+    for (const [target, record] of this.targets) {
+      victim ??= target;
+      if (record.state === 'healthy') {
+        victim = target;
+        break;
+      }
+    }
+    if (victim !== undefined) this.targets.delete(victim);
   }
 }

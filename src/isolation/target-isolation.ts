@@ -17,6 +17,11 @@ export interface IsolationPolicy extends HealthPolicy, FairSharePolicy {
   probesPerTarget: number;
   /** The same over all targets with an open circuit. */
   maxProbes: number;
+  /**
+   * A target whose oldest waiting message has waited this long while it holds at least its initial
+   * share of slots is busy: its waiting messages from the lanes leave for the overflow queue.
+   */
+  overflowAfterMs: number;
 }
 
 /** How a started item is attempted: a normal attempt, or a probe of a target whose circuit is open. */
@@ -26,30 +31,86 @@ export interface Next<T> extends Started<T> {
   kind: AttemptKind;
 }
 
-/** What a result changed: a health transition (one log line), and items to fail fast now. */
+/**
+ * What a result changed: a health transition (one log line), and the items that were waiting for a
+ * slot when the circuit opened (the consumer treats each like an offer answered `circuit-open`).
+ */
 export interface Effects<T> {
   transition: Transition | undefined;
-  failFast: T[];
+  circuitOpen: T[];
 }
 
-/** The `error` of an attempt failed fast because its target's circuit is open: no request was made. */
-export const CIRCUIT_OPEN = 'circuit open';
+/** Where a consumed item came from: a work lane, or the overflow queue (it never overflows twice). */
+export type Source = 'lane' | 'overflow';
+
+/**
+ * What becomes of an offered item: it waits for a slot; its target's circuit is open and no probe is
+ * free (the consumer defers it, see `circuitWait`); or its target is busy and it moves to the
+ * overflow queue, so that what is queued behind it in its lane is not held up.
+ */
+export type Offered = 'queued' | 'circuit-open' | 'overflow';
 
 /** What the consumer asks of a scheduler: target isolation, or arrival order when isolation is off. */
 export interface Scheduler<T> {
-  offer(target: string, item: T): 'queued' | 'fail-fast';
+  offer(target: string, item: T, source: Source, nowMs: number): Offered;
+  /**
+   * An item deferred while its target's circuit was open, now owed its real attempt (`circuitWait`):
+   * queued if its target has room within its share of slots, or `forced`; else left to be deferred again.
+   */
+  offerOwed(target: string, item: T, source: Source, nowMs: number, forced: boolean): 'queued' | 'circuit-open';
   next(): Next<T> | undefined;
   /** Called once a running attempt passes `slowThresholdMs` (never when that is undefined). */
   overdue(target: string, nowMs: number): Effects<T>;
   complete(target: string, kind: AttemptKind, outcome: DeliveryOutcome, nowMs: number, wasOverdue?: boolean): Effects<T>;
   abandon(target: string, kind: AttemptKind): void;
   drop(matches: (item: T) => boolean): T[];
+  /** Waiting items of busy targets to move to the overflow queue now (called every few hundred ms). */
+  sweep(nowMs: number): T[];
+  /** A move to the overflow queue took this long, publish to ack: what moving costs right now. */
+  moveTook(durationMs: number): void;
   readonly slowThresholdMs: number | undefined;
   /** Another worker's circuit transition, taken as this one's own (absent when isolation is off). */
   shareHealth?(target: string, state: HealthState, nowMs: number): Effects<T>;
 }
 
-const NO_EFFECTS: Effects<never> = { transition: undefined, failFast: [] };
+const NO_EFFECTS: Effects<never> = { transition: undefined, circuitOpen: [] };
+
+/** The first wait of a deferred attempt; each next one doubles (1 s is the delay levels' unit). */
+const FIRST_DEFER_MS = 1_000;
+/** Deferrals of one attempt at most, whatever the clocks say: a bound that is ours, not the broker's. */
+export const MAX_DEFERRALS = 12;
+
+/**
+ * What becomes of an attempt due while its target's circuit is open.
+ * - `owed`: it has waited as long as a real attempt would have taken: its request is made now, if its
+ *   target has room for it within its share of slots;
+ * - `forced`: it was deferred `MAX_DEFERRALS` times: its request is made now, room or not;
+ * - `defer`: otherwise (or when there is no room), the deferral that stores it again: until it is owed,
+ *   as above; then for an attempt timeout, the time in which one of its target's slots frees.
+ */
+export interface CircuitWait {
+  owed: boolean;
+  forced: boolean;
+  defer: { delayMs: number; heldSince: number; deferrals: number };
+}
+
+/**
+ * An attempt that comes due while its target's circuit is open is deferred (its attempt number kept)
+ * and looked at again after 1 s, 2 s, 4 s …, so it is attempted within that wait of the circuit
+ * closing. Once it has waited `attemptTimeoutMs` since it first came due (`heldSince`), the circuit
+ * still open, it is owed its request: what `ISOLATION=off` would have sent by then. It is never spent
+ * without a request: whether a receiver answers depends on the callback too (a retry that finds its
+ * work done answers at once where the first attempt hung), so only a real attempt may count.
+ * Pure: `heldSince` and `deferrals` travel in the message's headers.
+ */
+export function circuitWait(heldSince: number | undefined, deferrals: number, nowMs: number, attemptTimeoutMs: number): CircuitWait {
+  const since = heldSince !== undefined && heldSince <= nowMs ? heldSince : nowMs;
+  const left = since + attemptTimeoutMs - nowMs;
+  const doubled = FIRST_DEFER_MS * 2 ** Math.min(deferrals, 20);
+  const delayMs = Math.max(FIRST_DEFER_MS, left > 0 ? Math.min(doubled, left) : attemptTimeoutMs);
+  const forced = deferrals >= MAX_DEFERRALS;
+  return { owed: left <= 0 || forced, forced, defer: { delayMs, heldSince: since, deferrals: deferrals + 1 } };
+}
 
 /**
  * ISOLATION=off: one FIFO for every target with `capacity` slots, no health and no circuit; messages
@@ -67,6 +128,16 @@ export class ArrivalOrder<T> implements Scheduler<T> {
     this.fifo.push('', item);
     return 'queued';
   }
+
+  offerOwed(target: string, item: T): 'queued' {
+    return this.offer(target, item);
+  }
+
+  sweep(): T[] {
+    return [];
+  }
+
+  moveTook(): void {}
 
   next(): Next<T> | undefined {
     const started = this.fifo.next();
@@ -91,41 +162,76 @@ export class ArrivalOrder<T> implements Scheduler<T> {
   }
 }
 
+/** A waiting item, when it was offered, and whether it may still overflow. */
+interface Waiting<T> {
+  item: T;
+  kind: AttemptKind;
+  at: number;
+  source: Source;
+}
+
 /**
  * Target isolation (seed 002) as one policy with one owner per piece of state:
- * - `EndpointHealth`: the sliding window of slow results and the quiet period; degraded = circuit open;
+ * - `EndpointHealth`: the sliding window of slow failures; degraded = circuit open;
  * - `FairShare`: the worker's slots, shared max-min fairly between the targets that have work;
- * - the probe counts of open circuits, here.
+ * - the probe counts of open circuits, and the busy targets, here.
  *
- * What a target costs the others is slot-time, so only slow attempts (≥ `slowThresholdMs`, timeouts
- * included) count against it; a target that fails fast costs nothing and keeps real attempts on its
- * schedule. While a circuit is open, a few probes per target are real attempts and every other item
- * is failed fast: an attempt that makes no request (the consumer records it as `circuit open`), so
- * the retry schedule and the attempt budget carry on as if the target had answered at once.
- * Deterministic: times are inputs.
+ * What a target costs the others is slot-time, so only slow failures (≥ `slowThresholdMs`, timeouts
+ * included) count against it; a target that fails fast costs nothing, and one that answers slowly but
+ * well is slow, not sick. While a circuit is open, a few probes per target are real attempts and every
+ * other item is deferred without spending an attempt (`circuitWait`); the first success closes it.
+ *
+ * A target that keeps messages waiting while it holds its share of slots is busy: its waiting
+ * messages from the lanes move to the overflow queue (once each), so what is queued behind them in
+ * their lane, other targets' callbacks, is reached at once. Deterministic: times are inputs.
  */
 export class TargetIsolation<T> implements Scheduler<T> {
   private readonly health: EndpointHealth;
-  private readonly share: FairShare<{ item: T; kind: AttemptKind }>;
+  private readonly share: FairShare<Waiting<T>>;
   private readonly probes = new Map<string, number>();
   private probesTotal = 0;
+  /** Busy targets and until when they stay busy without a new sign of it. */
+  private readonly busy = new Map<string, number>();
+  /** When each target last finished an attempt, for the last `overflowAfterMs` (pruned by `sweep`). */
+  private readonly lastDone = new Map<string, number>();
+  /** A target holding this many slots is among those that hold the most (worked out by each sweep). */
+  private busyLine = Number.POSITIVE_INFINITY;
+  /** Each target's mean attempt time (ms, moving average), the most recently finished last; bounded. */
+  private readonly attemptMs = new Map<string, number>();
+  /** What a move to the overflow queue takes (ms, moving average); 0 until one was measured. */
+  private moveMs = 0;
+  /** Running attempts counted abnormal early (overdue) per target: amended if they succeed. */
+  private readonly provisional = new Map<string, number>();
 
   constructor(private readonly policy: IsolationPolicy) {
     this.health = new EndpointHealth(policy);
     this.share = new FairShare(policy);
   }
 
-  /** A newly consumed item: queued for a slot (as an attempt or a probe), or to be failed fast now. */
-  offer(target: string, item: T): 'queued' | 'fail-fast' {
-    if (this.health.state(target) !== 'degraded') {
-      this.share.push(target, { item, kind: 'attempt' });
+  /** A newly consumed item: queued for a slot (as an attempt or a probe), deferred, or moved to the overflow queue. */
+  offer(target: string, item: T, source: Source, nowMs: number): Offered {
+    if (this.health.state(target) === 'degraded') {
+      const probes = this.probes.get(target) ?? 0;
+      if (probes >= this.policy.probesPerTarget || this.probesTotal >= this.policy.maxProbes) return 'circuit-open';
+      this.probes.set(target, probes + 1);
+      this.probesTotal += 1;
+      this.share.push(target, { item, kind: 'probe', at: nowMs, source });
       return 'queued';
     }
-    const probes = this.probes.get(target) ?? 0;
-    if (probes >= this.policy.probesPerTarget || this.probesTotal >= this.policy.maxProbes) return 'fail-fast';
-    this.probes.set(target, probes + 1);
-    this.probesTotal += 1;
-    this.share.push(target, { item, kind: 'probe' });
+    if (source === 'lane' && this.isBusy(target, nowMs)) return 'overflow';
+    this.share.push(target, { item, kind: 'attempt', at: nowMs, source });
+    return 'queued';
+  }
+
+  /**
+   * A deferred item owed its real attempt while the circuit is still open: it waits for a slot like any
+   * attempt (its success closes the circuit) as long as its target holds, and waits for, fewer than its
+   * limit, so a target that does not answer never takes more than its share; forced, it waits anyway.
+   * A forced one from a lane may still move to the overflow queue if its target turns busy.
+   */
+  offerOwed(target: string, item: T, source: Source, nowMs: number, forced: boolean): 'queued' | 'circuit-open' {
+    if (!forced && this.share.inFlight(target) + this.share.waiting(target) >= this.share.limit(target)) return 'circuit-open';
+    this.share.push(target, { item, kind: 'attempt', at: nowMs, source });
     return 'queued';
   }
 
@@ -135,18 +241,30 @@ export class TargetIsolation<T> implements Scheduler<T> {
     return started && { target: started.target, item: started.item.item, kind: started.item.kind };
   }
 
-  /** An attempt still running has passed the slow threshold: abnormal, right now. */
+  /**
+   * An attempt still running has passed the slow threshold: abnormal right now, and the target loses
+   * the limit it had earned at once; unless the target has lately succeeded slowly (its result decides).
+   */
   overdue(target: string, nowMs: number): Effects<T> {
+    if (this.health.worksSlowly(target, nowMs)) return NO_EFFECTS;
     this.share.slowed(target);
+    this.provisional.set(target, (this.provisional.get(target) ?? 0) + 1);
     return this.effects(target, this.health.record(target, true, nowMs));
   }
 
-  /** An attempt ended. One already reported `overdue` is not counted twice. */
+  /** An attempt ended. One already counted when it was overdue is amended if it succeeded, never counted twice. */
   complete(target: string, kind: AttemptKind, outcome: DeliveryOutcome, nowMs: number, wasOverdue = false): Effects<T> {
     const slow = wasOverdue || outcome.durationMs >= this.policy.slowThresholdMs;
-    this.share.done(target, slow ? 'slow' : 'fast');
+    const succeeded = outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;
+    this.share.done(target, !slow ? 'fast' : succeeded ? 'slow-success' : 'slow');
+    this.lastDone.delete(target);
+    this.lastDone.set(target, nowMs);
+    this.recordAttemptTime(target, outcome.durationMs);
     if (kind === 'probe') this.releaseProbe(target);
-    return this.effects(target, wasOverdue ? undefined : this.health.record(target, slow, nowMs));
+    if (slow && succeeded) this.health.slowSuccess(target, nowMs);
+    const counted = wasOverdue && this.takeProvisional(target);
+    if (counted) return this.effects(target, succeeded ? this.health.amend(target, nowMs) : undefined);
+    return this.effects(target, this.health.record(target, slow && !succeeded, nowMs, succeeded));
   }
 
   /** Another worker's circuit transition (P.control): taken as this worker's own, effects included. */
@@ -165,6 +283,40 @@ export class TargetIsolation<T> implements Scheduler<T> {
     const dropped = this.share.drop((waiting) => matches(waiting.item));
     for (const { target, item } of dropped) if (item.kind === 'probe') this.releaseProbe(target);
     return dropped.map(({ item }) => item.item);
+  }
+
+  /**
+   * Finds the busy targets: one whose oldest waiting item has waited `overflowAfterMs` although it
+   * is among those holding the most slots, or is stuck at its own limit (none of its attempts ended
+   * meanwhile).
+   * Its waiting items from the lanes are returned to be moved to the overflow queue, and so is every
+   * item of it from a lane offered while it stays busy. A target that waits because others hold the
+   * slots is not busy: it is the one that others must not hold up.
+   */
+  sweep(nowMs: number): T[] {
+    const moved: T[] = [];
+    for (const [target, until] of this.busy) if (until <= nowMs) this.busy.delete(target);
+    for (const [target, at] of this.lastDone) {
+      if (nowMs - at < this.policy.overflowAfterMs) break;
+      this.lastDone.delete(target);
+    }
+    const waiting = [...this.share.waitingTargets()];
+    // Max-min fairness caps those that hold the most: half the largest holding among the waiting is the line.
+    let most = 0;
+    for (const target of waiting) most = Math.max(most, this.share.inFlight(target));
+    this.busyLine = Math.max(Math.min(this.policy.initialPerTarget, this.policy.capacity), Math.ceil(most / 2));
+    for (const target of waiting) {
+      const oldest = this.share.head(target);
+      if (!oldest || nowMs - oldest.at < this.policy.overflowAfterMs || !this.holdsShare(target) || !this.worthMoving(target)) continue;
+      this.busy.delete(target);
+      this.busy.set(target, nowMs + BUSY_FOR * this.policy.overflowAfterMs);
+      for (const waiting of this.share.takeWaiting(target, (w) => w.source === 'lane' && w.kind === 'attempt')) moved.push(waiting.item);
+    }
+    return moved;
+  }
+
+  moveTook(durationMs: number): void {
+    this.moveMs = this.moveMs === 0 ? durationMs : this.moveMs + (durationMs - this.moveMs) * MOVING_AVERAGE_WEIGHT;
   }
 
   get slowThresholdMs(): number {
@@ -191,12 +343,58 @@ export class TargetIsolation<T> implements Scheduler<T> {
     return this.health.degradedTargets(limit);
   }
 
+  /** Busy, and holding its share: a target that gets no slot is waiting for the others, not busy itself. */
+  private isBusy(target: string, nowMs: number): boolean {
+    const until = this.busy.get(target);
+    return until !== undefined && until > nowMs && this.holdsShare(target);
+  }
+
+  /**
+   * Among those that hold the most slots (at least half the largest holding of a target with work
+   * waiting, and its initial share), or stuck at its own limit without any attempt ending lately (it
+   * hangs). Many quiet targets that each wait for a slot or two are not busy: the busy one holds them up.
+   */
+  private holdsShare(target: string): boolean {
+    const inFlight = this.share.inFlight(target);
+    if (inFlight === 0) return false;
+    if (inFlight >= this.busyLine) return true;
+    return inFlight >= this.share.limit(target) && !this.lastDone.has(target);
+  }
+
+  /**
+   * Moving a waiting callback costs a confirmed publish and an ack; it lets what is queued behind it
+   * through sooner only where the target's attempts take much longer than that. In a saturated worker
+   * every attempt waits for the event loop and the broker, and so does every move: a target whose
+   * receiver answers at once is then served about as fast as it could be moved, and moving it would
+   * only double the broker's work. One that hangs (no attempt ended lately) is always worth moving.
+   */
+  private worthMoving(target: string): boolean {
+    if (this.share.inFlight(target) >= this.share.limit(target) && !this.lastDone.has(target)) return true;
+    return (this.attemptMs.get(target) ?? 0) >= MOVE_WORTH * this.moveMs;
+  }
+
+  private recordAttemptTime(target: string, durationMs: number): void {
+    const before = this.attemptMs.get(target);
+    this.attemptMs.delete(target);
+    this.attemptMs.set(target, before === undefined ? durationMs : before + (durationMs - before) * MOVING_AVERAGE_WEIGHT);
+    // The least recently finished target is forgotten first: its average is rebuilt by its next attempts.
+    if (this.attemptMs.size > this.policy.maxTargets) this.attemptMs.delete(this.attemptMs.keys().next().value as string);
+  }
+
+  private takeProvisional(target: string): boolean {
+    const count = this.provisional.get(target) ?? 0;
+    if (count === 0) return false;
+    if (count > 1) this.provisional.set(target, count - 1);
+    else this.provisional.delete(target);
+    return true;
+  }
+
   private effects(target: string, transition: Transition | undefined): Effects<T> {
-    // The circuit just opened: what waits for a slot would only wait to fail; fail it fast now.
-    if (transition?.to !== 'degraded') return { transition, failFast: [] };
+    // The circuit just opened: what waits for a slot would only wait for a failure; defer it now.
+    if (transition?.to !== 'degraded') return { transition, circuitOpen: [] };
     const taken = this.share.takeWaiting(target);
     for (const waiting of taken) if (waiting.kind === 'probe') this.releaseProbe(target);
-    return { transition, failFast: taken.map((waiting) => waiting.item) };
+    return { transition, circuitOpen: taken.map((waiting) => waiting.item) };
   }
 
   private releaseProbe(target: string): void {
@@ -206,3 +404,11 @@ export class TargetIsolation<T> implements Scheduler<T> {
     this.probesTotal = Math.max(0, this.probesTotal - 1);
   }
 }
+
+/** A target's backlog is worth moving when its mean attempt takes this many times a move. */
+const MOVE_WORTH = 3;
+/** The weight of the newest sample in a moving average (attempt times, move times). */
+const MOVING_AVERAGE_WEIGHT = 0.2;
+
+/** A busy target stays busy this many `overflowAfterMs` after the last sign of it. */
+const BUSY_FOR = 4;

@@ -11,7 +11,7 @@ export const HEADER = {
   lastAttemptAt: 'x-callback-last-attempt-at',
   lastStatus: 'x-callback-last-status',
   lastError: 'x-callback-last-error',
-  /** On P.dead messages: `exhausted` | `rejected` | `invalid` | `forbidden-target` | `canceled`. */
+  /** On P.dead messages: `exhausted` | `rejected` | `invalid` | `forbidden-target` | `canceled` | `unsettled`. */
   reason: 'x-callback-reason',
   /** On P.dead messages: attempts made. */
   attempts: 'x-callback-attempts',
@@ -24,6 +24,12 @@ export const HEADER = {
   dueAt: 'x-callback-due-at',
   /** Plugin mode: the delay in ms, read by the x-delayed-message exchange. */
   delay: 'x-delay',
+  /**
+   * On a message a worker sent back to its own queue because it could not settle it: how many times
+   * (send-back.ts). The relay's own count: from RabbitMQ 4.3 a requeue no longer counts toward a
+   * quorum queue's delivery limit, and classic queues have none.
+   */
+  returns: 'x-callback-returns',
   /** On every copy a worker publishes: a token unique to that publish, matching a broker return to it. */
   copy: 'x-callback-copy',
   /**
@@ -35,14 +41,29 @@ export const HEADER = {
   maxAttempts: 'x-callback-max-attempts',
   timeout: 'x-callback-timeout',
   successBody: 'x-callback-success-body',
+  /**
+   * On a callback deferred because its target's circuit was open: when its attempt first came due (ISO
+   * time), and how often it was deferred. Once it has waited an attempt's timeout it is owed its request.
+   */
+  heldSince: 'x-callback-held-since',
+  deferrals: 'x-callback-deferrals',
 } as const;
 
 /** Per-publish headers: they belong to the one publish that set them, never to its copies. */
 const PER_PUBLISH: ReadonlySet<string> = new Set([HEADER.delay, HEADER.copy, HEADER.dueAt]);
 
+/** A deferral's headers belong to one deferred attempt: moves carry them, a retry or dead-letter copy (a new record) does not. */
+export const DEFERRAL_HEADERS: readonly string[] = [HEADER.heldSince, HEADER.deferrals];
+
 /** Headers to carry into a republished copy: the producer's own and the retry state, minus what the broker or one publish added. */
 export const carriedHeaders = (headers: Record<string, unknown> | undefined): Record<string, unknown> =>
   withoutBrokerHeaders(headers, (name) => PER_PUBLISH.has(name.toLowerCase()));
+
+/** Reads how often a message was sent back unsettled (HEADER.returns); anything unreadable counts as 0. */
+export function readReturns(headers: Record<string, unknown> | undefined): number {
+  const value = Number(headers?.[HEADER.returns]);
+  return Number.isInteger(value) && value >= 0 ? value : 0;
+}
 
 /** Reads the attempt number from headers; anything missing or unreadable counts as the first attempt. */
 export function readAttempt(headers: Record<string, unknown> | undefined): number {

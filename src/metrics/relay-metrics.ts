@@ -18,7 +18,7 @@ export interface HealthSource {
  */
 export function createRelayMetrics(health: () => HealthSource | undefined): { registry: Registry; observer: PipelineObserver; consumerCancelled: () => void } {
   const registry = createRegistry();
-  const attempts = new Counter({ name: 'callback_relay_attempts_total', help: 'Attempts by lane (work lane index, or slow) and result: success, retryable, terminal, or circuit-open (failed fast, no request).', labelNames: ['lane', 'result'], registers: [registry] });
+  const attempts = new Counter({ name: 'callback_relay_attempts_total', help: 'Attempts by lane (work lane index, or slow) and result: success, retryable or terminal.', labelNames: ['lane', 'result'], registers: [registry] });
   const outcomes = new Counter({
     name: 'callback_relay_callbacks_total',
     help: 'Callbacks settled: delivered, retried (retry scheduled) or dead (by reason: exhausted, rejected, invalid, canceled…).',
@@ -47,6 +47,12 @@ export function createRelayMetrics(health: () => HealthSource | undefined): { re
     registers: [registry],
   });
   const inFlight = new Gauge({ name: 'callback_relay_in_flight', help: 'Messages being processed by this worker.', registers: [registry] });
+  const moves = new Counter({
+    name: 'callback_relay_moves_total',
+    help: 'Callbacks moved unattempted, their attempt unchanged: deferred (circuit open) or overflow (a busy target\'s excess, to P.slow).',
+    labelNames: ['kind'],
+    registers: [registry],
+  });
   const transitions = new Counter({ name: 'callback_relay_target_transitions_total', help: 'Target health transitions.', labelNames: ['to'], registers: [registry] });
   new Gauge({
     name: 'callback_relay_degraded_targets',
@@ -73,12 +79,8 @@ export function createRelayMetrics(health: () => HealthSource | undefined): { re
       if (report.kind === 'held') return;
       // A canceled callback or an invalid message is parked without an attempt: only its outcome counts.
       if (report.kind === 'canceled' || report.kind === 'invalid') return void outcomes.inc({ outcome: 'dead', reason: report.kind });
-      if (report.kind === 'circuit-open') {
-        attempts.inc({ lane: report.lane, result: 'circuit-open' });
-      } else {
-        attempts.inc({ lane: report.lane, result: attemptResult(report) });
-        duration.observe({ lane: report.lane }, report.outcome.durationMs / 1000);
-      }
+      attempts.inc({ lane: report.lane, result: attemptResult(report) });
+      duration.observe({ lane: report.lane }, report.outcome.durationMs / 1000);
       const { decision } = report;
       if (decision.kind === 'ack') outcomes.inc({ outcome: 'delivered', reason: '' });
       else if (decision.kind === 'retry') outcomes.inc({ outcome: 'retried', reason: '' });
@@ -88,6 +90,7 @@ export function createRelayMetrics(health: () => HealthSource | undefined): { re
     settleFallback: (kind, cause) => fallbacks.inc({ kind, cause }),
     transition: (transition) => transitions.inc({ to: transition.to }),
     inFlight: (delta) => inFlight.inc(delta),
+    moved: (kind) => moves.inc({ kind }),
   };
   return { registry, observer, consumerCancelled: () => cancelled.inc() };
 }

@@ -4,7 +4,7 @@ import { clampRetryAfter, parseRetryAfter } from './retry-after.js';
 import { hasAttemptsLeft, scheduledDelay } from './retry-schedule.js';
 
 /** Why a callback was parked in the dead-letter queue (the `x-callback-reason` header). */
-export type DeadReason = 'exhausted' | 'rejected' | 'invalid' | 'forbidden-target' | 'canceled';
+export type DeadReason = 'exhausted' | 'rejected' | 'invalid' | 'forbidden-target' | 'canceled' | 'unsettled';
 
 /** What the consumer must do with a message after an attempt. */
 export type Decision =

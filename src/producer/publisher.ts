@@ -1,5 +1,6 @@
 import type { ChannelWrapper } from 'amqp-connection-manager';
 import { connectManager } from '../amqp/connect.js';
+import { RETURN_TOKEN_HEADER, returnToken } from '../amqp/publish-confirmed.js';
 import { loadConfig, type RelayConfig } from '../config/load-config.js';
 import { RelayError, isRelayError } from '../errors.js';
 import { createLogger, type Logger } from '../logger.js';
@@ -7,6 +8,8 @@ import type { Callback } from '../message/callback.js';
 import { connectTopology, type ResolvedTopology } from '../topology/connect-topology.js';
 import { declareDueQueueAside } from '../topology/declare-due-queue.js';
 import { deliveryRoute } from '../topology/delay-route.js';
+import { createRedeclare } from '../topology/redeclare.js';
+import { readString } from '../message/headers.js';
 import { laneBucket } from '../topology/lanes.js';
 import { traceHeaders, traceOption, type TraceContext } from '../tracing/trace-context.js';
 import { loadTracing, type Tracing } from '../tracing/tracing.js';
@@ -16,6 +19,7 @@ import { encodeCallback } from './encode-callback.js';
 import { markerTimeoutError } from '../control/marker-failure.js';
 import { cancelMarker, markerName, publishMarker, wrapperChannel } from '../control/publish-markers.js';
 import { firstAttemptDelay, type PublishOptions } from './first-attempt-delay.js';
+import { DECLARATION_BOUND_MS, DeclarationGate } from './declaration-gate.js';
 import { decidePublishFailure, publishTimeoutError } from './publish-failure.js';
 
 export { firstAttemptDelay, type PublishOptions };
@@ -25,7 +29,8 @@ export interface CallbackPublisher {
    * Validates, publishes and resolves with the callback's id once the broker has confirmed it. When
    * the connection drops before the confirm, it publishes the callback again (same id) until
    * PUBLISH_TIMEOUT. Rejects with `CR_ERR_INVALID_CALLBACK` (nothing published), `CR_ERR_BUFFER_FULL`,
-   * `CR_ERR_CLOSED` (called after close(); nothing published), `CR_ERR_PUBLISH_NACKED`, or, outcome
+   * `CR_ERR_CLOSED` (called after close(); nothing published), `CR_ERR_PUBLISH_NACKED`,
+   * `CR_ERR_PUBLISH_RETURNED` (no queue took it even after declaring the topology again), or, outcome
    * unknown, `CR_ERR_PUBLISH_TIMEOUT` / `CR_ERR_OUTCOME_UNKNOWN` (publish again with the same id).
    */
   publish(callback: Callback, options?: PublishOptions): Promise<{ id: string }>;
@@ -72,20 +77,29 @@ export function createPublisher(
   // Every loss of the channel or connection counts: an attempt that saw the count change lost its confirm.
   let losses = 0;
   const manager = connectManager(config.amqpUrl);
+  const gate = new DeclarationGate();
   manager.on('disconnect', ({ err }) => {
     losses += 1;
     logger.warn({ err: err?.message }, 'producer disconnected from the broker');
   });
+  // Tokens of mandatory publishes waiting for their confirm, and those the broker returned: it sends
+  // basic.return before the confirm of the same message, so a return is known when the confirm arrives.
+  const pending = new Set<string>();
+  const returned = new Set<string>();
   const channel: ChannelWrapper = manager.createChannel({
     confirm: true,
     setup: async (ch: Parameters<ResolvedTopology['declare']>[0]) => {
       // amqplib fails the unconfirmed publishes of a closing channel before this listener runs, and
       // their callers resume only after it: they see the loss.
       ch.once('close', () => (losses += 1));
+      ch.on('return', (message: { properties: { headers?: Record<string, unknown> } }) => {
+        const token = readString(message.properties.headers, RETURN_TOKEN_HEADER);
+        if (token !== undefined && pending.has(token)) returned.add(token);
+      });
       const { declare, mode, names } = await topology;
       // One channel: a setup that opened more on a connection being cut could wait forever, and
       // close() waits for the setup.
-      await declare(ch);
+      await gate.track(declare(ch));
       if (mode === 'plugin' && manager.connection) void declareDueQueueAside(manager.connection, names);
     },
   });
@@ -93,18 +107,30 @@ export function createPublisher(
   // Cancel markers go on the same channel, once its setup declared the control stream.
   const markerChannel = wrapperChannel(channel);
   const holdWrites = createWriteCoalescer(() => amqpSocket(manager));
+  // One redeclare at a time for every publish that came back, made once the topology is known.
+  let redeclarer: (() => Promise<void>) | undefined;
+  const redeclare = (resolved: ResolvedTopology): (() => Promise<void>) => (redeclarer ??= createRedeclare(resolved, config.publishTimeout));
   const underWay = new Set<Promise<unknown>>();
   let closed = false;
 
   async function publishConfirmed(content: Buffer, id: string, delayMs: number, bucket: number, trace: TraceContext | undefined): Promise<void> {
+    const timeout = (): RelayError => publishTimeoutError(config.publishTimeout);
+    // The first declaration of the topology is not the publish's time (declaration-gate.ts).
+    if (!gate.isDeclared) await gate.wait(config.publishTimeout, timeout);
     const deadline = Date.now() + config.publishTimeout;
     const lossesAtStart = losses;
-    const timeout = (): RelayError => publishTimeoutError(config.publishTimeout);
-    const { names, mode } = resolvedTopology ?? (await withTimeout(topology, config.publishTimeout, timeout));
-    const route = deliveryRoute(names, mode, delayMs, bucket, Date.now());
+    const resolved = resolvedTopology ?? (await withTimeout(topology, config.publishTimeout, timeout));
+    const route = deliveryRoute(resolved.names, resolved.mode, delayMs, bucket, Date.now());
+    // Mandatory, so a lane or binding an operator deleted returns the callback instead of dropping it;
+    // not with x-delay: the x-delayed-message exchange routes a delayed message to no queue at publish
+    // time (https://github.com/rabbitmq/rabbitmq-delayed-message-exchange#limitations).
+    const mandatory = route.headers['x-delay'] === undefined;
+    let redeclared = false;
     for (;;) {
       const lossesBefore = losses;
       const remaining = deadline - Date.now();
+      const token = returnToken();
+      pending.add(token);
       try {
         if (remaining <= 0) throw timeout();
         // The channel's own timeout, a little later than ours, drops the message from its buffer.
@@ -113,13 +139,20 @@ export function createPublisher(
           contentType: 'application/json',
           messageId: id,
           timestamp: Math.floor(Date.now() / 1000),
+          mandatory,
           // Producer headers: carried into every retry copy (carriedHeaders), so each attempt sees the context.
-          headers: trace ? { ...route.headers, ...traceHeaders(trace) } : route.headers,
+          headers: { ...route.headers, ...(trace && traceHeaders(trace)), ...(mandatory && { [RETURN_TOKEN_HEADER]: token }) },
           timeout: remaining + CHANNEL_TIMEOUT_GRACE_MS,
         });
         holdWrites();
         await withTimeout(confirmed, remaining, timeout);
-        return;
+        if (!returned.has(token)) return;
+        // Unroutable: declare the topology again (as settle does) and publish once more, else fail loudly.
+        if (redeclared) throw new RelayError('CR_ERR_PUBLISH_RETURNED', `the broker returned the callback as unroutable: no queue is bound to exchange "${route.exchange}" with routing key "${route.routingKey}", even after declaring the topology again; it was not queued`);
+        redeclared = true;
+        logger.warn({ id, exchange: route.exchange, routingKey: route.routingKey }, 'the broker returned a callback as unroutable; declaring the topology again');
+        await redeclare(resolved)().catch((error: Error) => logger.warn({ err: error.message }, 'could not declare the topology again'));
+        continue;
       } catch (error) {
         if (isRelayError(error) && error.code !== 'CR_ERR_PUBLISH_TIMEOUT') throw error;
         const decision = decidePublishFailure({
@@ -131,6 +164,9 @@ export function createPublisher(
         });
         if (decision.action === 'reject') throw decision.error;
         logger.debug({ id }, 'connection lost before the broker confirmed; publishing the callback again');
+      } finally {
+        pending.delete(token);
+        returned.delete(token);
       }
     }
   }
@@ -162,7 +198,8 @@ export function createPublisher(
     const deadline = Date.now() + config.publishTimeout;
     const settled = (async () => {
       const { names } = resolvedTopology ?? (await withTimeout(topology, config.publishTimeout, () => markerTimeoutError(markerName(marker), config.publishTimeout, false)));
-      await publishMarker(markerChannel, names.controlQueue, marker, deadline - Date.now());
+      // A reconnect's declaration of the topology (seconds in queues mode) is not the marker's time.
+      await publishMarker(markerChannel, names.controlQueue, marker, deadline - Date.now(), (since) => Math.min(gate.declaredMsSince(since), DECLARATION_BOUND_MS));
     })();
     // close() waits for cancels under way as for publishes.
     const forget = (): void => void underWay.delete(tracked);

@@ -1,13 +1,36 @@
 import { openChannel, openConnection } from '../amqp/connect.js';
 import type { Logger } from '../logger.js';
+import { sleep } from '../util/with-timeout.js';
 import { connectTopology, type ResolvedTopology, type TopologySettings } from './connect-topology.js';
 import { declareDueQueueAside } from './declare-due-queue.js';
 
 /**
  * Declares `topology` on a short-lived connection. Workers do this once before consuming so that a
  * conflicting topology (`CR_ERR_TOPOLOGY`) stops them at start instead of looping through reconnects.
+ * A quorum queue that another process is declaring at the same moment may not have started yet: the
+ * broker then refuses the queue.declare with 404 ("home node … down or inaccessible", seen on 4.3), and
+ * the same declaration a moment later succeeds, so that answer alone is tried again, a few times.
  */
 export async function applyTopology(url: string, topology: ResolvedTopology): Promise<void> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await applyTopologyOnce(url, topology);
+    } catch (error) {
+      if (attempt >= DECLARE_ATTEMPTS || !queueNotStartedYet(error)) throw error;
+      await sleep(attempt * 500);
+    }
+  }
+}
+
+const DECLARE_ATTEMPTS = 5;
+
+/** The broker's 404 to a queue.declare (AMQP class 50, method 10), as the cause of CR_ERR_TOPOLOGY. */
+export function queueNotStartedYet(error: unknown): boolean {
+  const cause = (error as { cause?: { code?: unknown; classId?: unknown; methodId?: unknown } } | undefined)?.cause;
+  return cause?.code === 404 && cause.classId === 50 && cause.methodId === 10;
+}
+
+async function applyTopologyOnce(url: string, topology: ResolvedTopology): Promise<void> {
   const connection = await openConnection(url);
   try {
     const channel = await openChannel(connection);

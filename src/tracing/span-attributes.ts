@@ -2,7 +2,7 @@ import type { TriedReport } from '../consumer/observer.js';
 import type { Decision } from '../policy/decide.js';
 
 /** What an attempt came to, as a span attribute: the decision, not the raw status, says it. */
-export type AttemptOutcome = 'success' | 'retryable' | 'terminal' | 'circuit_open';
+export type AttemptOutcome = 'success' | 'retryable' | 'terminal';
 
 export type SpanAttributes = Record<string, string | number>;
 
@@ -19,22 +19,20 @@ export function attemptStartAttributes(id: string, origin: string, attempt: numb
 
 /**
  * The attempt's outcome and what follows from it. A retryable failure with no attempts left is still
- * `retryable` (the dead reason says `exhausted`); an attempt failed fast for an open circuit made no request.
+ * `retryable` (the dead reason says `exhausted`).
  */
-export function attemptResult({ kind, outcome, decision }: Pick<TriedReport, 'kind' | 'outcome' | 'decision'>): AttemptResult {
-  const circuitOpen = kind === 'circuit-open';
-  const attributes: SpanAttributes = { 'callback.outcome': attemptOutcome(decision, circuitOpen) };
+export function attemptResult({ outcome, decision }: Pick<TriedReport, 'outcome' | 'decision'>): AttemptResult {
+  const attributes: SpanAttributes = { 'callback.outcome': attemptOutcome(decision) };
   if (outcome.status !== undefined) attributes['http.response.status_code'] = outcome.status;
   if (decision.kind === 'retry') attributes['callback.next_delay_ms'] = decision.delayMs;
   if (decision.kind === 'dead') attributes['callback.dead_reason'] = decision.reason;
   if (decision.kind === 'ack') return { attributes, error: undefined };
   // https://opentelemetry.io/docs/specs/semconv/attributes-registry/error/: the status code, else the error's own code.
-  attributes['error.type'] = circuitOpen ? 'circuit_open' : outcome.status !== undefined ? String(outcome.status) : errorCode(outcome.error);
+  attributes['error.type'] = outcome.status !== undefined ? String(outcome.status) : errorCode(outcome.error);
   return { attributes, error: outcome.error ?? decision.why };
 }
 
-function attemptOutcome(decision: Decision, circuitOpen: boolean): AttemptOutcome {
-  if (circuitOpen) return 'circuit_open';
+function attemptOutcome(decision: Decision): AttemptOutcome {
   if (decision.kind === 'ack') return 'success';
   if (decision.kind === 'retry' || decision.reason === 'exhausted') return 'retryable';
   return 'terminal';

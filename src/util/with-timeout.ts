@@ -17,9 +17,10 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, onTimeout: () =>
   });
 }
 
-/** Resolves after `ms`, or at once when `signal` aborts. */
+/** Resolves after `ms`, or at once when `signal` aborts (or has aborted already). */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
     const timer = setTimeout(done, ms);
     function done(): void {
       clearTimeout(timer);

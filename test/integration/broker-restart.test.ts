@@ -3,17 +3,17 @@ import { loadConfig } from '../../src/config/load-config.js';
 import { createWorker } from '../../src/consumer/worker.js';
 import { createLogger } from '../../src/logger.js';
 import { createPublisher, type CallbackPublisher } from '../../src/producer/publisher.js';
-import { startTestBroker, type TestBroker } from '../support/broker.js';
+import { NO_RESTART, restartableBroker, type RestartableBroker } from '../support/restartable-broker.js';
 import { describeEachMode, sleep, type TestMode } from '../support/modes.js';
 import { startReceiver, type Receiver } from '../support/receiver.js';
 import { randomPrefix } from '../support/relay.js';
 
-// A broker of its own: restarting the shared one would disturb nothing here (files run serially),
-// but an external AMQP_URL broker must never be restarted by a test.
-let broker: TestBroker | undefined;
+// The harness's container when the run has one (the series under test: files run one after another, so
+// restarting it disturbs no other test), else a broker of its own: never an external AMQP_URL broker.
+let broker: RestartableBroker | undefined;
 let receiver: Receiver | undefined;
 beforeAll(async () => {
-  broker = await startTestBroker({ allowExternal: false }).catch(() => undefined);
+  broker = await restartableBroker();
   receiver = await startReceiver(() => ({ status: 200, delayMs: 20 }));
 });
 afterAll(async () => {
@@ -46,8 +46,6 @@ async function withRelay(
     await publisher.close();
   }
 }
-
-const NO_RESTART = 'no restartable broker (needs rabbitmq-server or a Docker engine)';
 
 describeEachMode('broker restart', (mode) => {
   it('the worker reconnects after a broker restart and nothing is lost', async ({ skip }) => {

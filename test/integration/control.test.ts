@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { Channel, ConsumeMessage } from 'amqplib';
 import { expect, inject, it } from 'vitest';
+import { startControlReader } from '../../src/control/control-reader.js';
 import { controlStream } from '../../src/control/declare-control.js';
 import type { OutcomeEvent } from '../../src/events/outcome-events.js';
 import { createLogger } from '../../src/logger.js';
@@ -108,10 +110,13 @@ describeEachMode('cancel', (mode) => {
     const relay = await open.relay({ DELAY_MODE: mode });
     await relay.startWorker();
     await relay.startWorker();
-    const published = await Promise.all(Array.from({ length: 6 }, (_, n) => relay.publisher.publish({ url: `${receiver.origin}/hook/${n}`, body: { n } }, { delay: 3_000 })));
-    const cancelled = published.filter((_, n) => n % 2 === 0).map((p) => p.id);
+    // The ids are the caller's, so the cancel is stored before the callbacks exist: however long the
+    // CLI takes to start on a busy machine, it cannot come after their first attempt.
+    const ids = Array.from({ length: 6 }, (_, n) => `cb-cancel-${randomUUID()}-${n}`);
+    const cancelled = ids.filter((_, n) => n % 2 === 0);
     const result = await cli(relay, ['cancel', ...cancelled]);
     expect(result.code, result.stderr).toBe(0);
+    await Promise.all(ids.map((id, n) => relay.publisher.publish({ id, url: `${receiver.origin}/hook/${n}`, body: { n } }, { delay: 3_000 })));
 
     await relay.waitForDead(3, 20_000);
     await receiver.waitFor((r) => r.length === 3, 10_000);
@@ -119,6 +124,28 @@ describeEachMode('cancel', (mode) => {
     expect(parked.map((m) => String(m.properties.messageId)).sort()).toEqual([...cancelled].sort());
     expect(receiver.requests.map((r) => r.path).sort()).toEqual(['/hook/1', '/hook/3', '/hook/5']);
   });
+});
+
+it('P.control deleted under a running worker: the reader reads the new stream from its start, so a cancel written to it holds', async () => {
+  const receiver = await open.receiver(() => ({ status: 204 }));
+  const relay = await open.relay({ DELAY_MODE: 'queues' });
+  await relay.startWorker();
+  // Markers in the old stream, so the reader's offset is well past where the new stream starts.
+  for (const id of ['old-1', 'old-2', 'old-3']) await relay.publisher.cancel(id);
+  await relay.channel.deleteQueue(relay.names.controlQueue);
+  // The reader declares the stream again once its consumer was cancelled; until then a cancel is returned.
+  for (const deadline = Date.now() + 20_000; ; ) {
+    const stored = await relay.publisher.cancel('new-1').then(() => true, (error: { code?: string }) => (error.code === 'CR_ERR_PUBLISH_RETURNED' ? false : Promise.reject(error)));
+    if (stored) break;
+    if (Date.now() > deadline) throw new Error('P.control was not declared again');
+    await sleep(200);
+  }
+  const { id } = await relay.publisher.publish({ url: `${receiver.origin}/cancelled`, body: 1 }, { delay: 4_000 });
+  await relay.publisher.cancel(id);
+  await relay.waitForDead(1, 30_000);
+  const [parked] = await relay.drainDead();
+  expect([parked?.properties.messageId, headerOf(parked!, 'x-callback-reason')]).toEqual([id, 'canceled']);
+  expect(receiver.requests).toHaveLength(0);
 });
 
 it('cancel refuses what is not a callback id, and a prefix without a control stream', async () => {
@@ -174,6 +201,24 @@ it('a cancel sent as the connection is cut is published again after the reconnec
   } finally {
     await publisher.close();
     await proxy.close();
+  }
+});
+
+it('a reader writes a live pause again before the stream retention could drop it, keeping since and by; a resumed one is not', async () => {
+  const relay = await open.relay();
+  await applyDeclarations(relay.channel, controlStream(relay.names));
+  const [paused, resumed] = ['https://renew.example', 'https://resumed.example'];
+  for (const args of [['pause', paused], ['pause', resumed], ['resume', resumed]]) expect((await cli(relay, ['target', ...args])).code).toBe(0);
+  const reader = await startControlReader({ urls: [relay.config.amqpUrl], names: relay.names, logger: createLogger('silent'), clock: Date.now, renewPauses: { ageMs: 500, checkMs: 100 } });
+  try {
+    const markers = (await readControl(relay, 5)).map(markerOf);
+    const first = markers.find((m) => m.type === 'pause' && m.origin === paused);
+    const renewals = markers.filter((m) => m.since !== undefined);
+    expect(renewals.length).toBeGreaterThan(0);
+    expect(renewals.every((m) => m.type === 'pause' && m.origin === paused && m.since === first?.at && m.by === 'operator')).toBe(true);
+    expect(reader.pausedOrigins()).toEqual([{ origin: paused, since: first?.at, by: 'operator' }]);
+  } finally {
+    await reader.close();
   }
 });
 

@@ -13,11 +13,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import amqplib from 'amqplib';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import { inspectBroker } from '../../src/topology/inspect-broker.js';
 import { instructionsOf, stagesOf } from '../support/dockerfile.js';
 import { findRabbitmqServer, startLocalBroker, type LocalBroker } from '../support/local-broker.js';
 import { sleep } from '../support/modes.js';
+import { randomPrefix } from '../support/relay.js';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const script = join(repo, 'rabbitmq/build-delayed-plugin.sh');
@@ -75,27 +76,7 @@ describe.skipIf(skipReason !== undefined)(`rabbitmq/build-delayed-plugin.sh${ski
     });
     expect((await inspectBroker(broker.url)).hasDelayedPlugin).toBe(true);
 
-    const connection = await amqplib.connect(broker.url);
-    try {
-      const channel = await connection.createConfirmChannel();
-      await channel.assertExchange('delayed', 'x-delayed-message', { arguments: { 'x-delayed-type': 'direct' } });
-      const { queue } = await channel.assertQueue('', { exclusive: true });
-      await channel.bindQueue(queue, 'delayed', 'key');
-      const delayMs = 1_000;
-      const publishedAt = Date.now();
-      channel.publish('delayed', 'key', Buffer.from('later'), { headers: { 'x-delay': delayMs } });
-      await channel.waitForConfirms();
-      let message: amqplib.GetMessage | false = false;
-      while (message === false && Date.now() - publishedAt < 30_000) {
-        message = await channel.get(queue, { noAck: true });
-        if (message === false) await sleep(100);
-      }
-      expect(message && message.content.toString()).toBe('later');
-      // A lower bound only: the plugin held the message at least its delay (never faster).
-      expect(Date.now() - publishedAt).toBeGreaterThanOrEqual(delayMs);
-    } finally {
-      await connection.close();
-    }
+    await expectDelayedDelivery(broker.url);
   });
 
   it("runs the Dockerfile's plugin stage as written: fetch at the pinned commit, verify, build, accepted by rabbitmq-plugins", () => {
@@ -141,5 +122,48 @@ describe.skipIf(skipReason !== undefined)(`rabbitmq/build-delayed-plugin.sh${ski
     expect(stageRun.status, `${stageRun.stdout}${stageRun.stderr}`).toBe(0);
     expect(existsSync(join(work, 'out', `${APP}-${source!.version}`, 'ebin', `${APP}.app`))).toBe(true);
     expect(readFileSync(join(work, 'tmp', 'enabled_plugins'), 'utf8')).toContain(APP);
+  });
+});
+
+/** The broker at `url` offers x-delayed-message, and holds a message for its delay before routing it. */
+async function expectDelayedDelivery(url: string): Promise<void> {
+  const connection = await amqplib.connect(url);
+  try {
+    const channel = await connection.createConfirmChannel();
+    // A name of its own, deleted afterwards: the run's shared broker may be the one asked.
+    const exchange = `${randomPrefix()}.delayed`;
+    await channel.assertExchange(exchange, 'x-delayed-message', { durable: false, autoDelete: true, arguments: { 'x-delayed-type': 'direct' } });
+    const { queue } = await channel.assertQueue('', { exclusive: true });
+    await channel.bindQueue(queue, exchange, 'key');
+    const delayMs = 1_000;
+    const publishedAt = Date.now();
+    channel.publish(exchange, 'key', Buffer.from('later'), { headers: { 'x-delay': delayMs } });
+    await channel.waitForConfirms();
+    let message: amqplib.GetMessage | false = false;
+    while (message === false && Date.now() - publishedAt < 30_000) {
+      message = await channel.get(queue, { noAck: true });
+      if (message === false) await sleep(100);
+    }
+    expect(message && message.content.toString()).toBe('later');
+    // A lower bound only: the plugin held the message at least its delay (never faster).
+    expect(Date.now() - publishedAt).toBeGreaterThanOrEqual(delayMs);
+    await channel.deleteExchange(exchange);
+  } finally {
+    await connection.close();
+  }
+}
+
+// On a run against the harness's container, the rabbitmq/ image itself was built for the series under
+// test: with DELAYED_PLUGIN=on its plugin stage (fetch at the pinned commit, verify, build-delayed-plugin.sh,
+// rabbitmq-plugins) ran for real, and the broker must then offer the plugin it compiled.
+const containerRun = inject('brokerSource') === 'testcontainers';
+const imageSkip = !containerRun
+  ? 'the run\'s broker is not the rabbitmq/ image (TEST_BROKER=container builds it)'
+  : !inject('hasDelayedPlugin')
+    ? `the image was built without the plugin (DELAYED_PLUGIN=off; RabbitMQ ${inject('brokerVersion')}${/^(3|4\.[0-2])\./.test(inject('brokerVersion')) ? '' : ' cannot run it'})`
+    : undefined;
+describe.skipIf(imageSkip !== undefined)(`the rabbitmq/ image built for this run${imageSkip ? ` (skipped: ${imageSkip})` : ''}`, () => {
+  it('offers x-delayed-message from the plugin its Dockerfile compiled, and delays a message', async () => {
+    await expectDelayedDelivery(inject('amqpUrl'));
   });
 });

@@ -70,11 +70,16 @@ describeEachMode('history', (mode) => {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
+    let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
     try {
-      // The follower starts at "next": give it time to attach before the events it must see.
-      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      // The follower starts at "next": it sees only events stored after it says it is reading. A
+      // fixed pause was not enough where the machine was busy, and it started after the events.
+      const reading = Date.now() + 60_000;
+      while (!stderr.includes('following ') && child.exitCode === null && Date.now() < reading) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(stderr).toContain(`following ${relay.names.historyQueue} from now until interrupted\n`);
       const mine = await relay.publisher.publish({ url: `${wanted.origin}/mine`, body: 1 });
       const theirs = await relay.publisher.publish({ url: `${others.origin}/theirs`, body: 2 });
       await others.waitFor((r) => r.length === 1);

@@ -1,4 +1,6 @@
+import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, inject, it } from 'vitest';
+import { itemDigest } from '../../src/ingest/callback-ids.js';
 import { createLogger } from '../../src/logger.js';
 import { startIngest, type RunningIngest } from '../../src/ingest/start-ingest.js';
 import { sleep } from '../support/modes.js';
@@ -11,7 +13,10 @@ const TOKEN = 'integration-token-0123456789';
 const open = openedInEachTest();
 let ingest: RunningIngest | undefined;
 let proxy: TcpProxy | undefined;
+/** Sockets of hand-written requests: a request left unfinished would hold the ingest's close. */
+const rawSockets: Socket[] = [];
 afterEach(async () => {
+  for (const socket of rawSockets.splice(0)) socket.destroy();
   await ingest?.close();
   await proxy?.close();
   ingest = undefined;
@@ -90,16 +95,21 @@ describe('HTTP ingest', () => {
     expect(await queueDepth(relay.names.workQueue)).toBe(0);
     const good = await post(origin, '/v1/callbacks:batch', { callbacks: items }, { 'idempotency-key': 'batch-7' });
     expect(good.status).toBe(202);
-    expect(good.body.results).toEqual([0, 1, 2].map((index) => ({ index, id: `batch-7:${index}`, status: 202 })));
+    const ids = items.map((item) => `batch-7:${itemDigest(item)}`);
+    expect(good.body.results).toEqual([0, 1, 2].map((index) => ({ index, id: ids[index], status: 202 })));
+    // Resending one item alone with the same key gives it its own id again, not the first position's.
+    const resent = await post(origin, '/v1/callbacks:batch', { callbacks: [items[2]] }, { 'idempotency-key': 'batch-7' });
+    expect(resent.body.results).toEqual([{ index: 0, id: ids[2], status: 202 }]);
     await relay.startWorker();
-    await receiver.waitFor((r) => r.length === 3, 15_000);
-    expect(new Set(receiver.requests.map((r) => r.headers['webhook-id']))).toEqual(new Set(['batch-7:0', 'batch-7:1', 'batch-7:2']));
+    await receiver.waitFor((r) => r.length === 4, 15_000);
+    expect(receiver.requests.map((r) => `${r.path} ${r.headers['webhook-id']}`).sort()).toEqual([...items.map((item, i) => `${new URL(item.url).pathname} ${ids[i]}`), `/batch/2 ${ids[2]}`].sort());
   });
 
   it('503 while the broker is unreachable, nothing stored; the same POST succeeds once it is back', async () => {
     const relay = await open.relay();
     proxy = await startTcpProxy(inject('amqpUrl'));
-    const { origin } = await startIngestFor(relay, { AMQP_URL: proxy.url, PUBLISH_TIMEOUT: '2s' });
+    // An idle timeout shorter than the wait for the confirm: a request waiting for the broker is spared.
+    const { origin } = await startIngestFor(relay, { AMQP_URL: proxy.url, PUBLISH_TIMEOUT: '2s', INGEST_CONNECTION_TIMEOUT: '1s' });
     await waitReady(origin, true);
     proxy.refuse(true);
     proxy.cut();
@@ -107,7 +117,10 @@ describe('HTTP ingest', () => {
     const down = await post(origin, '/v1/callbacks', payload, { 'idempotency-key': 'while-down' });
     expect(down.status).toBe(503);
     expect(['CR_ERR_PUBLISH_TIMEOUT', 'CR_ERR_OUTCOME_UNKNOWN']).toContain(down.body.code);
-    expect(down.body.message).toContain('retry with the same Idempotency-Key');
+    expect([down.body.id, down.body.message]).toEqual(['while-down', expect.stringContaining('send it again with the same Idempotency-Key')]);
+    // Without a key the answer still names the id, and how to keep it.
+    const unkeyed = await post(origin, '/v1/callbacks', payload);
+    expect([unkeyed.status, unkeyed.body.message]).toEqual([503, expect.stringContaining(`send it again with "id": "${unkeyed.body.id}"`)]);
     expect((await fetch(`${origin}/readyz`)).status).toBe(503);
     // Past the publisher's own buffer timeout (PUBLISH_TIMEOUT + 1 s): nothing may reach the broker late.
     await sleep(2_000);
@@ -117,6 +130,110 @@ describe('HTTP ingest', () => {
     expect(await queueDepth(relay.names.workQueue)).toBe(0);
     const again = await post(origin, '/v1/callbacks', payload, { 'idempotency-key': 'while-down' });
     expect([again.status, again.body.id]).toEqual([202, 'while-down']);
-    expect(await queueDepth(relay.names.workQueue)).toBe(1);
+    const kept = await post(origin, '/v1/callbacks', { ...payload, id: unkeyed.body.id });
+    expect([kept.status, kept.body.id]).toEqual([202, unkeyed.body.id]);
+    expect(await queueDepth(relay.names.workQueue)).toBe(2);
+  });
+});
+
+/** A request written by hand on a socket of its own: its head and the first `sent` bytes of its body. */
+function startRawPost(origin: string, path: string, body: string, sent: number): { socket: Socket; answer: Promise<{ status: number; body: any; sentAll: boolean }>; finish(): void } {
+  const { hostname, port } = new URL(origin);
+  const socket = connect(Number(port), hostname);
+  rawSockets.push(socket);
+  const head = `POST ${path} HTTP/1.1\r\nhost: ${hostname}\r\nauthorization: Bearer ${TOKEN}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n`;
+  socket.write(head + body.slice(0, sent));
+  let written = sent;
+  let received = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk: string) => (received += chunk));
+  const answer = new Promise<{ status: number; body: any; sentAll: boolean }>((resolve) => {
+    const settle = (): void => {
+      const match = /^HTTP\/1\.1 (\d{3})[^]*?\r\n\r\n([^]*)$/.exec(received);
+      if (!match) return;
+      const text = match[2]!;
+      const length = Number(/content-length: (\d+)/i.exec(received)?.[1] ?? -1);
+      if (Buffer.byteLength(text) < length) return;
+      resolve({ status: Number(match[1]), body: text === '' ? undefined : JSON.parse(text), sentAll: written === body.length });
+    };
+    socket.on('data', settle);
+    // A closed socket with no answer (reset before it could be read) counts as status 0.
+    socket.on('close', () => resolve({ status: 0, body: received, sentAll: written === body.length }));
+    socket.on('error', () => {});
+  });
+  return {
+    socket,
+    answer,
+    finish() {
+      socket.write(body.slice(written));
+      written = body.length;
+    },
+  };
+}
+
+describe('HTTP ingest bounds', () => {
+  it('a body trickled slower than INGEST_REQUEST_TIMEOUT allows is cut with 408, nothing stored; the replica goes on', async () => {
+    const relay = await open.relay();
+    const { origin } = await startIngestFor(relay, { INGEST_REQUEST_TIMEOUT: '1s' });
+    const body = JSON.stringify({ url: 'http://127.0.0.1:9/slow', body: 'x'.repeat(2_000) });
+    const slow = startRawPost(origin, '/v1/callbacks', body, 10);
+    let trickled = 10;
+    let closed = false;
+    slow.socket.on('close', () => (closed = true));
+    // One byte every 50 ms: the connection never goes idle, but the whole body would take 100 s.
+    while (!closed && trickled < body.length - 1) {
+      slow.socket.write(body[trickled++]!);
+      await sleep(50);
+    }
+    const answer = await slow.answer;
+    expect(trickled).toBeLessThan(body.length - 1);
+    expect(answer.sentAll).toBe(false);
+    // The 408 is written before the socket is closed; a reset of the unread bytes may still beat it.
+    if (answer.status !== 0) expect([answer.status, answer.body.code]).toEqual([408, 'CR_ERR_REQUEST_TIMEOUT']);
+    expect(await queueDepth(relay.names.workQueue)).toBe(0);
+    const metrics = await (await fetch(`${origin}/metrics`)).text();
+    expect(metrics).toContain('callback_relay_ingest_requests_total{route="unrouted",status="408"} 1');
+    const fine = await post(origin, '/v1/callbacks', { url: 'http://127.0.0.1:9/fine', body: 1 });
+    expect(fine.status).toBe(202);
+  });
+
+  it('a connection left silent past INGEST_CONNECTION_TIMEOUT is closed', async () => {
+    const relay = await open.relay();
+    const { origin } = await startIngestFor(relay, { INGEST_CONNECTION_TIMEOUT: '1s' });
+    const silent = startRawPost(origin, '/v1/callbacks', JSON.stringify({ url: 'http://127.0.0.1:9/silent', body: 1 }), 5);
+    const answer = await silent.answer;
+    expect([answer.status, answer.sentAll]).toEqual([0, false]);
+    expect(await queueDepth(relay.names.workQueue)).toBe(0);
+  });
+
+  it('a burst of large batches past INGEST_INFLIGHT_BYTES: those beyond get 503 unread, every accepted item is stored', async () => {
+    const relay = await open.relay();
+    const batchBytes = 262_144;
+    const { origin } = await startIngestFor(relay, { MAX_PAYLOAD_BYTES: '65536', INGEST_BATCH_BYTES: String(batchBytes), INGEST_INFLIGHT_BYTES: String(3 * batchBytes) });
+    // Six batches of four ~50 kB items (~200 kB each): three fit in the bound at once.
+    const batches = [0, 1, 2, 3, 4, 5].map((b) => JSON.stringify({ callbacks: [0, 1, 2, 3].map((i) => ({ url: `http://127.0.0.1:9/burst/${b}/${i}`, body: 'x'.repeat(50_000) })) }));
+    const requests = [];
+    for (const body of batches) requests.push(startRawPost(origin, '/v1/callbacks:batch', body, 1_000));
+    // The three admitted wait for the rest of their bodies; the other three are answered at once.
+    const answered: { status: number; body: any }[] = [];
+    const pending = new Set(requests);
+    for (const request of requests) void request.answer.then((a) => (answered.push(a), pending.delete(request)));
+    for (const deadline = Date.now() + 20_000; answered.length < 3; await sleep(50)) {
+      if (Date.now() > deadline) throw new Error(`only ${answered.length} early answers`);
+    }
+    await sleep(200);
+    expect(answered.map((a) => [a.status, a.body.code])).toEqual([0, 1, 2].map(() => [503, 'CR_ERR_INGEST_BUSY']));
+    expect(pending.size).toBe(3);
+    for (const request of pending) request.finish();
+    const admitted = await Promise.all([...pending].map((request) => request.answer));
+    expect(admitted.map((a) => a.status)).toEqual([202, 202, 202]);
+    const ids = admitted.flatMap((a) => a.body.results.map((r: { id: string; status: number }) => (expect(r.status).toBe(202), r.id)));
+    expect(new Set(ids).size).toBe(12);
+    expect(await queueDepth(relay.names.workQueue)).toBe(12);
+    // Over INGEST_BATCH_BYTES: 413 from the Content-Length alone.
+    const tooBig = await post(origin, '/v1/callbacks:batch', { callbacks: [0, 1, 2, 3, 4, 5].map((i) => ({ url: `http://127.0.0.1:9/big/${i}`, body: 'x'.repeat(50_000) })) });
+    expect([tooBig.status, tooBig.body.message]).toEqual([413, expect.stringContaining('INGEST_BATCH_BYTES')]);
+    const metrics = await (await fetch(`${origin}/metrics`)).text();
+    expect(metrics).toContain('callback_relay_ingest_inflight_bytes 0');
   });
 });

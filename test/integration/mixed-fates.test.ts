@@ -19,7 +19,8 @@ describeEachMode('mixed fates', (mode) => {
       if (path.startsWith('/fail')) return { status: 500 };
       return { status: 404 };
     });
-    relay = await open.relay({ DELAY_MODE: mode, RETRY_SCHEDULE: '1s', MAX_ATTEMPTS: '2', PREFETCH: '50' });
+    // HTTP_TIMEOUT 20 s: on a CPU-starved machine a slow answer must not become a timeout and an extra attempt.
+    relay = await open.relay({ DELAY_MODE: mode, RETRY_SCHEDULE: '1s', MAX_ATTEMPTS: '2', PREFETCH: '50', HTTP_TIMEOUT: '20s' });
     await relay.startWorker();
     const published = await Promise.all(
       Array.from({ length: 1000 }, (_, i) => {

@@ -1,15 +1,16 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import type { Channel } from 'amqplib';
+import amqplib, { type Channel } from 'amqplib';
 import { describe, expect, inject, it } from 'vitest';
 import { isRelayError } from '../../src/errors.js';
-import { sleep } from '../support/modes.js';
+import { pluginModeSkipReason, sleep } from '../support/modes.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { createLogger } from '../../src/logger.js';
 import { createPublisher } from '../../src/producer/publisher.js';
 import type { Receiver } from '../support/receiver.js';
-import { testConfig, type RelayFixture } from '../support/relay.js';
+import { deleteTopology, testConfig, type RelayFixture } from '../support/relay.js';
+import { topologyNames } from '../../src/topology/topology-names.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 import { configEnv } from '../support/worker-process.js';
 
@@ -99,7 +100,8 @@ describe('producer', () => {
   });
 
   // The plugin drops a message that falls due with no queue bound: the publisher declares P.due too.
-  it.skipIf(!inject('hasDelayedPlugin'))('plugin mode: a delayed callback that falls due before any worker ran is delivered once one starts', async () => {
+  const pluginSkip = pluginModeSkipReason();
+  it.skipIf(pluginSkip !== undefined)(`plugin mode: a delayed callback that falls due before any worker ran is delivered once one starts${pluginSkip ? ` (skipped: ${pluginSkip})` : ''}`, async () => {
     receiver = await open.receiver(() => ({ status: 200 }));
     relay = await open.relay({ DELAY_MODE: 'plugin' });
     await relay.publisher.publish({ url: `${receiver.origin}/early`, body: 1 }, { delay: 500 });
@@ -107,6 +109,23 @@ describe('producer', () => {
     await relay.startWorker();
     await receiver.waitFor((r) => r.length === 1, 10_000);
     expect(receiver.requests.map((r) => r.path)).toEqual(['/early']);
+  });
+
+  it('the first publish on a fresh queues-mode topology never times out because of declaring it', async () => {
+    // Declaring 35 quorum queues, a stream and some 1,700 bindings takes seconds; PUBLISH_TIMEOUT is shorter here.
+    const config = testConfig({ DELAY_MODE: 'queues', PUBLISH_TIMEOUT: '300ms' });
+    const publisher = createPublisher(config, createLogger('silent'));
+    const connection = await amqplib.connect(config.amqpUrl);
+    const channel = await connection.createChannel();
+    try {
+      const { id } = await publisher.publish({ url: 'http://127.0.0.1:9/first', id: 'first-on-fresh', body: 0 });
+      expect(id).toBe('first-on-fresh');
+      expect((await channel.checkQueue(`${config.topologyPrefix}.work`)).messageCount).toBe(1);
+    } finally {
+      await publisher.close();
+      await deleteTopology(channel, topologyNames(config.topologyPrefix, config.lanes));
+      await connection.close();
+    }
   });
 
   it('rejects with CR_ERR_PUBLISH_TIMEOUT when the broker is unreachable, and bounds its buffer', async () => {

@@ -6,6 +6,9 @@ declare module 'vitest' {
   export interface ProvidedContext {
     amqpUrl: string;
     brokerSource: string;
+    /** The harness's broker container ('' unless brokerSource is testcontainers): restartable by id. */
+    brokerContainerId: string;
+    brokerVersion: string;
     hasDelayedPlugin: boolean;
   }
 }
@@ -18,11 +21,18 @@ export async function setup(project: TestProject): Promise<void> {
   const info = await inspectBroker(broker.url);
   project.provide('amqpUrl', broker.url);
   project.provide('brokerSource', broker.source);
+  project.provide('brokerContainerId', broker.containerId ?? '');
+  project.provide('brokerVersion', info.version);
   project.provide('hasDelayedPlugin', info.hasDelayedPlugin);
-  process.stdout.write(`integration broker: RabbitMQ ${info.version} via ${broker.source}\n`);
-  process.stdout.write(
-    info.hasDelayedPlugin ? 'plugin-mode suites: running (broker has x-delayed-message)\n' : 'plugin-mode suites: skipped: broker lacks x-delayed-message (RABBITMQ_PLUGINS_DIR loads the plugin into the throwaway node)\n',
-  );
+  const image = broker.image ? ` (rabbitmq/ image: ${broker.image})` : '';
+  process.stdout.write(`integration broker: RabbitMQ ${info.version} via ${broker.source}${image}\n`);
+  const without =
+    broker.source === 'testcontainers'
+      ? 'DELAYED_PLUGIN=on with a matching DELAYED_PLUGIN_VERSION/COMMIT builds it into the image; RabbitMQ 4.3+ cannot run it'
+      : broker.source === 'AMQP_URL'
+        ? 'the broker of AMQP_URL has not enabled it'
+        : 'RABBITMQ_PLUGINS_DIR loads the plugin into the throwaway node';
+  process.stdout.write(info.hasDelayedPlugin ? 'plugin-mode suites: running (broker has x-delayed-message)\n' : `plugin-mode suites: skipped: broker lacks x-delayed-message (${without})\n`);
 }
 
 export async function teardown(): Promise<void> {

@@ -53,6 +53,14 @@ describe('formatTimelineLine', () => {
     expect(line).toBe('2026-01-01T00:00:00.000Z  order-42  https://partner.example/hook  attempt 2  dead (exhausted)  circuit open  0ms  host-a/17');
   });
 
+  it('control characters of the URL, the error and the worker become spaces, as in dlq list', () => {
+    const hostile = { ...event, url: 'https://x.example/\u001b[2J\u001b[31mowned', error: 'ECONNRESET\r\u009b0m', status: undefined, worker: 'w\u0007' };
+    const line = formatTimelineLine(hostile, true);
+    expect(line).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+    expect(line).toContain('https://x.example/ [2J [31mowned');
+    expect(line).toContain('ECONNRESET  0m');
+  });
+
   it('a callback held for its paused target: no status, no duration', () => {
     const line = formatTimelineLine({ ...event, type: 'paused', attempt: 0, status: undefined, error: undefined, durationMs: undefined, nextAttemptAt: undefined });
     expect(line).toBe('2026-01-01T00:00:00.000Z  attempt 0  paused  -  -  host-a/17');

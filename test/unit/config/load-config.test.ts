@@ -206,6 +206,7 @@ const INVALID: Array<[string, string]> = [
   ['DEGRADE_THRESHOLD', '0'],
   ['RECOVER_THRESHOLD', '-1'],
   ['QUIET_PERIOD', 'later'],
+  ['OVERFLOW_AFTER', 'soon'],
   ['AUTO_PAUSE_AFTER', 'a day'],
   ['PROBE_CONCURRENCY', '0'],
   ['MAX_PROBES', 'x'],
@@ -220,6 +221,10 @@ const INVALID: Array<[string, string]> = [
   ['TARGET_DENY', 'not-an-ip'],
   ['INGEST_PORT', '70000'],
   ['INGEST_BATCH_MAX', '0'],
+  ['INGEST_BATCH_BYTES', '4MB'],
+  ['INGEST_INFLIGHT_BYTES', '0'],
+  ['INGEST_REQUEST_TIMEOUT', '0'],
+  ['INGEST_CONNECTION_TIMEOUT', 'forever'],
 ];
 
 describe('loadConfig invalid values', () => {

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { settle, type HoldContext, type SettleContext, type SettleFallback } from '../../../src/consumer/settle.js';
 import { createDurableEvents } from '../../../src/events/durable-events.js';
 import { isRelayError } from '../../../src/errors.js';
@@ -11,7 +11,7 @@ import type { Decision } from '../../../src/policy/decide.js';
 // paths are driven by a stand-in channel. Returns and nacks are proven against a real broker in
 // test/integration/settle-failures.test.ts.
 
-type Confirm = 'ack' | 'nack' | 'never' | 'return-then-ack' | 'throw';
+type Confirm = 'ack' | 'nack' | 'never' | 'late' | 'return-then-ack' | 'throw';
 
 class StandInChannel extends EventEmitter {
   published: Array<{ exchange: string; routingKey: string; mandatory: boolean | undefined }> = [];
@@ -20,18 +20,29 @@ class StandInChannel extends EventEmitter {
   /** Publishes (by exchange) and settles, in order. */
   log: string[] = [];
   bodies: unknown[] = [];
+  /** Callbacks of publishes never confirmed: failed when the channel closes, as amqplib does. */
+  pending: Array<(error: Error | null) => void> = [];
+  failPending(): void {
+    for (const cb of this.pending.splice(0)) cb(new Error('channel closed'));
+  }
   constructor(private readonly confirms: Confirm[]) {
     super();
   }
+  closed = false;
   publish(exchange: string, routingKey: string, content: Buffer, options: { mandatory?: boolean; headers: Record<string, unknown> }, cb: (error: Error | null) => void): boolean {
+    if (this.closed) throw new Error('Channel closed');
     this.published.push({ exchange, routingKey, mandatory: options.mandatory });
     this.headers.push(options.headers);
     this.log.push(`publish ${exchange}`);
     this.bodies.push(JSON.parse(content.toString()));
     const confirm = this.confirms.shift() ?? 'ack';
     if (confirm === 'throw') throw new TypeError('cannot encode');
-    if (confirm === 'never') return true;
-    setImmediate(() => {
+    if (confirm === 'never') {
+      this.pending.push(cb);
+      return true;
+    }
+    const answer = (fn: () => void): unknown => (confirm === 'late' ? setTimeout(fn, 200) : setImmediate(fn));
+    answer(() => {
       if (confirm === 'return-then-ack') this.emit('return', { content, fields: { exchange, routingKey }, properties: { headers: options.headers } });
       cb(confirm === 'nack' ? new Error('message nacked') : null);
     });
@@ -49,10 +60,12 @@ class StandInChannel extends EventEmitter {
 
 /** The channel closes: amqplib then refuses to settle on it. */
 function closeUnder(channel: StandInChannel): void {
+  channel.closed = true;
   channel.emit('close');
   channel.nack = () => {
     throw new Error('Channel closed');
   };
+  channel.failPending();
 }
 
 const message = (headers: Record<string, unknown> = {}): ConsumeMessage =>
@@ -67,8 +80,10 @@ function run(confirms: Confirm[], options: Options = {}) {
   const fallbacks: SettleFallback[] = [];
   let redeclared = 0;
   const lostEvents: Error[] = [];
+  const slow: string[] = [];
   const context: SettleContext = {
     onEventLost: (error) => lostEvents.push(error),
+    onSlowConfirm: (kind) => slow.push(kind),
     channel: channel as unknown as ConfirmChannel,
     message: message(options.headers),
     names: topologyNames('p'),
@@ -84,7 +99,7 @@ function run(confirms: Confirm[], options: Options = {}) {
     context.storeEvent = createDurableEvents('p.events', () => 0, 50, 'w/1').forReport(context.channel, report);
   }
   const settled = settle(settlement, record, context);
-  return { channel, fallbacks, redeclared: () => redeclared, settled, lostEvents };
+  return { channel, fallbacks, redeclared: () => redeclared, settled, lostEvents, slow };
 }
 
 describe('settle', () => {
@@ -117,13 +132,25 @@ describe('settle', () => {
     expect(fallbacks.map((f) => f.cause)).toEqual(['nacked']);
   });
 
-  it('no confirm within the timeout: rejects the original without publishing again', async () => {
-    const { channel, settled, fallbacks, redeclared } = run(['never']);
-    expect(await settled).toBe(false);
+  it('a confirm later than the timeout is waited for, never taken as "not stored": the original is acked, never also rejected', async () => {
+    const { channel, settled, fallbacks, redeclared, slow } = run(['late']);
+    expect(await settled).toBe(true);
+    expect(slow).toEqual(['retry']);
     expect(channel.published).toHaveLength(1);
-    expect(channel.settled).toEqual(['reject']);
-    expect(fallbacks).toMatchObject([{ cause: 'timeout', error: { code: 'CR_ERR_PUBLISH_TIMEOUT' } }]);
+    expect(channel.settled).toEqual(['ack']);
+    expect(fallbacks).toEqual([]);
     expect(redeclared()).toBe(0);
+  });
+
+  it('no confirm until the channel closes: throws, the original neither acked nor rejected (the broker requeues it)', async () => {
+    const { channel, settled, fallbacks, slow } = run(['never']);
+    await new Promise((resolve) => setTimeout(resolve, 120));
+    expect(slow).toEqual(['retry']);
+    // amqplib fails a closing channel's unconfirmed publishes through their callbacks.
+    closeUnder(channel);
+    await expect(settled).rejects.toThrow();
+    expect(channel.settled).toEqual([]);
+    expect(fallbacks).toEqual([]);
   });
 
   it('headers too large to encode: never calls publish, rejects the original', async () => {
@@ -162,7 +189,7 @@ describe('settle', () => {
 });
 
 describe('settle: a hold', () => {
-  function hold(confirms: Confirm[], headers: Record<string, unknown> = {}, durable = false) {
+  function hold(confirms: Confirm[], headers: Record<string, unknown> = {}, durable = false, stopping?: AbortSignal) {
     const channel = new StandInChannel(confirms);
     const fallbacks: SettleFallback[] = [];
     const confirmed: string[] = [];
@@ -174,12 +201,13 @@ describe('settle: a hold', () => {
       redeclare: async () => void (redeclared += 1),
       onFallback: (fallback) => fallbacks.push(fallback),
       onConfirm: (kind) => confirmed.push(kind),
+      stopping,
     };
     if (durable) {
       const report = { kind: 'held' as const, id: 'c1', url: 'https://a.example/h', target: 'https://a.example', lane: '0', attempt: 0 };
       context.storeEvent = createDurableEvents('p.events', () => 0, 50, 'w/1').forReport(context.channel, report);
     }
-    const settled = settle({ kind: 'hold', queue: 'p.paused' }, { id: 'c1' }, context);
+    const settled = settle({ kind: 'hold', queue: 'p.paused', returnTo: { queue: 'p.paused.check', deadQueue: 'p.dead' } }, { id: 'c1' }, context);
     return { channel, fallbacks, confirmed, redeclared: () => redeclared, settled };
   }
 
@@ -194,24 +222,57 @@ describe('settle: a hold', () => {
     expect(confirmed).toEqual([]);
   });
 
-  it('returned twice: declared again, then back to its own queue a second later, never to P.dead', async () => {
-    const { channel, settled, fallbacks, redeclared } = hold(['return-then-ack', 'return-then-ack']);
+  it('returned twice: declared again, then a copy counted back into its own queue a second later, never a requeue', async () => {
+    const { channel, settled, fallbacks, redeclared } = hold(['return-then-ack', 'return-then-ack', 'ack'], { 'x-callback-attempt': 2 });
     const started = performance.now();
     expect(await settled).toBe(false);
     expect(performance.now() - started).toBeGreaterThanOrEqual(900);
     expect(redeclared()).toBe(1);
-    expect(channel.log).toEqual(['publish ', 'publish ', 'requeue']);
+    expect(channel.log).toEqual(['publish ', 'publish ', 'publish ', 'ack']);
+    expect(channel.published[2]).toEqual({ exchange: '', routingKey: 'p.paused.check', mandatory: true });
+    expect(channel.headers[2]).toMatchObject({ 'x-callback-attempt': 2, 'x-callback-returns': 1 });
     expect(fallbacks).toMatchObject([{ id: 'c1', kind: 'hold', cause: 'returned' }]);
   });
 
-  it('EVENTS=durable: its paused event is confirmed before the copy; one not stored sends it back before any copy exists', async () => {
+  it('the worker is stopping: a hold that cannot be stored goes back to its queue without the wait, its count raised', async () => {
+    // Only timers are stood in for: the stand-in channel confirms on setImmediate. No timer advances,
+    // so the copy back is published only because the stop cut the send-back's wait short.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const stop = new AbortController();
+      stop.abort();
+      const { channel, settled } = hold(['nack', 'nack', 'ack'], { 'x-callback-attempt': 2 }, false, stop.signal);
+      expect(await settled).toBe(false);
+      expect(channel.log).toEqual(['publish ', 'publish ', 'publish ', 'ack']);
+      expect(channel.published[2]).toEqual({ exchange: '', routingKey: 'p.paused.check', mandatory: true });
+      expect(channel.headers[2]).toMatchObject({ 'x-callback-attempt': 2, 'x-callback-returns': 1 });
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('sent back MAX_RETURNS times already: parked in P.dead as unsettled, at once', async () => {
+    const { channel, settled } = hold(['nack', 'nack', 'ack'], { 'x-callback-attempt': 3, 'x-callback-returns': 5 });
+    expect(await settled).toBe(false);
+    expect(channel.log).toEqual(['publish ', 'publish ', 'publish ', 'ack']);
+    expect(channel.published[2]).toEqual({ exchange: '', routingKey: 'p.dead', mandatory: true });
+    expect(channel.headers[2]).toMatchObject({ 'x-callback-reason': 'unsettled', 'x-callback-attempts': 2, 'x-callback-returns': 5 });
+  });
+
+  it('the copy back cannot be stored either: rejected without requeue, for the broker to dead-letter', async () => {
+    const { channel, settled } = hold(['nack', 'nack', 'nack'], { 'x-callback-returns': 5 });
+    expect(await settled).toBe(false);
+    expect(channel.settled).toEqual(['reject']);
+  });
+
+  it('EVENTS=durable: its paused event is confirmed before the copy; one not stored does not hold the callback back', async () => {
     const held = hold(['ack', 'ack'], {}, true);
     expect(await held.settled).toBe(true);
     expect(held.channel.log).toEqual(['publish p.events', 'publish ', 'ack']);
     expect(held.channel.bodies[0]).toMatchObject({ type: 'paused', id: 'c1', attempt: 0 });
-    const lost = hold(['nack', 'nack'], {}, true);
-    await expect(lost.settled).rejects.toMatchObject({ code: 'CR_ERR_EVENT_NOT_STORED' });
-    expect(lost.channel.log).toEqual(['publish p.events', 'publish p.events', 'requeue']);
+    const lost = hold(['nack', 'nack', 'ack'], {}, true);
+    expect(await lost.settled).toBe(true);
+    expect(lost.channel.log).toEqual(['publish p.events', 'publish p.events', 'publish ', 'ack']);
   });
 
   it('a channel that closed: throws, leaving the original to the broker', async () => {
@@ -246,10 +307,11 @@ describe('settle with EVENTS=durable', () => {
     expect(channel.bodies[0]).toMatchObject({ type: 'dead', reason: 'exhausted' });
   });
 
-  it('a dead letter whose event is not stored: back to its queue before any copy exists', async () => {
-    const { channel, settled } = run(['nack', 'nack'], { durable: true, settlement: { kind: 'dead', reason: 'exhausted', why: 'HTTP 503' } });
-    await expect(settled).rejects.toMatchObject({ code: 'CR_ERR_EVENT_NOT_STORED' });
-    expect(channel.log).toEqual(['publish p.events', 'publish p.events', 'requeue']);
+  it('a dead letter whose event is not stored: parked all the same, the lost event reported', async () => {
+    const { channel, settled, lostEvents } = run(['nack', 'nack', 'ack'], { durable: true, settlement: { kind: 'dead', reason: 'exhausted', why: 'HTTP 503' } });
+    expect(await settled).toBe(true);
+    expect(channel.log).toEqual(['publish p.events', 'publish p.events', 'publish ', 'ack']);
+    expect(lostEvents).toHaveLength(1);
   });
 
   it("a retry whose event is not stored is acked all the same: its copy carries it on, never twice", async () => {
@@ -259,18 +321,19 @@ describe('settle with EVENTS=durable', () => {
     expect(lostEvents).toHaveLength(1);
   });
 
-  it('an event nacked twice: the message goes back to its queue, never acked', async () => {
-    const { channel, settled, redeclared } = run(['nack', 'nack'], delivered);
-    const error = await settled.catch((e: unknown) => e);
-    expect(isRelayError(error, 'CR_ERR_EVENT_NOT_STORED')).toBe(true);
+  it('a delivered event nacked twice: the callback is acked all the same (never delivered again for its event), the lost event reported', async () => {
+    const { channel, settled, redeclared, lostEvents } = run(['nack', 'nack'], delivered);
+    expect(await settled).toBe(true);
     expect(redeclared()).toBe(1);
-    expect(channel.log).toEqual(['publish p.events', 'publish p.events', 'requeue']);
+    expect(channel.log).toEqual(['publish p.events', 'publish p.events', 'ack']);
+    expect(lostEvents).toHaveLength(1);
   });
 
-  it('an event not confirmed in time: requeued, not published twice', async () => {
-    const { channel, settled } = run(['never'], delivered);
-    await expect(settled).rejects.toMatchObject({ code: 'CR_ERR_EVENT_NOT_STORED' });
-    expect(channel.log).toEqual(['publish p.events', 'requeue']);
+  it('a delivered event not confirmed in time: acked, not published twice, never requeued', async () => {
+    const { channel, settled, lostEvents } = run(['never'], delivered);
+    expect(await settled).toBe(true);
+    expect(channel.log).toEqual(['publish p.events', 'ack']);
+    expect(lostEvents).toMatchObject([{ code: 'CR_ERR_EVENT_NOT_STORED', cause: { code: 'CR_ERR_PUBLISH_TIMEOUT' } }]);
   });
 
   it('no copy stored: a dead event (reason unsettled) is confirmed before the original is rejected', async () => {

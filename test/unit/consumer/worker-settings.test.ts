@@ -17,6 +17,7 @@ describe('isolationPolicy', () => {
       probesPerTarget: 1,
       maxProbes: 10,
       slowThresholdMs: 3_000,
+      overflowAfterMs: 200,
     });
   });
 
@@ -33,6 +34,7 @@ describe('isolationPolicy', () => {
       MAX_PROBES: '3',
       SLOW_THRESHOLD: '1500ms',
       TARGET_INITIAL_CONCURRENCY: '5',
+      OVERFLOW_AFTER: '350ms',
     });
     expect(isolationPolicy(config)).toEqual({
       window: 30,
@@ -46,6 +48,7 @@ describe('isolationPolicy', () => {
       probesPerTarget: 2,
       maxProbes: 3,
       slowThresholdMs: 1_500,
+      overflowAfterMs: 350,
     });
   });
 
@@ -56,20 +59,20 @@ describe('isolationPolicy', () => {
 
   it('drives a TargetIsolation that follows the configured thresholds', () => {
     const iso = new TargetIsolation<number>(isolationPolicy(loadConfig({ PREFETCH: '4', TARGET_INITIAL_CONCURRENCY: '2', HEALTH_WINDOW: '4', DEGRADE_THRESHOLD: '2', SLOW_THRESHOLD: '100ms' })));
-    for (let i = 0; i < 6; i += 1) iso.offer('t', i);
+    for (let i = 0; i < 6; i += 1) iso.offer('t', i, 'lane', 0);
     expect([iso.next()?.item, iso.next()?.item, iso.next()]).toEqual([0, 1, undefined]);
     expect(iso.slowThresholdMs).toBe(100);
-    expect(iso.complete('t', 'attempt', { status: 200, durationMs: 100 }, 0).transition).toBeUndefined();
-    const opened = iso.complete('t', 'attempt', { status: 200, durationMs: 100 }, 0);
+    expect(iso.complete('t', 'attempt', { status: 503, durationMs: 100 }, 0).transition).toBeUndefined();
+    const opened = iso.complete('t', 'attempt', { status: 503, durationMs: 100 }, 0);
     expect(opened.transition?.to).toBe('degraded');
-    expect(opened.failFast).toEqual([2, 3, 4, 5]);
+    expect(opened.circuitOpen).toEqual([2, 3, 4, 5]);
   });
 });
 
 describe('resolveWorkerSettings', () => {
   it('works each value out once, from the setting that names it', () => {
     const settings = resolveWorkerSettings(loadConfig({ PREFETCH: '7', HTTP_TIMEOUT: '4s', RESPONSE_BODY_LIMIT: '123', MAX_PAYLOAD_BYTES: '4567', DRAIN_TIMEOUT: '9s', METRICS_PORT: '0', PUBLISH_TIMEOUT: '3s', SUCCESS_BODY: 'ok', RETRY_SCHEDULE: '1s,2s', EVENTS: 'durable' }));
-    expect(settings.consume).toEqual({ prefetch: 7, drainTimeoutMs: 9_000, metricsPort: 0 });
+    expect(settings.consume).toEqual({ prefetch: 7, queuePrefetch: 14, drainTimeoutMs: 9_000, metricsPort: 0 });
     expect(settings.delivery).toEqual({ timeoutMs: 4_000, responseBodyLimit: 123, maxPayloadBytes: 4567, sign: undefined });
     expect(settings.retry).toMatchObject({ schedule: [1_000, 2_000], maxAttempts: 3, successBody: 'ok' });
     expect(settings).toMatchObject({ publishTimeoutMs: 3_000, events: 'durable', targetKey: 'origin' });
@@ -91,7 +94,7 @@ describe('ArrivalOrder (ISOLATION=off)', () => {
     const order = new ArrivalOrder<number>(2);
     expect([order.offer('a', 1), order.offer('b', 2), order.offer('a', 3)]).toEqual(['queued', 'queued', 'queued']);
     expect([order.next()?.item, order.next()?.item, order.next()]).toEqual([1, 2, undefined]);
-    expect(order.complete()).toEqual({ transition: undefined, failFast: [] });
+    expect(order.complete()).toEqual({ transition: undefined, circuitOpen: [] });
     expect(order.next()).toMatchObject({ item: 3, kind: 'attempt' });
     expect(order.slowThresholdMs).toBeUndefined();
   });

@@ -9,6 +9,42 @@ function stateAt(now: { ms: number }, limits = { maxCancelled: 3, maxAgeMs: 60_0
   return new ControlState(limits, () => T0 + now.ms);
 }
 
+describe('ControlState: pauses outlive the stream retention', () => {
+  const O = 'https://partner.example';
+
+  it('lists a pause whose newest marker is older than the renewal age, with its since and by; a newer marker renews it', () => {
+    const now = { ms: 10_000 };
+    const state = stateAt(now);
+    state.apply({ type: 'pause', origin: O, at: at(0), by: 'auto-pause' });
+    expect(state.pausesToRenew(5_000)).toEqual([{ origin: O, since: at(0), by: 'auto-pause' }]);
+    state.apply({ type: 'pause', origin: O, at: at(9_000), since: at(0), by: 'auto-pause' });
+    expect(state.pausesToRenew(5_000)).toEqual([]);
+    expect(state.pausedOrigins()).toEqual([{ origin: O, since: at(0), by: 'auto-pause' }]);
+  });
+
+  it('a worker that reads only the renewal (the first marker aged out) holds the pause, since its first time', () => {
+    const state = stateAt({ ms: 40 * 86_400_000 });
+    state.apply({ type: 'pause', origin: O, at: at(20 * 86_400_000), since: at(0), by: 'operator' });
+    expect(state.isPaused(O)).toBe(true);
+    expect(state.pausedOrigins()).toEqual([{ origin: O, since: at(0), by: 'operator' }]);
+  });
+
+  it('a renewal stored after the resume of its pause does not pause the origin again; a later pause does', () => {
+    const state = stateAt({ ms: 100 });
+    state.apply({ type: 'pause', origin: O, at: at(0) });
+    state.apply({ type: 'resume', origin: O, at: at(50) });
+    state.apply({ type: 'pause', origin: O, at: at(51), since: at(0) });
+    expect(state.isPaused(O)).toBe(false);
+    state.apply({ type: 'pause', origin: O, at: at(60) });
+    expect(state.isPaused(O)).toBe(true);
+  });
+
+  it('the renewal round-trips through the wire format', () => {
+    const marker: ControlMarker = { type: 'pause', origin: O, at: at(5), by: 'auto-pause', since: at(0) };
+    expect(parseMarker(encodeMarker(marker))).toEqual(marker);
+  });
+});
+
 describe('ControlState', () => {
   it('remembers cancelled ids', () => {
     const state = stateAt({ ms: 0 });

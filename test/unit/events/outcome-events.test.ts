@@ -40,9 +40,4 @@ describe('outcomeEventOf', () => {
   it('an invalid message: a dead event with reason invalid, attempt 0', () => {
     expect(outcomeEventOf({ kind: 'invalid', id: 'x', error: 'not JSON' }, 'w/1', 'T')).toMatchObject({ type: 'dead', id: 'x', url: '', attempt: 0, reason: 'invalid', error: 'not JSON' });
   });
-
-  it('a fail-fast: its decision, the error it recorded', () => {
-    const event = outcomeEventOf({ ...callback, kind: 'circuit-open', attempt: 3, outcome: { error: 'circuit open', durationMs: 0 }, decision: { kind: 'retry', delayMs: 5, attempt: 4, why: 'circuit open' }, nextAttemptAt: 'N' }, 'w/1', 'T');
-    expect(event).toMatchObject({ type: 'retry-scheduled', attempt: 3, error: 'circuit open', durationMs: 0, nextAttemptAt: 'N' });
-  });
 });

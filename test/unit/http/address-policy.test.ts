@@ -156,6 +156,39 @@ describe('checkAddress: allow and deny lists', () => {
   });
 });
 
+describe('checkAddress: ports', () => {
+  // docker-compose's old setting: every port of the private ranges, the broker's included.
+  const compose = policy({ strict: true, allow: '172.16.0.0/12:8080,9000, 192.168.0.0/16' });
+
+  it('a ported allow entry permits only its ports; other ports fall through to the other rules', () => {
+    expect(checkAddress('172.18.0.5', compose, 8080)).toEqual({ allowed: true });
+    expect(checkAddress('172.18.0.5', compose, 9000)).toEqual({ allowed: true });
+    expect(checkAddress('172.18.0.5', compose, 15672)).toEqual({ allowed: false, reason: '172.18.0.5 is private, refused in strict mode' });
+    expect(checkAddress('172.18.0.5', compose)).toMatchObject({ allowed: false });
+  });
+
+  it('an entry without ports keeps its old meaning: every port', () => {
+    expect(checkAddress('192.168.1.1', compose, 15672)).toEqual({ allowed: true });
+  });
+
+  it('a ported deny entry refuses only its ports', () => {
+    const denying = policy({ deny: '10.0.0.0/8:22' });
+    expect(checkAddress('10.1.1.1', denying, 22)).toEqual({ allowed: false, reason: '10.1.1.1 is in the deny list (10.0.0.0/8:22)' });
+    expect(checkAddress('10.1.1.1', denying, 443)).toEqual({ allowed: true });
+  });
+
+  it('refuses the broker endpoints whatever the allow list says, on their ports only', () => {
+    const withBroker: AddressPolicy = { ...policy({ allow: '0.0.0.0/0' }), broker: parseCidrList('172.18.0.2/32:5672,15672', 'AMQP_URL') };
+    expect(checkAddress('172.18.0.2', withBroker, 15672)).toEqual({
+      allowed: false,
+      reason: "172.18.0.2 port 15672 is the relay's own broker (172.18.0.2/32:5672,15672), refused whatever TARGET_ALLOW says",
+    });
+    expect(checkAddress('::ffff:172.18.0.2', withBroker, 5672)).toMatchObject({ allowed: false });
+    expect(checkAddress('172.18.0.2', withBroker, 8080)).toEqual({ allowed: true });
+    expect(checkAddress('172.18.0.3', withBroker, 15672)).toEqual({ allowed: true });
+  });
+});
+
 describe('parseCidr and parseCidrList', () => {
   it('parses IPv4, IPv6 and bare addresses', () => {
     expect(parseCidr('10.0.0.0/8', 'F')).toEqual({ address: '10.0.0.0', prefix: 8, family: 'ipv4', text: '10.0.0.0/8' });

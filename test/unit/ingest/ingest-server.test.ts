@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { configSchema } from '../../../src/config/schema.js';
 import { RelayError, type RelayErrorCode } from '../../../src/errors.js';
+import { itemDigest } from '../../../src/ingest/callback-ids.js';
 import { buildIngestServer, type IngestServer } from '../../../src/ingest/ingest-server.js';
 import type { Callback } from '../../../src/message/callback.js';
 import { encodeCallback } from '../../../src/producer/encode-callback.js';
@@ -15,16 +16,22 @@ const URL_ = 'https://example.com/hook';
 function publisherStub() {
   const published: { callback: Callback; options: PublishOptions | undefined }[] = [];
   let connected = true;
+  const held: (() => void)[] = [];
   return {
     published,
     setConnected: (value: boolean) => void (connected = value),
+    /** Lets every publish whose url has `hold` go on (they wait for the broker until then). */
+    release: () => held.splice(0).forEach((go) => go()),
+    held: () => held.length,
     publisher: {
       connected: () => connected,
       async publish(callback: Callback, options?: PublishOptions) {
         encodeCallback(callback, 2_000);
         firstAttemptDelay(options ?? {}, Date.now());
         const failure = /fail=(\w+)/.exec(callback.url)?.[1];
+        if (failure === 'TypeError') throw new TypeError('a bug');
         if (failure) throw new RelayError(failure as RelayErrorCode, 'stub failure');
+        if (callback.url.includes('hold')) await new Promise<void>((go) => held.push(go));
         published.push({ callback, options });
         return { id: callback.id! };
       },
@@ -35,10 +42,11 @@ function publisherStub() {
 let server: IngestServer | undefined;
 afterEach(async () => server?.app.close());
 
-function start(batchMax = 3, maxPayloadBytes = 2_000) {
+function start(batchMax = 3, maxPayloadBytes = 2_000, inflightBytes = 100_000) {
   const stub = publisherStub();
   let n = 0;
-  server = buildIngestServer({ tokens: ['other-token-0123456789', TOKEN], batchMax, maxPayloadBytes }, { publisher: stub.publisher, newId: () => `new-${++n}` });
+  const options = { tokens: ['other-token-0123456789', TOKEN], batchMax, maxPayloadBytes, batchBytes: 5_000, inflightBytes, requestTimeout: 30_000, connectionTimeout: 60_000 };
+  server = buildIngestServer(options, { publisher: stub.publisher, newId: () => `new-${++n}` });
   return { ...stub, inject: server.app.inject.bind(server.app) };
 }
 
@@ -106,28 +114,87 @@ describe('POST /v1/callbacks', () => {
     expect([big.statusCode, big.json().code, big.json().field]).toEqual([413, 'CR_ERR_INVALID_CALLBACK', 'request']);
   });
 
-  it('429 when the publish buffer is full; 503 with "retry with the same Idempotency-Key" when the outcome is unknown', async () => {
+  it('429 when the publish buffer is full; 503 when the outcome is unknown; each answer carries the id and how to keep it', async () => {
     const { inject } = start();
     const full = await inject({ method: 'POST', url: '/v1/callbacks', headers: auth, payload: { url: `${URL_}?fail=CR_ERR_BUFFER_FULL`, body: 1 } });
-    expect([full.statusCode, full.json().code, full.headers['retry-after']]).toEqual([429, 'CR_ERR_BUFFER_FULL', '1']);
-    for (const code of ['CR_ERR_PUBLISH_TIMEOUT', 'CR_ERR_OUTCOME_UNKNOWN', 'CR_ERR_PUBLISH_NACKED', 'CR_ERR_CLOSED']) {
-      const res = await inject({ method: 'POST', url: '/v1/callbacks', headers: auth, payload: { url: `${URL_}?fail=${code}`, body: 1 } });
+    expect([full.statusCode, full.json().code, full.json().id, full.headers['retry-after']]).toEqual([429, 'CR_ERR_BUFFER_FULL', 'new-1', '1']);
+    for (const code of ['CR_ERR_PUBLISH_TIMEOUT', 'CR_ERR_OUTCOME_UNKNOWN', 'CR_ERR_PUBLISH_NACKED', 'CR_ERR_PUBLISH_RETURNED', 'CR_ERR_CLOSED']) {
+      const res = await inject({ method: 'POST', url: '/v1/callbacks', headers: { ...auth, 'idempotency-key': `k-${code}` }, payload: { url: `${URL_}?fail=${code}`, body: 1 } });
       expect(res.statusCode, code).toBe(503);
-      expect(res.json(), code).toMatchObject({ code, retry: true });
-      expect(res.json().message).toContain('retry with the same Idempotency-Key');
+      expect(res.json(), code).toMatchObject({ code, id: `k-${code}`, retry: true });
+      expect(res.json().message).toContain(`send it again with the same Idempotency-Key, so that it keeps the id "k-${code}"`);
     }
     const bug = await inject({ method: 'POST', url: '/v1/callbacks', headers: auth, payload: { url: `${URL_}?fail=CR_ERR_TOPOLOGY`, body: 1 } });
-    expect(bug.statusCode).toBe(500);
+    expect([bug.statusCode, bug.json().id]).toEqual([500, 'new-2']);
+  });
+
+  it('without a key or id the "maybe stored" 503 returns the new id and says to send it again with that id', async () => {
+    const { inject } = start();
+    for (const fail of ['CR_ERR_PUBLISH_TIMEOUT', 'TypeError']) {
+      const res = await inject({ method: 'POST', url: '/v1/callbacks', headers: auth, payload: { url: `${URL_}?fail=${fail}`, body: 1 } });
+      expect(res.json().message, fail).toContain('may or may not be stored');
+      expect(res.json().message, fail).toContain('send it again with "id": "' + res.json().id + '" in the callback');
+      expect(res.json().message, fail).toContain('the relay does not deduplicate');
+    }
+    const own = await inject({ method: 'POST', url: '/v1/callbacks', headers: { ...auth, 'idempotency-key': 'ignored' }, payload: { id: 'mine', url: `${URL_}?fail=CR_ERR_OUTCOME_UNKNOWN`, body: 1 } });
+    expect([own.json().id, own.json().message]).toEqual(['mine', expect.stringContaining('send it again with the same id "mine"')]);
+  });
+
+  it('503 CR_ERR_INGEST_BUSY, unread, when INGEST_INFLIGHT_BYTES are held; the bytes come back with the answer', async () => {
+    const { inject, release, held, published } = start(3, 2_000, 3_000);
+    const payload = { url: `${URL_}/hold`, body: 'x'.repeat(1_400) };
+    const first = inject({ method: 'POST', url: '/v1/callbacks', headers: auth, payload });
+    const second = inject({ method: 'POST', url: '/v1/callbacks', headers: auth, payload });
+    await vi.waitFor(() => expect(held()).toBe(2));
+    const busy = await inject({ method: 'POST', url: '/v1/callbacks', headers: auth, payload });
+    expect([busy.statusCode, busy.json().code, busy.json().retry, busy.headers['retry-after']]).toEqual([503, 'CR_ERR_INGEST_BUSY', true, '1']);
+    expect((await inject('/metrics')).body).toMatch(/callback_relay_ingest_inflight_bytes \d{4}/);
+    release();
+    expect([(await first).statusCode, (await second).statusCode]).toEqual([202, 202]);
+    const again = inject({ method: 'POST', url: '/v1/callbacks', headers: auth, payload });
+    await vi.waitFor(() => expect(held()).toBe(1));
+    release();
+    expect((await again).statusCode).toBe(202);
+    expect(published).toHaveLength(3);
+    expect((await inject('/metrics')).body).toContain('callback_relay_ingest_inflight_bytes 0');
   });
 });
 
 describe('POST /v1/callbacks:batch', () => {
-  it('202 with one result per item; ids from Idempotency-Key:<index> when the item has none', async () => {
+  it('202 with one result per item; ids from Idempotency-Key:<digest of the item> when the item has none', async () => {
     const { inject, published } = start();
     const res = await inject({ method: 'POST', url: '/v1/callbacks:batch', headers: { ...auth, 'idempotency-key': 'b1' }, payload: { callbacks: [{ url: URL_, body: 1 }, { id: 'own', url: URL_, body: 2 }] } });
     expect(res.statusCode).toBe(202);
-    expect(res.json()).toEqual({ results: [{ index: 0, id: 'b1:0', status: 202 }, { index: 1, id: 'own', status: 202 }] });
+    expect(res.json()).toEqual({ results: [{ index: 0, id: `b1:${itemDigest({ url: URL_, body: 1 })}`, status: 202 }, { index: 1, id: 'own', status: 202 }] });
     expect(published).toHaveLength(2);
+  });
+
+  it('resending the failed items with the same key gives each its own id again, never another item\'s', async () => {
+    const { inject } = start();
+    const items = [{ url: URL_, body: 'a' }, { url: `${URL_}?fail=CR_ERR_PUBLISH_TIMEOUT`, body: 'b' }, { url: URL_, body: 'c' }];
+    const first = await inject({ method: 'POST', url: '/v1/callbacks:batch', headers: { ...auth, 'idempotency-key': 'k' }, payload: { callbacks: items } });
+    const failed = first.json().results[1];
+    expect([first.statusCode, failed.status, failed.message]).toEqual([503, 503, expect.stringContaining(`with the same Idempotency-Key, or with "id": "${failed.id}"`)]);
+    const resent = await inject({ method: 'POST', url: '/v1/callbacks:batch', headers: { ...auth, 'idempotency-key': 'k' }, payload: { callbacks: [items[1]] } });
+    expect(resent.json().results[0].id).toBe(failed.id);
+    expect(new Set(first.json().results.map((r: { id: string }) => r.id)).size).toBe(3);
+  });
+
+  it('without a key, items get new ids that every answer returns', async () => {
+    const { inject } = start();
+    const res = await inject({ method: 'POST', url: '/v1/callbacks:batch', headers: auth, payload: { callbacks: [{ url: URL_, body: 1 }, { url: `${URL_}?fail=CR_ERR_OUTCOME_UNKNOWN`, body: 1 }] } });
+    expect(res.json().results.map((r: { id: string }) => r.id)).toEqual(['new-1', 'new-2']);
+    expect(res.json().results[1].message).toContain('send it again with "id": "new-2" in the callback');
+  });
+
+  it('identical items without ids refuse the batch, naming the second; 413 over INGEST_BATCH_BYTES', async () => {
+    const { inject, published } = start();
+    const same = { url: URL_, body: { a: 1, b: 2 } };
+    const res = await inject({ method: 'POST', url: '/v1/callbacks:batch', headers: { ...auth, 'idempotency-key': 'k' }, payload: { callbacks: [same, { url: URL_, body: { b: 2, a: 1 }, delay: 5 }] } });
+    expect([res.statusCode, res.json().field]).toEqual([400, 'callbacks[1]']);
+    const big = await inject({ method: 'POST', url: '/v1/callbacks:batch', headers: auth, payload: { callbacks: [0, 1, 2].map(() => ({ url: URL_, body: 'x'.repeat(1_800) })) } });
+    expect([big.statusCode, big.json().message]).toEqual([413, expect.stringContaining('INGEST_BATCH_BYTES')]);
+    expect(published).toEqual([]);
   });
 
   it('one invalid item refuses the whole batch, naming it, and publishes nothing', async () => {

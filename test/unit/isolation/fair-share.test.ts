@@ -187,3 +187,19 @@ describe('FairShare', () => {
     expect(startAll(share)).toHaveLength(1);
   });
 });
+
+describe('FairShare: a target that works, slowly', () => {
+  it('may borrow idle slots after a slow success, where a slow failure keeps it at its initial limit', () => {
+    for (const [result, started] of [['slow-success', 10], ['slow', 2]] as const) {
+      const share = new FairShare<number>(policy());
+      for (let i = 0; i < 30; i += 1) share.push('s', i);
+      share.next();
+      share.next();
+      expect(share.next()).toBeUndefined();
+      share.done('s', result);
+      let running = 1;
+      while (share.next()) running += 1;
+      expect(running, result).toBe(started);
+    }
+  });
+});

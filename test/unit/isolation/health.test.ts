@@ -223,7 +223,7 @@ describe('EndpointHealth: recovering', () => {
 });
 
 describe('EndpointHealth: memory bound (LRU by recording)', () => {
-  it('forgets the least recently recorded target when a new one arrives past maxTargets', () => {
+  it('forgets the least recently recorded target when a new one arrives past maxTargets and every one is degraded', () => {
     const h = health({ maxTargets: 3, degradeThreshold: 1, recoverThreshold: 0 });
     h.record('a', true, 0);
     h.record('b', true, 0);
@@ -235,13 +235,22 @@ describe('EndpointHealth: memory bound (LRU by recording)', () => {
     expect(h.degradedCount()).toBe(2);
   });
 
+  it('forgets healthy targets first: many distinct origins never close an open circuit', () => {
+    const h = health({ maxTargets: 3, degradeThreshold: 1, recoverThreshold: 0 });
+    h.record('failing', true, 0);
+    for (let i = 0; i < 100; i += 1) h.record(`https://spray-${i}.example`, false, i);
+    expect(h.state('failing')).toBe('degraded');
+    expect(h.degradedCount()).toBe(1);
+    expect(h.state('https://spray-99.example')).toBe('healthy');
+  });
+
   it('refreshes a target on every record, so the next one out is the least recently recorded', () => {
     const h = health({ maxTargets: 3, degradeThreshold: 1, recoverThreshold: 0 });
     for (const t of ['a', 'b', 'c']) h.record(t, true, 0);
-    h.record('a', false, 1); // a is now the most recent
-    h.record('d', false, 2); // b goes
+    h.record('a', true, 1); // a is now the most recent
+    h.record('d', true, 2); // every one is degraded: b goes
     expect(['a', 'b', 'c'].map((t) => h.state(t))).toEqual(['degraded', 'healthy', 'degraded']);
-    h.record('e', false, 3); // c goes
+    h.record('e', true, 3); // c goes
     expect(h.state('c')).toBe('healthy');
     expect(h.state('a')).toBe('degraded');
   });

@@ -15,6 +15,7 @@ const POLICY: IsolationPolicy = {
   probesPerTarget: 1,
   maxProbes: 2,
   slowThresholdMs: 300,
+  overflowAfterMs: 200,
 };
 const T = 'https://a.example';
 
@@ -37,15 +38,15 @@ describe('a circuit transition shared by another worker', () => {
     expect(health.state(T)).toBe('healthy');
   });
 
-  it('fails fast what waits for a slot of a target whose circuit another worker opened', () => {
+  it('defers what waits for a slot of a target whose circuit another worker opened', () => {
     const iso = new TargetIsolation<number>(POLICY);
-    iso.offer(T, 1);
-    iso.offer(T, 2);
+    iso.offer(T, 1, 'lane', 0);
+    iso.offer(T, 2, 'lane', 0);
     const effects = iso.shareHealth(T, 'degraded', 0);
     expect(effects.transition?.shared).toBe(true);
-    expect(effects.failFast).toEqual([1, 2]);
-    expect(iso.offer(T, 3)).toBe('queued'); // the one probe
-    expect(iso.offer(T, 4)).toBe('fail-fast');
+    expect(effects.circuitOpen).toEqual([1, 2]);
+    expect(iso.offer(T, 3, 'lane', 0)).toBe('queued'); // the one probe
+    expect(iso.offer(T, 4, 'lane', 0)).toBe('circuit-open');
   });
 
   it('travels as a degraded or recovered marker naming its sender', () => {

@@ -14,12 +14,15 @@ describe('HEADER', () => {
       replayedAt: 'x-replayed-at',
       dueAt: 'x-callback-due-at',
       delay: 'x-delay',
+      returns: 'x-callback-returns',
       copy: 'x-callback-copy',
       policy: 'x-callback-policy',
       schedule: 'x-callback-schedule',
       maxAttempts: 'x-callback-max-attempts',
       timeout: 'x-callback-timeout',
       successBody: 'x-callback-success-body',
+      heldSince: 'x-callback-held-since',
+      deferrals: 'x-callback-deferrals',
     });
   });
 });

@@ -42,11 +42,6 @@ describe('relay metrics: attempt results', () => {
 });
 
 describe('relay metrics: report kinds', () => {
-  it('a fail-fast counts as circuit-open, whatever its error text', async () => {
-    const failFast: AttemptReport = { ...report(0, '', { kind: 'retry', delayMs: 1_000, attempt: 2, why: 'x' }), kind: 'circuit-open', outcome: { error: 'anything', durationMs: 0 } };
-    expect(await results([failFast])).toEqual({ 'circuit-open': 1 });
-  });
-
   it('a canceled callback counts no attempt, only its outcome', async () => {
     const canceled: AttemptReport = { kind: 'canceled', id: 'c1', url: 'https://example.com/hook', target: 'https://example.com', lane: '0', attempt: 2 };
     expect(await results([canceled])).toEqual({});

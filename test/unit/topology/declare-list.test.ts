@@ -41,13 +41,14 @@ const digest = (calls: unknown[][]): string => createHash('sha256').update(JSON.
 // Running deployments depend on every name, argument and binding: the broker refuses a declaration
 // that differs from what exists. The digests pin what the releases before the declare list asked of the
 // broker, call for call (some 1,800 in queues mode), with P.control, P.paused and P.paused.check since
-// cancel and pause; a change here must be deliberate.
+// cancel and pause; a change here must be deliberate. P.paused.check gained its delivery limit and
+// dead-letter target (docs/rabbitmq-4.md says how an existing topology takes the change).
 describe('the topology a prefix declares', () => {
   it.each([
-    ['queues mode, quorum, 3 lanes', { names: topologyNames('p', 3) }, 'ee3de0950157c2ce'],
-    ['queues mode, classic, history on', { queueType: 'classic', history: { maxAge: '7D' } }, '6f8367d94b6d5127'],
-    ['queues mode, quorum on a 3.9 broker', { broker: brokerFeatures('3.9.0') }, 'c1b76aa610aeec19'],
-    ['plugin mode, quorum, history on', { mode: 'plugin', history: { maxAge: '12h' } }, 'a9593669ec916969'],
+    ['queues mode, quorum, 3 lanes', { names: topologyNames('p', 3) }, '1190086336d8d88b'],
+    ['queues mode, classic, history on', { queueType: 'classic', history: { maxAge: '7D' } }, 'a3c439e8efedb606'],
+    ['queues mode, quorum on a 3.9 broker', { broker: brokerFeatures('3.9.0') }, 'ae9c78a3b677e7d3'],
+    ['plugin mode, quorum, history on', { mode: 'plugin', history: { maxAge: '12h' } }, '9d686688e3c2459b'],
   ] as [string, Partial<TopologyOptions>, string][])('%s: the same declarations, in the same order', async (_name, variant, expected) => {
     expect(digest(await declared(variant))).toBe(expected);
   });
@@ -64,6 +65,16 @@ describe('the topology a prefix declares', () => {
       'x-delivery-limit': 5,
     });
     expect(args('p.dead')).toEqual({ 'x-queue-type': 'quorum', 'x-delivery-limit': 1_000_000 });
+    // Consumed by the fleet's recirculation: RabbitMQ 4's default limit of 20 and no target dropped held callbacks.
+    expect(args('p.paused.check')).toEqual({
+      'x-queue-type': 'quorum',
+      'x-dead-letter-exchange': '',
+      'x-dead-letter-routing-key': 'p.dead',
+      'x-dead-letter-strategy': 'at-least-once',
+      'x-overflow': 'reject-publish',
+      'x-delivery-limit': 1_000_000,
+      'x-single-active-consumer': true,
+    });
     expect(calls.find(([method, name]) => method === 'assertExchange' && name === 'p')).toEqual(['assertExchange', 'p', 'direct', { durable: true }]);
   });
 

@@ -6,31 +6,26 @@ import { loadTracing } from '../../../src/tracing/tracing.js';
 
 describe('attemptResult', () => {
   it('success: the status, no error', () => {
-    expect(attemptResult({ kind: 'attempt', outcome: { status: 204, durationMs: 3 }, decision: { kind: 'ack' } })).toEqual({
+    expect(attemptResult({ outcome: { status: 204, durationMs: 3 }, decision: { kind: 'ack' } })).toEqual({
       attributes: { 'callback.outcome': 'success', 'http.response.status_code': 204 },
       error: undefined,
     });
   });
 
   it('retryable: the next delay, and the status as error type', () => {
-    const { attributes, error } = attemptResult({ kind: 'attempt', outcome: { status: 503, durationMs: 3 }, decision: { kind: 'retry', delayMs: 1_000, attempt: 2, why: 'HTTP 503' } });
+    const { attributes, error } = attemptResult({ outcome: { status: 503, durationMs: 3 }, decision: { kind: 'retry', delayMs: 1_000, attempt: 2, why: 'HTTP 503' } });
     expect(attributes).toEqual({ 'callback.outcome': 'retryable', 'http.response.status_code': 503, 'callback.next_delay_ms': 1_000, 'error.type': '503' });
     expect(error).toBe('HTTP 503');
   });
 
   it('a network error with no attempts left is retryable, dead-lettered as exhausted', () => {
-    const { attributes, error } = attemptResult({ kind: 'attempt', outcome: { error: 'ECONNREFUSED: connect refused', durationMs: 1 }, decision: { kind: 'dead', reason: 'exhausted', why: 'ECONNREFUSED' } });
+    const { attributes, error } = attemptResult({ outcome: { error: 'ECONNREFUSED: connect refused', durationMs: 1 }, decision: { kind: 'dead', reason: 'exhausted', why: 'ECONNREFUSED' } });
     expect(attributes).toEqual({ 'callback.outcome': 'retryable', 'callback.dead_reason': 'exhausted', 'error.type': 'ECONNREFUSED' });
     expect(error).toBe('ECONNREFUSED: connect refused');
   });
 
   it('terminal: a final answer', () => {
-    expect(attemptResult({ kind: 'attempt', outcome: { status: 404, durationMs: 1 }, decision: { kind: 'dead', reason: 'rejected', why: 'HTTP 404' } }).attributes).toMatchObject({ 'callback.outcome': 'terminal', 'callback.dead_reason': 'rejected' });
-  });
-
-  it('circuit open: no request, no status', () => {
-    const { attributes } = attemptResult({ kind: 'circuit-open', outcome: { error: 'circuit open', durationMs: 0 }, decision: { kind: 'retry', delayMs: 2_000, attempt: 3, why: 'circuit open' } });
-    expect(attributes).toEqual({ 'callback.outcome': 'circuit_open', 'callback.next_delay_ms': 2_000, 'error.type': 'circuit_open' });
+    expect(attemptResult({ outcome: { status: 404, durationMs: 1 }, decision: { kind: 'dead', reason: 'rejected', why: 'HTTP 404' } }).attributes).toMatchObject({ 'callback.outcome': 'terminal', 'callback.dead_reason': 'rejected' });
   });
 });
 

@@ -1,0 +1,162 @@
+import { topologyNames } from '../../src/topology/topology-names.js';
+import { BrokerTap, type PublishTap } from '../broker-tap.js';
+import { benchBuild } from '../bench-build.js';
+import type { BenchContext, Table } from '../context.js';
+import { benchPublisher } from '../publish.js';
+import { withScope } from '../scope.js';
+import { fmt, summarize, type Summary } from '../stats.js';
+import { LANES, sleep, startConsumers, startTarget, waitUntil, workerPublishes, type Target } from './fair-targets.js';
+
+/**
+ * Crowd shapes of issue 21: busy healthy targets (300 ms answers, a deep backlog) and many quiet
+ * ones (5 instant callbacks each, each its own origin) published right after the backlog, routed
+ * with `deliver.<bucket>` (the library's publisher) or plain `deliver` (a producer that computes
+ * nothing, raw AMQP as docs/wire-contract.md describes). Every quiet target should be done within
+ * 2 s of its publish, and the busy ones drain about as fast as with ISOLATION=off.
+ */
+export interface CrowdShape {
+  name: string;
+  long: boolean;
+  busy: number;
+  quiet: number;
+  routing: 'bucket' | 'plain';
+  workers: number;
+}
+
+const BUSY_CALLBACKS = 3_000;
+const QUICK_BUSY_CALLBACKS = 1_000;
+const QUIET_CALLBACKS = 5;
+const BUSY_ANSWER_MS = 300;
+const PREFETCH = 50;
+export const QUIET_GOAL_S = 2;
+
+export const CROWD_SHAPES: CrowdShape[] = [1, 3].flatMap((busy) =>
+  [40, 400].flatMap((quiet) =>
+    (['bucket', 'plain'] as const).flatMap((routing) =>
+      [1, 4].map((workers) => ({
+        name: `crowd-${busy}x${quiet}-${routing}${workers > 1 ? `-${workers}w` : ''}`,
+        // Three backlogs of 3,000 at 300 ms through one worker's 50 slots take about a minute per run.
+        long: busy > 1 && workers === 1,
+        busy,
+        quiet,
+        routing,
+        workers,
+      })),
+    ),
+  ),
+);
+
+export interface CrowdRun {
+  shape: string;
+  isolation: 'on' | 'off';
+  busyCallbacks: number;
+  /** Per quiet target: seconds from its publish to its last delivery (targets not done are left out). */
+  quietDone: Summary;
+  quietNotDone: number;
+  quietOverGoal: number;
+  /** Seconds from the consumers' start to the last busy delivery; undefined: cut off. */
+  busyDrained: number | undefined;
+  /** Broker publishes per delivered callback, from the firehose (undefined without rabbitmqctl). */
+  quietPublishes: number | undefined;
+  busyPublishes: number | undefined;
+  /** Without the firehose: producer publishes plus the workers' retry and dead copies, over every delivered callback. */
+  allPublishes: number;
+}
+
+/**
+ * One run: backlogs queued first, then the workers, then 0.5 s later the quiet targets' callbacks.
+ * `firehose`: the tracer, on for every crowd run (a rabbitmqctl call can take half a minute on a
+ * loaded machine), reset here.
+ */
+export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 'on' | 'off', firehose: PublishTap | undefined): Promise<CrowdRun> {
+  const perBusy = ctx.quick ? QUICK_BUSY_CALLBACKS : BUSY_CALLBACKS;
+  return withScope(ctx.url, async (scope) => {
+    const busy: Target[] = [];
+    for (let i = 0; i < shape.busy; i += 1) busy.push(await startTarget(scope, () => ({ status: 200, delayMs: BUSY_ANSWER_MS })));
+    const quiet: Target[] = [];
+    for (let i = 0; i < shape.quiet; i += 1) quiet.push(await startTarget(scope, () => ({ status: 200, delayMs: 0 })));
+    const prefix = scope.prefix('crowd');
+    const names = topologyNames(prefix, LANES);
+    const tap = await BrokerTap.open(ctx.url);
+    scope.defer(() => tap.close());
+    const { publisher } = benchPublisher(ctx.url, prefix, { LANES: String(LANES) });
+    scope.add(publisher);
+    firehose?.reset();
+    const send = async (jobs: Array<{ target: Target; path: string; i: number }>): Promise<void> => {
+      if (shape.routing === 'plain') {
+        await tap.publishRaw(names.exchange, names.routingKey, jobs.map(({ target, path, i }) => ({ id: `${prefix}${path}`, url: `${target.origin}${path}`, body: i })));
+        return;
+      }
+      for (let start = 0; start < jobs.length; start += 500) {
+        await Promise.all(jobs.slice(start, start + 500).map(({ target, path, i }) => publisher.publish({ url: `${target.origin}${path}`, body: i })));
+      }
+    };
+    // The library publisher declares the topology; a raw producer relies on it existing.
+    await tap.waitForExchange(names.exchange);
+    // Busy backlogs interleaved, so every busy target has work from the start.
+    await send(Array.from({ length: perBusy * shape.busy }, (_, n) => ({ target: busy[n % shape.busy]!, path: `/t/${Math.floor(n / shape.busy)}`, i: n })));
+    // The workers are compiled once per bench run: not on the clock of the first run.
+    benchBuild();
+    const started = Date.now();
+    const ports = await startConsumers(ctx, scope, prefix, { kind: 'relay', workers: shape.workers, env: { ISOLATION: isolation }, processes: true }, { PREFETCH: String(PREFETCH) });
+    await sleep(500);
+    const publishedAt = new Map<Target, number>();
+    const quietJobs = quiet.flatMap((target) => Array.from({ length: QUIET_CALLBACKS }, (_, i) => ({ target, path: `/q/${i}`, i })));
+    for (let start = 0; start < quietJobs.length; start += 500) {
+      const now = Date.now();
+      for (const { target } of quietJobs.slice(start, start + 500)) if (!publishedAt.has(target)) publishedAt.set(target, now);
+      await send(quietJobs.slice(start, start + 500));
+    }
+    // Three times the drain of the backlogs at full speed, and at least two minutes (a loaded machine).
+    const limitMs = Math.max(120_000, (3 * perBusy * shape.busy * BUSY_ANSWER_MS) / (PREFETCH * shape.workers));
+    const done = (targets: Target[], each: number): boolean => targets.every((target) => target.delivered.size >= each);
+    await waitUntil(() => done(quiet, QUIET_CALLBACKS) && done(busy, perBusy), limitMs, started);
+    const last = (target: Target): number => Math.max(...target.delivered.values());
+    const quietDone = quiet.filter((target) => target.delivered.size >= QUIET_CALLBACKS).map((target) => (last(target) - publishedAt.get(target)!) / 1000);
+    const delivered = (targets: Target[]): number => targets.reduce((sum, target) => sum + target.delivered.size, 0);
+    const origins = (targets: Target[]): string[] => targets.map((target) => target.origin);
+    const allPublished = perBusy * shape.busy + QUIET_CALLBACKS * shape.quiet;
+    await sleep(firehose ? 300 : 0);
+    const run: CrowdRun = {
+      shape: shape.name,
+      isolation,
+      busyCallbacks: perBusy,
+      quietDone: summarize(quietDone),
+      quietNotDone: shape.quiet - quietDone.length,
+      quietOverGoal: quietDone.filter((seconds) => seconds > QUIET_GOAL_S).length,
+      busyDrained: done(busy, perBusy) ? (Math.max(...busy.map(last)) - started) / 1000 : undefined,
+      quietPublishes: firehose ? firehose.count(origins(quiet)) / delivered(quiet) : undefined,
+      busyPublishes: firehose ? firehose.count(origins(busy)) / delivered(busy) : undefined,
+      allPublishes: (allPublished + (await workerPublishes(ports))) / (delivered(quiet) + delivered(busy)),
+    };
+    ctx.log(
+      `fairness ${shape.name}, ISOLATION=${isolation}: quiet p50 ${fmt(run.quietDone.p50, 2)} s, max ${fmt(run.quietDone.max, 2)} s, ` +
+        `${run.quietOverGoal} over ${QUIET_GOAL_S} s, ${run.quietNotDone} not done; busy drained ${fmt(run.busyDrained ?? NaN, 1)} s`,
+    );
+    return run;
+  });
+}
+
+/** A table of one shape: isolation on (the defaults) beside off, with the drain ratio on / off. */
+export function crowdTable(shape: CrowdShape, runs: CrowdRun[]): Table {
+  const off = runs.find((run) => run.isolation === 'off');
+  const perBusy = runs[0]?.busyCallbacks ?? BUSY_CALLBACKS;
+  return {
+    title:
+      `${shape.name}: ${shape.busy} busy target${shape.busy > 1 ? 's' : ''} (${perBusy} callbacks each, ${BUSY_ANSWER_MS} ms), ${shape.quiet} quiet ones (${QUIET_CALLBACKS} instant callbacks each), ` +
+      `${shape.routing === 'bucket' ? 'deliver.<bucket> (library publisher)' : 'plain `deliver` (raw AMQP)'}, ${shape.workers} worker${shape.workers > 1 ? 's' : ''}, PREFETCH ${PREFETCH}`,
+    headers: ['ISOLATION', 'quiet done p50 (s)', 'p99 (s)', 'max (s)', `quiet over ${QUIET_GOAL_S} s`, 'busy drained (s)', '× off', 'publishes / delivered: quiet', 'busy', 'all (metrics)'],
+    rows: runs.map((run) => [
+      run.isolation,
+      fmt(run.quietDone.p50, 2),
+      fmt(run.quietDone.p99, 2),
+      fmt(run.quietDone.max, 2),
+      `${run.quietOverGoal}/${shape.quiet}${run.quietNotDone ? ` (${run.quietNotDone} not done)` : ''}`,
+      run.busyDrained === undefined ? 'cut off' : fmt(run.busyDrained, 1),
+      run.busyDrained !== undefined && off?.busyDrained !== undefined ? fmt(run.busyDrained / off.busyDrained, 2) : '—',
+      fmt(run.quietPublishes, 3),
+      fmt(run.busyPublishes, 3),
+      fmt(run.allPublishes, 3),
+    ]),
+  };
+}

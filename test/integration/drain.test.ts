@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import { laneBucket, laneOf } from '../../src/topology/lanes.js';
+import { sleep } from '../support/modes.js';
+import { openedInEachTest } from '../support/opened-in-each-test.js';
+import type { ReceivedRequest, Receiver } from '../support/receiver.js';
+
+const open = openedInEachTest();
+
+const LANES = 8;
+const PREFETCH = 4;
+const CALLBACKS = 120;
+/** How long the receivers hold the stopped worker's attempts: its slots stay full until after the SIGTERM. */
+const HOLD_MS = 3_000;
+
+/**
+ * Receivers on port 0, each its own target (origin), until every one of the LANES lanes has at least
+ * two, so each lane's consumer holds messages that wait for one of PREFETCH slots.
+ */
+async function receiversOnEveryLane(answer: () => number): Promise<Receiver[]> {
+  const receivers: Receiver[] = [];
+  const perLane = new Map<number, number>();
+  while ([...perLane.values()].filter((n) => n >= 2).length < LANES) {
+    if (receivers.length >= 200) throw new Error('200 receivers did not cover every lane');
+    const receiver = await open.receiver(() => ({ status: 200, delayMs: answer() }));
+    receivers.push(receiver);
+    const lane = laneOf(laneBucket(receiver.origin), LANES);
+    perLane.set(lane, (perLane.get(lane) ?? 0) + 1);
+  }
+  return receivers;
+}
+
+const allRequests = (receivers: Receiver[]): ReceivedRequest[] => receivers.flatMap((r) => r.requests);
+
+/** Requests per callback id over every receiver. */
+function requestsPerId(receivers: Receiver[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const request of allRequests(receivers)) {
+    const id = String(request.headers['webhook-id']);
+    counts.set(id, (counts.get(id) ?? 0) + 1);
+  }
+  return counts;
+}
+
+describe.each(['on', 'off'])('drain with ISOLATION=%s', (isolation) => {
+  it(`SIGTERM with ${LANES} lanes and more waiting than its ${PREFETCH} slots: the waiting callbacks go back unattempted, another worker delivers each once`, async () => {
+    let holdMs = HOLD_MS;
+    const receivers = await receiversOnEveryLane(() => holdMs);
+    const relay = await open.relay({
+      LANES: String(LANES),
+      PREFETCH: String(PREFETCH),
+      ISOLATION: isolation,
+      HTTP_TIMEOUT: '20s',
+      // The held attempts are slow successes, never a reason to open a circuit or move anything.
+      SLOW_THRESHOLD: '20s',
+      DRAIN_TIMEOUT: '30s',
+      // The first publish declares the topology (8 lanes): seconds on a loaded machine.
+      PUBLISH_TIMEOUT: '60s',
+    });
+    const ids = await Promise.all(
+      Array.from({ length: CALLBACKS }, (_, i) => relay.publisher.publish({ url: `${receivers[i % receivers.length]!.origin}/drain/${i}`, body: i }).then((r) => r.id)),
+    );
+    const worker = open.worker(relay.config);
+    await worker.consuming;
+    // Every slot holds an attempt the receivers answer only after HOLD_MS; each lane's consumer has
+    // delivered its prefetch meanwhile (a few ms), and those messages wait for a slot.
+    await receivers[0]!.waitFor(() => allRequests(receivers).length >= PREFETCH);
+    await sleep(300);
+    expect(allRequests(receivers)).toHaveLength(PREFETCH);
+    worker.child.kill('SIGTERM');
+    expect(await worker.exited).toBe(0);
+    const output = worker.output();
+    expect(output).toContain('worker stopped');
+    expect(output).not.toContain('drain timeout');
+    const returned = Number(/"returned":(\d+)/.exec(output)?.[1]);
+    expect(returned).toBeGreaterThan(PREFETCH);
+
+    // The stopped worker attempted only what was in flight at the SIGTERM, and acked those.
+    const attemptedByStopped = allRequests(receivers).length;
+    expect(attemptedByStopped).toBe(PREFETCH);
+    let queued = 0;
+    for (const queue of [...relay.names.workQueues, relay.names.slowQueue]) queued += await relay.messageCount(queue);
+    expect(queued).toBe(CALLBACKS - PREFETCH);
+
+    holdMs = 0;
+    await relay.startWorker({}, { prefetch: 20 });
+    await receivers[0]!.waitFor(() => requestsPerId(receivers).size === CALLBACKS, 60_000);
+    await sleep(1_000);
+    const counts = requestsPerId(receivers);
+    expect(new Set(counts.keys())).toEqual(new Set(ids));
+    expect([...counts.entries()].filter(([, n]) => n > 1)).toEqual([]);
+    expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
+  });
+});

@@ -1,0 +1,99 @@
+import { afterEach, expect, it } from 'vitest';
+import { laneBucket, laneOf } from '../../src/topology/lanes.js';
+import { describeEachMode } from '../support/modes.js';
+import { startReceiver, type Answer, type ReceivedRequest, type Receiver } from '../support/receiver.js';
+import { startRelay, type RelayFixture } from '../support/relay.js';
+
+// Isolation changes who waits, never whether a callback is delivered (docs/isolation.md): outages that
+// recover and receivers that are slow but work end delivered, as with ISOLATION=off; a quiet target is
+// not held up by a busy one queued ahead of it in its lane, whether the producer routed by bucket or not.
+
+let relay: RelayFixture | undefined;
+let receivers: Receiver[] = [];
+afterEach(async () => {
+  await relay?.cleanup();
+  await Promise.all(receivers.map((r) => r.close()));
+  relay = undefined;
+  receivers = [];
+});
+
+const LANES = 8;
+const ids = (requests: ReceivedRequest[]): Set<string> => new Set(requests.map((r) => String(r.headers['webhook-id'])));
+const lane = (receiver: Receiver): number => laneOf(laneBucket(receiver.origin), LANES);
+
+const publishMany = (target: Receiver, count: number, tag: string) =>
+  Promise.all(Array.from({ length: count }, (_, i) => relay!.publisher.publish({ url: `${target.origin}/${tag}/${i}`, body: i })));
+
+/** Publishes with plain `deliver`, as a producer that computes no bucket does (wire contract). */
+function publishPlain(target: Receiver, count: number, tag: string): void {
+  for (let i = 0; i < count; i += 1) {
+    const body = Buffer.from(JSON.stringify({ url: `${target.origin}/${tag}/${i}`, body: { i } }));
+    relay!.channel.publish(relay!.names.exchange, 'deliver', body, { persistent: true, messageId: `${tag}-${i}`, contentType: 'application/json' });
+  }
+}
+
+/** A receiver in the same lane as `other` (ports are random, so listen until one fits). */
+async function receiverInLaneOf(other: Receiver, script: (request: ReceivedRequest) => Answer): Promise<Receiver> {
+  for (;;) {
+    const receiver = await startReceiver(script);
+    if (lane(receiver) === lane(other)) return receiver;
+    await receiver.close();
+  }
+}
+
+const OUTAGE = { LANES: String(LANES), PREFETCH: '20', HTTP_TIMEOUT: '1s', SLOW_THRESHOLD: '300ms', DEGRADE_THRESHOLD: '3', RETRY_SCHEDULE: '1s,1s,1s', MAX_ATTEMPTS: '4' };
+
+describeEachMode('isolation without side effects', (mode) => {
+  it('a receiver that hangs for 3 s, then answers: every callback is delivered, none dead-lettered (as with ISOLATION=off)', async () => {
+    let hangUntil = 0;
+    const target = await startReceiver(() => (Date.now() < hangUntil ? 'hang' : { status: 200 }));
+    receivers = [target];
+    relay = await startRelay({ DELAY_MODE: mode, ...OUTAGE });
+    await relay.startWorker();
+    hangUntil = Date.now() + 3_000;
+    const published = await publishMany(target, 60, 'o');
+    await target.waitFor((r) => ids(r.filter((q) => q.at >= hangUntil)).size === published.length, 30_000);
+    expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
+  });
+
+  it('a receiver that is slow but works (answers 200 after 1.2 s, SLOW_THRESHOLD 300 ms) has every callback delivered, at its first attempt', async () => {
+    const target = await startReceiver(() => ({ status: 200, delayMs: 1_200 }));
+    receivers = [target];
+    relay = await startRelay({ DELAY_MODE: mode, ...OUTAGE, HTTP_TIMEOUT: '3s', RETRY_SCHEDULE: '1s', MAX_ATTEMPTS: '2' });
+    await relay.startWorker();
+    const published = await publishMany(target, 60, 's');
+    await target.waitFor((r) => ids(r).size === published.length, 30_000);
+    expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
+    expect(target.requests.every((r) => r.headers['x-callback-attempt'] === '1'), 'no attempt was spent on a working receiver').toBe(true);
+  });
+
+  it('a quiet target queued behind a busy one in the same lane is served at once; the busy one\'s excess moves to P.slow and is all delivered', async () => {
+    const busy = await startReceiver(() => ({ status: 200, delayMs: 150 }));
+    const quiet = await receiverInLaneOf(busy, () => ({ status: 200 }));
+    receivers = [busy, quiet];
+    relay = await startRelay({ DELAY_MODE: mode, LANES: String(LANES), PREFETCH: '20' });
+    await relay.startWorker();
+    const backlog = await publishMany(busy, 600, 'b');
+    const quietIds = await publishMany(quiet, 10, 'q');
+    await quiet.waitFor((r) => ids(r).size === quietIds.length, 20_000);
+    // 600 at 150 ms over 20 slots take 4.5 s; the quiet ones did not wait for that.
+    expect(ids(busy.requests).size, 'the quiet target waited for the backlog ahead of it').toBeLessThan(backlog.length / 2);
+    await busy.waitFor((r) => ids(r).size === backlog.length, 60_000);
+    expect(busy.requests.length, 'each busy callback was sent once').toBe(backlog.length);
+    expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
+  });
+
+  it('a producer that publishes with plain `deliver` gets the same fairness', async () => {
+    const busy = await startReceiver(() => ({ status: 200, delayMs: 150 }));
+    const quiet = await startReceiver(() => ({ status: 200 }));
+    receivers = [busy, quiet];
+    relay = await startRelay({ DELAY_MODE: mode, LANES: String(LANES), PREFETCH: '20' });
+    await relay.startWorker();
+    publishPlain(busy, 600, 'pb');
+    publishPlain(quiet, 10, 'pq');
+    await quiet.waitFor((r) => ids(r).size === 10, 20_000);
+    expect(ids(busy.requests).size, 'the quiet target waited for the backlog ahead of it').toBeLessThan(300);
+    await busy.waitFor((r) => ids(r).size === 600, 60_000);
+    expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
+  });
+});

@@ -1,0 +1,169 @@
+import { describe, it, expect } from 'vitest';
+import { circuitWait, MAX_DEFERRALS, TargetIsolation, type IsolationPolicy } from '../../../src/isolation/target-isolation.js';
+
+const POLICY: IsolationPolicy = {
+  window: 20,
+  degradeThreshold: 5,
+  recoverThreshold: 2,
+  quietPeriodMs: 30_000,
+  maxTargets: 10_000,
+  capacity: 10,
+  perTarget: 10,
+  initialPerTarget: 2,
+  probesPerTarget: 1,
+  maxProbes: 2,
+  slowThresholdMs: 3_000,
+  overflowAfterMs: 200,
+};
+
+describe('circuitWait: an open circuit defers an attempt until a real one would have ended, then it is owed its request', () => {
+  it('defers after 1 s, 2 s, 4 s … and owes the request once it waited the attempt timeout since it first came due', () => {
+    const timeout = 10_000;
+    let now = 1_000_000;
+    let heldSince: number | undefined;
+    let deferrals = 0;
+    const delays: number[] = [];
+    for (;;) {
+      const wait = circuitWait(heldSince, deferrals, now, timeout);
+      if (wait.owed) {
+        expect(wait).toMatchObject({ forced: false, defer: { heldSince: 1_000_000 } });
+        break;
+      }
+      delays.push(wait.defer.delayMs);
+      ({ heldSince, deferrals } = wait.defer);
+      now += wait.defer.delayMs;
+    }
+    expect(delays).toEqual([1_000, 2_000, 4_000, 3_000]);
+    expect(now - 1_000_000).toBe(timeout);
+  });
+
+  it('an owed attempt its target has no room for waits again an attempt timeout, and is forced after MAX_DEFERRALS', () => {
+    expect(circuitWait(0, 4, 20_000, 10_000)).toEqual({ owed: true, forced: false, defer: { delayMs: 10_000, heldSince: 0, deferrals: 5 } });
+    expect(circuitWait(0, 6, 200_000, 500).defer.delayMs).toBe(1_000);
+    expect(circuitWait(0, MAX_DEFERRALS, 300_000, 10_000)).toMatchObject({ owed: true, forced: true });
+  });
+
+  it('never waits less than the delay levels\' unit, nor defers without end whatever the clocks say', () => {
+    expect(circuitWait(0, 0, 9_800, 10_000)).toMatchObject({ owed: false, defer: { delayMs: 1_000 } });
+    // A heldSince in the future (another worker's clock ahead) counts from now.
+    expect(circuitWait(50_000, 0, 10_000, 10_000)).toMatchObject({ owed: false, defer: { heldSince: 10_000 } });
+    expect(circuitWait(10_000, MAX_DEFERRALS, 10_001, 10_000_000)).toMatchObject({ owed: true, forced: true, defer: { heldSince: 10_000 } });
+  });
+});
+
+describe('TargetIsolation: an owed attempt of a target whose circuit is open', () => {
+  it('waits for a slot while the target holds fewer than its limit, and its success closes the circuit', () => {
+    const iso = new TargetIsolation<number>({ ...POLICY, degradeThreshold: 2, slowThresholdMs: 100 });
+    iso.offer('t', 1, 'lane', 0);
+    iso.offer('t', 2, 'lane', 0);
+    for (let next = iso.next(); next; next = iso.next());
+    iso.complete('t', 'attempt', { error: 'timeout', durationMs: 1_000 }, 1_000);
+    iso.complete('t', 'attempt', { error: 'timeout', durationMs: 1_000 }, 1_000);
+    expect(iso.state('t')).toBe('degraded');
+    // Its limit is the initial share (2): two owed attempts are queued, a third waits again unless forced.
+    expect(iso.offerOwed('t', 3, 'lane', 2_000, false)).toBe('queued');
+    expect(iso.offerOwed('t', 4, 'lane', 2_000, false)).toBe('queued');
+    expect(iso.offerOwed('t', 5, 'lane', 2_000, false)).toBe('circuit-open');
+    expect(iso.offerOwed('t', 6, 'overflow', 2_000, true)).toBe('queued');
+    expect(iso.sweep(60_000)).toEqual([]);
+    const started = iso.next();
+    expect(started).toMatchObject({ item: 3, kind: 'attempt' });
+    iso.complete('t', 'attempt', { status: 200, durationMs: 5 }, 60_000);
+    expect(iso.state('t')).toBe('healthy');
+  });
+});
+
+describe('TargetIsolation: a busy target\'s excess overflows', () => {
+  it('moves a busy target\'s waiting lane items once its oldest waited OVERFLOW_AFTER, keeps overflow items, and moves new lane items at once', () => {
+    const iso = new TargetIsolation<number>(POLICY);
+    for (let i = 0; i < 20; i += 1) iso.offer('busy', i, 'lane', 0);
+    for (let i = 100; i < 103; i += 1) iso.offer('busy', i, 'overflow', 0);
+    const started = [];
+    for (let next = iso.next(); next; next = iso.next()) started.push(next.item);
+    // A new target holds its initial share (2) until it has earned more.
+    expect(started).toEqual([0, 1]);
+    expect(iso.sweep(199)).toEqual([]);
+    expect(iso.sweep(200)).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
+    expect(iso.waiting('busy')).toBe(3);
+    expect(iso.offer('busy', 20, 'lane', 250)).toBe('overflow');
+    expect(iso.offer('busy', 104, 'overflow', 250)).toBe('queued');
+  });
+
+  it('never moves a fast target whose items wait less than OVERFLOW_AFTER, nor one that holds less than its initial share', () => {
+    const iso = new TargetIsolation<number>(POLICY);
+    for (let i = 0; i < 30; i += 1) iso.offer('fast', i, 'lane', 0);
+    for (let next = iso.next(); next; next = iso.next()) iso.complete('fast', next.kind, { status: 200, durationMs: 5 }, 100);
+    expect(iso.sweep(150)).toEqual([]);
+    // 'starved' waits long, but only because others hold every slot: it is not the busy one.
+    const crowded = new TargetIsolation<number>({ ...POLICY, capacity: 2 });
+    crowded.offer('a', 1, 'lane', 0);
+    crowded.offer('b', 2, 'lane', 0);
+    crowded.next();
+    crowded.next();
+    crowded.offer('starved', 3, 'lane', 0);
+    expect(crowded.sweep(10_000)).toEqual([]);
+  });
+
+  it('moves a target only where its attempts take much longer than a move: one answering about as fast as a move stays', () => {
+    const busyWith = (attemptMs: number) => {
+      const iso = new TargetIsolation<number>(POLICY);
+      iso.moveTook(20);
+      for (let i = 0; i < 12; i += 1) iso.offer('t', i, 'lane', 0);
+      const first = iso.next()!;
+      iso.next();
+      iso.complete('t', first.kind, { status: 200, durationMs: attemptMs }, 100);
+      iso.next();
+      return iso.sweep(400).length;
+    };
+    // A saturated worker: attempts take 40 ms of waiting for the event loop, a move takes 20 ms.
+    expect(busyWith(40)).toBe(0);
+    // A receiver that answers in 300 ms: what waits behind its backlog is worth the moves.
+    expect(busyWith(300)).toBeGreaterThan(0);
+  });
+
+  it('a quiet target is served before a busy one, and a busy target stops being busy once it stops waiting', () => {
+    const iso = new TargetIsolation<number>(POLICY);
+    for (let i = 0; i < 12; i += 1) iso.offer('busy', i, 'lane', 0);
+    while (iso.next());
+    expect(iso.sweep(300)).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+    iso.offer('quiet', 1, 'lane', 300);
+    iso.complete('busy', 'attempt', { status: 200, durationMs: 300 }, 300);
+    expect(iso.next()).toMatchObject({ target: 'quiet', item: 1 });
+    // Busy lasts 4 × OVERFLOW_AFTER after its last sign.
+    expect(iso.offer('busy', 50, 'lane', 1_000)).toBe('queued');
+  });
+
+  it('a cold target that waits while a busy one holds the slots is not busy: it keeps its place', () => {
+    const iso = new TargetIsolation<number>({ ...POLICY, initialPerTarget: 5 });
+    // 'busy' has earned every slot.
+    for (let i = 0; i < 10; i += 1) iso.offer('busy', i, 'lane', 0);
+    for (let i = 0; i < 10; i += 1) iso.complete('busy', iso.next()!.kind, { status: 200, durationMs: 300 }, 0);
+    for (let i = 0; i < 30; i += 1) iso.offer('busy', i, 'lane', 0);
+    while (iso.next());
+    for (let i = 0; i < 20; i += 1) iso.offer('cold', i, 'lane', 0);
+    // Three busy attempts end; the freed slots go to 'cold' (fewest in flight).
+    for (let i = 0; i < 3; i += 1) iso.complete('busy', 'attempt', { status: 200, durationMs: 300 }, 300);
+    while (iso.next());
+    expect(iso.inFlight('cold')).toBe(3);
+    const moved = iso.sweep(400);
+    expect(moved.length).toBeGreaterThan(0);
+    expect(moved.every((item) => item < 30)).toBe(true);
+    expect(iso.waiting('cold')).toBe(17);
+  });
+
+  it('many quiet targets waiting for a slot each are not busy: only the one that holds the most slots moves', () => {
+    const iso = new TargetIsolation<number>({ ...POLICY, capacity: 50, perTarget: 50, initialPerTarget: 5 });
+    for (let i = 0; i < 40; i += 1) iso.offer('busy', i, 'lane', 0);
+    for (let i = 0; i < 40; i += 1) iso.complete('busy', iso.next()!.kind, { status: 200, durationMs: 300 }, 0);
+    for (let i = 0; i < 200; i += 1) iso.offer('busy', 1_000 + i, 'lane', 0);
+    while (iso.next());
+    for (let q = 0; q < 40; q += 1) for (let i = 0; i < 5; i += 1) iso.offer(`quiet-${q}`, q * 10 + i, 'lane', 0);
+    // Ten busy attempts end: their slots go to quiet targets, one each.
+    for (let i = 0; i < 10; i += 1) iso.complete('busy', 'attempt', { status: 200, durationMs: 300 }, 300);
+    while (iso.next());
+    const moved = iso.sweep(400);
+    expect(moved.length).toBeGreaterThan(100);
+    expect(moved.every((item) => item >= 1_000)).toBe(true);
+    expect(iso.waiting('quiet-0')).toBe(4);
+  });
+});
