@@ -6,7 +6,8 @@ import { LEVEL_LEAD_MS } from '../topology/delay-levels.js';
  * out up to LEVEL_LEAD_MS + 1 s before it is due (delay-levels.ts), and a delay shorter than that goes
  * to its lane at once. The worker holds such a message in memory until its due time (HEADER.dueAt),
  * then hands it to the pipeline. Held, it is still unacked: it keeps its consumer-prefetch slot but
- * takes no delivery slot, and if the worker or its channel dies the broker returns it to its lane.
+ * takes no delivery slot. If its channel dies the broker returns it to its lane; a worker that stops
+ * gives it back there itself, unattempted, once its consumers are cancelled (giveBackAll).
  */
 
 /**
@@ -40,53 +41,67 @@ export function holdMs(headers: Record<string, unknown> | undefined, nowMs: numb
 
 /** The messages a worker holds, each with the timer that releases it, by the channel it came on. */
 export interface DueHold<Channel> {
-  /** Runs `release` once the message is due (at once when it is); nothing when its channel closes first. */
-  hold(headers: Record<string, unknown> | undefined, channel: Channel, release: () => void): void;
-  /** The channel closed: the broker has requeued its held messages, so none of them may be released. */
+  /**
+   * Runs `release` once the message is due (at once when it is); nothing when its channel closes first;
+   * `giveBack` instead when the worker stops first (giveBackAll).
+   */
+  hold(headers: Record<string, unknown> | undefined, channel: Channel, release: () => void, giveBack: () => void): void;
+  /** The channel closed: the broker has requeued its held messages, so none of them may be released or given back. */
   channelClosed(channel: Channel): void;
   /**
-   * The worker stops: release nothing more, and hold nothing new (closing the channel returns what
-   * is held, and what arrives before it closes and is not due yet).
+   * The worker stops and its consumers are cancelled: every held message goes back to its lane now,
+   * unattempted, as the pipeline's waiting jobs do (pipeline.ts giveBackWaiting), so another worker
+   * takes it when due instead of after the drain; so does any not yet due that comes after. Returns
+   * how many went back.
    */
-  clear(): void;
+  giveBackAll(): number;
   /** Messages held now. */
   readonly size: number;
 }
 
 /** Timers are plain setTimeout: at thousands of messages a second, one each is cheap. */
 export function createDueHold<Channel extends object>(clock: () => number): DueHold<Channel> {
-  const timers = new Map<Channel, Set<NodeJS.Timeout>>();
+  /** Per channel, each held message's timer and what gives it back. */
+  const held = new Map<Channel, Map<NodeJS.Timeout, () => void>>();
   let size = 0;
-  let stopped = false;
+  let givenBack = false;
+  /** Forgets a channel's held messages, their timers cleared; returns them. */
+  function forget(channel: Channel): Map<NodeJS.Timeout, () => void> {
+    const own = held.get(channel) ?? new Map<NodeJS.Timeout, () => void>();
+    held.delete(channel);
+    for (const timer of own.keys()) clearTimeout(timer);
+    size -= own.size;
+    return own;
+  }
   return {
-    hold(headers, channel, release) {
+    hold(headers, channel, release, giveBack) {
       const wait = holdMs(headers, clock());
       if (wait === 0) return release();
-      if (stopped) return;
-      let held = timers.get(channel);
-      if (!held) timers.set(channel, (held = new Set()));
-      const own = held;
+      if (givenBack) return giveBack();
+      let own = held.get(channel);
+      if (!own) held.set(channel, (own = new Map()));
+      const timers = own;
       size += 1;
       const timer = setTimeout(() => {
-        own.delete(timer);
+        timers.delete(timer);
         size -= 1;
         release();
       }, wait);
-      own.add(timer);
+      timers.set(timer, giveBack);
     },
     channelClosed(channel) {
-      const held = timers.get(channel);
-      timers.delete(channel);
-      for (const timer of held ?? []) clearTimeout(timer);
-      size -= held?.size ?? 0;
+      forget(channel);
     },
-    clear() {
-      stopped = true;
-      for (const [channel, held] of [...timers]) {
-        timers.delete(channel);
-        for (const timer of held) clearTimeout(timer);
-        size -= held.size;
+    giveBackAll() {
+      givenBack = true;
+      let count = 0;
+      for (const channel of [...held.keys()]) {
+        for (const giveBack of forget(channel).values()) {
+          giveBack();
+          count += 1;
+        }
       }
+      return count;
     },
     get size() {
       return size;

@@ -42,8 +42,8 @@ export interface Worker {
   /** Connects, declares the topology and starts consuming; resolves once consuming. */
   start(): Promise<void>;
   /**
-   * Stops consuming, gives back at once what waited for a slot, lets in-flight deliveries (and the
-   * settles, moves and holds under way) finish within DRAIN_TIMEOUT, then closes.
+   * Stops consuming, gives back at once what waited for a slot or its due time, lets in-flight
+   * deliveries (and the settles, moves and holds under way) finish within DRAIN_TIMEOUT, then closes.
    */
   stop(): Promise<void>;
   /** Deliveries in progress. */
@@ -117,13 +117,14 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     };
     const onMessage = (message: ConsumeMessage | null, ch: ConfirmChannel, lane: Lane): void => {
       if (message === null) return consumerCancelled(lane);
-      dueHold.hold(message.properties.headers, ch, () => {
+      const release = (): void => {
         const work = handle(message, ch, lane).catch((error: Error) =>
           logger.warn({ err: error.message }, 'could not settle a message; the broker will redeliver it'),
         );
         inFlight.add(work);
         void work.finally(() => inFlight.delete(work));
-      });
+      };
+      dueHold.hold(message.properties.headers, ch, release, () => giveBackHeld(ch, message));
     };
     if (topology.mode === 'plugin') dueMover = createDueMover(topology.names, consume.prefetch, logger, createRedeclare(topology, settings.publishTimeoutMs));
     manager = connectManager(config.amqpUrl);
@@ -151,7 +152,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
           events?.attach(eventsChannel);
         }
         // Unacked messages of a closed channel are back in their queues: jobs still waiting for a
-        // slot must not be attempted (another worker may have them already).
+        // slot must not be attempted, nor held ones released or given back (another worker may have them already).
         ch.once('close', () => {
           dueHold.channelClosed(ch);
           pipeline?.channelClosed(ch);
@@ -184,10 +185,9 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     // only waited for a slot goes back to its queue unattempted (pipeline.ts giveBack).
     pipeline?.stop();
     for (const tag of consumers?.tags ?? []) await consumers?.channel.cancel(tag).catch(() => {});
-    const returned = pipeline?.giveBackWaiting() ?? 0;
-    logger.info({ returned }, 'draining: callbacks that waited for a slot went back to their queues unattempted');
-    // Held messages are not due yet: they stay unacked, and closing the channel returns them to their lanes.
-    dueHold.clear();
+    // Held messages not due yet go back with them, so another worker has them when due, not after the drain.
+    const returned = (pipeline?.giveBackWaiting() ?? 0) + dueHold.giveBackAll();
+    logger.info({ returned }, 'draining: callbacks that waited for a slot or their due time went back to their queues unattempted');
     // Moves of due messages (plugin mode) in progress finish within the drain too.
     const drained = Promise.allSettled([...inFlight, dueMover?.close()]).then(() => true);
     const finished = await Promise.race([drained, sleep(consume.drainTimeoutMs).then(() => false)]);
@@ -215,6 +215,19 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       return typeof address === 'object' && address ? address.port : undefined;
     },
   };
+}
+
+/**
+ * A held message the stopping worker gives back, unattempted: nacked with requeue once its consumers
+ * are cancelled, like the pipeline's waiting jobs (pipeline.ts giveBack, which says why it needs no
+ * count of ours). A closed channel's held messages are never given back: the broker requeued them.
+ */
+function giveBackHeld(channel: ConfirmChannel, message: ConsumeMessage): void {
+  try {
+    channel.nack(message, false, true);
+  } catch {
+    // The channel closed meanwhile: the broker has requeued the message.
+  }
 }
 
 interface PipelineParts {

@@ -86,6 +86,44 @@ describe('queues mode: on time to well under a second', () => {
     expect(late).toBeLessThan(10_000);
   });
 
+  it('a stopping worker gives a held callback back to its lane at once, unattempted, while it still drains an attempt', async () => {
+    let release = (): void => {};
+    const answered = new Promise<void>((resolve) => (release = resolve));
+    // The in-flight attempt is answered only once the test saw what it waits for: the drain lasts until then.
+    const receiver = await open.receiver((request) => (request.path === '/slow' ? { status: 200, after: answered } : { status: 200 }));
+    const relay = await open.relay({ DELAY_MODE: 'queues', DRAIN_TIMEOUT: '60s', HTTP_TIMEOUT: '60s', SLOW_THRESHOLD: '60s' });
+    const first = await relay.startWorker();
+    await relay.publisher.publish({ url: `${receiver.origin}/slow`, body: 'slow' });
+    await receiver.waitFor((r) => r.length === 1, 10_000);
+    // Under one level's worth (1.2 s less the levels' 250 ms lead is no whole second): straight to the
+    // lane, where the worker holds it, unacked, until due.
+    const at = Date.now() + 1_200;
+    await relay.publisher.publish({ url: `${receiver.origin}/held`, body: 'held' }, { deliverAt: new Date(at) });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const lanes = [...relay.names.workQueues, relay.names.slowQueue];
+    const ready = async (): Promise<number> => (await Promise.all(lanes.map((queue) => relay.messageCount(queue)))).reduce((a, b) => a + b, 0);
+    expect(await ready()).toBe(0);
+    let stopped = false;
+    const stopping = first.stop().then(() => (stopped = true));
+    try {
+      // Back in its lane while the stopping worker still waits for the slow answer.
+      const deadline = Date.now() + 15_000;
+      while ((await ready()) === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(await ready(), 'the held callback is back in its lane').toBe(1);
+      expect(stopped).toBe(false);
+    } finally {
+      release();
+      await stopping;
+    }
+    expect(receiver.to('/held')).toHaveLength(0);
+    await relay.startWorker();
+    await receiver.waitFor((r) => r.length === 2, 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(receiver.to('/held')).toHaveLength(1);
+    expect((receiver.to('/held')[0]?.at as number) - at).toBeGreaterThanOrEqual(-EARLY_MS);
+    expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
+  });
+
   it('callbacks falling due faster than one level queue\'s dead-letter worker handled before are all delivered', async () => {
     // Before, a level's dead-letter worker moved about 2,200 a second: here 3,000 fall due within one
     // second, through the same few levels, all at once.
