@@ -14,8 +14,17 @@ export interface BenchContext {
   };
   /** Set by earlier scenarios for later ones: the relay's max rate from `throughput`. */
   shared: { relayRate?: number };
-  /** `shapes`: the `--shape` selection (names or name prefixes) of scenarios that have shapes; `long`: include their long shapes. */
-  options: { profile: boolean; rate: number | undefined; shapes: string[] | undefined; long: boolean };
+  /**
+   * `shapes`: the `--shape` selection (names or name prefixes) of scenarios that have shapes; `long`: include their long shapes.
+   * `pending`: the pending scenario's callbacks, the window they fall due in (s), the delay modes to run.
+   */
+  options: {
+    profile: boolean;
+    rate: number | undefined;
+    shapes: string[] | undefined;
+    long: boolean;
+    pending: { count: number | undefined; windowS: number | undefined; modes: Array<'queues' | 'plugin'> | undefined };
+  };
   /** Progress line on stderr. */
   log(line: string): void;
 }

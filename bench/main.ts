@@ -1,5 +1,6 @@
 /**
- * Benchmarks: `npm run bench [-- --quick] [--scenario NAME[,NAME…]] [--shape SHAPE[,SHAPE…]] [--long] [--profile] [--rate N]`.
+ * Benchmarks: `npm run bench [-- --quick] [--scenario NAME[,NAME…]] [--shape SHAPE[,SHAPE…]] [--long] [--profile] [--rate N]`;
+ * the pending scenario also takes `--count N --window SECONDS --mode queues,plugin`.
  * Uses AMQP_URL if set, else a throwaway broker (test/support/broker.ts). Prints a Markdown table
  * per scenario and writes bench/results/<timestamp>.json; a run of every scenario also latest.json and latest.svg.
  */
@@ -16,11 +17,12 @@ import { fairness } from './scenarios/fairness.js';
 import { halfLoad } from './scenarios/half-load.js';
 import { ingest } from './scenarios/ingest.js';
 import { isolation } from './scenarios/isolation.js';
+import { pending } from './scenarios/pending.js';
 import { retryTiming } from './scenarios/retry-timing.js';
 import { scaleOut } from './scenarios/scale-out.js';
 import { throughput } from './scenarios/throughput.js';
 
-const SCENARIOS: Scenario[] = [throughput, halfLoad, retryTiming, backlog, scaleOut, isolation, fairness, ingest];
+const SCENARIOS: Scenario[] = [throughput, halfLoad, retryTiming, backlog, scaleOut, isolation, fairness, ingest, pending];
 
 const { values } = parseArgs({
   options: {
@@ -30,11 +32,14 @@ const { values } = parseArgs({
     rate: { type: 'string' },
     shape: { type: 'string' },
     long: { type: 'boolean', default: false },
+    count: { type: 'string' },
+    window: { type: 'string' },
+    mode: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
 if (values.help) {
-  process.stdout.write(`usage: npm run bench -- [--quick] [--scenario ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--shape SHAPE[,…]] [--long] [--profile] [--rate N]\n`);
+  process.stdout.write(`usage: npm run bench -- [--quick] [--scenario ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--shape SHAPE[,…]] [--long] [--profile] [--rate N] [--count N --window SECONDS --mode queues,plugin]\n`);
   process.exit(0);
 }
 const names = values.scenario ? values.scenario.split(',').map((name) => name.trim()) : SCENARIOS.map((s) => s.name);
@@ -70,6 +75,11 @@ try {
       rate: values.rate === undefined ? undefined : Number(values.rate),
       shapes: values.shape?.split(',').map((shape) => shape.trim()).filter(Boolean),
       long: values.long,
+      pending: {
+        count: values.count === undefined ? undefined : Number(values.count),
+        windowS: values.window === undefined ? undefined : Number(values.window),
+        modes: values.mode === undefined ? undefined : (values.mode.split(',').map((mode) => mode.trim()) as Array<'queues' | 'plugin'>),
+      },
     },
     log,
   };

@@ -16,7 +16,7 @@ import { startWorkerPool, type PoolStats, type WorkerPool } from './worker-pool.
 export const WORKER_ENV = {
   QUEUE_TYPE: 'quorum',
   TARGET_ALLOW: '127.0.0.0/8', // the chaos receivers listen on loopback
-  RETRY_SCHEDULE: '1s,2s', // whole seconds: queues mode rounds each delay to the second
+  RETRY_SCHEDULE: '1s,2s',
   MAX_ATTEMPTS: '3',
   RETRY_JITTER: '0.1',
   HTTP_TIMEOUT: '1s',

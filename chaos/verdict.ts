@@ -54,7 +54,7 @@ export interface VerdictInput {
   /** Delays before attempts 2, 3, … in ms, and the jitter fraction. */
   schedule: number[];
   jitter: number;
-  /** Queues mode rounds each delay to whole seconds; plugin mode keeps milliseconds. */
+  /** Both modes keep milliseconds: queues mode's worker holds a callback the levels let out early (docs/delay-modes.md). */
   mode: 'queues' | 'plugin';
   /** `--cancel`: ids cancelled mid-retry; parked as `canceled`, or as their fate implies when the cancel came too late. */
   cancelled?: Set<string>;
@@ -67,7 +67,7 @@ const EXAMPLES = 20;
 function minGapMs(input: VerdictInput, failed: number): number {
   const delay = input.schedule[Math.min(failed, input.schedule.length) - 1] ?? 0;
   const low = delay * (1 - input.jitter);
-  return (input.mode === 'queues' ? Math.round(low / 1000) * 1000 : low) - SLACK_MS;
+  return low - SLACK_MS;
 }
 
 /** Checks every callback against its fate: delivered or parked as implied, never lost, attempts by the schedule. */

@@ -178,7 +178,7 @@ async function move(settlement: Move, record: Pick<AttemptRecord, 'id'>, context
   let copy: Copy;
   if ('queue' in settlement) copy = toQueue(settlement.queue, headers);
   else {
-    const route = deliveryRoute(context.names, context.mode, settlement.delayMs, context.bucket);
+    const route = deliveryRoute(context.names, context.mode, settlement.delayMs, context.bucket, Date.now());
     copy = viaRoute(route, { ...headers, ...settlement.headers, ...route.headers }, context);
   }
   const wait = { slowAfterMs: context.confirmTimeoutMs ?? DEFAULT_CONFIRM_TIMEOUT_MS, onSlow: (error: Error) => context.onSlowConfirm?.('move', error) };
@@ -235,7 +235,7 @@ function decisionCopy(settlement: Exclude<Decision, { kind: 'ack' }>, record: At
   const { message, names, mode } = context;
   switch (settlement.kind) {
     case 'retry': {
-      const route = deliveryRoute(names, mode, settlement.delayMs, context.bucket);
+      const route = deliveryRoute(names, mode, settlement.delayMs, context.bucket, Date.now());
       return viaRoute(route, { ...recordHeaders(message, record), ...route.headers, [HEADER.attempt]: settlement.attempt }, context);
     }
     case 'dead':

@@ -19,6 +19,7 @@ import { applyTopology } from '../topology/declare-once.js';
 import { createRedeclare } from '../topology/redeclare.js';
 import { loadTracing, type Tracing } from '../tracing/tracing.js';
 import { sleep } from '../util/with-timeout.js';
+import { createDueHold, HOLD_PREFETCH } from './hold-until-due.js';
 import { createDueMover, type DueMover } from './move-due.js';
 import { observeAll, type PipelineObserver } from './observer.js';
 import { createPipeline, type Job, type Lane, type PipelineContext } from './pipeline.js';
@@ -41,8 +42,8 @@ export interface Worker {
   /** Connects, declares the topology and starts consuming; resolves once consuming. */
   start(): Promise<void>;
   /**
-   * Stops consuming, gives back at once what waited for a slot, lets in-flight deliveries (and the
-   * settles, moves and holds under way) finish within DRAIN_TIMEOUT, then closes.
+   * Stops consuming, gives back at once what waited for a slot or its due time, lets in-flight
+   * deliveries (and the settles, moves and holds under way) finish within DRAIN_TIMEOUT, then closes.
    */
   stop(): Promise<void>;
   /** Deliveries in progress. */
@@ -79,6 +80,8 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   const isolation = settings.isolation && new TargetIsolation<Job>(settings.isolation);
   const metrics = createRelayMetrics(() => isolation);
   const tracing = 'tracing' in deps ? deps.tracing : loadTracing(logger);
+  /** Queues mode: messages the levels let out early wait here, unacked, until due (hold-until-due.ts). */
+  const dueHold = createDueHold<ConfirmChannel>(clock);
 
   async function start(): Promise<void> {
     // Probes answer from the start: alive while waiting for the broker, ready only once consuming.
@@ -114,11 +117,14 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     };
     const onMessage = (message: ConsumeMessage | null, ch: ConfirmChannel, lane: Lane): void => {
       if (message === null) return consumerCancelled(lane);
-      const work = handle(message, ch, lane).catch((error: Error) =>
-        logger.warn({ err: error.message }, 'could not settle a message; the broker will redeliver it'),
-      );
-      inFlight.add(work);
-      void work.finally(() => inFlight.delete(work));
+      const release = (): void => {
+        const work = handle(message, ch, lane).catch((error: Error) =>
+          logger.warn({ err: error.message }, 'could not settle a message; the broker will redeliver it'),
+        );
+        inFlight.add(work);
+        void work.finally(() => inFlight.delete(work));
+      };
+      dueHold.hold(message.properties.headers, ch, release, () => giveBackHeld(ch, message));
     };
     if (topology.mode === 'plugin') dueMover = createDueMover(topology.names, consume.prefetch, logger, createRedeclare(topology, settings.publishTimeoutMs));
     manager = connectManager(config.amqpUrl);
@@ -146,12 +152,16 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
           events?.attach(eventsChannel);
         }
         // Unacked messages of a closed channel are back in their queues: jobs still waiting for a
-        // slot must not be attempted (another worker may have them already).
-        ch.once('close', () => pipeline?.channelClosed(ch));
+        // slot must not be attempted, nor held ones released or given back (another worker may have them already).
+        ch.once('close', () => {
+          dueHold.channelClosed(ch);
+          pipeline?.channelClosed(ch);
+        });
         // basic.qos without `global` limits each consumer started after it on this channel, so each
         // queue may hold queuePrefetch messages and a target alone in its lane can fill every slot:
         // https://www.rabbitmq.com/docs/consumer-prefetch
-        await ch.prefetch(consume.queuePrefetch);
+        // Queues mode: room on top for the messages held until due, which take no delivery slot.
+        await ch.prefetch(consume.queuePrefetch + (topology.mode === 'queues' ? HOLD_PREFETCH : 0));
         const tags: string[] = [];
         const queues: [string, Lane][] = [...topology.names.workQueues.map((queue, lane): [string, Lane] => [queue, String(lane)]), [topology.names.slowQueue, 'slow']];
         for (const [queue, lane] of queues) tags.push((await ch.consume(queue, (message) => onMessage(message, ch, lane), { noAck: false })).consumerTag);
@@ -175,8 +185,9 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     // only waited for a slot goes back to its queue unattempted (pipeline.ts giveBack).
     pipeline?.stop();
     for (const tag of consumers?.tags ?? []) await consumers?.channel.cancel(tag).catch(() => {});
-    const returned = pipeline?.giveBackWaiting() ?? 0;
-    logger.info({ returned }, 'draining: callbacks that waited for a slot went back to their queues unattempted');
+    // Held messages not due yet go back with them, so another worker has them when due, not after the drain.
+    const returned = (pipeline?.giveBackWaiting() ?? 0) + dueHold.giveBackAll();
+    logger.info({ returned }, 'draining: callbacks that waited for a slot or their due time went back to their queues unattempted');
     // Moves of due messages (plugin mode) in progress finish within the drain too.
     const drained = Promise.allSettled([...inFlight, dueMover?.close()]).then(() => true);
     const finished = await Promise.race([drained, sleep(consume.drainTimeoutMs).then(() => false)]);
@@ -204,6 +215,19 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       return typeof address === 'object' && address ? address.port : undefined;
     },
   };
+}
+
+/**
+ * A held message the stopping worker gives back, unattempted: nacked with requeue once its consumers
+ * are cancelled, like the pipeline's waiting jobs (pipeline.ts giveBack, which says why it needs no
+ * count of ours). A closed channel's held messages are never given back: the broker requeued them.
+ */
+function giveBackHeld(channel: ConfirmChannel, message: ConsumeMessage): void {
+  try {
+    channel.nack(message, false, true);
+  } catch {
+    // The channel closed meanwhile: the broker has requeued the message.
+  }
 }
 
 interface PipelineParts {

@@ -17,6 +17,11 @@ export const HEADER = {
   attempts: 'x-callback-attempts',
   /** On a copy replayed from P.dead: when (ISO time). A cancel marker written before it does not apply to it. */
   replayedAt: 'x-replayed-at',
+  /**
+   * Queues mode: when a delayed copy is due (ms since the epoch, the publisher's clock). The levels let
+   * it out up to a second early, and the worker holds it until then (consumer/hold-until-due.ts).
+   */
+  dueAt: 'x-callback-due-at',
   /** Plugin mode: the delay in ms, read by the x-delayed-message exchange. */
   delay: 'x-delay',
   /**
@@ -45,7 +50,7 @@ export const HEADER = {
 } as const;
 
 /** Per-publish headers: they belong to the one publish that set them, never to its copies. */
-const PER_PUBLISH: ReadonlySet<string> = new Set([HEADER.delay, HEADER.copy]);
+const PER_PUBLISH: ReadonlySet<string> = new Set([HEADER.delay, HEADER.copy, HEADER.dueAt]);
 
 /** A deferral's headers belong to one deferred attempt: moves carry them, a retry or dead-letter copy (a new record) does not. */
 export const DEFERRAL_HEADERS: readonly string[] = [HEADER.heldSince, HEADER.deferrals];

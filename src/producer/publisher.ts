@@ -120,7 +120,7 @@ export function createPublisher(
     const deadline = Date.now() + config.publishTimeout;
     const lossesAtStart = losses;
     const resolved = resolvedTopology ?? (await withTimeout(topology, config.publishTimeout, timeout));
-    const route = deliveryRoute(resolved.names, resolved.mode, delayMs, bucket);
+    const route = deliveryRoute(resolved.names, resolved.mode, delayMs, bucket, Date.now());
     // Mandatory, so a lane or binding an operator deleted returns the callback instead of dropping it;
     // not with x-delay: the x-delayed-message exchange routes a delayed message to no queue at publish
     // time (https://github.com/rabbitmq/rabbitmq-delayed-message-exchange#limitations).

@@ -4,7 +4,8 @@ import { DELAY_LEVELS, MAX_LEVEL_DELAY_MS } from '../formats/limits.js';
  * Plugin-free delays as binary levels: level n is a queue whose every message waits 2^n seconds
  * (one fixed TTL per queue, so its head always expires first: no head-of-line blocking). A delay of
  * d seconds visits exactly the levels of the 1-bits of d, highest first, so 22 queues cover any
- * delay from 1 s to 2^22 − 1 s (48.5 days), to the second.
+ * delay from 1 s to 2^22 − 1 s (48.5 days), to the second; the worker holds a message that leaves
+ * them early for the last fraction of a second (levelDelaySeconds).
  *
  * The routing key spells d in binary, one topic word per level, highest level first. An exchange
  * with levels `top` … 0 still ahead routes a key straight to the queue of the highest of them whose
@@ -15,12 +16,21 @@ import { DELAY_LEVELS, MAX_LEVEL_DELAY_MS } from '../formats/limits.js';
 export { DELAY_LEVELS, MAX_LEVEL_DELAY_MS } from '../formats/limits.js';
 
 /**
- * Whole seconds the levels will wait for `delayMs`: rounded to the nearest second, but at least one
- * for any positive delay (a short delay must not become none), and at most the maximum.
+ * How much earlier than its due time a delayed message leaves the levels, at least: the levels count
+ * whole seconds, and every hop (a quorum queue's expiry, then its dead-letter publish) adds a little
+ * time of its own. Arriving early, a message is held by the worker until due (hold-until-due.ts), so
+ * its lateness no longer depends on the sub-second part of its delay.
+ */
+export const LEVEL_LEAD_MS = 250;
+
+/**
+ * Whole seconds the levels will wait for `delayMs`: the whole seconds of the delay less the lead, so
+ * that a message leaves the levels between LEVEL_LEAD_MS and LEVEL_LEAD_MS + 1 s before it is due (0
+ * for a delay under 1.25 s: it goes to its lane at once and is held there), and at most the maximum.
  */
 export function levelDelaySeconds(delayMs: number): number {
-  if (!(delayMs > 0)) return 0;
-  return Math.min(Math.max(1, Math.round(delayMs / 1_000)), 2 ** DELAY_LEVELS - 1);
+  if (!(delayMs > LEVEL_LEAD_MS)) return 0;
+  return Math.min(Math.floor((delayMs - LEVEL_LEAD_MS) / 1_000), 2 ** DELAY_LEVELS - 1);
 }
 
 /** The routing key that carries `seconds` through the levels. */

@@ -93,7 +93,7 @@ function run(confirms: Confirm[], options: Options = {}) {
     redeclare: async () => void (redeclared += 1),
     onFallback: (fallback) => fallbacks.push(fallback),
   };
-  const settlement: Decision = options.settlement ?? { kind: 'retry', delayMs: 1_000, attempt: 2, why: 'HTTP 503' };
+  const settlement: Decision = options.settlement ?? { kind: 'retry', delayMs: 5_000, attempt: 2, why: 'HTTP 503' };
   if (options.durable) {
     const report = { kind: 'attempt' as const, id: 'c1', url: 'https://a.example/h', target: 'https://a.example', lane: '0', attempt: 1, outcome: { status: 503, durationMs: 12 }, decision: settlement, nextAttemptAt: undefined };
     context.storeEvent = createDurableEvents('p.events', () => 0, 50, 'w/1').forReport(context.channel, report);
@@ -176,7 +176,7 @@ describe('settle', () => {
   });
 
   it('mandatory on every route but the x-delayed-message exchange', async () => {
-    const retry = { kind: 'retry' as const, delayMs: 1_000, attempt: 2, why: '' };
+    const retry = { kind: 'retry' as const, delayMs: 5_000, attempt: 2, why: '' };
     const route = async (mode: 'plugin' | 'queues', settlement: Decision) => {
       const { channel, settled } = run(['ack'], { mode, settlement });
       await settled;

@@ -12,6 +12,7 @@ describe('HEADER', () => {
       reason: 'x-callback-reason',
       attempts: 'x-callback-attempts',
       replayedAt: 'x-replayed-at',
+      dueAt: 'x-callback-due-at',
       delay: 'x-delay',
       returns: 'x-callback-returns',
       copy: 'x-callback-copy',
@@ -44,6 +45,7 @@ describe('carriedHeaders', () => {
       'x-delivery-count': 2,
       'x-delay': 15_000,
       'x-callback-copy': '123.4',
+      'x-callback-due-at': 1_700_000_000_000,
     };
     expect(carriedHeaders({ ...broker, 'x-tenant': 'acme' })).toEqual({ 'x-tenant': 'acme' });
   });

@@ -1,6 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import {
   DELAY_LEVELS,
+  LEVEL_LEAD_MS,
   MAX_LEVEL_DELAY_MS,
   delayRoutingKey,
   levelRoutes,
@@ -81,14 +82,16 @@ describe('delay level constants', () => {
 });
 
 describe('levelDelaySeconds', () => {
-  it('rounds to the nearest second', () => {
+  it('counts the whole seconds of the delay less the lead: the levels let a message out early, never late', () => {
+    expect(LEVEL_LEAD_MS).toBe(250);
     expect(levelDelaySeconds(0)).toBe(0);
-    expect(levelDelaySeconds(499)).toBe(1);
-    expect(levelDelaySeconds(1)).toBe(1);
-    expect(levelDelaySeconds(500)).toBe(1);
-    expect(levelDelaySeconds(1_499)).toBe(1);
-    expect(levelDelaySeconds(1_500)).toBe(2);
-    expect(levelDelaySeconds(15_000)).toBe(15);
+    expect(levelDelaySeconds(1)).toBe(0);
+    expect(levelDelaySeconds(1_249)).toBe(0);
+    expect(levelDelaySeconds(1_250)).toBe(1);
+    expect(levelDelaySeconds(2_249)).toBe(1);
+    expect(levelDelaySeconds(2_250)).toBe(2);
+    expect(levelDelaySeconds(15_000)).toBe(14);
+    expect(levelDelaySeconds(15_250)).toBe(15);
   });
 
   it('treats a negative delay as 0', () => {
@@ -96,8 +99,8 @@ describe('levelDelaySeconds', () => {
   });
 
   it('clamps at 2^22 − 1 s', () => {
-    expect(levelDelaySeconds(MAX_LEVEL_DELAY_MS)).toBe(MAX_SECONDS);
-    expect(levelDelaySeconds(MAX_LEVEL_DELAY_MS + 499)).toBe(MAX_SECONDS);
+    expect(levelDelaySeconds(MAX_LEVEL_DELAY_MS)).toBe(MAX_SECONDS - 1);
+    expect(levelDelaySeconds(MAX_LEVEL_DELAY_MS + 250)).toBe(MAX_SECONDS);
     expect(levelDelaySeconds(MAX_LEVEL_DELAY_MS + 10_000)).toBe(MAX_SECONDS);
     expect(levelDelaySeconds(Number.MAX_SAFE_INTEGER)).toBe(MAX_SECONDS);
   });
@@ -171,11 +174,11 @@ describe('the levels, simulated', () => {
     }
   });
 
-  it('wait the rounded delay for sub-second remainders', () => {
+  it('wait the whole seconds of the delay less the lead for sub-second remainders', () => {
     const random = mulberry32(99);
     for (let i = 0; i < 500; i += 1) {
       const delayMs = randomInt(random, 0, 100_000_000);
-      expect(simulateSeconds(delayRoutingKey(levelDelaySeconds(delayMs)))).toBe(Math.round(delayMs / 1_000));
+      expect(simulateSeconds(delayRoutingKey(levelDelaySeconds(delayMs)))).toBe(Math.max(0, Math.floor((delayMs - LEVEL_LEAD_MS) / 1_000)));
     }
   });
 

@@ -1,0 +1,166 @@
+import { brokerMemoryBytes } from '../broker-memory.js';
+import { SKIP_PLUGIN, type BenchContext, type Scenario } from '../context.js';
+import { cpuSeconds, deferredCount, sleep, spawnRelayWorker } from '../processes.js';
+import { benchPublisher, publishAll } from '../publish.js';
+import { startReceiver, type BenchReceiver } from '../receiver.js';
+import { freePort, withScope } from '../scope.js';
+import { fmt, summarize, type Summary } from '../stats.js';
+
+/** Receiver origins, as in the other scenarios: ten targets over the worker's lanes. */
+const TARGETS = 10;
+
+type Mode = 'queues' | 'plugin';
+
+interface PendingRun {
+  mode: Mode;
+  skipped?: string;
+  count?: number;
+  windowS?: number;
+  /** Fresh callbacks: pre-filled, then drained by the worker (first → last delivery). */
+  fresh?: { count: number; publishRate: number; seconds: number; rate: number };
+  /** Delayed callbacks: confirmed publishes per second, all of them before the first fell due. */
+  publishRate?: number;
+  /** Delivered before the publishing ended (the lead was too short when > 0). */
+  deliveredWhilePublishing?: number;
+  /** Broker memory with every callback pending, less before, per callback (bytes). */
+  memoryPerPending?: number;
+  memoryBefore?: number;
+  memoryPending?: number;
+  /** Arrival at the receiver − the callback's deliverAt (ms). */
+  lateness?: Summary;
+  delivered?: number;
+  /** First due → last delivered (s), and the delivered rate over it. */
+  drainSeconds?: number;
+  delayedRate?: number;
+  brokerCores?: number;
+  /** Callbacks deferred over the whole run (a target's circuit opened: slow attempts on a busy machine). */
+  deferred?: number;
+}
+
+/** The body carries the callback's due time as `sentAt`: the receiver's latency is then its lateness. */
+const body = (i: number, dueAt: number): { sentAt: number; i: number; event: string; pad: string } => ({ sentAt: dueAt, i, event: 'order.paid', pad: 'x'.repeat(200) });
+
+/**
+ * Scheduled callbacks at scale, in one worker process with default settings:
+ * 1. fresh: `count` callbacks without a delay pre-fill the lanes, then the worker starts and drains
+ *    them (its fresh-callback rate);
+ * 2. pending: the same worker; `count` callbacks published with `deliverAt` spread evenly over
+ *    `window` seconds, the first due once the publishing is done (projected from phase 1's publish
+ *    rate); broker memory is read with all of them pending, and each one's lateness at the receiver.
+ */
+async function runMode(ctx: BenchContext, mode: Mode, count: number, windowS: number): Promise<PendingRun> {
+  if (mode === 'plugin' && !ctx.broker.hasPlugin) return { mode, skipped: SKIP_PLUGIN };
+  return withScope(ctx.url, async (scope) => {
+    const receiver: BenchReceiver = scope.add(await startReceiver(TARGETS));
+    const prefix = scope.prefix(`pending-${mode}`);
+    // BENCH_ISOLATION=off measures the delay path alone: on a busy machine slow attempts can open a
+    // target's circuit, and its retries (15 s and more later) then count as lateness.
+    const env: Record<string, string> = { DELAY_MODE: mode, ...(process.env.BENCH_ISOLATION ? { ISOLATION: process.env.BENCH_ISOLATION } : {}) };
+    const { publisher } = benchPublisher(ctx.url, prefix, env);
+    scope.add(publisher);
+
+    // 1. Fresh callbacks, pre-filled: the rate this worker delivers at.
+    const freshPublished = await publishAll(publisher, count, (i) => ({ callback: { url: receiver.urlFor(i), body: body(i, Date.now()) } }));
+    ctx.log(`pending ${mode}: ${count} fresh published at ${fmt(freshPublished.rate)}/s`);
+    const metricsPort = await freePort();
+    const worker = scope.add(spawnRelayWorker({ AMQP_URL: ctx.url, TOPOLOGY_PREFIX: prefix, METRICS_PORT: String(metricsPort), ...env }));
+    await worker.ready;
+    await receiver.waitForDelivered(count, 120_000 + count * 5);
+    const freshSeconds = (receiver.lastAt - receiver.firstAt) / 1000;
+    const fresh = { count, publishRate: freshPublished.rate, seconds: freshSeconds, rate: receiver.delivered / freshSeconds };
+    ctx.log(`pending ${mode}: fresh ${receiver.delivered}/${count} at ${fmt(fresh.rate)}/s`);
+    await sleep(2_000);
+
+    // 2. Delayed callbacks, spread over the window, the first due after the publishing (with room).
+    receiver.reset('ok');
+    const memoryBefore = await brokerMemoryBytes(ctx);
+    const leadMs = 5_000 + (count / freshPublished.rate) * 1_500;
+    const base = Date.now() + leadMs;
+    const dueOf = (i: number): number => base + (i * windowS * 1_000) / count;
+    const beam = ctx.broker.beamPid;
+    const cpuBefore = beam === undefined ? undefined : cpuSeconds(beam);
+    const published = await publishAll(publisher, count, (i) => ({ callback: { url: receiver.urlFor(i), body: body(i, dueOf(i)) }, options: { deliverAt: new Date(dueOf(i)) } }));
+    const deliveredWhilePublishing = receiver.delivered;
+    const memoryPending = await brokerMemoryBytes(ctx);
+    ctx.log(`pending ${mode}: ${count} delayed published at ${fmt(published.rate)}/s; first due in ${fmt((base - Date.now()) / 1000, 1)} s`);
+    const done = await receiver.waitForDelivered(count, leadMs + windowS * 1_000 + 300_000 + count * 2);
+    const cpuAfter = beam === undefined ? undefined : cpuSeconds(beam);
+    const drainSeconds = (receiver.lastAt - base) / 1000;
+    const lateness = summarize(receiver.latencies);
+    ctx.log(`pending ${mode}: ${receiver.delivered}/${count} delivered${done ? '' : ' (timed out)'}; lateness p50 ${fmt(lateness.p50)} p99 ${fmt(lateness.p99)} max ${fmt(lateness.max)} ms`);
+    return {
+      mode,
+      count,
+      windowS,
+      fresh,
+      publishRate: published.rate,
+      deliveredWhilePublishing,
+      memoryBefore,
+      memoryPending,
+      memoryPerPending: memoryBefore === undefined || memoryPending === undefined ? undefined : (memoryPending - memoryBefore) / count,
+      lateness,
+      delivered: receiver.delivered,
+      drainSeconds,
+      delayedRate: receiver.delivered / Math.max(drainSeconds, 1e-3),
+      deferred: await deferredCount(metricsPort).catch(() => undefined),
+      brokerCores: cpuBefore === undefined || cpuAfter === undefined ? undefined : (cpuAfter - cpuBefore) / ((Date.now() - base + leadMs) / 1000),
+    };
+  });
+}
+
+export const pending: Scenario = {
+  name: 'pending',
+  async run(ctx) {
+    const opts = ctx.options.pending;
+    const count = opts.count ?? (ctx.quick ? 5_000 : 20_000);
+    const windowS = opts.windowS ?? (ctx.quick ? 5 : 20);
+    const modes = opts.modes ?? ['queues', 'plugin'];
+    const runs: PendingRun[] = [];
+    for (const mode of modes) runs.push(await runMode(ctx, mode, count, windowS));
+    const row = (run: PendingRun): string[] =>
+      run.skipped
+        ? [run.mode, run.skipped, '', '', '', '', '', '', '', '', '', '']
+        : [
+            run.mode,
+            `${run.delivered}/${run.count}`,
+            fmt(run.publishRate),
+            fmt(run.memoryPerPending),
+            fmt(run.lateness!.p50),
+            fmt(run.lateness!.p99),
+            fmt(run.lateness!.max),
+            fmt((run.count as number) / (run.windowS as number)),
+            `${fmt(run.delayedRate)} (${fmt(run.drainSeconds, 1)} s)`,
+            `${fmt(run.fresh!.rate)} (${fmt(run.fresh!.seconds, 1)} s)`,
+            fmt((run.drainSeconds as number) / run.fresh!.seconds, 2),
+            run.deferred === undefined ? '' : String(run.deferred),
+          ];
+    return {
+      tables: [
+        {
+          title: `Pending callbacks: ${count} due evenly over ${windowS} s (${fmt(count / windowS)}/s), one worker, ${process.env.BENCH_ISOLATION ? `ISOLATION=${process.env.BENCH_ISOLATION}` : 'default settings'}, ${TARGETS} instant targets`,
+          headers: ['delay mode', 'delivered', 'publish /s', 'broker B/pending', 'lateness p50 ms', 'p99 ms', 'max ms', 'due /s', 'delayed /s (first due → last)', 'fresh /s (same worker)', 'delayed time ÷ fresh time', 'deferred (circuit open)'],
+          rows: runs.map(row),
+        },
+      ],
+      data: { count, windowS, runs },
+      notes: [
+        'Lateness: arrival at the receiver − deliverAt. Fresh: the same number of callbacks without a delay, pre-filled, then drained by the same worker process before the delayed ones are published.',
+        'Broker memory: mem_used (the Erlang VM total, after a garbage collection) with every callback pending, less the same before publishing, per callback.',
+        'delayed time ÷ fresh time: first due → last delivered against the fresh drain; at or under 1 the delay path keeps up with the worker (the floor is the window itself when the due rate is below the fresh rate).',
+        'Deferred: callbacks moved unattempted while their target\'s circuit was open (callback_relay_moves_total{kind="deferred"}; slow attempts on a busy machine open it); each is attempted once a real attempt would have ended, which shows as lateness. BENCH_ISOLATION=off measures the delay path without it.',
+        'Ratios come from one run on a shared 2-core machine: compare the modes within a run, not across runs.',
+      ],
+      charts: runs
+        .filter((run) => run.lateness)
+        .map((run) => ({
+          title: `lateness, ${run.count} due over ${run.windowS} s (${run.mode} mode)`,
+          unit: 'ms',
+          bars: [
+            { label: 'p50', value: run.lateness!.p50 },
+            { label: 'p99', value: run.lateness!.p99 },
+            { label: 'max', value: run.lateness!.max },
+          ],
+        })),
+    };
+  },
+};
