@@ -314,7 +314,11 @@ describeEachMode('pause a target', (mode) => {
     await relay.channel.deleteQueue(relay.names.pausedQueue);
 
     const { id } = await relay.publisher.publish({ url: `${receiver.origin}/hook`, body: { n: 1 } });
-    await sleep(3_000);
+    // The hold finds P.paused gone and declares it again: on a loaded broker that can take seconds.
+    for (let waited = 0; (await relay.messageCount(relay.names.pausedQueue).catch(() => 0)) < 1; waited += 250) {
+      expect(waited, 'the callback was not held in a declared-again P.paused').toBeLessThan(30_000);
+      await sleep(250);
+    }
     expect(receiver.requests).toHaveLength(0);
     expect(await relay.messageCount(relay.names.pausedQueue)).toBe(1);
     expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);

@@ -29,8 +29,15 @@ async function receiverInOwnLane(script: (request: ReceivedRequest) => Answer, o
   }
 }
 
-const publishMany = (target: Receiver, count: number, tag: string) =>
-  Promise.all(Array.from({ length: count }, (_, i) => relay!.publisher.publish({ url: `${target.origin}/${tag}/${i}`, body: i })));
+/** Publishes in rounds of 500, within the publisher's PUBLISH_BUFFER_LIMIT (1,000 by default). */
+async function publishMany(target: Receiver, count: number, tag: string) {
+  const published = [];
+  for (let start = 0; start < count; start += 500) {
+    const round = Array.from({ length: Math.min(500, count - start) }, (_, k) => relay!.publisher.publish({ url: `${target.origin}/${tag}/${start + k}`, body: start + k }));
+    published.push(...(await Promise.all(round)));
+  }
+  return published;
+}
 
 describeEachMode('target isolation', (mode) => {
   it('a cold target is served at once next to a busy one with a deep backlog, and the busy one still uses every slot alone', async () => {
@@ -39,14 +46,15 @@ describeEachMode('target isolation', (mode) => {
     receivers = [busy, cold];
     relay = await startRelay({ DELAY_MODE: mode, LANES: String(LANES), PREFETCH: '20' });
     await relay.startWorker();
-    const backlog = await publishMany(busy, 600, 'b');
+    // Deep enough that the busy target is far from done when the cold one is, on a loaded machine too.
+    const backlog = await publishMany(busy, 1_500, 'b');
     // Alone, the busy target earns every slot: in flight at once it reaches PREFETCH.
     await busy.waitFor((r) => r.length >= 100, 20_000);
     const coldIds = await publishMany(cold, 30, 'c');
     await cold.waitFor((r) => ids(r).size === coldIds.length, 20_000);
     const busyDoneWhenColdDone = ids(busy.requests).size;
     expect(busyDoneWhenColdDone, 'the cold target did not wait for the backlog').toBeLessThan(backlog.length * 0.75);
-    await busy.waitFor((r) => ids(r).size === backlog.length, 60_000);
+    await busy.waitFor((r) => ids(r).size === backlog.length, 90_000);
     expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
   });
 
