@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import type { Channel, ConsumeMessage } from 'amqplib';
+import amqplib, { type Channel, type ConsumeMessage } from 'amqplib';
 import { expect, inject, it } from 'vitest';
 import { startControlReader } from '../../src/control/control-reader.js';
 import { controlStream } from '../../src/control/declare-control.js';
@@ -18,6 +18,20 @@ import { configEnv } from '../support/worker-process.js';
 
 const run = promisify(execFile);
 const open = openedInEachTest();
+
+/** A queue's depth, or 0 while it does not exist: the 404 closes only this throwaway connection's channel. */
+async function depthOrZero(url: string, queue: string): Promise<number> {
+  const connection = await amqplib.connect(url);
+  try {
+    const channel = await connection.createChannel();
+    channel.on('error', () => {});
+    return (await channel.checkQueue(queue)).messageCount;
+  } catch {
+    return 0;
+  } finally {
+    await connection.close().catch(() => {});
+  }
+}
 
 /** Runs `callback-relay …` as its own process, like an operator would. */
 async function cli(relay: RelayFixture, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -315,7 +329,7 @@ describeEachMode('pause a target', (mode) => {
 
     const { id } = await relay.publisher.publish({ url: `${receiver.origin}/hook`, body: { n: 1 } });
     // The hold finds P.paused gone and declares it again: on a loaded broker that can take seconds.
-    for (let waited = 0; (await relay.messageCount(relay.names.pausedQueue).catch(() => 0)) < 1; waited += 250) {
+    for (let waited = 0; (await depthOrZero(relay.config.amqpUrl, relay.names.pausedQueue)) < 1; waited += 250) {
       expect(waited, 'the callback was not held in a declared-again P.paused').toBeLessThan(30_000);
       await sleep(250);
     }
