@@ -71,7 +71,6 @@ const SWEEP_EVERY_MS = 50;
 /** Step 3 → 4: what an attempt gave. */
 interface Attempted {
   job: Job;
-  kind: TriedReport['kind'];
   outcome: DeliveryOutcome;
   startedAt: number;
   span: AttemptSpan | undefined;
@@ -321,7 +320,7 @@ export function createPipeline(context: PipelineContext) {
       // deliver never throws; the catch is a guarantee, not a path.
       outcome = await deliver(delivery, context.deliver, deadline, span?.context).catch((error: unknown) => ({ error: String(error), durationMs: clock() - startedAt }));
       overdue = deadline.finish();
-      return { job, kind: 'attempt', outcome, startedAt, span };
+      return { job, outcome, startedAt, span };
     } finally {
       // The slot is freed whatever happened; a throw above sends the message back to its queue (pump).
       apply(scheduler.complete(target, kind, outcome, clock(), overdue));
@@ -330,7 +329,7 @@ export function createPipeline(context: PipelineContext) {
   }
 
   /** Steps 4 and 5: decide what the outcome means, and settle it on the message's channel. */
-  async function conclude({ job, kind, outcome, startedAt, span }: Attempted): Promise<void> {
+  async function conclude({ job, outcome, startedAt, span }: Attempted): Promise<void> {
     const { delivery, target, lane, finish } = job;
     let settling = false;
     try {
@@ -339,7 +338,7 @@ export function createPipeline(context: PipelineContext) {
         logger.debug({ id: delivery.id, target, lane, attempt: delivery.attempt, status: outcome.status, error: outcome.error, ms: outcome.durationMs, decision: decision.kind }, 'attempt');
       }
       const nextAttemptAt = decision.kind === 'retry' ? new Date(clock() + decision.delayMs).toISOString() : undefined;
-      const report: TriedReport = { kind, id: delivery.id, url: delivery.callback.url, target, lane, attempt: delivery.attempt, outcome, decision, nextAttemptAt };
+      const report: TriedReport = { kind: 'attempt', id: delivery.id, url: delivery.callback.url, target, lane, attempt: delivery.attempt, outcome, decision, nextAttemptAt };
       span?.end(report);
       settling = true;
       if (!(await settleAndReport(job, decision, record, report))) return finish();
