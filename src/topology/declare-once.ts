@@ -1,3 +1,4 @@
+import { replyCode } from '../amqp/broker-errors.js';
 import { openChannel, openConnection } from '../amqp/connect.js';
 import type { Logger } from '../logger.js';
 import { sleep } from '../util/with-timeout.js';
@@ -10,19 +11,45 @@ import { declareDueQueueAside } from './declare-due-queue.js';
  * A quorum queue that another process is declaring at the same moment may not have started yet: the
  * broker then refuses the queue.declare with 404 ("home node … down or inaccessible", seen on 4.3), and
  * the same declaration a moment later succeeds, so that answer alone is tried again, a few times.
+ *
+ * With `untilBroker`, a declaration cut short because the broker went away (it restarts, the
+ * connection dropped) is tried again too, with a growing pause, until the signal aborts: a worker
+ * starting while the broker restarts waits for it as it waits for a broker not up yet, instead of
+ * exiting. A refusal (a conflicting queue, access refused) still fails at once.
  */
-export async function applyTopology(url: string, topology: ResolvedTopology): Promise<void> {
-  for (let attempt = 1; ; attempt += 1) {
+export async function applyTopology(url: string, topology: ResolvedTopology, untilBroker?: { signal: AbortSignal; onRetry: (error: Error) => void }): Promise<void> {
+  for (let attempt = 1, pauseMs = 1_000; ; attempt += 1) {
     try {
       return await applyTopologyOnce(url, topology);
     } catch (error) {
-      if (attempt >= DECLARE_ATTEMPTS || !queueNotStartedYet(error)) throw error;
-      await sleep(attempt * 500);
+      if (queueNotStartedYet(error) && attempt < DECLARE_ATTEMPTS) {
+        await sleep(attempt * 500);
+      } else if (untilBroker && !untilBroker.signal.aborted && brokerWentAway(error)) {
+        untilBroker.onRetry(error as Error);
+        await sleep(pauseMs, untilBroker.signal);
+        pauseMs = Math.min(pauseMs * 2, 10_000);
+      } else {
+        throw error;
+      }
     }
   }
 }
 
 const DECLARE_ATTEMPTS = 5;
+
+/** AMQP's connection-forced (the broker closes connections as it stops): https://www.rabbitmq.com/amqp-0-9-1-reference#constants */
+const CONNECTION_FORCED = 320;
+
+/**
+ * Whether a declaration failed because the broker went away rather than because it refused: no reply
+ * code at all (the socket closed, amqplib's "channel ended"; a connect refused carries a string code)
+ * or connection-forced, on the error or on the CR_ERR_TOPOLOGY's cause.
+ */
+export function brokerWentAway(error: unknown): boolean {
+  const cause = (error as { cause?: unknown } | undefined)?.cause ?? error;
+  const code = replyCode(cause);
+  return code === undefined || code === CONNECTION_FORCED;
+}
 
 /** The broker's 404 to a queue.declare (AMQP class 50, method 10), as the cause of CR_ERR_TOPOLOGY. */
 export function queueNotStartedYet(error: unknown): boolean {

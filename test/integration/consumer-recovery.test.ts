@@ -67,3 +67,17 @@ it('messages waiting for a slot on a channel that died are not attempted: the br
   expect(twice).toBeLessThanOrEqual(2);
   expect(worker.ready).toBe(true);
 });
+
+it('a worker whose broker goes away while it declares the topology at start waits for the broker, then consumes', async () => {
+  proxy = await startTcpProxy(inject('amqpUrl'));
+  const receiver = await startReceiver(() => ({ status: 200 }));
+  receivers = [receiver];
+  relay = await startRelay();
+  // The start's first connection only inspects the broker; the next one declares the whole topology
+  // (tens of kilobytes of declarations) and is cut part-way, as by a broker restart.
+  proxy.cutOnceAfter(4_000);
+  const worker = await relay.startWorker({}, { amqpUrl: proxy.url });
+  const { id } = await relay.publisher.publish({ url: `${receiver.origin}/after-cut`, body: 1 });
+  await receiver.waitFor((r) => r.some((q) => q.headers['webhook-id'] === id), 20_000);
+  expect(worker.ready).toBe(true);
+});

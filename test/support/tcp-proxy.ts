@@ -8,6 +8,8 @@ export interface TcpProxy {
   cut(): void;
   /** While true, every new connection is closed at once, as by an unreachable broker. */
   refuse(refusing: boolean): void;
+  /** Cuts the first connection, open or new, whose client has sent more than `bytes` (a broker that goes away mid-conversation); once. */
+  cutOnceAfter(bytes: number): void;
   close(): Promise<void>;
 }
 
@@ -20,11 +22,20 @@ export async function startTcpProxy(brokerUrl: string): Promise<TcpProxy> {
     socket.on('error', () => {});
   };
   let refusing = false;
+  let cutAfter: number | undefined;
   const server = createServer((client) => {
     if (refusing) return void client.destroy();
     const upstream = createConnection({ host: target.hostname, port: Number(target.port || 5672) });
     track(client);
     track(upstream);
+    let sent = 0;
+    client.on('data', (chunk: Buffer) => {
+      sent += chunk.length;
+      if (cutAfter === undefined || sent <= cutAfter) return;
+      cutAfter = undefined;
+      client.destroy();
+      upstream.destroy();
+    });
     client.pipe(upstream);
     upstream.pipe(client);
     client.on('close', () => upstream.destroy());
@@ -44,6 +55,9 @@ export async function startTcpProxy(brokerUrl: string): Promise<TcpProxy> {
     cut,
     refuse: (value) => {
       refusing = value;
+    },
+    cutOnceAfter: (bytes) => {
+      cutAfter = bytes;
     },
     close: async () => {
       cut();
