@@ -33,7 +33,18 @@ export interface LoadOptions {
   ledger: Ledger;
   /** `--cancel`: cancels every `always-fail` callback this long after its publish was confirmed (during its retries). */
   cancelAfterMs?: number | undefined;
+  /** Pending at scale: callback n is published with `deliverAt` = start + `afterMs` + n × `spreadMs` ÷ callbacks. */
+  due?: DueSchedule | undefined;
 }
+
+/** When scheduled callbacks fall due, from the start of publishing: evenly over `spreadMs`, the first after `afterMs`. */
+export interface DueSchedule {
+  afterMs: number;
+  spreadMs: number;
+}
+
+/** The time callback `n` of `callbacks` falls due under `due`, for a run that started publishing at `startedAt`. */
+export const dueAt = (due: DueSchedule, startedAt: number, n: number, callbacks: number): number => startedAt + due.afterMs + Math.floor((n * due.spreadMs) / callbacks);
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -42,7 +53,7 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  * publish that fails (timeout, channel closed during a broker restart) is retried with the same id
  * until confirmed, exactly what a careful producer does.
  */
-export function startLoad(options: LoadOptions): { stats: LoadStats; done: Promise<LoadStats> } {
+export function startLoad(options: LoadOptions): { stats: LoadStats; done: Promise<LoadStats>; startedAt: number } {
   const config = loadConfig({
     AMQP_URL: options.amqpUrl,
     TOPOLOGY_PREFIX: options.prefix,
@@ -76,9 +87,11 @@ export function startLoad(options: LoadOptions): { stats: LoadStats; done: Promi
     const id = idOf(options.run, n);
     const url = options.ledger.urlFor(fateOf(n), n);
     const deadline = Date.now() + options.giveUpMs;
+    // A republish keeps the same due time: a careful producer retries the same callback, not a new one.
+    const when = options.due ? { deliverAt: new Date(dueAt(options.due, started, n, options.callbacks)) } : {};
     for (let tries = 0; ; tries += 1) {
       try {
-        await publisher.publish({ id, url, body: { n, fate: fateOf(n) } });
+        await publisher.publish({ id, url, body: { n, fate: fateOf(n) } }, when);
         stats.confirmed += 1;
         if (options.cancelAfterMs !== undefined && fateOf(n) === 'always-fail') await cancelLater(id, options.cancelAfterMs, deadline);
         return;
@@ -114,5 +127,5 @@ export function startLoad(options: LoadOptions): { stats: LoadStats; done: Promi
     }
     return stats;
   })();
-  return { stats, done };
+  return { stats, done, startedAt: started };
 }

@@ -1,6 +1,7 @@
 /**
  * "Prove no loss": `npm run chaos [-- --quick | --cluster [--quick] [--node-kill | --node-loss]] [--callbacks N] [--canary] [--mode queues|plugin] [--events durable] [--cancel]`.
- * `--events durable` runs the workers with EVENTS=durable and also fails if a callback's final outcome
+ * `--pending` runs only the "pending at scale" scenario (100,000 callbacks scheduled ahead; 5,000 with
+ * `--quick`), which the single-node runs also end with. `--events durable` runs the workers with EVENTS=durable and also fails if a callback's final outcome
  * event is missing or false. `--cancel` cancels every `always-fail` callback during its retries.
  * Starts throwaway brokers, workers and a ledger receiver, publishes scripted callbacks while killing
  * workers, restarting brokers and cutting connections, then checks every callback: delivered, or parked
@@ -17,6 +18,7 @@ import { spaced, type ChaosEvent } from './driver.js';
 import { Canary } from './canary.js';
 import { formatScenario, writeSummary, type Skipped, type Summary } from './report.js';
 import { runScenario, type ScenarioResult, type ScenarioSpec } from './scenario.js';
+import { queueDepths } from './queues.js';
 import { startChaosNode } from './single-node.js';
 import type { WorkerPool } from './worker-pool.js';
 
@@ -33,6 +35,7 @@ const { values } = parseArgs({
     events: { type: 'string' },
     cancel: { type: 'boolean', default: false },
     mode: { type: 'string' },
+    pending: { type: 'boolean', default: false },
   },
 });
 const RESULTS = fileURLToPath(new URL('./results/', import.meta.url));
@@ -48,6 +51,17 @@ const PROFILE = values.cluster
     : { callbacks: 50_000, spreadMs: 480_000, quiesceMs: 300_000 };
 const callbacks = values.callbacks ? Number(values.callbacks) : PROFILE.callbacks;
 if (!Number.isInteger(callbacks) || callbacks < 1) throw new Error(`--callbacks: a whole number ≥ 1, got ${values.callbacks}`);
+if (values.pending && values.cluster) throw new Error('--pending: runs on a single node; leave out --cluster');
+
+/**
+ * Pending at scale: every callback published as fast as the publisher goes, each with a `deliverAt`
+ * at least `afterMs` ahead, so that the chaos acts meet them waiting in the delay levels (or the
+ * plugin's table). `--callbacks` sets the size with `--pending`.
+ */
+const PENDING = values.quick
+  ? { callbacks: 5_000, due: { afterMs: 30_000, spreadMs: 10_000 }, quiesceMs: 120_000 }
+  : { callbacks: 100_000, due: { afterMs: 150_000, spreadMs: 60_000 }, quiesceMs: 600_000 };
+const pendingCallbacks = values.pending && values.callbacks ? callbacks : PENDING.callbacks;
 
 const MODES = ['queues', 'plugin'] as const;
 // One delay mode only (default: both), e.g. to repeat the plugin-mode run cheaply.
@@ -88,15 +102,41 @@ async function singleNode(scenarios: ScenarioResult[], skipped: Skipped[]): Prom
     })),
     ...spaced(cuts, 0.3 * span, 0.9 * span).map((atMs, i) => ({ atMs, kind: 'connection-cut' as const, label: `close_all_connections #${i + 1}`, run: () => node.cutConnections() })),
   ];
+  // Pending at scale: the acts fall before the first callback is due; the restart waits for the last
+  // publish, so that it meets every callback pending.
+  const ahead = PENDING.due.afterMs;
+  const pendingTimeline = (mode: 'queues' | 'plugin') => ({ pool, names, published }: Run): ChaosEvent[] => [
+    kill(pool, 0.25 * ahead),
+    {
+      atMs: 0.4 * ahead,
+      kind: 'broker-restart',
+      label: `broker restart once every callback is published${mode === 'plugin' ? ' (before-stop.sh first)' : ''}`,
+      run: async () => {
+        await published;
+        const depths = await queueDepths(node.url, names);
+        say(`  pending before the restart: ${mode === 'queues' ? `${depths?.delay ?? '?'} in the delay levels` : 'in the plugin table'}, ${depths?.work ?? '?'} in the lanes`);
+        await node.restart({ beforeStop: mode === 'plugin' });
+      },
+    },
+    kill(pool, 0.75 * ahead),
+    { atMs: 0.85 * ahead, kind: 'connection-cut', label: 'close_all_connections', run: () => node.cutConnections() },
+  ];
   for (const mode of modes) {
-    const title = `single node [${mode} mode]`;
-    if (mode === 'plugin' && !info.hasDelayedPlugin) {
-      skipped.push({ title, reason: NO_PLUGIN });
-      say(`\n== ${title}: ${NO_PLUGIN}`);
-      continue;
+    const kinds = values.pending ? ['pending'] : ['mixed', 'pending'];
+    for (const kind of kinds) {
+      const title = kind === 'pending' ? `pending at scale [${mode} mode]` : `single node [${mode} mode]`;
+      if (mode === 'plugin' && !info.hasDelayedPlugin) {
+        skipped.push({ title, reason: NO_PLUGIN });
+        say(`\n== ${title}: ${NO_PLUGIN}`);
+        continue;
+      }
+      const common = { title, mode, workerUrls: [node.url, node.url], publisherUrl: node.url, inspectUrl: node.url, traceIds: canary?.swallowed ?? [], logDir: LOGS, durableEvents, cancelAfterMs };
+      const spec: ScenarioSpec =
+        kind === 'pending'
+          ? { ...common, callbacks: pendingCallbacks, spreadMs: 0, due: PENDING.due, quiesceTimeoutMs: PENDING.quiesceMs, timeline: pendingTimeline(mode) }
+          : { ...common, callbacks, spreadMs: span, quiesceTimeoutMs: PROFILE.quiesceMs, timeline: timeline(mode) };
+      scenarios.push(await runScenario(spec, say));
     }
-    const spec: ScenarioSpec = { title, mode, callbacks, spreadMs: span, quiesceTimeoutMs: PROFILE.quiesceMs, workerUrls: [node.url, node.url], publisherUrl: node.url, inspectUrl: node.url, timeline: timeline(mode), traceIds: canary?.swallowed ?? [], logDir: LOGS, durableEvents, cancelAfterMs };
-    scenarios.push(await runScenario(spec, say));
   }
   return { version: info.version, delayedPlugin: info.hasDelayedPlugin, nodes: 1 };
 }

@@ -14,9 +14,11 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  * Waits until nothing is left to do: work, slow and delay queues empty, no request held open and the
  * receiver quiet for `quietMs`, three polls in a row. The broker only counts ready messages, so a quiet
  * receiver stands in for "no worker holds one": a held message is being delivered, or waits a moment
- * for its confirm.
+ * for its confirm. Never before `notBefore` (ms since the epoch): callbacks the plugin still holds are
+ * in no queue.
  */
-export async function waitQuiescent(url: string, names: TopologyNames, ledger: Ledger, quietMs: number, timeoutMs: number): Promise<Quiescence> {
+export async function waitQuiescent(url: string, names: TopologyNames, ledger: Ledger, quietMs: number, timeoutMs: number, notBefore = 0): Promise<Quiescence> {
+  if (notBefore > Date.now()) await sleep(notBefore - Date.now());
   const started = Date.now();
   let calm = 0;
   let last: Depths | undefined;

@@ -70,6 +70,8 @@ export function formatScenario(result: ScenarioResult): string {
     `schedule/attempt violations: ${v.violations.length}${v.violations.length ? `, e.g. ${v.violations.slice(0, 3).map((x) => `${x.id}: ${x.problem}`).join('; ')}` : ''}`,
     `outcomes other than the fate implies: ${v.otherOutcomes.length}${v.otherOutcomes.length ? `, e.g. ${v.otherOutcomes.slice(0, 3).map((x) => `${x.id}: ${x.got}`).join('; ')}` : ''}`,
   );
+  const l = result.lateness;
+  if (l) lines.push(`first attempts after deliverAt (${l.firstAttempts}): late p50 ${l.p50} ms, p99 ${l.p99} ms, max ${l.max} ms; ${l.early} more than 50 ms early`);
   const e = result.events;
   if (e) {
     lines.push(

@@ -6,9 +6,10 @@ import { onCleanup } from './cleanup.js';
 import { runChaos, type ChaosEvent, type ChaosLogEntry } from './driver.js';
 import { bindEventsQueue, drainEvents, judgeEvents, type EventsVerdict } from './event-ledger.js';
 import { startLedger, type Attempt, type Ledger } from './ledger.js';
-import { startLoad } from './load.js';
+import { dueAt, startLoad, type DueSchedule } from './load.js';
 import { progress, waitQuiescent, type Quiescence } from './quiesce.js';
 import { drainDead, queueDepths, type DeadEntry, type Depths } from './queues.js';
+import { idOf } from './fates.js';
 import { judge, type Verdict } from './verdict.js';
 import { startWorkerPool, type PoolStats, type WorkerPool } from './worker-pool.js';
 
@@ -39,8 +40,10 @@ export interface ScenarioSpec {
   publisherUrl: string;
   /** Where queue depths are read and P.dead is drained: a node that stays up. */
   inspectUrl: string;
-  /** The chaos acts, built once the worker pool, queue names and ledger exist (acts use them). */
-  timeline: (run: { pool: WorkerPool; names: TopologyNames; ledger: Ledger }) => ChaosEvent[];
+  /** The chaos acts, built once the worker pool, queue names and ledger exist (acts use them); `published` resolves once every publish is confirmed or given up. */
+  timeline: (run: { pool: WorkerPool; names: TopologyNames; ledger: Ledger; published: Promise<unknown> }) => ChaosEvent[];
+  /** Pending at scale: every callback is published with a `deliverAt` (see DueSchedule), so the chaos meets them waiting in the delay path. */
+  due?: DueSchedule;
   logDir: string;
   /** Ids whose full history goes into the result besides the lost ones (e.g. the canary's). */
   traceIds: string[];
@@ -76,6 +79,29 @@ export interface ScenarioResult {
   lossExpected?: string;
   /** With `durableEvents`: what the events said against what happened. */
   events?: EventsVerdict;
+  /** With `due`: how late first attempts reached the receiver after their `deliverAt`, in ms (negative: early). */
+  lateness?: Lateness;
+}
+
+export interface Lateness {
+  firstAttempts: number;
+  p50: number;
+  p99: number;
+  max: number;
+  /** First attempts that arrived more than 50 ms before their due time (clock and timer slack). */
+  early: number;
+}
+
+/** First-attempt lateness of a run whose callbacks were published with `due`. */
+function latenessOf(run: string, callbacks: number, due: DueSchedule, startedAt: number, ledger: Ledger): Lateness {
+  const late: number[] = [];
+  for (let n = 0; n < callbacks; n += 1) {
+    const first = ledger.byId.get(idOf(run, n))?.find((attempt) => attempt.attempt === 1);
+    if (first) late.push(first.at - dueAt(due, startedAt, n, callbacks));
+  }
+  late.sort((a, b) => a - b);
+  const at = (p: number): number => late[Math.min(late.length - 1, Math.max(0, Math.ceil((p / 100) * late.length) - 1))] ?? Number.NaN;
+  return { firstAttempts: late.length, p50: at(50), p99: at(99), max: late.at(-1) ?? Number.NaN, early: late.filter((ms) => ms < -50).length };
 }
 
 /** One ledger run: workers + ledger receiver + paced publisher + chaos, then quiescence and the verdict. */
@@ -95,13 +121,15 @@ export async function runScenario(spec: ScenarioSpec, say: (line: string) => voi
   if (spec.durableEvents) await bindEventsQueue(spec.inspectUrl, names);
 
   const startedAt = Date.now();
-  const load = startLoad({ amqpUrl: spec.publisherUrl, prefix, mode: spec.mode, run, callbacks: spec.callbacks, spreadMs: spec.spreadMs, giveUpMs: 120_000, ledger, cancelAfterMs: spec.cancelAfterMs });
+  const load = startLoad({ amqpUrl: spec.publisherUrl, prefix, mode: spec.mode, run, callbacks: spec.callbacks, spreadMs: spec.spreadMs, giveUpMs: 120_000, ledger, cancelAfterMs: spec.cancelAfterMs, due: spec.due });
   const stopProgress = progress(spec.inspectUrl, names, ledger, () => load.stats.confirmed, say);
-  const [stats, chaos] = await Promise.all([load.done, runChaos(spec.timeline({ pool, names, ledger }), startedAt, say)]);
+  const [stats, chaos] = await Promise.all([load.done, runChaos(spec.timeline({ pool, names, ledger, published: load.done }), startedAt, say)]);
   say(`  publishing done: ${stats.confirmed} confirmed, ${stats.republished} republished, ${stats.unconfirmed.length} unconfirmed`);
   // A worker killed by the last act may still be starting: judge the relay at full strength.
   await pool.waitConsuming(90_000).catch((error: Error) => say(`  warning: ${error.message}`));
-  const quiescence = await waitQuiescent(spec.inspectUrl, names, ledger, 5_000, spec.quiesceTimeoutMs);
+  // Callbacks still pending in the plugin's table are in no queue: not quiescent before the last is due.
+  const lastDue = spec.due ? load.startedAt + spec.due.afterMs + spec.due.spreadMs : 0;
+  const quiescence = await waitQuiescent(spec.inspectUrl, names, ledger, 5_000, spec.quiesceTimeoutMs, lastDue);
   stopProgress();
   say(`  ${quiescence.quiescent ? 'quiescent' : 'NOT quiescent'} after ${quiescence.waitedS} s more`);
   await pool.stop(10_000);
@@ -139,6 +167,7 @@ export async function runScenario(spec: ScenarioSpec, say: (line: string) => voi
     verdict,
     ...(spec.lossExpected ? { lossExpected: spec.lossExpected } : {}),
     ...(events ? { events } : {}),
+    ...(spec.due ? { lateness: latenessOf(run, spec.callbacks, spec.due, load.startedAt, ledger) } : {}),
     traces: Object.fromEntries(
       [...new Set([...verdict.lostIds, ...spec.traceIds])].slice(0, 20).map((id) => [id, { requests: ledger.byId.get(id) ?? [], dead: dead.filter((entry) => entry.id === id) }]),
     ),
