@@ -207,7 +207,8 @@ export class TargetIsolation<T> implements Scheduler<T> {
 
   constructor(private readonly policy: IsolationPolicy) {
     this.health = new EndpointHealth(policy);
-    this.share = new FairShare(policy);
+    // An open circuit's waiting items are probes and attempts owed their request (offerOwed).
+    this.share = new FairShare(policy, (target) => this.health.state(target) === 'degraded');
   }
 
   /** A newly consumed item: queued for a slot (as an attempt or a probe), deferred, or moved to the overflow queue. */
@@ -228,11 +229,14 @@ export class TargetIsolation<T> implements Scheduler<T> {
   /**
    * A deferred item owed its real attempt while the circuit is still open: it waits for a slot like any
    * attempt (its success closes the circuit) as long as its target holds, and waits for, fewer than its
-   * limit, so a target that does not answer never takes more than its share; forced, it waits anyway.
+   * limit, or the worker has idle slots it may borrow (fewer than half taken), so a target that does not
+   * answer never takes others' share, yet is not slower to end than without isolation when the worker is
+   * idle; forced, it waits anyway.
    * A forced one from a lane may still move to the overflow queue if its target turns busy.
    */
   offerOwed(target: string, item: T, source: Source, nowMs: number, forced: boolean): 'queued' | 'circuit-open' {
-    if (!forced && this.share.inFlight(target) + this.share.waiting(target) >= this.share.limit(target)) return 'circuit-open';
+    const full = this.share.inFlight(target) + this.share.waiting(target) >= this.share.limit(target);
+    if (!forced && full && !this.share.hasIdleRoom()) return 'circuit-open';
     this.share.push(target, { item, kind: 'attempt', at: nowMs, source });
     return 'queued';
   }

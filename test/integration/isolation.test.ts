@@ -83,6 +83,28 @@ describeEachMode('target isolation', (mode) => {
     expect([...perPath.values()].filter((count) => count >= 3).length).toBe(hung.length);
   });
 
+  it('a hanging target alone: its owed attempts borrow idle slots, up to half the worker, so its backlog is not held to its own share', async () => {
+    const hanging = await startReceiver(() => 'hang');
+    receivers = [hanging];
+    relay = await startRelay({ DELAY_MODE: mode, LANES: String(LANES), ...SHORT_HANGS });
+    await relay.startWorker();
+    const hung = await publishMany(hanging, 60, 'alone');
+    // How many requests hang at the receiver, sampled while the backlog is worked off.
+    const samples: number[] = [];
+    const sampler = setInterval(() => samples.push(hanging.hangingNow), 100);
+    try {
+      await relay.waitForDead(hung.length, 90_000);
+    } finally {
+      clearInterval(sampler);
+    }
+    // PREFETCH 20: held to its initial share it had about 5 hanging at a time; with the other slots
+    // idle, its attempts take half of them (ISOLATION=off would take all 20).
+    const busy = samples.filter((n) => n > 0).sort((a, b) => a - b);
+    expect(busy[Math.floor(busy.length / 2)]).toBeGreaterThanOrEqual(8);
+    const dead = await relay.drainDead();
+    expect(dead.every((m) => m.properties.headers?.['x-callback-attempts'] === 3)).toBe(true);
+  });
+
   it('a receiver whose first attempts hang and whose retries answer at once: every callback delivered, as without isolation', async () => {
     // A retry that finds its work done answers at once: the circuit opens on the hanging first
     // attempts, and must not spend the retries that would succeed (chaos' hang-then-ok fate).

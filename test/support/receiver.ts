@@ -26,6 +26,8 @@ export interface Receiver {
   to(path: string): ReceivedRequest[];
   /** Resolves once `predicate` holds over the requests (polled), or rejects after `timeoutMs`. */
   waitFor(predicate: (requests: ReceivedRequest[]) => boolean, timeoutMs?: number): Promise<void>;
+  /** Requests left hanging right now. */
+  readonly hangingNow: number;
   close(): Promise<void>;
 }
 
@@ -63,6 +65,9 @@ export async function startReceiver(script: (request: ReceivedRequest) => Answer
     origin,
     requests,
     to: (path) => requests.filter((r) => r.path === path),
+    get hangingNow() {
+      return hanging.size;
+    },
     async waitFor(predicate, timeoutMs = 30_000) {
       const deadline = Date.now() + timeoutMs;
       while (!predicate(requests)) {

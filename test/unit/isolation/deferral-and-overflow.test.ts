@@ -51,25 +51,45 @@ describe('circuitWait: an open circuit defers an attempt until a real one would 
   });
 });
 
+/** Target t's circuit opened by two timeouts (DEGRADE_THRESHOLD 2); the worker's 10 slots idle. */
+function openedByTwoTimeouts(): TargetIsolation<number> {
+  const iso = new TargetIsolation<number>({ ...POLICY, degradeThreshold: 2, slowThresholdMs: 100 });
+  iso.offer('t', 1, 'lane', 0);
+  iso.offer('t', 2, 'lane', 0);
+  for (let next = iso.next(); next; next = iso.next());
+  iso.complete('t', 'attempt', { error: 'timeout', durationMs: 1_000 }, 1_000);
+  iso.complete('t', 'attempt', { error: 'timeout', durationMs: 1_000 }, 1_000);
+  return iso;
+}
+
 describe('TargetIsolation: an owed attempt of a target whose circuit is open', () => {
   it('waits for a slot while the target holds fewer than its limit, and its success closes the circuit', () => {
-    const iso = new TargetIsolation<number>({ ...POLICY, degradeThreshold: 2, slowThresholdMs: 100 });
-    iso.offer('t', 1, 'lane', 0);
-    iso.offer('t', 2, 'lane', 0);
-    for (let next = iso.next(); next; next = iso.next());
-    iso.complete('t', 'attempt', { error: 'timeout', durationMs: 1_000 }, 1_000);
-    iso.complete('t', 'attempt', { error: 'timeout', durationMs: 1_000 }, 1_000);
+    const iso = openedByTwoTimeouts();
     expect(iso.state('t')).toBe('degraded');
-    // Its limit is the initial share (2): two owed attempts are queued, a third waits again unless forced.
-    expect(iso.offerOwed('t', 3, 'lane', 2_000, false)).toBe('queued');
-    expect(iso.offerOwed('t', 4, 'lane', 2_000, false)).toBe('queued');
-    expect(iso.offerOwed('t', 5, 'lane', 2_000, false)).toBe('circuit-open');
-    expect(iso.offerOwed('t', 6, 'overflow', 2_000, true)).toBe('queued');
+    // Its limit is the initial share (2), and the worker's 10 slots are idle: owed attempts are queued
+    // while fewer than half the slots are taken or waited for (5); then they wait again unless forced.
+    for (let item = 3; item <= 7; item += 1) expect(iso.offerOwed('t', item, 'lane', 2_000, false)).toBe('queued');
+    expect(iso.offerOwed('t', 8, 'lane', 2_000, false)).toBe('circuit-open');
+    expect(iso.offerOwed('t', 9, 'overflow', 2_000, true)).toBe('queued');
     expect(iso.sweep(60_000)).toEqual([]);
     const started = iso.next();
     expect(started).toMatchObject({ item: 3, kind: 'attempt' });
     iso.complete('t', 'attempt', { status: 200, durationMs: 5 }, 60_000);
     expect(iso.state('t')).toBe('healthy');
+  });
+
+  it('lends an open circuit\'s owed attempts idle slots up to half the worker, never the other half', () => {
+    const iso = openedByTwoTimeouts();
+    for (let item = 3; item <= 20; item += 1) iso.offerOwed('t', item, 'lane', 2_000, true);
+    const started: number[] = [];
+    for (let next = iso.next(); next; next = iso.next()) started.push(next.item);
+    // 5 of 10 slots: the target's limit (2), then idle slots while fewer than half are taken.
+    expect(started).toEqual([3, 4, 5, 6, 7]);
+    // Another target's work still finds the other half free.
+    for (let item = 100; item < 105; item += 1) iso.offer('u', item, 'lane', 2_000);
+    const others: number[] = [];
+    for (let next = iso.next(); next; next = iso.next()) others.push(next.item);
+    expect(others).toEqual([100, 101]);
   });
 });
 

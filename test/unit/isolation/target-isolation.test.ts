@@ -194,7 +194,8 @@ describe('TargetIsolation', () => {
   });
 
   it('releases the probe of a waiting item dropped with its channel, so the circuit can still be probed', () => {
-    const iso = new TargetIsolation<number>(POLICY);
+    // Two slots in all, both held: the probe waits (with idle slots it would borrow one at once).
+    const iso = new TargetIsolation<number>({ ...POLICY, capacity: 2 });
     for (let i = 0; i < 2; i += 1) iso.offer('a', i, 'lane', 0);
     const running = [iso.next(), iso.next()];
     expect(running.every((r) => r?.target === 'a')).toBe(true);
