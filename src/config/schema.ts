@@ -230,15 +230,15 @@ export const configSchema = {
     env: 'CONSOLE_WINDOW',
   },
   consoleMaxTargets: {
-    doc: 'Origins the console keeps statistics for at most (about 12 KB each); past it, the one seen longest ago is forgotten.',
+    doc: 'Origins the console keeps statistics for at most (about 20 KB each, measured); past it, the one seen longest ago is forgotten.',
     format: 'positive-int',
     default: 1000,
     env: 'CONSOLE_MAX_TARGETS',
   },
   consoleDeadScan: {
-    doc: 'Messages of P.dead the dead-letters page looks at (from its head, each put back untouched, as `dlq list` does).',
+    doc: 'Messages of P.dead the dead-letters page looks at (from its head, each put back untouched, as `dlq list` does); a page being built holds their bodies.',
     format: 'positive-int',
-    default: 500,
+    default: 200,
     env: 'CONSOLE_DEAD_SCAN',
   },
   autoPauseAfter: {
