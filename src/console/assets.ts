@@ -44,6 +44,7 @@ button.link { background:none; border:none; color:#c9d3e3; text-decoration:under
 .filter { display:flex; flex-wrap:wrap; gap:10px; align-items:flex-end; margin:8px 0; }
 .filter label, .login label { display:flex; flex-direction:column; font-size:12px; color:var(--muted); }
 .filter input, .login input, select { font:inherit; padding:4px 6px; border:1px solid var(--line); }
+.filter input[name=id] { min-width:340px; }
 .login { display:flex; gap:10px; align-items:flex-end; }
 pre.body { background:#fff; border:1px solid var(--line); padding:10px; white-space:pre-wrap; word-break:break-all; max-height:480px; overflow:auto; }
 dl.record { display:grid; grid-template-columns:max-content 1fr; gap:4px 16px; background:#fff; border:1px solid var(--line); padding:10px; }

@@ -125,8 +125,44 @@ describe.skipIf(chromium === undefined)('console in a browser', () => {
     await Promise.all([page.waitForNavigation(), page.click(`tr[data-origin="${good.origin}"] button`)]);
     expect(await text(`tr[data-origin="${good.origin}"] .badge`)).toBe('paused');
     expect(logLines.some((line) => line.action === 'pause' && line.by === 'alice' && line.origin === good.origin)).toBe(true);
+    // A second replica knows it from P.control alone: the console keeps no state of its own.
+    const replica = await startConsole(relay.config, pino({ level: 'silent' }), 0);
+    try {
+      const badge = async (): Promise<string | undefined> => {
+        const body = await (await fetch(`${replica.origin}/targets`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
+        return new RegExp(`data-origin="${good.origin}"[^]*?class="badge [^"]*">([^<]+)<`).exec(body)?.[1];
+      };
+      const deadline = Date.now() + 30_000;
+      while ((await badge()) !== 'paused' && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(await badge()).toBe('paused');
+    } finally {
+      await replica.close();
+    }
     await Promise.all([page.waitForNavigation(), page.click(`tr[data-origin="${good.origin}"] button`)]);
     expect(await text(`tr[data-origin="${good.origin}"] .badge`)).toBe('healthy');
+  });
+
+  it('Callback: a callback not yet attempted can be canceled from its page', async () => {
+    const { id } = await relay.publisher.publish({ url: `${good.origin}/later`, body: { n: 'cancel me' } }, { delay: 120_000 });
+    await goto(`/callback?id=${encodeURIComponent(id)}&since=1h`);
+    expect(await text('#where')).toContain('not attempted yet');
+    await Promise.all([page.waitForNavigation(), page.click('form[action="/callback/cancel"] button')]);
+    expect(await text('.notice')).toContain('Cancel marker stored');
+    expect(await text('#where')).toContain('a cancel marker was written');
+    expect(await page.$('form[action="/callback/cancel"]')).toBeNull();
+    expect(logLines.some((line) => line.action === 'cancel' && line.by === 'alice' && line.id === id)).toBe(true);
+  });
+
+  it('Dead letters: a purge asks first, naming the count, then removes that many', async () => {
+    const count = await relay.messageCount(relay.names.deadQueue);
+    expect(count).toBeGreaterThan(0);
+    await goto('/dead-letters');
+    await Promise.all([page.waitForNavigation(), page.click('a[href="/dead-letters/purge"]')]);
+    expect(await text('#purge-count')).toBe(String(count));
+    await Promise.all([page.waitForNavigation(), page.click('form[action="/dead-letters/purge"] button')]);
+    expect(await text('.notice')).toBe(`Purged ${count} message(s).`);
+    expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
+    expect(logLines.some((line) => line.action === 'purge' && line.by === 'alice' && line.touched === count)).toBe(true);
   });
 
   it('a POST without the CSRF token is refused; a bearer token reads; every answer carries the CSP', async () => {
