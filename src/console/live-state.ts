@@ -15,6 +15,8 @@ export interface LiveState {
   control: ControlView;
   /** P.history was not found (the workers run with HISTORY=off): the overview and targets say so. */
   readonly historyMissing: boolean;
+  /** The read of P.history has reached the present: until then the counts are still growing. */
+  readonly historyCaughtUp: boolean;
   close(): Promise<void>;
 }
 
@@ -57,6 +59,9 @@ export function startLiveState(config: RelayConfig, names: TopologyNames, logger
     control,
     get historyMissing() {
       return history.missing;
+    },
+    get historyCaughtUp() {
+      return history.caughtUp;
     },
     async close() {
       await Promise.all([history.close(), markers.close()]);

@@ -59,7 +59,7 @@ export function registerPages(app: FastifyInstance, context: ConsoleContext): vo
       frame = { ...frame, notice: { text: `Queue depths are unavailable: ${(error as Error).message}`, kind: 'error' } };
     }
     const events = live.events;
-    const data = { series: events.series(), queues, throughputPerMinute: events.throughputPerMinute(), targets: events.targetCount, historyMissing: live.historyMissing, windowMinutes };
+    const data = { series: events.series(), queues, throughputPerMinute: events.throughputPerMinute(), targets: events.targetCount, historyMissing: live.historyMissing, historyReading: !live.historyCaughtUp, windowMinutes };
     return sendPage(reply, overviewPage(frame, data));
   });
 

@@ -78,7 +78,10 @@ describe.skipIf(chromium === undefined)('console in a browser', () => {
   });
 
   it('Overview: a chart drawn by the local uPlot, queue depths and the worker connected', async () => {
-    await until('/', async () => Number(await text('#throughput')) + Number(await page.$eval('.tile:nth-child(3) .value', (e) => e.textContent)) > 0);
+    // Ready once the read of P.history reached the present (no "still reading" notice) with the deliveries in it.
+    await until('/', async () => (await page.$('.notice')) === null && Number(await text('#delivered')) === 5);
+    // 3 + 1 + 1 callbacks failed their first attempt and their last (MAX_ATTEMPTS 2).
+    expect([Number(await text('#retries')), Number(await text('#dead'))]).toEqual([5, 5]);
     expect(await page.$('#chart canvas')).not.toBeNull();
     expect(Number(await text('#workers'))).toBeGreaterThanOrEqual(1);
     expect(await text('table.queues')).toContain(relay.names.deadQueue);

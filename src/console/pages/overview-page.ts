@@ -10,6 +10,8 @@ export interface OverviewData {
   throughputPerMinute: number;
   targets: number;
   historyMissing: boolean;
+  /** Still reading P.history up to the present (a replica just started). */
+  historyReading: boolean;
   windowMinutes: number;
 }
 
@@ -24,15 +26,19 @@ export function overviewPage(frame: PageFrame, data: OverviewData): Html {
   const sum = (key: keyof MinuteCounts): number => data.series.reduce((total, row) => total + row[key], 0);
   const chart = { t: data.series.map((row) => row.minute / 1000), delivered: data.series.map((r) => r.delivered), retries: data.series.map((r) => r.retries), dead: data.series.map((r) => r.dead) };
   const shown = data.queues.filter((q) => q.kind !== 'delay level' || q.messages > 0);
-  const notice = data.historyMissing ? { text: 'P.history does not exist: run the workers with HISTORY=on (and EVENTS=on or durable) to see deliveries here.', kind: 'warn' as const } : frame.notice;
+  const notice = data.historyMissing
+    ? { text: 'P.history does not exist: run the workers with HISTORY=on (and EVENTS=on or durable) to see deliveries here.', kind: 'warn' as const }
+    : data.historyReading
+      ? { text: `Still reading the last ${data.windowMinutes} minutes of P.history: the counts are still growing.`, kind: 'warn' as const }
+      : frame.notice;
   return layout(
     { ...frame, notice, refreshSeconds: 30, scripts: ['/assets/uPlot.iife.min.js', '/assets/overview.js'], styles: ['/assets/uPlot.min.css'] },
     html`<section class="tiles">
   <div class="tile"><span class="value" id="throughput">${data.throughputPerMinute}</span><span class="label">deliveries in the last minute</span></div>
   <div class="tile"><span class="value" id="workers">${workers}</span><span class="label">workers connected</span></div>
-  <div class="tile"><span class="value">${sum('delivered')}</span><span class="label">delivered (${data.windowMinutes} min)</span></div>
-  <div class="tile"><span class="value">${sum('retries')}</span><span class="label">retries (${data.windowMinutes} min)</span></div>
-  <div class="tile"><span class="value">${sum('dead')}</span><span class="label">dead letters (${data.windowMinutes} min)</span></div>
+  <div class="tile"><span class="value" id="delivered">${sum('delivered')}</span><span class="label">delivered (${data.windowMinutes} min)</span></div>
+  <div class="tile"><span class="value" id="retries">${sum('retries')}</span><span class="label">retries (${data.windowMinutes} min)</span></div>
+  <div class="tile"><span class="value" id="dead">${sum('dead')}</span><span class="label">dead letters (${data.windowMinutes} min)</span></div>
   <div class="tile"><span class="value">${data.targets}</span><span class="label">targets seen</span></div>
 </section>
 <h2>Per minute, last ${data.windowMinutes} minutes</h2>

@@ -20,7 +20,7 @@ function consoleUnderTest() {
   const clock = (): number => T0;
   const auth = new ConsoleAuth([{ name: 'alice', token: TOKEN }], clock);
   const limits = { windowMs: 3_600_000, maxTargets: 10 };
-  const live = { events: new EventWindow(limits, clock), control: new ControlView(limits, clock, 86_400_000), historyMissing: false, close: async () => {} };
+  const live = { events: new EventWindow(limits, clock), control: new ControlView(limits, clock, 86_400_000), historyMissing: false, historyCaughtUp: true, close: async () => {} };
   const calls: string[] = [];
   const actions: ConsoleActions = {
     pause: async (by, origin) => void calls.push(`pause ${origin} by ${by}`),
