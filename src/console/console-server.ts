@@ -83,7 +83,9 @@ export function buildConsoleApp(auth: ConsoleAuth, logger: Logger): FastifyInsta
       logger.warn({ ip: request.ip }, 'console: a login with an unknown token was refused');
       return reply.redirect(`/login?failed=1&next=${encodeURIComponent(next)}`, 303);
     }
-    const secure = request.protocol === 'https' ? '; Secure' : '';
+    // Behind a proxy that ends TLS the console itself sees HTTP: the proxy's header says so. Marking the
+    // cookie Secure on its word costs nothing: at worst the cookie is not sent over plain HTTP.
+    const secure = request.protocol === 'https' || request.headers['x-forwarded-proto'] === 'https' ? '; Secure' : '';
     reply.header('set-cookie', `${SESSION_COOKIE}=${auth.newSession(entry)}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${SESSION_MS / 1000}${secure}`);
     logger.info({ by: entry.name }, 'console: logged in');
     return reply.redirect(next, 303);

@@ -99,9 +99,10 @@ export class EventWindow {
     return rows;
   }
 
-  /** Deliveries in the last full minute. */
-  throughputPerMinute(): number {
-    return this.totals.get(Math.floor(this.clock() / MINUTE_MS) - 1)?.delivered ?? 0;
+  /** Deliveries in the current minute so far, and in the last full minute (the current one alone jumps at each minute). */
+  throughput(): { current: number; previous: number } {
+    const minute = Math.floor(this.clock() / MINUTE_MS);
+    return { current: this.totals.get(minute)?.delivered ?? 0, previous: this.totals.get(minute - 1)?.delivered ?? 0 };
   }
 
   /** Every origin seen in the window, in no particular order (target-rows.ts sorts them by trouble). */

@@ -42,7 +42,9 @@ const DONE: Record<string, (n: string, kept: string) => string> = {
 export function frameFor(context: ConsoleContext, request: FastifyRequest<{ Querystring: Query }>, title: string, current: PageFrame['current']): PageFrame {
   const operator = operatorOf(request);
   const done = DONE[request.query.done ?? ''];
-  return { title, current, operator: operator.name, csrf: context.auth.csrfToken(operator), ...(done && { notice: { text: done(request.query.n ?? '0', request.query.kept ?? '0'), kind: 'ok' as const } }) };
+  // Only digits from the link: nobody can make a page say something else by sending a link.
+  const count = (text: string | undefined): string => (text !== undefined && /^\d{1,9}$/.test(text) ? text : '?');
+  return { title, current, operator: operator.name, csrf: context.auth.csrfToken(operator), ...(done && { notice: { text: done(count(request.query.n), count(request.query.kept)), kind: 'ok' as const } }) };
 }
 
 /** The console's pages: each reads what it shows when asked, from memory (the streams) or the broker. */
@@ -59,7 +61,7 @@ export function registerPages(app: FastifyInstance, context: ConsoleContext): vo
       frame = { ...frame, notice: { text: `Queue depths are unavailable: ${(error as Error).message}`, kind: 'error' } };
     }
     const events = live.events;
-    const data = { series: events.series(), queues, throughputPerMinute: events.throughputPerMinute(), targets: events.targetCount, historyMissing: live.historyMissing, historyReading: !live.historyCaughtUp, windowMinutes };
+    const data = { series: events.series(), queues, throughput: events.throughput(), targets: events.targetCount, historyMissing: live.historyMissing, historyReading: !live.historyCaughtUp, windowMinutes };
     return sendPage(reply, overviewPage(frame, data));
   });
 

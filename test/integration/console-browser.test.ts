@@ -44,14 +44,14 @@ describe.skipIf(chromium === undefined)('console in a browser', () => {
     good = await startReceiver(() => ({ status: 200, delayMs: 5 }));
     bad = await startReceiver(() => ({ status: 500, body: 'boom' }));
     flaky = await startReceiver(() => (flakyHealthy ? { status: 200 } : { status: 503 }));
-    relay = await startRelay({ HISTORY: 'on', EVENTS: 'durable', RETRY_SCHEDULE: '200ms', MAX_ATTEMPTS: '2', CONSOLE_TOKENS: `alice:${TOKEN}`, AUTO_PAUSE_AFTER: '0' });
+    relay = await startRelay({ HISTORY: 'on', EVENTS: 'durable', RETRY_SCHEDULE: '200ms,200ms', MAX_ATTEMPTS: '3', CONSOLE_TOKENS: `alice:${TOKEN}`, AUTO_PAUSE_AFTER: '0' });
     await relay.startWorker();
-    for (let i = 0; i < 5; i += 1) await relay.publisher.publish({ url: `${good.origin}/ok`, body: { n: i } });
+    for (let i = 0; i < 12; i += 1) await relay.publisher.publish({ url: `${good.origin}/ok`, body: { n: i } });
     for (let i = 0; i < 3; i += 1) await relay.publisher.publish({ url: `${bad.origin}/fail`, body: { n: i } });
     hostileId = (await relay.publisher.publish({ url: `${bad.origin}/fail`, body: { html: HOSTILE } })).id;
     flakyId = (await relay.publisher.publish({ url: `${flaky.origin}/later`, body: { n: 'flaky' } })).id;
     await relay.waitForDead(5);
-    await good.waitFor((requests) => requests.length === 5);
+    await good.waitFor((requests) => requests.length === 12);
     const sink = new Writable({ write: (chunk: Buffer, _encoding, done) => void (logLines.push(JSON.parse(chunk.toString()) as Record<string, unknown>), done()) });
     consoleApp = await startConsole(relay.config, pino({ level: 'info' }, sink), 0);
     const puppeteer = (await import('puppeteer-core')).default;
@@ -79,9 +79,10 @@ describe.skipIf(chromium === undefined)('console in a browser', () => {
 
   it('Overview: a chart drawn by the local uPlot, queue depths and the worker connected', async () => {
     // Ready once the read of P.history reached the present (no "still reading" notice) with the deliveries in it.
-    await until('/', async () => (await page.$('.notice')) === null && Number(await text('#delivered')) === 5);
-    // 3 + 1 + 1 callbacks failed their first attempt and their last (MAX_ATTEMPTS 2).
-    expect([Number(await text('#retries')), Number(await text('#dead'))]).toEqual([5, 5]);
+    await until('/', async () => (await page.$('.notice')) === null && Number(await text('#delivered')) === 12);
+    // 3 + 1 + 1 callbacks failed every attempt: two retries each, then dead (MAX_ATTEMPTS 3).
+    expect([Number(await text('#retries')), Number(await text('#dead'))]).toEqual([10, 5]);
+    expect(Number(await text('#throughput'))).toBeLessThanOrEqual(12);
     expect(await page.$('#chart canvas')).not.toBeNull();
     expect(Number(await text('#workers'))).toBeGreaterThanOrEqual(1);
     expect(await text('table.queues')).toContain(relay.names.deadQueue);
@@ -116,9 +117,9 @@ describe.skipIf(chromium === undefined)('console in a browser', () => {
     await Promise.all([page.waitForNavigation(), page.click('#replay-selected')]);
     expect(page.url()).toContain('/callback');
     expect(await text('.notice')).toContain('Replayed 1');
-    await flaky.waitFor((requests) => requests.some((r) => r.nth === 3));
+    await flaky.waitFor((requests) => requests.some((r) => r.nth === 4));
     await until(`/callback?id=${encodeURIComponent(flakyId)}`, async () => (await text('#where')).includes('delivered'));
-    expect(await page.$$('table.timeline tbody tr')).toHaveLength(3);
+    expect(await page.$$('table.timeline tbody tr')).toHaveLength(4);
     await page.screenshot({ path: 'docs/console-callback.png', fullPage: true });
     expect(logLines.some((line) => line.action === 'replay' && line.by === 'alice' && line.touched === 1)).toBe(true);
   });

@@ -6,8 +6,8 @@ import { layout, type PageFrame } from './layout.js';
 export interface OverviewData {
   series: Array<{ minute: number } & MinuteCounts>;
   queues: QueueDepth[];
-  /** Deliveries in the last full minute. */
-  throughputPerMinute: number;
+  /** Deliveries in the current minute so far and in the last full one. */
+  throughput: { current: number; previous: number };
   targets: number;
   historyMissing: boolean;
   /** Still reading P.history up to the present (a replica just started). */
@@ -34,7 +34,7 @@ export function overviewPage(frame: PageFrame, data: OverviewData): Html {
   return layout(
     { ...frame, notice, refreshSeconds: 30, scripts: ['/assets/uPlot.iife.min.js', '/assets/overview.js'], styles: ['/assets/uPlot.min.css'] },
     html`<section class="tiles">
-  <div class="tile"><span class="value" id="throughput">${data.throughputPerMinute}</span><span class="label">deliveries in the last minute</span></div>
+  <div class="tile"><span class="value" id="throughput">${data.throughput.current}</span><span class="label">delivered this minute (${data.throughput.previous} the minute before)</span></div>
   <div class="tile"><span class="value" id="workers">${workers}</span><span class="label">workers connected</span></div>
   <div class="tile"><span class="value" id="delivered">${sum('delivered')}</span><span class="label">delivered (${data.windowMinutes} min)</span></div>
   <div class="tile"><span class="value" id="retries">${sum('retries')}</span><span class="label">retries (${data.windowMinutes} min)</span></div>

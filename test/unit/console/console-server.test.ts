@@ -62,6 +62,8 @@ describe('console server', () => {
     expect(login.statusCode).toBe(303);
     expect(login.headers.location).toBe('/');
     expect(String(login.headers['set-cookie'])).toMatch(/^cr_console=alice\.\d+\.[\w-]+; HttpOnly; SameSite=Strict; Path=\//);
+    const proxied = await app.inject({ method: 'POST', url: '/login', payload: `token=${TOKEN}`, headers: { ...form, 'x-forwarded-proto': 'https' } });
+    expect(String(proxied.headers['set-cookie'])).toMatch(/; Secure$/);
     const wrong = await app.inject({ method: 'POST', url: '/login', payload: 'token=nope', headers: form });
     expect(wrong.headers.location).toContain('failed=1');
     expect(wrong.headers['set-cookie']).toBeUndefined();
@@ -84,6 +86,8 @@ describe('console server', () => {
     expect(done.statusCode).toBe(303);
     expect(done.headers.location).toBe('/targets?done=paused');
     expect(calls).toEqual(['pause https://a.example by alice']);
+    const spoofed = await app.inject({ method: 'GET', url: '/dead-letters?done=replayed&n=all%20of%20them&kept=0', headers });
+    expect(spoofed.body).toContain('Replayed ? message(s); 0 kept');
     const targets = await app.inject({ method: 'GET', url: '/targets', headers });
     expect(targets.body).toContain(`name="csrf" value="${csrf}"`);
     expect(targets.body).toContain('data-origin="https://held.example"');

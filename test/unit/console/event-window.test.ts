@@ -36,7 +36,7 @@ describe('EventWindow', () => {
       [1, 1, 0],
       [0, 0, 2],
     ]);
-    expect(window.throughputPerMinute()).toBe(1);
+    expect(window.throughput()).toEqual({ current: 0, previous: 1 });
     now = T0 + 10 * 60_000;
     expect(window.series().every((row) => row.delivered + row.retries + row.dead === 0)).toBe(true);
     expect(window.targetCount).toBe(0);
