@@ -146,6 +146,17 @@ describe.skipIf(chromium === undefined)('console in a browser', () => {
     expect(await text(`tr[data-origin="${good.origin}"] .badge`)).toBe('healthy');
   });
 
+  it('Dead letters: replaying a group replays its callbacks; failing again, they come back', async () => {
+    const requests = bad.requests.length;
+    await goto('/dead-letters');
+    await Promise.all([page.waitForNavigation(), page.click(`table.groups tr[data-origin="${bad.origin}"] button`)]);
+    expect(await text('.notice')).toBe('Replayed 4 message(s); 0 kept in P.dead.');
+    expect(logLines.some((line) => line.action === 'replay' && line.selector === 'group' && line.touched === 4)).toBe(true);
+    // Three attempts each again (the replay starts the schedule over), then parked again.
+    await bad.waitFor((all) => all.length === requests + 12);
+    await relay.waitForDead(4);
+  });
+
   it('Callback: a callback not yet attempted can be canceled from its page', async () => {
     const { id } = await relay.publisher.publish({ url: `${good.origin}/later`, body: { n: 'cancel me' } }, { delay: 120_000 });
     await goto(`/callback?id=${encodeURIComponent(id)}&since=1h`);
