@@ -16,6 +16,7 @@ import { html } from './html.js';
 import { overviewPage } from './pages/overview-page.js';
 import { targetsPage } from './pages/targets-page.js';
 import { queueDepths, type QueueDepth } from './queue-depths.js';
+import { shownBody } from './shown-body.js';
 import { healthKeys, targetRows } from './target-rows.js';
 
 export interface ConsoleContext {
@@ -95,7 +96,7 @@ export function registerPages(app: FastifyInstance, context: ConsoleContext): vo
       const notice = { text: `No message with that id among the first ${config.consoleDeadScan} of ${names.deadQueue}.`, kind: 'warn' as const };
       return sendPage(reply, layout({ ...frame, notice }, html`<p><a href="/dead-letters">Dead letters</a></p>`), 404);
     }
-    return sendPage(reply, deadMessagePage(frame, found.entry, bodyText(found.content), found.headers));
+    return sendPage(reply, deadMessagePage(frame, found.entry, shownBody(found.content), found.headers));
   });
 
   app.get<{ Querystring: Query }>('/dead-letters/purge', async (request, reply) => {
@@ -113,14 +114,4 @@ export function registerPages(app: FastifyInstance, context: ConsoleContext): vo
     const where = whereNow(events ?? [], live.control.isCancelled(id), clock());
     return sendPage(reply, callbackPage(frame, { id, since, events: events ?? [], where }));
   });
-}
-
-/** A body as the page shows it: JSON indented, anything else as UTF-8 text (escaped by the template). */
-function bodyText(content: Buffer): string {
-  const text = content.toString('utf8');
-  try {
-    return JSON.stringify(JSON.parse(text), null, 2);
-  } catch {
-    return text;
-  }
 }
