@@ -3,11 +3,11 @@
 # with the plugin and on 4.3 without it: .ci/run):
 #   1. `docker compose up --build --wait`: the broker image (built from RABBITMQ_IMAGE, DELAYED_PLUGIN,
 #      DELAYED_PLUGIN_VERSION, DELAYED_PLUGIN_COMMIT, as compose reads them), a worker, the ingest, the
-#      example receiver;
+#      example receiver, the console;
 #   2. the worker chose the delay mode the broker offers: plugin when the image has the delayed-message
 #      plugin, queues otherwise (DELAY_MODE=auto);
 #   3. one callback is delivered (the receiver logs the 200) and one is dead-lettered (a 404 parks it
-#      in callback-relay.dead);
+#      in callback-relay.dead), and the console lists that dead letter (a bearer token, its own network);
 #   4. `--scale worker=3`: three workers in that mode share a burst: each delivers part of it
 #      (callback_relay_attempts_total of each), and every callback is delivered;
 #   5. `docker compose stop worker` in the middle of a burst: the workers drain (DRAIN_TIMEOUT 15 s),
@@ -20,7 +20,7 @@
 # The burst of step 5 is SMOKE_BURST callbacks (default 2,000).
 # It runs under its own compose project name (SMOKE_PROJECT, default callback-relay-smoke), so it
 # leaves a developer's stack and data alone. The host ports are Docker's choice (0) unless
-# AMQP_HOST_PORT, MANAGEMENT_HOST_PORT, INGEST_HOST_PORT or RECEIVER_HOST_PORT say otherwise, so it
+# AMQP_HOST_PORT, MANAGEMENT_HOST_PORT, INGEST_HOST_PORT, CONSOLE_HOST_PORT or RECEIVER_HOST_PORT say otherwise, so it
 # runs beside a broker that holds 5672 and 15672.
 #   scripts/compose-smoke.sh
 #   RABBITMQ_IMAGE=rabbitmq:4.0-management DELAYED_PLUGIN=on DELAYED_PLUGIN_VERSION=4.0.7 \
@@ -31,6 +31,7 @@ cd "$(dirname "$0")/.."
 project="${SMOKE_PROJECT:-callback-relay-smoke}"
 export AMQP_HOST_PORT="${AMQP_HOST_PORT:-0}" MANAGEMENT_HOST_PORT="${MANAGEMENT_HOST_PORT:-0}"
 export INGEST_HOST_PORT="${INGEST_HOST_PORT:-0}" RECEIVER_HOST_PORT="${RECEIVER_HOST_PORT:-0}"
+export CONSOLE_HOST_PORT="${CONSOLE_HOST_PORT:-0}"
 # No buildx where the legacy builder is all there is; the legacy builder reads the same Dockerfiles.
 export DOCKER_BUILDKIT="${DOCKER_BUILDKIT:-0}" COMPOSE_DOCKER_CLI_BUILD="${COMPOSE_DOCKER_CLI_BUILD:-0}"
 dc() { docker compose -p "$project" "$@"; }
@@ -114,6 +115,13 @@ wait_for 60 "the callback to /ok/smoke-1 is delivered" delivered ok/smoke-1
 say "delivered: /ok/smoke-1"
 wait_for 60 "the callback to /gone/smoke-1 (404) is in callback-relay.dead" one_dead
 say "dead-lettered: /gone/smoke-1"
+# The console's dead-letters page, asked inside its container with the compose file's token.
+console_lists_dead() {
+  dc exec -T console node -e "fetch('http://127.0.0.1:8081/dead-letters', { headers: { authorization: 'Bearer local-console-token-change-me' } })
+    .then((r) => r.text()).then((t) => process.exit(t.includes('/gone/smoke-1') ? 0 : 1), () => process.exit(1))"
+}
+wait_for 60 "the console lists the dead letter /gone/smoke-1" console_lists_dead
+say "the console lists it"
 
 # ---- --scale worker=3 shares the work ----
 say "docker compose up --wait --scale worker=3"

@@ -44,6 +44,8 @@ if ! node -e 'require("net").connect(3000,"127.0.0.1").on("connect",()=>process.
   echo $! >"$STATE/receiver.pid"
 fi
 
+# The stream P.history keeps every outcome: `callback-relay history <id>` and the console read it.
+export HISTORY="${HISTORY:-on}"
 node dist/topology/main.js
 cat <<MSG
 
@@ -53,6 +55,8 @@ cat <<MSG
     npx callback-relay publish --url http://localhost:3000/ok --data '{"hello":"world"}'
   Publish one the receiver rejects (404), which lands in the dead-letter queue:
     npx callback-relay publish --url http://localhost:3000/gone --data '{"will":"fail"}'
+  Operator console (in another terminal), then open http://localhost:8081 and log in with the token:
+    CONSOLE_TOKENS=me:local-console-token-change-me npx callback-relay console
   Receiver log: $STATE/receiver.log    Stop the broker and receiver: bash scripts/down.sh
 
 MSG

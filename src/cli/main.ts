@@ -14,6 +14,7 @@ commands:
   cancel      cancel callbacks by id: they are parked in P.dead as canceled (see: callback-relay cancel --help)
   target      pause, resume or list paused targets fleet-wide (see: callback-relay target --help)
   ingest      run the HTTP ingest (POST /v1/callbacks) on INGEST_PORT until SIGTERM
+  console     run the operator console (web pages) on CONSOLE_PORT until SIGTERM; needs CONSOLE_TOKENS
 
 Settings come from environment variables (AMQP_URL, TOPOLOGY_PREFIX, …): see README.md, "Settings",
 and docs/configuration.md for all of them.`;
@@ -25,6 +26,8 @@ try {
     else await publishCommand(rest);
   } else if (command === 'ingest') {
     await import('../ingest/main.js');
+  } else if (command === 'console') {
+    await import('../console/main.js');
   } else if (command === 'dlq') {
     process.exitCode = await dlqCommand(rest);
   } else if (command === 'cancel' || command === 'target') {

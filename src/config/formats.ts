@@ -1,5 +1,6 @@
 import convict from 'convict';
 import { cidrListProblem } from '../formats/cidr.js';
+import { parseConsoleTokens } from '../formats/console-tokens.js';
 import { parseIngestTokens } from '../formats/ingest-tokens.js';
 import { LANE_BUCKETS, MAX_LEVEL_DELAY_MS as MAX_DELAY_MS } from '../formats/limits.js';
 import { signingSecretsProblem } from '../formats/signing-secrets.js';
@@ -127,6 +128,9 @@ export function registerFormats(): void {
     },
     'token-list': {
       validate: (value: unknown) => void parseIngestTokens(String(value)),
+    },
+    'console-token-list': {
+      validate: (value: unknown) => void parseConsoleTokens(String(value)),
     },
     // The broker's own syntax, passed through as the stream's x-max-age:
     // https://www.rabbitmq.com/docs/streams#retention

@@ -22,7 +22,7 @@ export type RelayConfig = Omit<Raw, Derived | 'delayMode' | 'queueType' | 'logLe
 } & { [K in Derived]: number };
 
 /** Settings whose values never appear in an error message. */
-const SECRET_KEYS = new Set(['signingSecret', 'ingestTokens']);
+const SECRET_KEYS = new Set(['signingSecret', 'ingestTokens', 'consoleTokens']);
 
 const envName = (key: string): string => (configSchema as Record<string, { env: string }>)[key]?.env ?? key;
 

@@ -210,6 +210,37 @@ export const configSchema = {
     default: 60e3,
     env: 'INGEST_CONNECTION_TIMEOUT',
   },
+  consolePort: {
+    doc: 'Port of the operator console (`callback-relay console`): overview, targets, dead letters, a callback\'s timeline.',
+    format: 'port',
+    default: 8081,
+    env: 'CONSOLE_PORT',
+  },
+  consoleTokens: {
+    doc: 'Who may use the console: `name:token` entries, comma-separated, each token at least 16 characters; the name is logged with every action. The console refuses to start without one.',
+    format: 'console-token-list',
+    default: '',
+    env: 'CONSOLE_TOKENS',
+    sensitive: true,
+  },
+  consoleWindow: {
+    doc: 'How far back the console\'s overview and targets look: it reads P.history from this long ago (x-stream-offset by time) and keeps only this window in memory.',
+    format: 'positive-duration',
+    default: 36e5,
+    env: 'CONSOLE_WINDOW',
+  },
+  consoleMaxTargets: {
+    doc: 'Origins the console keeps statistics for at most (about 20 KB each, measured); past it, the one seen longest ago is forgotten.',
+    format: 'positive-int',
+    default: 1000,
+    env: 'CONSOLE_MAX_TARGETS',
+  },
+  consoleDeadScan: {
+    doc: 'Messages of P.dead the dead-letters page looks at (from its head, each put back untouched, as `dlq list` does); a page being built holds their bodies.',
+    format: 'positive-int',
+    default: 200,
+    env: 'CONSOLE_DEAD_SCAN',
+  },
   autoPauseAfter: {
     doc: 'Pause a target fleet-wide (as `callback-relay target pause` does) once every attempt to it has failed for this long; its callbacks are then held without spending attempts until `target resume`. 0 = never.',
     format: 'duration',

@@ -19,6 +19,19 @@ export interface DeadListing {
  * Holding them until the end is what makes every basic.get return the next message, not the same one.
  */
 export async function listDead(session: DeadQueueSession, limit: number, now: () => Date = () => new Date()): Promise<DeadListing> {
+  const peeked = await peekDead(session, limit, now);
+  return { entries: peeked.messages.map((message) => message.entry), total: peeked.total, refreshed: peeked.refreshed };
+}
+
+/** A message of P.dead as it was read: its entry, and its body and headers as stored. */
+export interface PeekedDead {
+  entry: DlqEntry;
+  content: Buffer;
+  headers: Record<string, unknown>;
+}
+
+/** As `listDead`, with each message's body and headers (the console shows them). */
+export async function peekDead(session: DeadQueueSession, limit: number, now: () => Date = () => new Date()): Promise<Omit<DeadListing, 'entries'> & { messages: PeekedDead[] }> {
   const taken: GetMessage[] = [];
   let refreshed = 0;
   let failure: unknown;
@@ -35,5 +48,6 @@ export async function listDead(session: DeadQueueSession, limit: number, now: ()
   refreshed = await returnDeadMessages(session, taken).catch((error: unknown) => ((failure ??= error), 0));
   if (failure !== undefined) throw failure;
   const at = now();
-  return { entries: taken.map((message) => dlqEntry(message, at)), total: session.messageCount, refreshed };
+  const messages = taken.map((message) => ({ entry: dlqEntry(message, at), content: message.content, headers: message.properties.headers ?? {} }));
+  return { messages, total: session.messageCount, refreshed };
 }

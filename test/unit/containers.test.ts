@@ -137,6 +137,18 @@ describe('docker-compose.yml ingest', () => {
   });
 });
 
+describe('docker-compose.yml console', () => {
+  const consoleService = dict(services.console, 'services.console');
+
+  it('runs the console from the worker image once the broker is healthy, with a token, and the workers keep P.history', () => {
+    expect(consoleService.command).toEqual(['node', 'dist/console/main.js']);
+    expect(dict(dict(consoleService.depends_on, 'console.depends_on').rabbitmq, 'console.depends_on.rabbitmq').condition).toBe('service_healthy');
+    expect(environmentOf(consoleService).AMQP_URL).toMatch(/^amqp:\/\/[^@]*@rabbitmq(:5672)?\/?$/);
+    expect(environmentOf(consoleService).CONSOLE_TOKENS).toMatch(/^[\w.-]+:\S{16,}$/);
+    expect(environmentOf(worker).HISTORY).toBe('on');
+  });
+});
+
 describe('Dockerfile (worker)', () => {
   it('is multi-stage and its final stage is node:24-slim', () => {
     expect(rootStages.length).toBeGreaterThanOrEqual(2);

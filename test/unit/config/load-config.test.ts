@@ -225,13 +225,28 @@ const INVALID: Array<[string, string]> = [
   ['INGEST_INFLIGHT_BYTES', '0'],
   ['INGEST_REQUEST_TIMEOUT', '0'],
   ['INGEST_CONNECTION_TIMEOUT', 'forever'],
+  ['CONSOLE_PORT', '-1'],
+  ['CONSOLE_WINDOW', 'an hour'],
+  ['CONSOLE_MAX_TARGETS', '0'],
+  ['CONSOLE_DEAD_SCAN', 'all'],
 ];
 
 describe('loadConfig invalid values', () => {
   it('covers every env var of the schema except free text and file paths (checked when read)', () => {
     const covered = new Set(INVALID.map(([name]) => name));
     const all = Object.values(configSchema).map((setting) => setting.env);
-    expect(all.filter((name) => !covered.has(name) && name !== 'SIGNING_SECRET' && name !== 'INGEST_TOKENS')).toEqual(['SUCCESS_BODY', 'RETRY_POLICIES_FILE', 'SIGNING_SECRET_FILE', 'SIGNING_TARGET_SECRETS_FILE']);
+    expect(all.filter((name) => !covered.has(name) && name !== 'SIGNING_SECRET' && name !== 'INGEST_TOKENS' && name !== 'CONSOLE_TOKENS')).toEqual(['SUCCESS_BODY', 'RETRY_POLICIES_FILE', 'SIGNING_SECRET_FILE', 'SIGNING_TARGET_SECRETS_FILE']);
+  });
+
+  it('rejects a malformed CONSOLE_TOKENS naming the key, never showing a token', () => {
+    for (const value of ['alice-token-0123456789', 'alice:short', 'al ice:alice-token-0123456789', 'a:alice-token-0123456789,a:bob-token-0123456789ab']) {
+      const error = configError({ CONSOLE_TOKENS: value });
+      expect(error.code).toBe('CR_ERR_CONFIG');
+      expect(error.message).toContain('CONSOLE_TOKENS (consoleTokens)');
+      expect(error.message).toContain('[hidden]');
+      expect(error.message).not.toContain('0123456789');
+    }
+    expect(loadConfig({ CONSOLE_TOKENS: ' alice:alice-token-0123456789 , bob:bob-token-0123456789ab ' }).consoleTokens).toContain('alice');
   });
 
   it('rejects a malformed SIGNING_SECRET without ever showing it', () => {

@@ -24,6 +24,24 @@ describe('selectForReplay', () => {
   });
 });
 
+describe('selectForReplay: a group of the console', () => {
+  const at = (url: string | null, reason: string): DlqEntry => ({ ...entry('a', reason), url });
+
+  it('selects the callbacks of one origin parked for one reason', () => {
+    const selector = { kind: 'group', origin: 'https://a.example', reason: 'exhausted' } as const;
+    expect(selectForReplay(at('https://a.example/hook?x=1', 'exhausted'), selector)).toBe(true);
+    expect(selectForReplay(at('https://a.example:8443/hook', 'exhausted'), selector)).toBe(false);
+    expect(selectForReplay(at('https://a.example/hook', 'rejected'), selector)).toBe(false);
+  });
+
+  it('origin null is the group of messages without a usable URL', () => {
+    const selector = { kind: 'group', origin: null, reason: 'invalid' } as const;
+    expect(selectForReplay(at(null, 'invalid'), selector)).toBe(true);
+    expect(selectForReplay(at('not a url', 'invalid'), selector)).toBe(true);
+    expect(selectForReplay(at('https://a.example/', 'invalid'), selector)).toBe(false);
+  });
+});
+
 describe('unmatchedIds', () => {
   it('names the --ids no message had, once each', () => {
     expect(unmatchedIds({ kind: 'ids', ids: ['a', 'b', 'b', 'c'] }, ['a', null, 'x'])).toEqual(['b', 'c']);

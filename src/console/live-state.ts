@@ -1,0 +1,80 @@
+import type { RelayConfig } from '../config/load-config.js';
+import { amqpUrls } from '../config/amqp-urls.js';
+import { parseMarker } from '../control/control-markers.js';
+import { CONTROL_MAX_AGE_MS } from '../control/declare-control.js';
+import type { OutcomeEvent } from '../events/outcome-events.js';
+import type { Logger } from '../logger.js';
+import type { TopologyNames } from '../topology/topology-names.js';
+import { ControlView } from './control-view.js';
+import { EventWindow } from './event-window.js';
+import { followStream, type StreamFollower } from './stream-follower.js';
+
+/** What one console replica holds in memory: the window of P.history and the state of P.control. */
+export interface LiveState {
+  events: EventWindow;
+  control: ControlView;
+  /** P.history was not found (the workers run with HISTORY=off): the overview and targets say so. */
+  readonly historyMissing: boolean;
+  /** The read of P.history has reached the present: until then the counts are still growing. */
+  readonly historyCaughtUp: boolean;
+  close(): Promise<void>;
+}
+
+/**
+ * Follows P.history from CONSOLE_WINDOW ago (`x-stream-offset` with a timestamp) into an EventWindow,
+ * and P.control from its first marker into a ControlView (a pause lasts until its resume, however old).
+ * Both live only in memory: every replica builds its own from the streams, so replicas need no
+ * shared state and a restart loses nothing.
+ */
+export function startLiveState(config: RelayConfig, names: TopologyNames, logger: Logger, clock: () => number = Date.now): LiveState {
+  const limits = { windowMs: config.consoleWindow, maxTargets: config.consoleMaxTargets };
+  const events = new EventWindow(limits, clock);
+  const control = new ControlView(limits, clock, CONTROL_MAX_AGE_MS);
+  const urls = amqpUrls(config.amqpUrl);
+  const history: StreamFollower = followStream({
+    urls,
+    queue: names.historyQueue,
+    start: () => new Date(clock() - config.consoleWindow),
+    onMessage: (content) => {
+      const event = parseEvent(content);
+      if (event) events.add(event);
+    },
+    onRestart: () => events.clear(),
+    logger,
+  });
+  const markers = followStream({
+    urls,
+    queue: names.controlQueue,
+    start: () => 'first',
+    onMessage: (content) => {
+      const marker = parseMarker(content);
+      if (marker) control.apply(marker);
+    },
+    // Markers are state: a stream declared anew is read again from its start into what is known.
+    onRestart: () => {},
+    logger,
+  });
+  return {
+    events,
+    control,
+    get historyMissing() {
+      return history.missing;
+    },
+    get historyCaughtUp() {
+      return history.caughtUp;
+    },
+    async close() {
+      await Promise.all([history.close(), markers.close()]);
+    },
+  };
+}
+
+/** An outcome event, or `undefined` for anything else on the stream (a reader skips what it cannot use). */
+function parseEvent(content: Buffer): OutcomeEvent | undefined {
+  try {
+    const event = JSON.parse(content.toString('utf8')) as OutcomeEvent;
+    return typeof event === 'object' && event !== null && typeof event.id === 'string' && typeof event.at === 'string' && typeof event.url === 'string' ? event : undefined;
+  } catch {
+    return undefined;
+  }
+}
