@@ -10,6 +10,8 @@ import { startRelay, type RelayFixture } from '../support/relay.js';
 /** A real headless Chromium: CHROMIUM_PATH, else Debian's /usr/bin/chromium; without one the suite is skipped. */
 const chromium = [process.env.CHROMIUM_PATH, '/usr/bin/chromium'].find((path): path is string => path !== undefined && path !== '' && existsSync(path));
 const TOKEN = 'alice-console-token-0123';
+/** README's screenshots are taken with CONSOLE_SCREENSHOTS=1 only, so a test run leaves the tree as it was. */
+const SCREENSHOTS = process.env.CONSOLE_SCREENSHOTS === '1';
 const HOSTILE = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">';
 
 describe.skipIf(chromium === undefined)('console in a browser', () => {
@@ -37,6 +39,9 @@ describe.skipIf(chromium === undefined)('console in a browser', () => {
       if (Date.now() > deadline) throw new Error(`${path}: not ready within ${timeoutMs} ms`);
       await new Promise((resolve) => setTimeout(resolve, 300));
     }
+  };
+  const screenshot = async (path: `docs/${string}.png`): Promise<void> => {
+    if (SCREENSHOTS) await page.screenshot({ path, fullPage: true });
   };
   const text = (selector: string): Promise<string> => page.$eval(selector, (element) => element.textContent ?? '');
 
@@ -86,7 +91,7 @@ describe.skipIf(chromium === undefined)('console in a browser', () => {
     expect(await page.$('#chart canvas')).not.toBeNull();
     expect(Number(await text('#workers'))).toBeGreaterThanOrEqual(1);
     expect(await text('table.queues')).toContain(relay.names.deadQueue);
-    await page.screenshot({ path: 'docs/console-overview.png', fullPage: true });
+    await screenshot('docs/console-overview.png');
   });
 
   it('Targets: the failing target is at the top', async () => {
@@ -94,7 +99,7 @@ describe.skipIf(chromium === undefined)('console in a browser', () => {
     const origins = await page.$$eval('table.targets tbody tr', (rows) => rows.map((row) => row.getAttribute('data-origin')));
     expect(origins[0]).toBe(bad.origin);
     expect(await text('table.targets tbody tr:first-child td.error')).toContain('HTTP 500');
-    await page.screenshot({ path: 'docs/console-targets.png', fullPage: true });
+    await screenshot('docs/console-targets.png');
   });
 
   it('Dead letters: grouped by target and reason; a body holding <script> is shown as text', async () => {
@@ -102,12 +107,12 @@ describe.skipIf(chromium === undefined)('console in a browser', () => {
     const group = await page.$eval(`table.groups tr[data-origin="${bad.origin}"]`, (row) => row.textContent ?? '');
     expect(group).toContain('exhausted');
     expect(group).toMatch(/\b4\b/);
-    await page.screenshot({ path: 'docs/console-dead-letters.png', fullPage: true });
+    await screenshot('docs/console-dead-letters.png');
     await goto(`/dead-letters/message?id=${encodeURIComponent(hostileId)}`);
     expect(await text('#body')).toContain('<script>window.__xss = 1</script>');
     expect(await page.evaluate(() => (globalThis as unknown as { __xss?: number }).__xss)).toBeUndefined();
     expect(await page.$('main script, main img')).toBeNull();
-    await page.screenshot({ path: 'docs/console-dead-letter.png', fullPage: true });
+    await screenshot('docs/console-dead-letter.png');
   });
 
   it('replaying a dead letter delivers it, and its Callback timeline shows so', async () => {
@@ -120,7 +125,7 @@ describe.skipIf(chromium === undefined)('console in a browser', () => {
     await flaky.waitFor((requests) => requests.some((r) => r.nth === 4));
     await until(`/callback?id=${encodeURIComponent(flakyId)}`, async () => (await text('#where')).includes('delivered'));
     expect(await page.$$('table.timeline tbody tr')).toHaveLength(4);
-    await page.screenshot({ path: 'docs/console-callback.png', fullPage: true });
+    await screenshot('docs/console-callback.png');
     expect(logLines.some((line) => line.action === 'replay' && line.by === 'alice' && line.touched === 1)).toBe(true);
   });
 
