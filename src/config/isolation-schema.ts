@@ -63,7 +63,7 @@ export const isolationSchema = {
     env: 'QUIET_PERIOD',
   },
   probeConcurrency: {
-    doc: 'Real attempts (probes) in flight per target whose circuit is open; its other due attempts are deferred, attempt kept, until an attempt would have timed out; then each is owed its real request, made while the target holds fewer than its share of slots or fewer than half the slots of the worker are taken (after 12 deferrals, regardless). No attempt is counted without a request.',
+    doc: 'Real attempts (probes) in flight per target whose circuit is open; its other due attempts are deferred, attempt kept, until an attempt would have timed out; then each is owed its real request, made while the target holds fewer than its share of slots, or, owed for a timeout already, while fewer than half the slots of the worker are taken (after 12 deferrals, regardless). No attempt is counted without a request.',
     format: 'positive-int',
     default: 1,
     env: 'PROBE_CONCURRENCY',

@@ -245,7 +245,7 @@ export function createPipeline(context: PipelineContext) {
     const deferrals = Number(headers?.[HEADER.deferrals]);
     const timeoutMs = job.delivery.policy?.timeoutMs ?? context.deliver.timeoutMs;
     const wait = circuitWait(Number.isNaN(heldSince) ? undefined : heldSince, Number.isInteger(deferrals) && deferrals > 0 ? deferrals : 0, clock(), timeoutMs);
-    if (wait.owed && scheduler.offerOwed(job.target, job, sourceOf(job), clock(), wait.forced) === 'queued') return pump();
+    if (wait.owed && scheduler.offerOwed(job.target, job, sourceOf(job), clock(), wait) === 'queued') return pump();
     const deferral = { [HEADER.heldSince]: new Date(wait.defer.heldSince).toISOString(), [HEADER.deferrals]: wait.defer.deferrals };
     try {
       if (await settle({ kind: 'move', delayMs: wait.defer.delayMs, headers: deferral }, { id: job.delivery.id }, moveContext(job))) {
@@ -256,7 +256,7 @@ export function createPipeline(context: PipelineContext) {
       return job.finish(error);
     }
     if (givenBack) return giveBack(job);
-    scheduler.offerOwed(job.target, job, sourceOf(job), clock(), true);
+    scheduler.offerOwed(job.target, job, sourceOf(job), clock(), { forced: true, mayBorrow: false });
     pump();
   }
 

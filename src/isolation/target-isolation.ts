@@ -57,7 +57,7 @@ export interface Scheduler<T> {
    * An item deferred while its target's circuit was open, now owed its real attempt (`circuitWait`):
    * queued if its target has room within its share of slots, or `forced`; else left to be deferred again.
    */
-  offerOwed(target: string, item: T, source: Source, nowMs: number, forced: boolean): 'queued' | 'circuit-open';
+  offerOwed(target: string, item: T, source: Source, nowMs: number, wait: Pick<CircuitWait, 'forced' | 'mayBorrow'>): 'queued' | 'circuit-open';
   next(): Next<T> | undefined;
   /** Called once a running attempt passes `slowThresholdMs` (never when that is undefined). */
   overdue(target: string, nowMs: number): Effects<T>;
@@ -85,12 +85,19 @@ export const MAX_DEFERRALS = 12;
  * - `owed`: it has waited as long as a real attempt would have taken: its request is made now, if its
  *   target has room for it within its share of slots;
  * - `forced`: it was deferred `MAX_DEFERRALS` times: its request is made now, room or not;
+ * - `mayBorrow`: it has been owed for an attempt timeout: it may take idle slots beyond its share;
  * - `defer`: otherwise (or when there is no room), the deferral that stores it again: until it is owed,
  *   as above; then for an attempt timeout, the time in which one of its target's slots frees.
  */
 export interface CircuitWait {
   owed: boolean;
   forced: boolean;
+  /**
+   * Owed for an attempt timeout already (its target had no room then): it may borrow idle slots. Not
+   * at once: in a short outage the first owed requests would only fail, where the circuit closing a
+   * moment later serves them.
+   */
+  mayBorrow: boolean;
   defer: { delayMs: number; heldSince: number; deferrals: number };
 }
 
@@ -109,7 +116,7 @@ export function circuitWait(heldSince: number | undefined, deferrals: number, no
   const doubled = FIRST_DEFER_MS * 2 ** Math.min(deferrals, 20);
   const delayMs = Math.max(FIRST_DEFER_MS, left > 0 ? Math.min(doubled, left) : attemptTimeoutMs);
   const forced = deferrals >= MAX_DEFERRALS;
-  return { owed: left <= 0 || forced, forced, defer: { delayMs, heldSince: since, deferrals: deferrals + 1 } };
+  return { owed: left <= 0 || forced, forced, mayBorrow: left <= -attemptTimeoutMs, defer: { delayMs, heldSince: since, deferrals: deferrals + 1 } };
 }
 
 /**
@@ -229,14 +236,14 @@ export class TargetIsolation<T> implements Scheduler<T> {
   /**
    * A deferred item owed its real attempt while the circuit is still open: it waits for a slot like any
    * attempt (its success closes the circuit) as long as its target holds, and waits for, fewer than its
-   * limit, or the worker has idle slots it may borrow (fewer than half taken), so a target that does not
-   * answer never takes others' share, yet is not slower to end than without isolation when the worker is
-   * idle; forced, it waits anyway.
+   * limit, or (`mayBorrow`: owed for an attempt timeout already) the worker has idle slots it may borrow
+   * (fewer than half taken), so a target that does not answer never takes others' share, yet its backlog
+   * is not held to its own share while the slots sit idle; forced, it waits anyway.
    * A forced one from a lane may still move to the overflow queue if its target turns busy.
    */
-  offerOwed(target: string, item: T, source: Source, nowMs: number, forced: boolean): 'queued' | 'circuit-open' {
+  offerOwed(target: string, item: T, source: Source, nowMs: number, { forced, mayBorrow }: Pick<CircuitWait, 'forced' | 'mayBorrow'>): 'queued' | 'circuit-open' {
     const full = this.share.inFlight(target) + this.share.waiting(target) >= this.share.limit(target);
-    if (!forced && full && !this.share.hasIdleRoom()) return 'circuit-open';
+    if (!forced && full && !(mayBorrow && this.share.hasIdleRoom())) return 'circuit-open';
     this.share.push(target, { item, kind: 'attempt', at: nowMs, source });
     return 'queued';
   }

@@ -38,7 +38,9 @@ describe('circuitWait: an open circuit defers an attempt until a real one would 
   });
 
   it('an owed attempt its target has no room for waits again an attempt timeout, and is forced after MAX_DEFERRALS', () => {
-    expect(circuitWait(0, 4, 20_000, 10_000)).toEqual({ owed: true, forced: false, defer: { delayMs: 10_000, heldSince: 0, deferrals: 5 } });
+    expect(circuitWait(0, 4, 20_000, 10_000)).toEqual({ owed: true, forced: false, mayBorrow: true, defer: { delayMs: 10_000, heldSince: 0, deferrals: 5 } });
+    // Owed, but for less than another attempt timeout: it may not borrow idle slots yet.
+    expect(circuitWait(0, 3, 12_000, 10_000)).toMatchObject({ owed: true, mayBorrow: false });
     expect(circuitWait(0, 6, 200_000, 500).defer.delayMs).toBe(1_000);
     expect(circuitWait(0, MAX_DEFERRALS, 300_000, 10_000)).toMatchObject({ owed: true, forced: true });
   });
@@ -66,11 +68,16 @@ describe('TargetIsolation: an owed attempt of a target whose circuit is open', (
   it('waits for a slot while the target holds fewer than its limit, and its success closes the circuit', () => {
     const iso = openedByTwoTimeouts();
     expect(iso.state('t')).toBe('degraded');
-    // Its limit is the initial share (2), and the worker's 10 slots are idle: owed attempts are queued
-    // while fewer than half the slots are taken or waited for (5); then they wait again unless forced.
-    for (let item = 3; item <= 7; item += 1) expect(iso.offerOwed('t', item, 'lane', 2_000, false)).toBe('queued');
-    expect(iso.offerOwed('t', 8, 'lane', 2_000, false)).toBe('circuit-open');
-    expect(iso.offerOwed('t', 9, 'overflow', 2_000, true)).toBe('queued');
+    // Its limit is the initial share (2): two owed attempts are queued, a third waits again unless forced.
+    const owed = { forced: false, mayBorrow: false };
+    expect(iso.offerOwed('t', 3, 'lane', 2_000, owed)).toBe('queued');
+    expect(iso.offerOwed('t', 4, 'lane', 2_000, owed)).toBe('queued');
+    expect(iso.offerOwed('t', 5, 'lane', 2_000, owed)).toBe('circuit-open');
+    // Owed for an attempt timeout already, it may borrow the idle slots while fewer than half the
+    // worker's 10 are taken or waited for (5).
+    for (let item = 5; item <= 7; item += 1) expect(iso.offerOwed('t', item, 'lane', 2_000, { forced: false, mayBorrow: true })).toBe('queued');
+    expect(iso.offerOwed('t', 8, 'lane', 2_000, { forced: false, mayBorrow: true })).toBe('circuit-open');
+    expect(iso.offerOwed('t', 9, 'overflow', 2_000, { forced: true, mayBorrow: false })).toBe('queued');
     expect(iso.sweep(60_000)).toEqual([]);
     const started = iso.next();
     expect(started).toMatchObject({ item: 3, kind: 'attempt' });
@@ -80,7 +87,7 @@ describe('TargetIsolation: an owed attempt of a target whose circuit is open', (
 
   it('lends an open circuit\'s owed attempts idle slots up to half the worker, never the other half', () => {
     const iso = openedByTwoTimeouts();
-    for (let item = 3; item <= 20; item += 1) iso.offerOwed('t', item, 'lane', 2_000, true);
+    for (let item = 3; item <= 20; item += 1) iso.offerOwed('t', item, 'lane', 2_000, { forced: true, mayBorrow: false });
     const started: number[] = [];
     for (let next = iso.next(); next; next = iso.next()) started.push(next.item);
     // 5 of 10 slots: the target's limit (2), then idle slots while fewer than half are taken.
