@@ -47,6 +47,8 @@ interface TargetRecord {
   closedAt: number;
   /** When an attempt last succeeded although it took the slow threshold or more: the target works, slowly. */
   slowSuccessAt: number;
+  /** When an attempt last succeeded, however fast. */
+  successAt: number;
 }
 
 /** Successes in a row a flapping target needs at most to close its circuit. */
@@ -85,6 +87,7 @@ export class EndpointHealth {
       record.abnormal += 1;
       record.lastAbnormalAt = nowMs;
     }
+    if (succeeded) record.successAt = nowMs;
     return this.decide(target, record, nowMs, succeeded);
   }
 
@@ -100,12 +103,19 @@ export class EndpointHealth {
       record.abnormal -= 1;
     }
     record.slowSuccessAt = nowMs;
+    record.successAt = nowMs;
     return this.decide(target, record, nowMs, true);
   }
 
   /** A success that took the slow threshold or more: the target works, slowly (see `worksSlowly`). */
   slowSuccess(target: string, nowMs: number): void {
     this.touch(target).slowSuccessAt = nowMs;
+  }
+
+  /** Succeeded within the last quiet period, however fast: an attempt passing the threshold is not counted before it ends. */
+  succeededLately(target: string, nowMs: number): boolean {
+    const at = this.targets.get(target)?.successAt;
+    return at !== undefined && nowMs - at < this.policy.quietPeriodMs;
   }
 
   /** Succeeded slowly within the last quiet period: an attempt passing the threshold is no sign of trouble yet. */
@@ -181,7 +191,7 @@ export class EndpointHealth {
     if (record) {
       this.targets.delete(target);
     } else {
-      record = { state: 'healthy', results: [], next: 0, abnormal: 0, lastAbnormalAt: Number.NEGATIVE_INFINITY, successes: 0, required: 1, closedAt: Number.NEGATIVE_INFINITY, slowSuccessAt: Number.NEGATIVE_INFINITY };
+      record = { state: 'healthy', results: [], next: 0, abnormal: 0, lastAbnormalAt: Number.NEGATIVE_INFINITY, successes: 0, required: 1, closedAt: Number.NEGATIVE_INFINITY, slowSuccessAt: Number.NEGATIVE_INFINITY, successAt: Number.NEGATIVE_INFINITY };
       if (this.targets.size >= this.policy.maxTargets) this.evictOne();
     }
     this.targets.set(target, record);

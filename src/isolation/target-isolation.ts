@@ -257,10 +257,16 @@ export class TargetIsolation<T> implements Scheduler<T> {
   /**
    * An attempt still running has passed the slow threshold: abnormal right now, and the target loses
    * the limit it had earned at once; unless the target has lately succeeded slowly (its result decides).
+   * A target that has succeeded lately, however fast, loses its earned limit but the attempt is counted
+   * only when it ends.
    */
   overdue(target: string, nowMs: number): Effects<T> {
     if (this.health.worksSlowly(target, nowMs)) return NO_EFFECTS;
     this.share.slowed(target);
+    // It answered lately: a machine or receiver slower than usual for a moment is no sign of a sick
+    // receiver; counted early, its running attempts opened the circuit of a busy 300 ms receiver on a
+    // loaded machine and deferred its callbacks for nothing. Such an attempt counts when it ends.
+    if (this.health.succeededLately(target, nowMs)) return NO_EFFECTS;
     this.provisional.set(target, (this.provisional.get(target) ?? 0) + 1);
     return this.effects(target, this.health.record(target, true, nowMs));
   }

@@ -41,6 +41,23 @@ describe('TargetIsolation', () => {
     expect(iso.state('b')).toBe('healthy');
   });
 
+  it('counts an overdue attempt of a target that answered lately only when it ends: a loaded moment is no sickness', () => {
+    const iso = new TargetIsolation<number>({ ...POLICY, degradeThreshold: 3, initialPerTarget: 5 });
+    iso.offer('busy', 0, 'lane', 0);
+    iso.complete('busy', iso.next()!.kind, ok, 10);
+    for (let i = 1; i <= 5; i += 1) iso.offer('busy', i, 'lane', 20);
+    const running = [iso.next(), iso.next(), iso.next(), iso.next()];
+    // Four attempts pass the threshold: not counted yet, and the target keeps its circuit closed.
+    for (let i = 0; i < running.length; i += 1) expect(iso.overdue('busy', 3_100 + i)).toEqual({ transition: undefined, circuitOpen: [] });
+    expect(iso.state('busy')).toBe('healthy');
+    // They end in a success (amended nothing, no slow failure) or in timeouts, which count then.
+    iso.complete('busy', running[0]!.kind, { status: 200, durationMs: 3_500 }, 3_600, true);
+    iso.complete('busy', running[1]!.kind, hang, 5_100, true);
+    iso.complete('busy', running[2]!.kind, hang, 5_100, true);
+    expect(iso.state('busy')).toBe('healthy');
+    expect(iso.complete('busy', running[3]!.kind, hang, 5_100, true).transition).toMatchObject({ to: 'degraded' });
+  });
+
   it('opens the circuit after DEGRADE_THRESHOLD slow results and fails what waits', () => {
     const iso = new TargetIsolation<number>(POLICY);
     for (let i = 0; i < 30; i += 1) iso.offer('a', i, 'lane', 0);
