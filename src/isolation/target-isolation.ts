@@ -217,6 +217,8 @@ export class TargetIsolation<T> implements Scheduler<T> {
   private readonly limits = new TargetLimits();
   /** The latest time given, for a `next()` called without one. */
   private lastNowMs = 0;
+  /** Since the metrics last took them: how long limited targets' items waited here (ms), and their starts per target. */
+  private limitStats: LimitStats = { waitsMs: [], starts: new Map() };
 
   constructor(private readonly policy: IsolationPolicy) {
     this.health = new EndpointHealth(policy);
@@ -265,6 +267,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
     if (this.limits.governs(started.target)) {
       this.limits.started(started.target, nowMs);
       this.gate(started.target, nowMs);
+      this.countLimited(started.target, nowMs - started.item.at);
     }
     return { target: started.target, item: started.item.item, kind: started.item.kind };
   }
@@ -299,6 +302,19 @@ export class TargetIsolation<T> implements Scheduler<T> {
   /** Limited or backed-off targets, for metrics. */
   limitsNow(nowMs: number) {
     return this.limits.current(nowMs);
+  }
+
+  /** What limited targets' items waited, and their starts, since the last call (metrics.ts reads them on each scrape). */
+  takeLimitStats(): LimitStats {
+    const taken = this.limitStats;
+    this.limitStats = { waitsMs: [], starts: new Map() };
+    return taken;
+  }
+
+  private countLimited(target: string, waitedMs: number): void {
+    const { waitsMs, starts } = this.limitStats;
+    if (waitsMs.length < MAX_LIMIT_SAMPLES) waitsMs.push(waitedMs);
+    if (starts.has(target) || starts.size < MAX_LIMIT_SAMPLES) starts.set(target, (starts.get(target) ?? 0) + 1);
   }
 
   /** Holds `target` back while its limit allows no request now; lets it go once it does (or it waits for nothing). */
@@ -475,6 +491,15 @@ export class TargetIsolation<T> implements Scheduler<T> {
     this.probesTotal = Math.max(0, this.probesTotal - 1);
   }
 }
+
+/** What limited targets' items waited in a worker (ms) and their starts per target, between two scrapes. */
+export interface LimitStats {
+  waitsMs: number[];
+  starts: Map<string, number>;
+}
+
+/** Samples (and targets) kept between two scrapes at most; the rest are not counted. */
+const MAX_LIMIT_SAMPLES = 10_000;
 
 /** A target's backlog is worth moving when its mean attempt takes this many times a move. */
 const MOVE_WORTH = 3;
