@@ -248,6 +248,10 @@ export class FairShare<T> {
     return this.held.values();
   }
 
+  get heldCount(): number {
+    return this.held.size;
+  }
+
   /** A running attempt of `target` turned slow: it loses what it earned now, not when the attempt ends. */
   slowed(target: string): void {
     this.refile(target, () => this.limits.delete(target));

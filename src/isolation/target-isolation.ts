@@ -261,7 +261,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
    */
   next(nowMs = this.lastNowMs): Next<T> | undefined {
     this.lastNowMs = nowMs;
-    for (const target of [...this.share.heldTargets()]) this.gate(target, nowMs);
+    if (this.share.heldCount > 0) for (const target of [...this.share.heldTargets()]) this.gate(target, nowMs);
     const started = this.share.next();
     if (!started) return undefined;
     if (this.limits.governs(started.target)) {
@@ -340,7 +340,9 @@ export class TargetIsolation<T> implements Scheduler<T> {
     const slow = wasOverdue || outcome.durationMs >= this.policy.slowThresholdMs;
     const succeeded = outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;
     this.share.done(target, !slow ? 'fast' : succeeded ? 'slow-success' : 'slow');
-    const backoff = this.limits.answered(target, { status: outcome.status, retryAfterMs: parseRetryAfter(outcome.retryAfter, nowMs), fast: !slow }, nowMs);
+    // Only a 429 or a 503 asks to slow down: no other answer's Retry-After is read here.
+    const asksToWait = outcome.status === 429 || outcome.status === 503;
+    const backoff = this.limits.answered(target, { status: outcome.status, retryAfterMs: asksToWait ? parseRetryAfter(outcome.retryAfter, nowMs) : undefined, fast: !slow }, nowMs);
     this.gate(target, nowMs);
     this.lastDone.delete(target);
     this.lastDone.set(target, nowMs);
