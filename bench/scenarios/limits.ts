@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import amqplib from 'amqplib';
+import { topologyNames } from '../../src/topology/topology-names.js';
 import type { BenchContext, Scenario } from '../context.js';
 import { scrapeMetric, sleep, spawnRelayWorker, type BenchChild } from '../processes.js';
 import { benchPublisher, publishAll } from '../publish.js';
@@ -26,6 +27,10 @@ interface Step {
   quietExpected: number;
   quietMaxWaitMs: number;
   quietP99WaitMs: number;
+  /** The same for quiet callbacks published once the limited backlog had left the lanes. */
+  quietMaxWaitAfterMs: number;
+  /** From the end of the backlog's publish until the lanes held none of it (it waits in P.slow and the workers). */
+  lanesClearS: number;
   /** Requests to the limited target that were not a callback's first attempt, and callbacks in P.dead: what waiting cost. */
   laterAttempts: number;
   dead: number;
@@ -72,8 +77,15 @@ async function limitsStep(ctx: BenchContext, workers: number, backlog: number, m
       limitedAt.push(Date.now());
       if (attempt !== '1') laterAttempts += 1;
     });
-    const waits: number[] = [];
-    const quiet = await Promise.all(Array.from({ length: QUIET_TARGETS }, () => receiver(scope, 5, (body) => waits.push(Date.now() - (JSON.parse(body) as { sentAt: number }).sentAt))));
+    const waits: Array<{ sentAt: number; waitMs: number }> = [];
+    const quiet = await Promise.all(
+      Array.from({ length: QUIET_TARGETS }, () =>
+        receiver(scope, 5, (body) => {
+          const { sentAt } = JSON.parse(body) as { sentAt: number };
+          waits.push({ sentAt, waitMs: Date.now() - sentAt });
+        }),
+      ),
+    );
     const file = join(mkdtempSync(join(tmpdir(), 'bench-limits-')), 'limits.json');
     writeFileSync(file, JSON.stringify({ [limited.origin]: { rate: `${RATE}/s`, concurrency: CONCURRENCY } }));
     const ports: number[] = [];
@@ -88,10 +100,14 @@ async function limitsStep(ctx: BenchContext, workers: number, backlog: number, m
     const { publisher } = benchPublisher(ctx.url, prefix);
     scope.add(publisher);
     await publishAll(publisher, backlog, (i) => ({ callback: { url: `${limited.origin}/cb/${i}`, body: { i } } }), 500);
-    const steadyFrom = Date.now() + 2_000;
-    const end = steadyFrom + measureS * 1_000;
+    const published = Date.now();
+    // Steady once the backlog has left the lanes (it waits in P.slow and the workers): measured from 1 s later.
+    let clearAt: number | undefined;
+    let settled = false;
+    void watchLanes(ctx.url, prefix).then((at) => ((clearAt = at), (settled = true)));
+    const steadyFrom = (): number => (clearAt ?? Date.now()) + 1_000;
     let quietExpected = 0;
-    while (Date.now() < end) {
+    while (!settled || Date.now() < steadyFrom() + measureS * 1_000) {
       await Promise.all(quiet.map((target, i) => publisher.publish({ url: `${target.origin}/q/${i}`, body: { sentAt: Date.now() } })));
       quietExpected += quiet.length;
       await sleep(500);
@@ -99,7 +115,8 @@ async function limitsStep(ctx: BenchContext, workers: number, backlog: number, m
     // The last quiet callbacks get their 2 s.
     await sleep(2_000);
     const windows: number[] = [];
-    for (let from = steadyFrom; from + 1_000 <= end; from += 1_000) windows.push(limitedAt.filter((at) => at >= from && at < from + 1_000).length);
+    const end = steadyFrom() + measureS * 1_000;
+    for (let from = steadyFrom(); from + 1_000 <= end; from += 1_000) windows.push(limitedAt.filter((at) => at >= from && at < from + 1_000).length);
     const connection = await amqplib.connect(ctx.url);
     const dead = await connection
       .createChannel()
@@ -116,13 +133,35 @@ async function limitsStep(ctx: BenchContext, workers: number, backlog: number, m
       maxConcurrent: limited.maxConcurrent(),
       quietDelivered: waits.length,
       quietExpected,
-      quietMaxWaitMs: Math.max(...waits),
-      quietP99WaitMs: percentile(waits, 99),
+      quietMaxWaitMs: Math.max(...waits.map((w) => w.waitMs)),
+      quietP99WaitMs: percentile(
+        waits.map((w) => w.waitMs),
+        99,
+      ),
+      quietMaxWaitAfterMs: Math.max(0, ...waits.filter((w) => clearAt !== undefined && w.sentAt >= clearAt).map((w) => w.waitMs)),
+      lanesClearS: clearAt === undefined ? Number.NaN : (clearAt - published) / 1_000,
       laterAttempts,
       dead,
       overflowMoves,
     };
   });
+}
+
+/** When the work lanes of `prefix` first hold fewer than 50 messages (polled every 200 ms for up to 60 s; undefined: never). */
+async function watchLanes(url: string, prefix: string): Promise<number | undefined> {
+  const connection = await amqplib.connect(url);
+  try {
+    const channel = await connection.createChannel();
+    const lanes = topologyNames(prefix).workQueues;
+    for (const deadline = Date.now() + 60_000; Date.now() < deadline; await sleep(200)) {
+      let depth = 0;
+      for (const lane of lanes) depth += (await channel.checkQueue(lane)).messageCount;
+      if (depth < 50) return Date.now();
+    }
+    return undefined;
+  } finally {
+    await connection.close().catch(() => {});
+  }
 }
 
 /**
@@ -145,16 +184,18 @@ export const limits: Scenario = {
       tables: [
         {
           title: `Limits: one target limited to ${RATE}/s and ${CONCURRENCY} at once (TARGET_LIMITS_FILE) with ${backlog} queued, ${QUIET_TARGETS} quiet targets (one callback each per 500 ms), ${measureS} s measured, workers as processes`,
-          headers: ['workers', 'limited /s p50', 'max', 'mean', 'max at once', 'quiet delivered', 'quiet max wait ms', 'quiet p99 ms', 'attempts spent waiting', 'P.dead', 'moved to P.slow'],
+          headers: ['workers', 'limited /s p50', 'max', 'mean', 'max at once', 'backlog out of the lanes after s', 'quiet delivered', 'quiet max wait ms', 'quiet p99 ms', 'quiet max wait once out ms', 'attempts spent waiting', 'P.dead', 'moved to P.slow'],
           rows: steps.map((s) => [
             String(s.workers),
             fmt(s.p50),
             fmt(s.max),
             fmt(s.mean, 1),
             String(s.maxConcurrent),
+            fmt(s.lanesClearS, 1),
             `${s.quietDelivered}/${s.quietExpected}`,
             fmt(s.quietMaxWaitMs),
             fmt(s.quietP99WaitMs),
+            fmt(s.quietMaxWaitAfterMs),
             String(s.laterAttempts),
             String(s.dead),
             String(s.overflowMoves),
@@ -163,8 +204,8 @@ export const limits: Scenario = {
       ],
       data: { rate: RATE, concurrency: CONCURRENCY, quietTargets: QUIET_TARGETS, backlog, measureS, steps },
       notes: [
-        'Rates are counted at the limited receiver in 1 s windows, from 2 s after the backlog was published (steady) for the measured time. "Attempts spent waiting" counts requests that were not a callback\'s first attempt (every answer is 200, so any would be a wasted attempt).',
-        'The limited receiver answers after 10 ms, the quiet ones after 5 ms. Quiet wait: publish → request at the receiver.',
+        'Rates are counted at the limited receiver in 1 s windows, from 1 s after the backlog had left the lanes (steady) for the measured time. "Attempts spent waiting" counts requests that were not a callback\'s first attempt (every answer is 200, so any would be a wasted attempt).',
+        'The limited receiver answers after 10 ms, the quiet ones after 5 ms. Quiet wait: publish → request at the receiver; "once out": quiet callbacks published after the lanes held fewer than 50 messages (the limited backlog moved to P.slow).',
       ],
       charts: [{ title: 'limited target rate (p50 of 1 s windows)', unit: '/s', target: RATE, bars: steps.map((s) => ({ label: `${s.workers} worker(s)`, value: s.p50 })) }],
     };

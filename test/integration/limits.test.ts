@@ -2,6 +2,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
+import { startFleetPresence, type FleetPresence } from '../../src/control/fleet-presence.js';
+import { createLogger } from '../../src/logger.js';
 import type { RelayFixture } from '../support/relay.js';
 import { cli } from '../support/cli.js';
 import { sleep } from '../support/modes.js';
@@ -87,3 +89,29 @@ it('a limit from TARGET_LIMITS_FILE holds until an operator clears it on the con
   expect(firstAttempts(receiver.requests)).toBe(true);
   expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
 }, 90_000);
+
+it('the workers know each other through P.presence: distinct ranks, a leaving worker counted out at once, a newcomer within a moment', async () => {
+  const relay = await open.relay();
+  const options = { urls: [relay.config.amqpUrl], names: relay.names, logger: createLogger('silent'), clock: Date.now };
+  const fleet: FleetPresence[] = [];
+  try {
+    fleet.push(await startFleetPresence(options), await startFleetPresence(options));
+    fleet.push(await startFleetPresence(options));
+    // The newcomer learnt of the others from their answers to its hello; they of it from the hello.
+    expect(fleet[2]!.fleet.size).toBe(3);
+    await waitUntil(() => fleet.every((one) => one.fleet.size === 3));
+    expect(fleet.map((one) => one.fleet.rank).sort()).toEqual([0, 1, 2]);
+    await fleet.pop()!.close();
+    await waitUntil(() => fleet.every((one) => one.fleet.size === 2), 1_000);
+    expect(fleet.map((one) => one.fleet.rank).sort()).toEqual([0, 1]);
+  } finally {
+    for (const one of fleet) await one.close();
+  }
+});
+
+async function waitUntil(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
+  for (const deadline = Date.now() + timeoutMs; !condition(); ) {
+    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms`);
+    await sleep(20);
+  }
+}
