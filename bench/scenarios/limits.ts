@@ -35,6 +35,12 @@ interface Step {
   laterAttempts: number;
   dead: number;
   overflowMoves: number;
+  /** Requests to the limited target, and distinct callbacks among them (fewer: some callback was delivered twice). */
+  limitedRequests: number;
+  limitedDistinct: number;
+  /** Lines the workers logged at warn or above, and workers that exited during the step. */
+  workerProblems: number;
+  workersExited: number;
 }
 
 /** A receiver that records when each request came and how many were open at once; answers 200 after `delayMs`. */
@@ -73,8 +79,10 @@ async function limitsStep(ctx: BenchContext, workers: number, backlog: number, m
     const prefix = scope.prefix('limits');
     const limitedAt: number[] = [];
     let laterAttempts = 0;
-    const limited = await receiver(scope, 10, (_body, attempt) => {
+    const paths = new Set<string>();
+    const limited = await receiver(scope, 10, (body, attempt) => {
       limitedAt.push(Date.now());
+      paths.add(body);
       if (attempt !== '1') laterAttempts += 1;
     });
     const waits: Array<{ sentAt: number; waitMs: number }> = [];
@@ -122,6 +130,11 @@ async function limitsStep(ctx: BenchContext, workers: number, backlog: number, m
       .createChannel()
       .then(async (channel) => (await channel.checkQueue(`${prefix}.dead`)).messageCount)
       .finally(() => connection.close());
+    // What the workers logged at warn or error, and whether any exited: a step with either is suspect.
+    const exited = await Promise.all(children.map((child) => Promise.race([child.exited.then(() => true), sleep(10).then(() => false)])));
+    const problems = children.flatMap((child) => child.output().split('\n').filter((line) => /"level":(40|50|60)/.test(line)));
+    for (const line of problems.slice(0, 10)) ctx.log(`limits: worker said: ${line.slice(0, 300)}`);
+    if (exited.some(Boolean)) ctx.log(`limits: ${exited.filter(Boolean).length} worker(s) exited during the step`);
     const overflowMoves = (await Promise.all(ports.map((port) => scrapeMetric(port, 'callback_relay_moves_total', { kind: 'overflow' })))).reduce((a, b) => a + b, 0);
     return {
       workers,
@@ -143,6 +156,10 @@ async function limitsStep(ctx: BenchContext, workers: number, backlog: number, m
       laterAttempts,
       dead,
       overflowMoves,
+      limitedRequests: limitedAt.length,
+      limitedDistinct: paths.size,
+      workerProblems: problems.length,
+      workersExited: exited.filter(Boolean).length,
     };
   });
 }
