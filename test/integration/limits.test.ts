@@ -25,8 +25,9 @@ const between = (requests: ReceivedRequest[], fromMs: number, toMs: number): num
 const firstAttempts = (requests: ReceivedRequest[]): boolean => requests.every((r) => r.headers['x-callback-attempt'] === '1');
 
 it('a limit set while a backlog drains takes effect within seconds on every worker (2 workers), and no attempt is spent waiting', async () => {
-  const receiver = await open.receiver(() => ({ status: 200, delayMs: 20 }));
-  const relay = await open.relay({ PREFETCH: '20' });
+  // About 50/s before the limit (2 workers × 5 slots, 200 ms answers): the backlog outlasts the CLI's start.
+  const receiver = await open.receiver(() => ({ status: 200, delayMs: 200 }));
+  const relay = await open.relay({ PREFETCH: '5' });
   await relay.startWorker();
   await relay.startWorker();
   await publishMany(relay, receiver.origin, 1_500);
