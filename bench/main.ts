@@ -17,12 +17,13 @@ import { fairness } from './scenarios/fairness.js';
 import { halfLoad } from './scenarios/half-load.js';
 import { ingest } from './scenarios/ingest.js';
 import { isolation } from './scenarios/isolation.js';
+import { limits } from './scenarios/limits.js';
 import { pending } from './scenarios/pending.js';
 import { retryTiming } from './scenarios/retry-timing.js';
 import { scaleOut } from './scenarios/scale-out.js';
 import { throughput } from './scenarios/throughput.js';
 
-const SCENARIOS: Scenario[] = [throughput, halfLoad, retryTiming, backlog, scaleOut, isolation, fairness, ingest, pending];
+const SCENARIOS: Scenario[] = [throughput, halfLoad, retryTiming, backlog, scaleOut, isolation, fairness, ingest, pending, limits];
 
 const { values } = parseArgs({
   options: {

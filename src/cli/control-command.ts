@@ -8,7 +8,8 @@ import { connectFirst, openChannel } from '../amqp/connect.js';
 import { RelayError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { topologyNames } from '../topology/topology-names.js';
-import { formatPaused } from './format-paused.js';
+import { formatTargets } from './format-paused.js';
+import { describeLimit } from '../formats/target-limit.js';
 import { parseCancelArgs, parseTargetArgs, type ControlCommand } from './parse-control-args.js';
 import { parseOrReport } from './usage-error.js';
 
@@ -25,8 +26,15 @@ export const TARGET_USAGE = `callback-relay target <command>
   target pause <origin>     hold every callback to <origin> (https://partner.example) fleet-wide:
                             no attempts, no attempt budget spent; they wait in P.paused
   target resume <origin>    deliver them again: held callbacks return to their lanes, in order
+  target limit <origin> --rate 20/s [--burst N] [--concurrency N]
+                            limit the requests to <origin> for the whole fleet: a rate (per s,
+                            m or h) with its burst, requests at once, or both; callbacks that
+                            wait for it spend no attempt (docs/limits.md)
+  target limit <origin> --clear
+                            remove it (TARGET_LIMITS_FILE's entry for <origin> too)
   target list [--json]      the origins paused now, since when and by whom (an operator or
-                            AUTO_PAUSE_AFTER); --json prints one JSON array
+                            AUTO_PAUSE_AFTER), and the limits set on the control stream;
+                            --json prints one JSON array
 
 P = TOPOLOGY_PREFIX. Connects with AMQP_URL. Exit status: 0 done, 1 failed, 2 bad arguments.`;
 
@@ -43,9 +51,14 @@ export async function controlCommand(kind: 'cancel' | 'target', argv: string[]):
   const now = Date.now();
   const at = new Date(now).toISOString();
   const markers: ControlMarker[] =
-    command.action === 'cancel' ? command.ids.map((id) => cancelMarker(id, now)) : [command.action === 'pause' ? { type: 'pause', origin: command.origin, at, by: 'operator' } : { type: 'resume', origin: command.origin, at }];
+    command.action === 'cancel' ? command.ids.map((id) => cancelMarker(id, now))
+    : command.action === 'limit' ? [{ type: 'limit', origin: command.origin, at, limit: command.limit }]
+    : [command.action === 'pause' ? { type: 'pause', origin: command.origin, at, by: 'operator' } : { type: 'resume', origin: command.origin, at }];
   await writeMarkers(config, markers);
-  const done = command.action === 'cancel' ? `cancel marker stored for ${command.ids.length} callback(s)` : `${command.origin} ${command.action === 'pause' ? 'paused' : 'resumed'}`;
+  const done =
+    command.action === 'cancel' ? `cancel marker stored for ${command.ids.length} callback(s)`
+    : command.action === 'limit' ? `${command.origin} ${command.limit === null ? 'limit cleared' : `limited to ${describeLimit(command.limit)}`} (fleet-wide)`
+    : `${command.origin} ${command.action === 'pause' ? 'paused' : 'resumed'}`;
   process.stdout.write(`${done}\n`);
   return 0;
 }
@@ -88,7 +101,7 @@ async function listPaused(config: RelayConfig, json: boolean): Promise<number> {
   const reader = await startControlReader({ urls: amqpUrls(config.amqpUrl), names, logger, clock: Date.now, publishTimeoutMs: config.publishTimeout });
   try {
     if (!reader.readToPresent) throw new RelayError('CR_ERR_PUBLISH_TIMEOUT', `the control stream "${names.controlQueue}" was not read to its end in time: the list would be incomplete`);
-    process.stdout.write(`${formatPaused(reader.pausedOrigins(), json)}\n`);
+    process.stdout.write(`${formatTargets(reader.pausedOrigins(), reader.originLimits(), json)}\n`);
     return 0;
   } finally {
     await reader.close();

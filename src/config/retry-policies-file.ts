@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { RelayError } from '../errors.js';
+import type { RelayError } from '../errors.js';
+import { configError, isObject, readJsonObject } from './json-file.js';
 import { isValidPolicyName } from '../message/callback.js';
 import { headerTableSize } from '../message/header-table-size.js';
 import { policyHeaders } from '../message/policy-headers.js';
@@ -25,14 +25,7 @@ const SETTING = 'RETRY_POLICIES_FILE';
 export function loadRetryPolicies(file: string, defaults: PolicyDefaults): RetryPolicies {
   if (file === '') return noPolicies(defaults);
   const where = `${SETTING} (${file})`;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (error) {
-    const reason = (error as NodeJS.ErrnoException).code ?? `invalid JSON: ${(error as Error).message}`;
-    throw configError(`${where}: cannot read the file as JSON (${reason})`, SETTING, error);
-  }
-  if (!isObject(parsed)) throw configError(`${where}: must hold a JSON object of policy name → policy`, SETTING);
+  const parsed = readJsonObject(file, SETTING, where, 'policy name → policy');
   const byName = new Map<string, MessagePolicy>();
   for (const [name, entry] of Object.entries(parsed)) byName.set(name, loadPolicy(name, entry, defaults, `${where}: policy ${JSON.stringify(name)}`));
   return { defaults, byName };
@@ -52,10 +45,4 @@ function loadPolicy(name: string, entry: unknown, defaults: PolicyDefaults, wher
     throw fail(`schedule, successBody: take ${bytes} bytes of headers on each retry copy, over the limit of ${MAX_POLICY_HEADER_BYTES}`);
   }
   return policy;
-}
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-
-function configError(message: string, field: string, cause?: unknown): RelayError {
-  return new RelayError('CR_ERR_CONFIG', message, { field, ...(cause === undefined ? {} : { cause }) });
 }

@@ -87,6 +87,12 @@ export const configSchema = {
     default: '',
     env: 'RETRY_POLICIES_FILE',
   },
+  targetLimitsFile: {
+    doc: 'A JSON file of fleet-wide limits per origin `{"https://partner.example": {"rate": "20/s", "burst": 5, "concurrency": 5}}` (rate, burst, concurrency; give a rate, a concurrency or both), applied by every worker. `callback-relay target limit` overrides an origin\'s entry (or clears it) for the whole fleet. Read once, at start; needs ISOLATION=on. See docs/limits.md.',
+    format: String,
+    default: '',
+    env: 'TARGET_LIMITS_FILE',
+  },
   responseBodyLimit: {
     doc: 'Bytes of a response body read at most (then discarded); a longer body is cut off.',
     format: 'positive-int',

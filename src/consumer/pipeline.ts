@@ -124,6 +124,8 @@ export function createPipeline(context: PipelineContext) {
   const stopping = new AbortController();
   /** The consumers are cancelled and what waited for a slot went back: a job that would wait now goes back at once. */
   let givenBack = false;
+  /** The pending wake of a target held back by its limit: one timer, for the soonest. */
+  let wake: { at: number; timer: NodeJS.Timeout } | undefined;
   // Busy targets' waiting callbacks leave their lanes for the overflow queue (target-isolation.ts).
   const sweeper = setInterval(() => {
     for (const job of scheduler.sweep(clock())) void overflow(job);
@@ -292,7 +294,7 @@ export function createPipeline(context: PipelineContext) {
   /** Starts attempts while there are free slots and waiting jobs, until the worker stops. */
   function pump(): void {
     if (stopping.signal.aborted) return;
-    for (let next = scheduler.next(); next; next = scheduler.next()) {
+    for (let next = scheduler.next(clock()); next; next = scheduler.next(clock())) {
       if (closed.has(next.item.channel)) {
         scheduler.abandon(next.target, next.kind);
         next.item.finish();
@@ -301,6 +303,22 @@ export function createPipeline(context: PipelineContext) {
         void attempt(job, next.kind).then(conclude, (error: unknown) => requeue(job, error));
       }
     }
+    wakeForLimits();
+  }
+
+  /** A target held back by its limit (docs/limits.md) is pumped again when its limit lets a request go. */
+  function wakeForLimits(): void {
+    const inMs = scheduler.wakeInMs?.(clock());
+    if (inMs === undefined) return;
+    const at = clock() + inMs;
+    if (wake !== undefined && wake.at <= at) return;
+    clearTimeout(wake?.timer);
+    const timer = setTimeout(() => {
+      wake = undefined;
+      pump();
+    }, Math.max(1, inMs));
+    timer.unref();
+    wake = { at, timer };
   }
 
   /** Step 3: one HTTP attempt; its slot is freed the moment it ends, before the decision is settled. */
@@ -397,8 +415,9 @@ export function createPipeline(context: PipelineContext) {
 
   /** Logs a health transition (one line each) and defers what an opened circuit took out of the queue. */
   function apply(effects: Effects<Job>): void {
-    const { transition } = effects;
+    const { transition, backoff } = effects;
     for (const job of effects.circuitOpen) void circuitOpen(job);
+    if (backoff) context.control?.broadcastBackoff?.(backoff);
     if (transition) {
       if (!transition.shared) context.control?.broadcastHealth?.(transition.target, transition.to);
       logger.warn({ ...transition }, transition.to === 'degraded' ? 'target degraded: circuit open, attempts deferred but for probes' : 'target recovered: circuit closed');
@@ -425,6 +444,7 @@ export function createPipeline(context: PipelineContext) {
    */
   function stop(): void {
     clearInterval(sweeper);
+    clearTimeout(wake?.timer);
     stopping.abort();
   }
 
@@ -457,5 +477,5 @@ export function createPipeline(context: PipelineContext) {
     job.finish();
   }
 
-  return { handle, channelClosed, shareHealth, stop, giveBackWaiting };
+  return { handle, channelClosed, shareHealth, stop, giveBackWaiting, limitsChanged: pump };
 }

@@ -1,5 +1,7 @@
 import type { RelayConfig } from '../config/load-config.js';
 import { loadRetryPolicies } from '../config/retry-policies-file.js';
+import { loadTargetLimits } from '../config/target-limits-file.js';
+import type { TargetLimit } from '../formats/target-limit.js';
 import { parseCidrList, type AddressPolicy } from '../http/address-policy.js';
 import type { IsolationPolicy, TargetKey } from '../isolation/target-isolation.js';
 import type { RetryPolicy } from '../policy/decide.js';
@@ -47,11 +49,13 @@ export interface WorkerSettings {
   autoPauseAfterMs: number;
   /** How long any publish may wait for the broker's confirm (PUBLISH_TIMEOUT). */
   publishTimeoutMs: number;
+  /** TARGET_LIMITS_FILE, read and checked: origin → fleet-wide limit. */
+  targetLimits: Map<string, TargetLimit>;
 }
 
 /**
  * Turns a validated configuration into the worker's settings. Files are read here (RETRY_POLICIES_FILE,
- * signing secrets), so a bad one stops the worker at start with `CR_ERR_CONFIG`, naming the setting.
+ * TARGET_LIMITS_FILE, signing secrets), so a bad one stops the worker at start with `CR_ERR_CONFIG`, naming the setting.
  */
 export function resolveWorkerSettings(config: RelayConfig): WorkerSettings {
   const retry: RetryPolicy = {
@@ -77,6 +81,7 @@ export function resolveWorkerSettings(config: RelayConfig): WorkerSettings {
     events: config.events,
     autoPauseAfterMs: config.autoPauseAfter,
     publishTimeoutMs: config.publishTimeout,
+    targetLimits: loadTargetLimits(config.targetLimitsFile),
   };
 }
 

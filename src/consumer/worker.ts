@@ -27,6 +27,8 @@ import { settleOptions } from './settle-options.js';
 import { resolveWorkerSettings, type WorkerSettings } from './worker-settings.js';
 import { startControlReader, type ControlReader } from '../control/control-reader.js';
 import { AutoPause } from '../control/auto-pause.js';
+import { startFleetPresence, type FleetPresence } from '../control/fleet-presence.js';
+import { applyLimits, followFleet } from './apply-limits.js';
 import type { ControlView } from '../control/control-state.js';
 
 export interface WorkerDeps {
@@ -76,6 +78,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   let server: Server | undefined;
   let dueMover: DueMover | undefined;
   let control: ControlReader | undefined;
+  let presence: FleetPresence | undefined;
   let pipeline: ReturnType<typeof createPipeline> | undefined;
   const isolation = settings.isolation && new TargetIsolation<Job>(settings.isolation);
   const metrics = createRelayMetrics(() => isolation);
@@ -102,6 +105,17 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     // Cancels and pauses: read P.control up to the present before the first message is consumed.
     control = await startControlReader({ urls: amqpUrls(config.amqpUrl), names: topology.names, logger, clock, moveHeld: { timeoutMs: settings.publishTimeoutMs } });
     if (stopping) return void (await control.close());
+    // Limits: the file's and the control stream's, then each worker's share of them (docs/limits.md).
+    const limitsChanged = (): void => pipeline?.limitsChanged();
+    if (isolation) {
+      applyLimits(isolation, { file: settings.targetLimits, control, targetKey: settings.targetKey, clock, logger, changed: limitsChanged });
+      presence = await startFleetPresence({ urls: amqpUrls(config.amqpUrl), names: topology.names, logger, clock });
+      followFleet(isolation, presence, clock, limitsChanged);
+      // A stop during the start closed the control reader but found no presence yet.
+      if (stopping) return void (await presence.close());
+    } else if (settings.targetLimits.size > 0 || control.originLimits().some(({ limit }) => limit !== null)) {
+      logger.warn('target limits are not applied with ISOLATION=off');
+    }
     pipeline = createPipeline(
       pipelineContext(settings, { topology, dispatcher: agent, scheduler: isolation ?? new ArrivalOrder(consume.prefetch), control, observer, tracing: await tracing, clock, random: deps.random ?? Math.random, logger }),
     );
@@ -197,6 +211,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     if (!finished) logger.warn({ unfinished: inFlight.size }, 'drain timeout: unfinished deliveries return to the queue');
     await channel?.close().catch(() => {});
     await manager?.close().catch(() => {});
+    await presence?.close();
     await control?.close();
     await agent?.close().catch(() => {});
     await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));

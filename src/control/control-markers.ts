@@ -1,3 +1,5 @@
+import { checkLimit, type TargetLimit } from '../formats/target-limit.js';
+
 /**
  * The markers of the control stream P.control: small JSON messages with a type and a time. Workers
  * read them all from the stream's start, so a marker is never consumed away; it takes effect on every
@@ -16,7 +18,14 @@ export type ControlMarker =
   /** A worker's circuit for `target` opened (`degraded`) or closed (`recovered`); `from` names the reader that wrote it. */
   | { type: 'degraded' | 'recovered'; target: string; from: string; at: string }
   /** Written by a starting worker: once it reads its own sync marker back, it has read every marker before it. */
-  | { type: 'sync'; nonce: string; at: string };
+  | { type: 'sync'; nonce: string; at: string }
+  /** An operator's fleet-wide limit for `origin` (`callback-relay target limit`); `null` clears it. */
+  | { type: 'limit'; origin: string; at: string; limit: TargetLimit | null }
+  /**
+   * A receiver asked a worker to slow down (429, 503 with Retry-After): the fleet uses `factor` of
+   * `target`'s configured rate and sends nothing before `until`. News like health: acted on live only.
+   */
+  | { type: 'backoff'; target: string; factor: number; until: string; from: string; at: string };
 
 export type ControlMarkerType = ControlMarker['type'];
 
@@ -68,22 +77,26 @@ export function parseMarker(content: Buffer): ControlMarker | undefined {
       const nonce = text('nonce');
       return nonce === undefined ? undefined : { type: 'sync', nonce, at };
     }
+    case 'limit': {
+      const origin = text('origin');
+      if (origin === undefined) return undefined;
+      if (record.limit === null) return { type: 'limit', origin, at, limit: null };
+      if (typeof record.limit !== 'object' || Array.isArray(record.limit)) return undefined;
+      const limit = checkLimit(record.limit as Record<string, unknown>);
+      return 'problem' in limit ? undefined : { type: 'limit', origin, at, limit };
+    }
+    case 'backoff': {
+      const target = text('target');
+      const from = text('from');
+      const until = text('until');
+      const factor = record.factor;
+      if (target === undefined || from === undefined || until === undefined || Number.isNaN(Date.parse(until))) return undefined;
+      if (typeof factor !== 'number' || !(factor > 0 && factor <= 1)) return undefined;
+      return { type: 'backoff', target, factor, until, from, at };
+    }
     default:
       return undefined;
   }
 }
 
-/**
- * `https://host:port` as a callback's URL starts: the unit a pause applies to. A path, query or
- * trailing text is refused rather than guessed. Returns `undefined` when `text` is not an origin.
- */
-export function originOf(text: string): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    return undefined;
-  }
-  if (url.origin === 'null' || url.origin !== text.replace(/\/$/, '')) return undefined;
-  return url.origin;
-}
+export { originOf } from '../formats/origin.js';

@@ -6,7 +6,9 @@ import type { Logger } from '../logger.js';
 import { HEADER, readString } from '../message/headers.js';
 import type { TopologyNames } from '../topology/topology-names.js';
 import { parseMarker, type ControlMarker } from './control-markers.js';
-import { ControlState, type ControlView, type PausedOrigin } from './control-state.js';
+import { ControlState, type ControlView, type OriginLimit, type PausedOrigin } from './control-state.js';
+import type { TargetLimit } from '../formats/target-limit.js';
+import type { Backoff } from '../isolation/target-limits.js';
 import { applyDeclarations } from '../topology/declare-list.js';
 import { CONTROL_MAX_AGE_MS, controlStream } from './declare-control.js';
 import { heldDestination, moveTo } from './move-held.js';
@@ -42,6 +44,12 @@ export interface ControlReader extends ControlView {
   onHealth(listener: (target: string, state: HealthState) => void): void;
   /** Paused origins, since when and by whom. */
   pausedOrigins(): PausedOrigin[];
+  /** Every origin a limit marker named, with its newest limit (`null`: cleared by an operator). */
+  originLimits(): OriginLimit[];
+  /** Calls `listener` with an origin's limit each time a limit marker is read from now on (`null`: cleared). */
+  onLimit(listener: (origin: string, limit: TargetLimit | null) => void): void;
+  /** Calls `listener` with each back-off another worker broadcasts from now on. */
+  onBackoff(listener: (backoff: Backoff) => void): void;
   /** Whether the start read every marker written before it (false: it went on after a failed sync marker or SYNC_TIMEOUT_MS). */
   readonly readToPresent: boolean;
   /** Stops reading and closes the reader's connection. */
@@ -95,6 +103,8 @@ export async function startControlReader(options: ControlReaderOptions): Promise
   const moving = new Set<Promise<void>>();
   let live = false;
   let healthListener: ((target: string, state: HealthState) => void) | undefined;
+  let limitListener: ((origin: string, limit: TargetLimit | null) => void) | undefined;
+  let backoffListener: ((backoff: Backoff) => void) | undefined;
   const manager: AmqpConnectionManager = amqp.connect(options.urls, { reconnectTimeInSeconds: 1, heartbeatIntervalInSeconds: 10 });
   manager.on('disconnect', ({ err }) => logger.warn({ err: err?.message }, 'control stream reader disconnected; reconnecting'));
 
@@ -142,6 +152,11 @@ export async function startControlReader(options: ControlReaderOptions): Promise
     if ((marker.type === 'degraded' || marker.type === 'recovered') && marker.from !== nonce && fresh) {
       healthListener?.(marker.target, marker.type === 'degraded' ? 'degraded' : 'healthy');
     }
+    if (marker.type === 'backoff' && marker.from !== nonce && fresh && Date.parse(marker.until) > clock()) {
+      backoffListener?.({ target: marker.target, factor: marker.factor, untilMs: Date.parse(marker.until) });
+    }
+    // A limit is state: applied whenever it is read (the newest marker of an origin wins).
+    if (marker.type === 'limit') limitListener?.(marker.origin, state.limitOf(marker.origin) ?? null);
   };
   void sync.then(() => (live = true));
 
@@ -217,6 +232,7 @@ export async function startControlReader(options: ControlReaderOptions): Promise
     for (const { origin, since, by } of state.pausesToRenew(renew.ageMs)) {
       broadcast({ type: 'pause', origin, at: new Date(clock()).toISOString(), since, ...(by && { by }) });
     }
+    for (const { origin, limit } of state.limitsToRenew(renew.ageMs)) broadcast({ type: 'limit', origin, at: new Date(clock()).toISOString(), limit });
   }, renew.checkMs);
   renewal.unref();
 
@@ -229,6 +245,16 @@ export async function startControlReader(options: ControlReaderOptions): Promise
     pauseTarget(origin) {
       broadcast({ type: 'pause', origin, at: new Date(clock()).toISOString(), by: 'auto-pause' });
     },
+    broadcastBackoff({ target, factor, untilMs }) {
+      broadcast({ type: 'backoff', target, factor, until: new Date(untilMs).toISOString(), from: nonce, at: new Date(clock()).toISOString() });
+    },
+    onLimit(listener) {
+      limitListener = listener;
+    },
+    onBackoff(listener) {
+      backoffListener = listener;
+    },
+    originLimits: () => state.originLimits(),
     onHealth(listener) {
       healthListener = listener;
     },

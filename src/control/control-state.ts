@@ -1,4 +1,6 @@
 import type { HealthState } from '../isolation/health.js';
+import type { Backoff } from '../isolation/target-limits.js';
+import type { TargetLimit } from '../formats/target-limit.js';
 import type { ControlMarker, PausedBy } from './control-markers.js';
 
 export interface ControlStateLimits {
@@ -16,6 +18,14 @@ export interface PausedOrigin {
   by: PausedBy | null;
 }
 
+/** An origin's limit as the control stream sets it: `null` when an operator cleared it (the file's limit no longer applies). */
+export interface OriginLimit {
+  origin: string;
+  limit: TargetLimit | null;
+  /** When it was set, an ISO time. */
+  at: string;
+}
+
 /** What the pipeline asks of the control stream before an attempt. */
 export interface ControlView {
   /**
@@ -29,6 +39,8 @@ export interface ControlView {
   broadcastHealth?(target: string, state: HealthState): void;
   /** Pauses `origin` fleet-wide, as `callback-relay target pause` does (AUTO_PAUSE_AFTER; best effort). */
   pauseTarget?(origin: string): void;
+  /** Tells the other workers that a receiver asked this one to slow down (best effort). */
+  broadcastBackoff?(backoff: Backoff): void;
 }
 
 /**
@@ -45,6 +57,8 @@ export class ControlState {
   private readonly paused = new Map<string, { at: number; by: PausedBy | undefined; latest: number }>();
   /** Origin → its last resume (ms), so a renewed pause written as it was resumed does not pause it again. */
   private readonly resumed = new Map<string, number>();
+  /** Origin → its newest limit marker: the limit (`null`: cleared) and when it was written (ms). */
+  private readonly originLimit = new Map<string, { limit: TargetLimit | null; at: number }>();
 
   constructor(
     private readonly limits: ControlStateLimits,
@@ -78,9 +92,16 @@ export class ControlState {
         this.resumed.set(marker.origin, at);
         this.forgetOldResumes();
         return;
+      case 'limit': {
+        // The newest wins, whatever order they were stored in (a renewal carries its limit's own time).
+        const known = this.originLimit.get(marker.origin);
+        if (known === undefined || at >= known.at) this.originLimit.set(marker.origin, { limit: marker.limit, at });
+        return;
+      }
       case 'sync':
       case 'degraded':
       case 'recovered':
+      case 'backoff':
         // Not state: a health broadcast is acted on live only (control-reader.ts).
         return;
     }
@@ -113,6 +134,22 @@ export class ControlState {
   pausesToRenew(ageMs: number): Array<{ origin: string; since: string; by: PausedBy | undefined }> {
     const before = this.clock() - ageMs;
     return [...this.paused].filter(([, pause]) => pause.latest < before).map(([origin, { at, by }]) => ({ origin, since: new Date(at).toISOString(), by }));
+  }
+
+  /** Every origin a limit marker named, with its newest limit (`null`: cleared), oldest origin first. */
+  originLimits(): OriginLimit[] {
+    return [...this.originLimit].map(([origin, { limit, at }]) => ({ origin, limit, at: new Date(at).toISOString() }));
+  }
+
+  /** The limit the control stream sets for `origin`: undefined when no marker named it. */
+  limitOf(origin: string): TargetLimit | null | undefined {
+    return this.originLimit.get(origin)?.limit;
+  }
+
+  /** Limits (not cleared ones) whose newest marker is older than `ageMs`: to be written again before the stream's retention drops them. */
+  limitsToRenew(ageMs: number): OriginLimit[] {
+    const before = this.clock() - ageMs;
+    return this.originLimits().filter(({ limit, at }) => limit !== null && Date.parse(at) < before);
   }
 
   /** Cancelled ids held now. */

@@ -20,9 +20,11 @@ export function markerSubject(marker: ControlMarker): string {
       return marker.id;
     case 'pause':
     case 'resume':
+    case 'limit':
       return marker.origin;
     case 'degraded':
     case 'recovered':
+    case 'backoff':
       return `${marker.target} from ${marker.from}`;
     case 'sync':
       return marker.nonce;

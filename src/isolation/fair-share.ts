@@ -61,6 +61,8 @@ export class FairShare<T> {
   /** Targets with waiting work at their limit: they may borrow a slot nobody else wants. */
   private readonly blocked = new Set<string>();
   private readonly limits = new Map<string, number>();
+  /** Targets held back whatever their place (an operator's limit, a back-off): never picked while here. */
+  private readonly held = new Set<string>();
   private inFlightTotal = 0;
   private waitingTotal = 0;
 
@@ -240,13 +242,32 @@ export class FairShare<T> {
   }
 
   private reready(target: string, queue: TargetQueue<T>): void {
-    if (queue.head === queue.waiting.length) return;
+    if (queue.head === queue.waiting.length || this.held.has(target)) return;
     if (queue.inFlight >= this.limit(target)) this.blocked.add(target);
     else (this.ready[queue.inFlight] ??= new Set()).add(target);
   }
 
   private initial(): number {
     return Math.min(this.policy.initialPerTarget, this.policy.perTarget);
+  }
+
+  /** Holds `target` back (its waiting items are never picked) or lets it go again. */
+  hold(target: string, held: boolean): void {
+    if (this.held.has(target) === held) return;
+    this.refile(target, () => (held ? this.held.add(target) : this.held.delete(target)));
+  }
+
+  isHeld(target: string): boolean {
+    return this.held.has(target);
+  }
+
+  /** Targets held back now. */
+  heldTargets(): IterableIterator<string> {
+    return this.held.values();
+  }
+
+  get heldCount(): number {
+    return this.held.size;
   }
 
   /** A running attempt of `target` turned slow: it loses what it earned now, not when the attempt ends. */

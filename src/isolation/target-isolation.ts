@@ -1,6 +1,10 @@
+import type { TargetLimit } from '../formats/target-limit.js';
 import type { DeliveryOutcome } from '../policy/classify-outcome.js';
+import { parseRetryAfter } from '../policy/retry-after.js';
 import { FairShare, type FairSharePolicy, type Started } from './fair-share.js';
+import type { Fleet } from './fleet-share.js';
 import { EndpointHealth, type HealthPolicy, type HealthState, type Transition } from './health.js';
+import { TargetLimits, type Backoff } from './target-limits.js';
 
 export type TargetKey = 'origin' | 'host';
 
@@ -38,6 +42,8 @@ export interface Next<T> extends Started<T> {
 export interface Effects<T> {
   transition: Transition | undefined;
   circuitOpen: T[];
+  /** The receiver asked to slow down (429, 503 with Retry-After): the back-off to tell the other workers. */
+  backoff?: Backoff | undefined;
 }
 
 /** Where a consumed item came from: a work lane, or the overflow queue (it never overflows twice). */
@@ -58,7 +64,10 @@ export interface Scheduler<T> {
    * queued if its target has room within its share of slots, or `forced`; else left to be deferred again.
    */
   offerOwed(target: string, item: T, source: Source, nowMs: number, wait: Pick<CircuitWait, 'forced' | 'mayBorrow'>): 'queued' | 'circuit-open';
-  next(): Next<T> | undefined;
+  /** `nowMs`: for limits; without it, the latest time the scheduler was given. */
+  next(nowMs?: number): Next<T> | undefined;
+  /** How long until a target held back by its limit may start again (undefined: none is waiting on time). */
+  wakeInMs?(nowMs: number): number | undefined;
   /** Called once a running attempt passes `slowThresholdMs` (never when that is undefined). */
   overdue(target: string, nowMs: number): Effects<T>;
   complete(target: string, kind: AttemptKind, outcome: DeliveryOutcome, nowMs: number, wasOverdue?: boolean): Effects<T>;
@@ -211,6 +220,12 @@ export class TargetIsolation<T> implements Scheduler<T> {
   private moveMs = 0;
   /** Running attempts counted abnormal early (overdue) per target: amended if they succeed. */
   private readonly provisional = new Map<string, number>();
+  /** Operators' limits and receivers' back-offs: a target held back by them gets no slot (target-limits.ts). */
+  private readonly limits = new TargetLimits();
+  /** The latest time given, for a `next()` called without one. */
+  private lastNowMs = 0;
+  /** Since the metrics last took them: how long limited targets' items waited here (ms), and their starts per target. */
+  private limitStats: LimitStats = { waitsMs: [], starts: new Map() };
 
   constructor(private readonly policy: IsolationPolicy) {
     this.health = new EndpointHealth(policy);
@@ -226,10 +241,12 @@ export class TargetIsolation<T> implements Scheduler<T> {
       this.probes.set(target, probes + 1);
       this.probesTotal += 1;
       this.share.push(target, { item, kind: 'probe', at: nowMs, source });
+      this.gate(target, nowMs);
       return 'queued';
     }
     if (source === 'lane' && this.isBusy(target, nowMs)) return 'overflow';
     this.share.push(target, { item, kind: 'attempt', at: nowMs, source });
+    this.gate(target, nowMs);
     return 'queued';
   }
 
@@ -245,13 +262,77 @@ export class TargetIsolation<T> implements Scheduler<T> {
     const full = this.share.inFlight(target) + this.share.waiting(target) >= this.share.limit(target);
     if (!forced && full && !(mayBorrow && this.share.hasIdleRoom())) return 'circuit-open';
     this.share.push(target, { item, kind: 'attempt', at: nowMs, source });
+    this.gate(target, nowMs);
     return 'queued';
   }
 
-  /** The next item to attempt, holding one of the worker's slots until `complete` or `abandon`. */
-  next(): Next<T> | undefined {
+  /**
+   * The next item to attempt, holding one of the worker's slots until `complete` or `abandon`. A
+   * target held back by its limit is let go first if its limit allows a request now.
+   */
+  next(nowMs = this.lastNowMs): Next<T> | undefined {
+    this.lastNowMs = nowMs;
+    if (this.share.heldCount > 0) for (const target of [...this.share.heldTargets()]) this.gate(target, nowMs);
     const started = this.share.next();
-    return started && { target: started.target, item: started.item.item, kind: started.item.kind };
+    if (!started) return undefined;
+    if (this.limits.governs(started.target)) {
+      this.limits.started(started.target, nowMs);
+      this.gate(started.target, nowMs);
+      this.countLimited(started.target, nowMs - started.item.at);
+    }
+    return { target: started.target, item: started.item.item, kind: started.item.kind };
+  }
+
+  /** How long until the first target held back by its limit may start (a timer then calls `next`). */
+  wakeInMs(nowMs: number): number | undefined {
+    let soonest: number | undefined;
+    for (const target of this.share.heldTargets()) {
+      const wait = this.limits.msUntilOpen(target, this.share.inFlight(target), nowMs);
+      if (wait !== undefined && (soonest === undefined || wait < soonest)) soonest = wait;
+    }
+    return soonest;
+  }
+
+  /** An operator's limit for `target` (undefined: cleared), from P.control or TARGET_LIMITS_FILE. */
+  setLimit(target: string, limit: TargetLimit | undefined, nowMs: number): void {
+    this.limits.set(target, limit, nowMs);
+    this.gate(target, nowMs);
+  }
+
+  /** The live workers changed: each limit's share here changes with them. */
+  setFleet(fleet: Fleet, nowMs: number): void {
+    this.limits.setFleet(fleet, nowMs);
+  }
+
+  /** Another worker's back-off (P.control), taken as this worker's own. */
+  shareBackoff(backoff: Backoff, nowMs: number): void {
+    this.limits.shareBackoff(backoff, nowMs);
+    this.gate(backoff.target, nowMs);
+  }
+
+  /** Limited or backed-off targets, for metrics. */
+  limitsNow(nowMs: number) {
+    return this.limits.current(nowMs);
+  }
+
+  /** What limited targets' items waited, and their starts, since the last call (metrics.ts reads them on each scrape). */
+  takeLimitStats(): LimitStats {
+    const taken = this.limitStats;
+    this.limitStats = { waitsMs: [], starts: new Map() };
+    return taken;
+  }
+
+  private countLimited(target: string, waitedMs: number): void {
+    const { waitsMs, starts } = this.limitStats;
+    if (waitsMs.length < MAX_LIMIT_SAMPLES) waitsMs.push(waitedMs);
+    if (starts.has(target) || starts.size < MAX_LIMIT_SAMPLES) starts.set(target, (starts.get(target) ?? 0) + 1);
+  }
+
+  /** Holds `target` back while its limit allows no request now; lets it go once it does (or it waits for nothing). */
+  private gate(target: string, nowMs: number): void {
+    this.lastNowMs = Math.max(this.lastNowMs, nowMs);
+    const held = this.share.waiting(target) > 0 && this.limits.governs(target) && !this.limits.mayStart(target, this.share.inFlight(target), nowMs);
+    this.share.hold(target, held);
   }
 
   /**
@@ -276,14 +357,18 @@ export class TargetIsolation<T> implements Scheduler<T> {
     const slow = wasOverdue || outcome.durationMs >= this.policy.slowThresholdMs;
     const succeeded = outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;
     this.share.done(target, !slow ? 'fast' : succeeded ? 'slow-success' : 'slow');
+    // Only a 429 or a 503 asks to slow down: no other answer's Retry-After is read here.
+    const asksToWait = outcome.status === 429 || outcome.status === 503;
+    const backoff = this.limits.answered(target, { status: outcome.status, retryAfterMs: asksToWait ? parseRetryAfter(outcome.retryAfter, nowMs) : undefined, fast: !slow }, nowMs);
+    this.gate(target, nowMs);
     this.lastDone.delete(target);
     this.lastDone.set(target, nowMs);
     this.recordAttemptTime(target, outcome.durationMs);
     if (kind === 'probe') this.releaseProbe(target);
     if (slow && succeeded) this.health.slowSuccess(target, nowMs);
     const counted = wasOverdue && this.takeProvisional(target);
-    if (counted) return this.effects(target, succeeded ? this.health.amend(target, nowMs) : undefined);
-    return this.effects(target, this.health.record(target, slow && !succeeded, nowMs, succeeded));
+    const effects = counted ? this.effects(target, succeeded ? this.health.amend(target, nowMs) : undefined) : this.effects(target, this.health.record(target, slow && !succeeded, nowMs, succeeded));
+    return backoff ? { ...effects, backoff } : effects;
   }
 
   /** Another worker's circuit transition (P.control): taken as this worker's own, effects included. */
@@ -326,7 +411,9 @@ export class TargetIsolation<T> implements Scheduler<T> {
     this.busyLine = Math.max(Math.min(this.policy.initialPerTarget, this.policy.capacity), Math.ceil(most / 2));
     for (const target of waiting) {
       const oldest = this.share.head(target);
-      if (!oldest || nowMs - oldest.at < this.policy.overflowAfterMs || !this.holdsShare(target) || !this.worthMoving(target)) continue;
+      if (!oldest || nowMs - oldest.at < this.policy.overflowAfterMs) continue;
+      // Waiting for its limit is reason enough: those callbacks would hold their lane for nothing.
+      if (!this.share.isHeld(target) && (!this.holdsShare(target) || !this.worthMoving(target))) continue;
       this.busy.delete(target);
       this.busy.set(target, nowMs + BUSY_FOR * this.policy.overflowAfterMs);
       for (const waiting of this.share.takeWaiting(target, (w) => w.source === 'lane' && w.kind === 'attempt')) moved.push(waiting.item);
@@ -365,7 +452,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
   /** Busy, and holding its share: a target that gets no slot is waiting for the others, not busy itself. */
   private isBusy(target: string, nowMs: number): boolean {
     const until = this.busy.get(target);
-    return until !== undefined && until > nowMs && this.holdsShare(target);
+    return until !== undefined && until > nowMs && (this.share.isHeld(target) || this.limits.governs(target) || this.holdsShare(target));
   }
 
   /**
@@ -423,6 +510,15 @@ export class TargetIsolation<T> implements Scheduler<T> {
     this.probesTotal = Math.max(0, this.probesTotal - 1);
   }
 }
+
+/** What limited targets' items waited in a worker (ms) and their starts per target, between two scrapes. */
+export interface LimitStats {
+  waitsMs: number[];
+  starts: Map<string, number>;
+}
+
+/** Samples (and targets) kept between two scrapes at most; the rest are not counted. */
+const MAX_LIMIT_SAMPLES = 10_000;
 
 /** A target's backlog is worth moving when its mean attempt takes this many times a move. */
 const MOVE_WORTH = 3;

@@ -9,6 +9,10 @@ export interface HealthSource {
   degradedCount(): number;
   /** The most recently seen degraded targets, up to `limit`. */
   degradedTargets(limit: number): string[];
+  /** Limited or backed-off targets now: their fleet-wide rate (undefined: no rate), its share left by back-offs, paused or not. */
+  limitsNow?(nowMs: number): Iterable<{ target: string; rate: number | undefined; factor: number; paused: boolean }>;
+  /** What limited targets' callbacks waited here for their limit (ms), and their starts per target, since the last call. */
+  takeLimitStats?(): { waitsMs: number[]; starts: Map<string, number> };
 }
 
 /**
@@ -73,6 +77,8 @@ export function createRelayMetrics(health: () => HealthSource | undefined): { re
     },
   });
 
+  limitMetrics(registry, health);
+
   const observer: PipelineObserver = {
     reported(report: AttemptReport) {
       // A hold settles nothing: the callback is counted when it is attempted after the resume.
@@ -103,4 +109,57 @@ export function createRelayMetrics(health: () => HealthSource | undefined): { re
 function attemptResult({ decision }: TriedReport): 'success' | 'retryable' | 'terminal' {
   if (decision.kind === 'ack') return 'success';
   return decision.kind === 'dead' && decision.reason !== 'exhausted' ? 'terminal' : 'retryable';
+}
+
+/**
+ * Limits (docs/limits.md): per limited or backed-off target, at most MAX_TARGET_LABELS of them, its
+ * rate now and the share a back-off left of it, whether it is paused, and its requests started (a
+ * rate() of it is the rate achieved by this worker); and how long callbacks waited for a limit.
+ */
+function limitMetrics(registry: Registry, source: () => HealthSource | undefined): void {
+  const limited = (): Array<{ target: string; rate: number | undefined; factor: number; paused: boolean }> => [...(source()?.limitsNow?.(Date.now()) ?? [])].slice(0, MAX_TARGET_LABELS);
+  const wait = new Histogram({
+    name: 'callback_relay_limit_wait_seconds',
+    help: 'How long a limited or backed-off target\'s callback waited in this worker for its limit before its attempt started.',
+    buckets: [0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+    registers: [registry],
+  });
+  /** Targets named by the counter so far: at most MAX_TARGET_LABELS. */
+  const named = new Set<string>();
+  const label = (target: string): string => {
+    if (named.size < MAX_TARGET_LABELS) named.add(target);
+    return named.has(target) ? target : 'other';
+  };
+  new Counter({
+    name: 'callback_relay_limited_attempts_total',
+    help: `Attempts started to limited or backed-off targets, by target (the first ${MAX_TARGET_LABELS} seen; others as "other").`,
+    labelNames: ['target'],
+    registers: [registry],
+    collect() {
+      const stats = source()?.takeLimitStats?.();
+      if (!stats) return;
+      for (const ms of stats.waitsMs) wait.observe(ms / 1000);
+      for (const [target, count] of stats.starts) this.inc({ target: label(target) }, count);
+    },
+  });
+  new Gauge({
+    name: 'callback_relay_target_limit_rate',
+    help: `Fleet-wide requests per second a limited target may get now: its limit times the share a back-off left (the first ${MAX_TARGET_LABELS}).`,
+    labelNames: ['target'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { target, rate } of limited()) if (rate !== undefined) this.set({ target }, rate);
+    },
+  });
+  new Gauge({
+    name: 'callback_relay_target_limit_factor',
+    help: 'The share of its rate a limited target\'s back-off leaves (1: none), and 1 per backed-off target without a rate.',
+    labelNames: ['target', 'paused'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { target, factor, paused } of limited()) this.set({ target, paused: String(paused) }, factor);
+    },
+  });
 }

@@ -8,7 +8,8 @@ import type { TopologyNames } from './topology-names.js';
 
 /**
  * Every queue and exchange a prefix can have, whatever its delay mode and options: the declare list
- * of each variant, P.due, and the topic exchange P.lanes that earlier builds declared.
+ * of each variant, P.due, the topic exchange P.lanes that earlier builds declared, and the workers'
+ * heartbeat exchange P.presence.
  */
 export function teardownNames(names: TopologyNames): { queues: string[]; exchanges: string[] } {
   const every = { names, queueType: 'quorum', deliveryLimit: 1, broker: brokerFeatures('3.13.0'), history: { maxAge: '1D' } } as const;
@@ -17,7 +18,7 @@ export function teardownNames(names: TopologyNames): { queues: string[]; exchang
     ...topologyDeclarations({ ...every, mode: 'plugin' }),
     ...dueQueue(names),
   ]);
-  return { queues, exchanges: [...exchanges, names.lanesExchange] };
+  return { queues, exchanges: [...exchanges, names.lanesExchange, names.presenceExchange] };
 }
 
 /**

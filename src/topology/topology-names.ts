@@ -26,6 +26,11 @@ export interface TopologyNames {
   historyQueue: string;
   /** The control stream of cancel and pause markers every worker reads (src/control/). */
   controlQueue: string;
+  /**
+   * Fanout exchange of the workers' heartbeats (src/control/fleet-presence.ts): each worker binds an
+   * exclusive queue of its own, so every worker knows the live ones. Transient: declared by the workers.
+   */
+  presenceExchange: string;
   /** Held callbacks of paused targets, and the queue they are checked in (src/control/declare-paused.ts). */
   pausedQueue: string;
   pausedCheckQueue: string;
@@ -54,6 +59,7 @@ export function topologyNames(prefix: string, lanes = DEFAULT_LANES): TopologyNa
     eventsExchange: `${prefix}.events`,
     historyQueue: `${prefix}.history`,
     controlQueue: `${prefix}.control`,
+    presenceExchange: `${prefix}.presence`,
     pausedQueue: `${prefix}.paused`,
     pausedCheckQueue: `${prefix}.paused.check`,
     delayExchange: `${prefix}.delay`,

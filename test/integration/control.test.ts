@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import amqplib, { type Channel, type ConsumeMessage } from 'amqplib';
 import { expect, inject, it } from 'vitest';
 import { startControlReader } from '../../src/control/control-reader.js';
@@ -14,9 +12,8 @@ import { describeEachMode, sleep } from '../support/modes.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
 import { testConfig, type RelayFixture } from '../support/relay.js';
 import { startTcpProxy } from '../support/tcp-proxy.js';
-import { configEnv } from '../support/worker-process.js';
+import { cli } from '../support/cli.js';
 
-const run = promisify(execFile);
 const open = openedInEachTest();
 
 /** A queue's depth, or 0 while it does not exist: the 404 closes only this throwaway connection's channel. */
@@ -30,17 +27,6 @@ async function depthOrZero(url: string, queue: string): Promise<number> {
     return 0;
   } finally {
     await connection.close().catch(() => {});
-  }
-}
-
-/** Runs `callback-relay …` as its own process, like an operator would. */
-async function cli(relay: RelayFixture, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const options = { env: { ...process.env, ...configEnv(relay.config), LOG_LEVEL: 'warn' } };
-  try {
-    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], options);
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    return error as { code: number; stdout: string; stderr: string };
   }
 }
 

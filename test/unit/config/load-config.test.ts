@@ -235,7 +235,7 @@ describe('loadConfig invalid values', () => {
   it('covers every env var of the schema except free text and file paths (checked when read)', () => {
     const covered = new Set(INVALID.map(([name]) => name));
     const all = Object.values(configSchema).map((setting) => setting.env);
-    expect(all.filter((name) => !covered.has(name) && name !== 'SIGNING_SECRET' && name !== 'INGEST_TOKENS' && name !== 'CONSOLE_TOKENS')).toEqual(['SUCCESS_BODY', 'RETRY_POLICIES_FILE', 'SIGNING_SECRET_FILE', 'SIGNING_TARGET_SECRETS_FILE']);
+    expect(all.filter((name) => !covered.has(name) && name !== 'SIGNING_SECRET' && name !== 'INGEST_TOKENS' && name !== 'CONSOLE_TOKENS')).toEqual(['SUCCESS_BODY', 'RETRY_POLICIES_FILE', 'TARGET_LIMITS_FILE', 'SIGNING_SECRET_FILE', 'SIGNING_TARGET_SECRETS_FILE']);
   });
 
   it('rejects a malformed CONSOLE_TOKENS naming the key, never showing a token', () => {

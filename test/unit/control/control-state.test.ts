@@ -147,3 +147,34 @@ describe('control markers', () => {
     expect(originOf('a.example')).toBeUndefined();
   });
 });
+
+describe('ControlState: limits', () => {
+  const O = 'https://partner.example';
+
+  it('reads limit and clear markers; the newest of an origin wins whatever the order stored; a bad limit is skipped', () => {
+    const state = stateAt({ ms: 100 });
+    const set: ControlMarker = { type: 'limit', origin: O, at: at(10), limit: { rate: 20, burst: 5 } };
+    state.apply(parseMarker(encodeMarker(set))!);
+    expect(state.limitOf(O)).toEqual({ rate: 20, burst: 5 });
+    state.apply({ type: 'limit', origin: O, at: at(5), limit: { rate: 1 } });
+    expect(state.limitOf(O)).toEqual({ rate: 20, burst: 5 });
+    state.apply(parseMarker(encodeMarker({ type: 'limit', origin: O, at: at(20), limit: null }))!);
+    expect(state.originLimits()).toEqual([{ origin: O, limit: null, at: at(20) }]);
+    expect(parseMarker(Buffer.from(JSON.stringify({ type: 'limit', origin: O, at: at(30), limit: { rate: -1 } })))).toBeUndefined();
+    expect(parseMarker(Buffer.from(JSON.stringify({ type: 'limit', origin: O, at: at(30) })))).toBeUndefined();
+  });
+
+  it('a limit whose marker is older than the renewal age is written again; a cleared one is not', () => {
+    const now = { ms: 10_000 };
+    const state = stateAt(now);
+    state.apply({ type: 'limit', origin: O, at: at(0), limit: { concurrency: 2 } });
+    state.apply({ type: 'limit', origin: 'https://b.example', at: at(0), limit: null });
+    expect(state.limitsToRenew(5_000)).toEqual([{ origin: O, limit: { concurrency: 2 }, at: at(0) }]);
+  });
+
+  it('a back-off marker is news, not state', () => {
+    const backoff = parseMarker(encodeMarker({ type: 'backoff', target: O, factor: 0.5, until: at(2_000), from: 'w1', at: at(0) }));
+    expect(backoff).toEqual({ type: 'backoff', target: O, factor: 0.5, until: at(2_000), from: 'w1', at: at(0) });
+    expect(parseMarker(Buffer.from(JSON.stringify({ type: 'backoff', target: O, factor: 2, until: at(1), from: 'w', at: at(0) })))).toBeUndefined();
+  });
+});

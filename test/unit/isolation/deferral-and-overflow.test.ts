@@ -1,20 +1,7 @@
 import { describe, it, expect } from 'vitest';
-import { circuitWait, MAX_DEFERRALS, TargetIsolation, type IsolationPolicy } from '../../../src/isolation/target-isolation.js';
+import { circuitWait, MAX_DEFERRALS, TargetIsolation } from '../../../src/isolation/target-isolation.js';
 
-const POLICY: IsolationPolicy = {
-  window: 20,
-  degradeThreshold: 5,
-  recoverThreshold: 2,
-  quietPeriodMs: 30_000,
-  maxTargets: 10_000,
-  capacity: 10,
-  perTarget: 10,
-  initialPerTarget: 2,
-  probesPerTarget: 1,
-  maxProbes: 2,
-  slowThresholdMs: 3_000,
-  overflowAfterMs: 200,
-};
+import { POLICY } from './isolation-policy.js';
 
 describe('circuitWait: an open circuit defers an attempt until a real one would have ended, then it is owed its request', () => {
   it('defers after 1 s, 2 s, 4 s … and owes the request once it waited the attempt timeout since it first came due', () => {

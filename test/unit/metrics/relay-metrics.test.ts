@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { AttemptReport, TriedReport } from '../../../src/consumer/observer.js';
 import { createRelayMetrics } from '../../../src/metrics/relay-metrics.js';
 import type { Decision } from '../../../src/policy/decide.js';
+import { TargetIsolation } from '../../../src/isolation/target-isolation.js';
+import { POLICY } from '../isolation/isolation-policy.js';
 
 const report = (status: number, body: string, decision: Decision): TriedReport => ({
   kind: 'attempt',
@@ -53,5 +55,28 @@ describe('relay metrics: report kinds', () => {
     const held: AttemptReport = { kind: 'held', id: 'c1', url: 'https://example.com/hook', target: 'https://example.com', lane: '0', attempt: 0 };
     expect(await results([held])).toEqual({});
     expect(await counted([held], 'callback_relay_callbacks_total', 'outcome')).toEqual({});
+  });
+});
+
+describe('relay metrics: limits', () => {
+  it('show each limited target\'s rate and back-off, its starts and the waits for its limit, with a bounded label count', async () => {
+    const iso = new TargetIsolation<string>(POLICY);
+    iso.setLimit('https://a.example', { rate: 10, burst: 1 }, Date.now());
+    for (let i = 0; i < 3; i++) iso.offer('https://a.example', `a${i}`, 'overflow', Date.now() - 2_000);
+    while (iso.next(Date.now())) {
+      // starts one: the bucket holds one token
+    }
+    iso.shareBackoff({ target: 'https://b.example', factor: 1, untilMs: Date.now() + 60_000 }, Date.now());
+    const metrics = createRelayMetrics(() => iso);
+    const value = async (name: string) => (await metrics.registry.getSingleMetric(name)!.get()).values;
+    expect((await value('callback_relay_target_limit_rate')).map(({ labels, value: v }) => [labels.target, v])).toEqual([['https://a.example', 10]]);
+    expect((await value('callback_relay_target_limit_factor')).map(({ labels, value: v }) => [labels.target, labels.paused, v])).toEqual([
+      ['https://a.example', 'false', 1],
+      ['https://b.example', 'true', 1],
+    ]);
+    expect((await value('callback_relay_limited_attempts_total')).map(({ labels, value: v }) => [labels.target, v])).toEqual([['https://a.example', 1]]);
+    const waits = await value('callback_relay_limit_wait_seconds');
+    expect(waits.find((sample) => (sample as { metricName?: string }).metricName === 'callback_relay_limit_wait_seconds_count')?.value).toBe(1);
+    expect(waits.find((sample) => sample.labels.le === 1)?.value).toBe(0);
   });
 });

@@ -87,7 +87,7 @@ describe('the topology a prefix declares', () => {
     }
   });
 
-  it('the teardown deletes every queue and exchange any variant declares, and the legacy P.lanes', async () => {
+  it('the teardown deletes every queue and exchange any variant declares, the legacy P.lanes and the workers\' P.presence', async () => {
     const names = topologyNames('p', 2);
     const everything = [...(await declared({ history: { maxAge: '7D' } })), ...(await declared({ mode: 'plugin' }))];
     const { channel, calls } = recorder();
@@ -95,7 +95,7 @@ describe('the topology a prefix declares', () => {
     const deleted = (method: string) => new Set(calls.filter(([m]) => m === method).map(([, name]) => name));
     const made = (method: string) => new Set(everything.filter(([m]) => m === method).map(([, name]) => name));
     expect(deleted('deleteQueue')).toEqual(made('assertQueue'));
-    expect(deleted('deleteExchange')).toEqual(new Set([...made('assertExchange'), names.lanesExchange]));
+    expect(deleted('deleteExchange')).toEqual(new Set([...made('assertExchange'), names.lanesExchange, names.presenceExchange]));
     // The lanes, P.slow, P.due, P.dead, P.history, P.control, P.paused, P.paused.check and the delay levels.
     expect(teardownNames(names).queues).toHaveLength(names.workQueues.length + 7 + names.delayLevels.length);
   });
