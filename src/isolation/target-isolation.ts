@@ -472,11 +472,16 @@ export class TargetIsolation<T> implements Scheduler<T> {
    * through sooner only where the target's attempts take much longer than that. In a saturated worker
    * every attempt waits for the event loop and the broker, and so does every move: a target whose
    * receiver answers at once is then served about as fast as it could be moved, and moving it would
-   * only double the broker's work. One that hangs (no attempt ended lately) is always worth moving.
+   * only double the broker's work. One that hangs (no attempt ended lately) is always worth moving, and
+   * so is one whose attempts take ALWAYS_WORTH_MS: a move's time is its confirm's latency, which grows
+   * with the moves in flight and a loaded broker, so measured alone it stopped the moves of a 300 ms
+   * receiver's backlog on a loaded machine, when the quiet targets behind it needed them most.
    */
   private worthMoving(target: string): boolean {
     if (this.share.inFlight(target) >= this.share.limit(target) && !this.lastDone.has(target)) return true;
-    return (this.attemptMs.get(target) ?? 0) >= MOVE_WORTH * this.moveMs;
+    const attemptMs = this.attemptMs.get(target) ?? 0;
+    // Until a move has been timed its cost is unknown: only attempts that are slow by any measure.
+    return attemptMs >= ALWAYS_WORTH_MS || (this.moveMs > 0 && attemptMs >= MOVE_WORTH * this.moveMs);
   }
 
   private recordAttemptTime(target: string, durationMs: number): void {
@@ -522,6 +527,8 @@ const MAX_LIMIT_SAMPLES = 10_000;
 
 /** A target's backlog is worth moving when its mean attempt takes this many times a move. */
 const MOVE_WORTH = 3;
+/** Attempts this long are worth a move whatever a move takes now (a saturated worker's instant answers take 30–60 ms). */
+const ALWAYS_WORTH_MS = 150;
 /** The weight of the newest sample in a moving average (attempt times, move times). */
 const MOVING_AVERAGE_WEIGHT = 0.2;
 

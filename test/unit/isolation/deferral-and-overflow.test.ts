@@ -119,9 +119,9 @@ describe('TargetIsolation: a busy target\'s excess overflows', () => {
   });
 
   it('moves a target only where its attempts take much longer than a move: one answering about as fast as a move stays', () => {
-    const busyWith = (attemptMs: number) => {
+    const busyWith = (attemptMs: number, moveMs = 20) => {
       const iso = new TargetIsolation<number>(POLICY);
-      iso.moveTook(20);
+      iso.moveTook(moveMs);
       for (let i = 0; i < 12; i += 1) iso.offer('t', i, 'lane', 0);
       const first = iso.next()!;
       iso.next();
@@ -133,6 +133,12 @@ describe('TargetIsolation: a busy target\'s excess overflows', () => {
     expect(busyWith(40)).toBe(0);
     // A receiver that answers in 300 ms: what waits behind its backlog is worth the moves.
     expect(busyWith(300)).toBeGreaterThan(0);
+    // Even when moves take 200 ms on a loaded broker (their confirms queue up): 150 ms attempts or more.
+    expect(busyWith(300, 200)).toBeGreaterThan(0);
+    expect(busyWith(100, 200)).toBe(0);
+    // No move timed yet (a pre-filled queue at start): only attempts slow by any measure are moved.
+    expect(busyWith(40, 0)).toBe(0);
+    expect(busyWith(300, 0)).toBeGreaterThan(0);
   });
 
   it('a quiet target is served before a busy one, and a busy target stops being busy once it stops waiting', () => {
