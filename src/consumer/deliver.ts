@@ -3,7 +3,7 @@ import type { Dispatcher } from 'undici';
 import { FORBIDDEN_TARGET_CODE, isForbiddenTargetError } from '../http/guarded-agent.js';
 import type { DeliveryOutcome } from '../policy/classify-outcome.js';
 import type { Signer } from '../signing/create-signer.js';
-import { traceHeaders, withoutTraceHeaders, type TraceContext } from '../tracing/trace-context.js';
+import { TRACE_HEADER, withoutTraceHeaders, type TraceContext } from '../tracing/trace-context.js';
 import type { Delivery } from './decode.js';
 
 export interface DeliverOptions {
@@ -37,32 +37,33 @@ export async function deliver(delivery: Delivery, options: DeliverOptions, signa
     // Signed at each attempt, so a late retry or a DLQ replay carries a fresh timestamp; the signed
     // bytes are the sent bytes.
     const signature = options.sign?.(origin, id, Math.floor(Date.now() / 1000), payload);
+    // Later entries win; the relay's own are assigned one by one, without intermediate objects.
+    const headers: Record<string, string> = { ...(trace ? withoutTraceHeaders(callback.headers) : callback.headers) };
+    if (trace) {
+      headers[TRACE_HEADER.parent] = trace.traceparent;
+      if (trace.tracestate !== undefined) headers[TRACE_HEADER.state] = trace.tracestate;
+    }
+    headers['content-type'] = 'application/json';
+    headers['user-agent'] = 'callback-relay';
+    headers['webhook-id'] = id;
+    headers['x-callback-attempt'] = String(attempt);
+    if (signature) Object.assign(headers, signature);
     // The dispatcher's own entry point: the URL was parsed once, in decode.
     const response = await options.dispatcher.request({
       origin,
       path: url.search ? url.pathname + url.search : url.pathname,
       method: callback.method ?? 'POST',
-      headers: {
-        ...(trace ? withoutTraceHeaders(callback.headers) : callback.headers),
-        ...(trace && traceHeaders(trace)),
-        'content-type': 'application/json',
-        'user-agent': 'callback-relay',
-        'webhook-id': id,
-        'x-callback-attempt': String(attempt),
-        ...signature,
-      },
+      headers,
       body: payload,
       // The attempt's one timer: it aborts the request, headers or body, at its deadline.
       signal,
     });
     const body = keepBody ? await readCapped(response.body, options.responseBodyLimit) : await discard(response.body, options.responseBodyLimit, signal);
     const retryAfter = response.headers['retry-after'];
-    return {
-      status: response.statusCode,
-      durationMs: elapsed(),
-      ...(typeof retryAfter === 'string' ? { retryAfter } : {}),
-      ...(body === undefined ? {} : { body }),
-    };
+    const outcome: DeliveryOutcome = { status: response.statusCode, durationMs: elapsed() };
+    if (typeof retryAfter === 'string') outcome.retryAfter = retryAfter;
+    if (body !== undefined) outcome.body = body;
+    return outcome;
   } catch (error) {
     // Refused by the address policy before any connection: final, never retried.
     if (isForbiddenTargetError(error)) return { error: `${FORBIDDEN_TARGET_CODE}: ${(error as Error).message}`, forbidden: true, durationMs: elapsed() };

@@ -59,11 +59,16 @@ export interface Job {
   lane: Lane;
   delivery: Delivery;
   target: string;
+  /** `delivery.url.origin`, read once. */
+  origin: string;
   /** Its lane bucket: retries are routed back to its own lane. */
   bucket: number;
   /** Settles the promise `handle` returned for this message (with the error when settling failed). */
   finish: (error?: unknown) => void;
 }
+
+/** Origins whose lane bucket is remembered at most. */
+const BUCKET_CACHE = 10_000;
 
 /** How often the worker looks for busy targets whose excess should leave their lanes. */
 const SWEEP_EVERY_MS = 50;
@@ -131,6 +136,17 @@ export function createPipeline(context: PipelineContext) {
     for (const job of scheduler.sweep(clock())) void overflow(job);
   }, SWEEP_EVERY_MS);
   sweeper.unref();
+  /** Lane buckets of the origins seen lately (a hash of the origin's bytes each, else); cleared when it grows past BUCKET_CACHE. */
+  const buckets = new Map<string, number>();
+  function bucketOf(origin: string): number {
+    let bucket = buckets.get(origin);
+    if (bucket === undefined) {
+      if (buckets.size >= BUCKET_CACHE) buckets.clear();
+      bucket = laneBucket(origin);
+      buckets.set(origin, bucket);
+    }
+    return bucket;
+  }
 
   /** Step 1: message → job, or straight to P.dead (reason `invalid`) when it cannot be decoded. */
   function handle(message: ConsumeMessage, channel: ConfirmChannel, lane: Lane): Promise<void> {
@@ -149,7 +165,9 @@ export function createPipeline(context: PipelineContext) {
         const decoded = decode(message, context.maxPayloadBytes, context.policies);
         if (!decoded.ok) return void parkInvalid(decoded, message, channel).then(() => finish(), finish);
         const { delivery } = decoded;
-        job = { message, channel, lane, delivery, target: targetOf(delivery.url, context.targetKey), bucket: laneBucket(delivery.url.origin), finish };
+        // URL.origin is serialised anew on every read: read once per message, its bucket hashed once per origin.
+        const origin = delivery.url.origin;
+        job = { message, channel, lane, delivery, origin, target: context.targetKey === 'origin' ? origin : targetOf(delivery.url, context.targetKey), bucket: bucketOf(origin), finish };
       } catch (error) {
         return requeue({ message, channel, lane, finish }, error);
       }
@@ -198,7 +216,7 @@ export function createPipeline(context: PipelineContext) {
     const { control } = context;
     const done = (): void => job.finish();
     if (control?.isCancelled(job.delivery.id, job.message.properties.headers)) void parkCanceled(job).then(done, job.finish);
-    else if (control?.isPaused(job.delivery.url.origin)) void hold(job).then(done, job.finish);
+    else if (control?.isPaused(job.origin)) void hold(job).then(done, job.finish);
     else offer(job, sourceOf(job));
   }
 
@@ -231,7 +249,9 @@ export function createPipeline(context: PipelineContext) {
 
   /** Settle's context for a move of `job`: a late confirm is logged like any copy's. */
   function moveContext(job: Job): SettleContext {
-    return { ...settleContext(job.channel, job.message, job.bucket), onSlowConfirm: (kind, error) => onSlowConfirm(job.delivery.id, kind, error) };
+    const settleWith = settleContext(job.channel, job.message, job.bucket);
+    settleWith.onSlowConfirm = (kind, error) => onSlowConfirm(job.delivery.id, kind, error);
+    return settleWith;
   }
 
   /**
@@ -360,9 +380,9 @@ export function createPipeline(context: PipelineContext) {
       span?.end(report);
       settling = true;
       if (!(await settleAndReport(job, decision, record, report))) return finish();
-      if (context.autoPause?.record(delivery.url.origin, decision.kind === 'ack', clock())) {
-        logger.warn({ origin: delivery.url.origin }, 'target paused: every attempt failed for AUTO_PAUSE_AFTER; resume it with callback-relay target resume');
-        context.control?.pauseTarget?.(delivery.url.origin);
+      if (context.autoPause?.record(job.origin, decision.kind === 'ack', clock())) {
+        logger.warn({ origin: job.origin }, 'target paused: every attempt failed for AUTO_PAUSE_AFTER; resume it with callback-relay target resume');
+        context.control?.pauseTarget?.(job.origin);
       }
       finish();
     } catch (error) {
@@ -380,9 +400,10 @@ export function createPipeline(context: PipelineContext) {
    */
   async function settleAndReport({ channel, message, bucket }: Pick<Job, 'message' | 'channel' | 'bucket'>, settlement: Settlement, record: AttemptRecord, report: AttemptReport): Promise<boolean> {
     const storeEvent = context.durableEvents?.forReport(channel, report);
-    const lost = (error: Error, final: boolean): void => onEventLost(report, error, final);
-    const slow = (kind: string, error: Error): void => onSlowConfirm(record.id, kind, error);
-    if (!(await settle(settlement, record, { ...settleContext(channel, message, bucket, storeEvent), onEventLost: lost, onSlowConfirm: slow }))) return false;
+    const settleWith = settleContext(channel, message, bucket, storeEvent);
+    settleWith.onEventLost = (error, final) => onEventLost(report, error, final);
+    settleWith.onSlowConfirm = (kind, error) => onSlowConfirm(record.id, kind, error);
+    if (!(await settle(settlement, record, settleWith))) return false;
     if (settlement.kind === 'dead') {
       const target = report.kind === 'invalid' ? undefined : report.target;
       logger.info({ id: record.id, target, reason: settlement.reason, attempts: record.attempts, status: record.lastStatus, error: record.lastError }, 'callback dead-lettered');
@@ -393,7 +414,22 @@ export function createPipeline(context: PipelineContext) {
 
   /** Step 5's context: the message, its channel and route, and where settle reports. */
   function settleContext(channel: ConfirmChannel, message: ConsumeMessage, bucket: number, storeEvent?: StoreEvent): SettleContext {
-    return { storeEvent, channel, message, names, mode, bucket, onConfirm: observer.confirmed, onFallback, stopping: stopping.signal, ...context.settle };
+    // Spelled out, not spread: this object is made for every message, and a literal of fixed shape costs far less.
+    return {
+      storeEvent,
+      channel,
+      message,
+      names,
+      mode,
+      bucket,
+      onConfirm: observer.confirmed,
+      onFallback,
+      stopping: stopping.signal,
+      confirmTimeoutMs: context.settle.confirmTimeoutMs,
+      redeclare: context.settle.redeclare,
+      onEventLost: undefined,
+      onSlowConfirm: undefined,
+    };
   }
 
   /**

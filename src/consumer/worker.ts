@@ -66,7 +66,9 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   const { consume } = settings;
   const clock = deps.clock ?? Date.now;
   const abort = new AbortController();
-  const inFlight = new Set<Promise<void>>();
+  /** Messages handed to the pipeline and not settled yet; `drained` resolves when the count falls back to 0. */
+  let inFlight = 0;
+  let drained: { promise: Promise<void>; resolve: () => void } | undefined;
   let agent: Agent | undefined;
   let manager: AmqpConnectionManager | undefined;
   let channel: ChannelWrapper | undefined;
@@ -134,12 +136,13 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     };
     const onMessage = (message: ConsumeMessage | null, ch: ConfirmChannel, lane: Lane): void => {
       if (message === null) return consumerCancelled(lane);
+      // A count, not a set of promises: one promise and one callback per message, whatever its fate.
       const release = (): void => {
-        const work = handle(message, ch, lane).catch((error: Error) =>
-          logger.warn({ err: error.message }, 'could not settle a message; the broker will redeliver it'),
-        );
-        inFlight.add(work);
-        void work.finally(() => inFlight.delete(work));
+        inFlight += 1;
+        handle(message, ch, lane).then(settled, (error: Error) => {
+          logger.warn({ err: error.message }, 'could not settle a message; the broker will redeliver it');
+          settled();
+        });
       };
       dueHold.hold(message.properties.headers, ch, release, () => giveBackHeld(ch, message));
     };
@@ -193,6 +196,25 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     await channel.waitForConnect();
   }
 
+  function settled(): void {
+    inFlight -= 1;
+    if (inFlight === 0 && drained) {
+      drained.resolve();
+      drained = undefined;
+    }
+  }
+
+  /** Resolves once every message handed to the pipeline so far is settled (at once when none is). */
+  function untilDrained(): Promise<void> {
+    if (inFlight === 0) return Promise.resolve();
+    if (!drained) {
+      let resolve = (): void => {};
+      const promise = new Promise<void>((done) => (resolve = done));
+      drained = { promise, resolve };
+    }
+    return drained.promise;
+  }
+
   async function stop(): Promise<void> {
     if (stopping) return;
     stopping = true;
@@ -206,9 +228,9 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     const returned = (pipeline?.giveBackWaiting() ?? 0) + dueHold.giveBackAll();
     logger.info({ returned }, 'draining: callbacks that waited for a slot or their due time went back to their queues unattempted');
     // Moves of due messages (plugin mode) in progress finish within the drain too.
-    const drained = Promise.allSettled([...inFlight, dueMover?.close()]).then(() => true);
-    const finished = await Promise.race([drained, sleep(consume.drainTimeoutMs).then(() => false)]);
-    if (!finished) logger.warn({ unfinished: inFlight.size }, 'drain timeout: unfinished deliveries return to the queue');
+    const done = Promise.allSettled([untilDrained(), dueMover?.close()]).then(() => true);
+    const finished = await Promise.race([done, sleep(consume.drainTimeoutMs).then(() => false)]);
+    if (!finished) logger.warn({ unfinished: inFlight }, 'drain timeout: unfinished deliveries return to the queue');
     await channel?.close().catch(() => {});
     await manager?.close().catch(() => {});
     await presence?.close();
@@ -223,7 +245,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     start,
     stop,
     get inFlight() {
-      return inFlight.size;
+      return inFlight;
     },
     get ready() {
       return ready;

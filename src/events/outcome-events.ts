@@ -56,8 +56,11 @@ export function eventMessageId(event: Pick<OutcomeEvent, 'id' | 'type' | 'attemp
 export function createOutcomeEvents(exchange: string, clock: () => number, worker = workerName()): PipelineObserver & { attach(channel: Channel): void } {
   let channel: Channel | undefined;
   const unrouted = new UnroutedPause(UNROUTED_PAUSE_MS, clock);
-  const emit = (event: OutcomeEvent): void => {
-    if (!channel || !unrouted.shouldPublish(event.type)) return;
+  const at = (): string => new Date(clock()).toISOString();
+  const emit = (report: AttemptReport): void => {
+    // Checked before the event is built: while nobody listens, most events are skipped here.
+    if (!channel || !unrouted.shouldPublish(outcomeTypeOf(report))) return;
+    const event = outcomeEventOf(report, worker, at());
     try {
       // mandatory: the broker returns an event no queue is bound for, and its type is paused.
       channel.publish(exchange, event.type, Buffer.from(JSON.stringify(event)), { contentType: 'application/json', messageId: eventMessageId(event), mandatory: true });
@@ -65,7 +68,6 @@ export function createOutcomeEvents(exchange: string, clock: () => number, worke
       // The channel closed under us: the event is lost, the callback is not.
     }
   };
-  const at = (): string => new Date(clock()).toISOString();
   const none = (): void => {};
   return {
     attach(next: Channel) {
@@ -78,7 +80,7 @@ export function createOutcomeEvents(exchange: string, clock: () => number, worke
       // only after a reconnect: the previous events channel may still be open.
       if (previous && previous !== next) void Promise.resolve().then(() => previous.close()).catch(() => {});
     },
-    reported: (report: AttemptReport) => emit(outcomeEventOf(report, worker, at())),
+    reported: emit,
     confirmed: none,
     settleFallback: none,
     transition: none,
@@ -98,9 +100,8 @@ export function outcomeEventOf(report: AttemptReport, worker: string, at: string
     return { type: 'canceled', id, url, attempt, status: undefined, error: 'canceled', nextAttemptAt: undefined, reason: 'canceled', durationMs: 0, worker, at };
   }
   const { decision, outcome } = report;
-  const type: OutcomeType = decision.kind === 'ack' ? 'delivered' : decision.kind === 'retry' ? 'retry-scheduled' : 'dead';
   return {
-    type,
+    type: outcomeTypeOf(report),
     id,
     url,
     attempt,
@@ -112,6 +113,20 @@ export function outcomeEventOf(report: AttemptReport, worker: string, at: string
     worker,
     at,
   };
+}
+
+/** The type (routing key) of a report's event. */
+export function outcomeTypeOf(report: AttemptReport): OutcomeType {
+  switch (report.kind) {
+    case 'invalid':
+      return 'dead';
+    case 'held':
+      return 'paused';
+    case 'canceled':
+      return 'canceled';
+    default:
+      return report.decision.kind === 'ack' ? 'delivered' : report.decision.kind === 'retry' ? 'retry-scheduled' : 'dead';
+  }
 }
 
 /** The `dead` event of a message that could not be decoded (reason `invalid`). */

@@ -50,7 +50,16 @@ export function createRelayMetrics(health: () => HealthSource | undefined): { re
     labelNames: ['kind', 'cause'],
     registers: [registry],
   });
-  const inFlight = new Gauge({ name: 'callback_relay_in_flight', help: 'Messages being processed by this worker.', registers: [registry] });
+  // Counted in a plain number and read when scraped: it changes twice per message.
+  let inFlightNow = 0;
+  new Gauge({
+    name: 'callback_relay_in_flight',
+    help: 'Messages being processed by this worker.',
+    registers: [registry],
+    collect() {
+      this.set(inFlightNow);
+    },
+  });
   const moves = new Counter({
     name: 'callback_relay_moves_total',
     help: 'Callbacks moved unattempted, their attempt unchanged: deferred (circuit open) or overflow (a busy target\'s excess, to P.slow).',
@@ -95,7 +104,9 @@ export function createRelayMetrics(health: () => HealthSource | undefined): { re
     confirmed: (kind, seconds) => confirm.observe({ kind }, seconds),
     settleFallback: (kind, cause) => fallbacks.inc({ kind, cause }),
     transition: (transition) => transitions.inc({ to: transition.to }),
-    inFlight: (delta) => inFlight.inc(delta),
+    inFlight: (delta) => {
+      inFlightNow += delta;
+    },
     moved: (kind) => moves.inc({ kind }),
   };
   return { registry, observer, consumerCancelled: () => cancelled.inc() };

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { isValidId, MAX_ID_LENGTH } from '../../../src/message/callback.js';
-import { eventMessageId, outcomeEventOf } from '../../../src/events/outcome-events.js';
+import { eventMessageId, outcomeEventOf, outcomeTypeOf } from '../../../src/events/outcome-events.js';
+import type { AttemptReport } from '../../../src/consumer/observer.js';
 
 describe('eventMessageId', () => {
   it('is <id>:<type>:<attempt> when that fits in a short string', () => {
@@ -39,5 +40,23 @@ describe('outcomeEventOf', () => {
 
   it('an invalid message: a dead event with reason invalid, attempt 0', () => {
     expect(outcomeEventOf({ kind: 'invalid', id: 'x', error: 'not JSON' }, 'w/1', 'T')).toMatchObject({ type: 'dead', id: 'x', url: '', attempt: 0, reason: 'invalid', error: 'not JSON' });
+  });
+});
+
+describe('outcomeTypeOf', () => {
+  const callback = { id: 'c1', url: 'https://a.example/h', target: 'https://a.example', lane: '0', attempt: 1 };
+  const tried = (decision: Extract<AttemptReport, { kind: 'attempt' }>['decision']): AttemptReport => ({ ...callback, kind: 'attempt', outcome: { status: 503, durationMs: 3 }, decision, nextAttemptAt: undefined });
+
+  it('is the type of the event the report makes, read without building the event', () => {
+    const reports: AttemptReport[] = [
+      { ...callback, kind: 'canceled' },
+      { ...callback, kind: 'held' },
+      { kind: 'invalid', id: 'x', error: 'not JSON' },
+      tried({ kind: 'ack' }),
+      tried({ kind: 'retry', delayMs: 1_000, attempt: 2, why: 'HTTP 503' }),
+      tried({ kind: 'dead', reason: 'exhausted', why: 'HTTP 503' }),
+    ];
+    expect(reports.map(outcomeTypeOf)).toEqual(['canceled', 'paused', 'dead', 'delivered', 'retry-scheduled', 'dead']);
+    for (const report of reports) expect(outcomeTypeOf(report)).toBe(outcomeEventOf(report, 'w/1', 'T').type);
   });
 });

@@ -80,3 +80,17 @@ describe('relay metrics: limits', () => {
     expect(waits.find((sample) => sample.labels.le === 1)?.value).toBe(0);
   });
 });
+
+describe('relay metrics: in flight', () => {
+  it('callback_relay_in_flight shows the messages in flight when scraped', async () => {
+    const metrics = createRelayMetrics(() => undefined);
+    const read = async (): Promise<number | undefined> => (await metrics.registry.getSingleMetric('callback_relay_in_flight')!.get()).values[0]?.value;
+    expect(await read()).toBe(0);
+    metrics.observer.inFlight(1);
+    metrics.observer.inFlight(1);
+    metrics.observer.inFlight(-1);
+    expect(await read()).toBe(1);
+    metrics.observer.inFlight(-1);
+    expect(await read()).toBe(0);
+  });
+});
