@@ -2,14 +2,14 @@ import type { ControlMarker } from '../control/control-markers.js';
 import { ControlState, type PausedOrigin } from '../control/control-state.js';
 
 /** A target's state as the console shows it. */
-export type TargetState = 'paused' | 'circuit open' | 'healthy';
+export type TargetState = 'paused' | 'circuit open' | 'limited' | 'healthy';
 
 /** Cancelled ids the console remembers (to say where a callback is); a worker keeps far more. */
 const MAX_CANCELLED = 10_000;
 
 /**
- * What the console reads from P.control: the paused origins (as `target list` shows them, through
- * the workers' own ControlState) and the circuits the workers broadcast (`degraded`, `recovered`).
+ * What the console reads from P.control: the paused and limited origins (as `target list` shows them,
+ * through the workers' own ControlState) and the circuits the workers broadcast (`degraded`, `recovered`).
  * A circuit counts as open while some worker's newest broadcast for it says `degraded` and is within
  * `windowMs` (a worker that died degraded says nothing more). Pure: clock injected; at most
  * `maxTargets` targets with broadcasts are kept, the stalest forgotten first.
@@ -49,7 +49,8 @@ export class ControlView {
     for (const key of keys) {
       for (const broadcast of this.health.get(key)?.values() ?? []) if (broadcast.degraded && broadcast.at >= since) return 'circuit open';
     }
-    return 'healthy';
+    // An operator's limit from P.control (`callback-relay target limit`); a cleared one is null.
+    return this.state.limitOf(origin) ? 'limited' : 'healthy';
   }
 
   pausedOrigins(): PausedOrigin[] {

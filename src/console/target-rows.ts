@@ -9,7 +9,7 @@ export interface TargetRow extends TargetStats {
 const EMPTY: Omit<TargetStats, 'origin' | 'lastSeen'> = { delivered: 0, retries: 0, dead: 0, held: 0, successRate: null, p50Ms: null, p95Ms: null, lastError: null };
 
 /** Paused first, then circuits open, then the rest. */
-const STATE_RANK: Record<TargetState, number> = { paused: 0, 'circuit open': 1, healthy: 2 };
+const STATE_RANK: Record<TargetState, number> = { paused: 0, 'circuit open': 1, limited: 2, healthy: 3 };
 
 /**
  * The Targets page's rows: every origin seen in the window, and every paused origin even without an

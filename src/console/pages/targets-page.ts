@@ -6,7 +6,7 @@ import { actionButton, layout, ms, percent, type PageFrame } from './layout.js';
 export function targetsPage(frame: PageFrame, rows: readonly TargetRow[], windowMinutes: number, forgotten: number): Html {
   return layout(
     { ...frame, refreshSeconds: 30 },
-    html`<p class="hint">Origins with an outcome in the last ${windowMinutes} minutes, and every paused origin; paused first, then open circuits, then by failure rate.${forgotten > 0 ? ` ${forgotten} origin(s) were forgotten past CONSOLE_MAX_TARGETS.` : ''}</p>
+    html`<p class="hint">Origins with an outcome in the last ${windowMinutes} minutes, and every paused origin; paused first, then open circuits, then limited ones, then by failure rate.${forgotten > 0 ? ` ${forgotten} origin(s) were forgotten past CONSOLE_MAX_TARGETS.` : ''}</p>
 <table class="targets">
 <thead><tr><th>Target</th><th>State</th><th class="num">Success</th><th class="num">Delivered</th><th class="num">Retries</th><th class="num">Dead</th><th class="num">Held</th><th class="num">p50</th><th class="num">p95</th><th>Last error</th><th></th></tr></thead>
 <tbody>

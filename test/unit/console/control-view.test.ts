@@ -26,6 +26,17 @@ describe('ControlView', () => {
     expect(view.stateOf('https://b.example')).toBe('healthy');
   });
 
+  it('a target with an operator\'s limit is limited until the limit is cleared; a pause or an open circuit says more', () => {
+    const view = new ControlView({ windowMs: 3_600_000, maxTargets: 10 }, () => T0, 30 * 86_400_000);
+    view.apply({ type: 'limit', origin: 'https://l.example', at: at(T0 - 1000), limit: { rate: 20, burst: 2 } });
+    expect(view.stateOf('https://l.example')).toBe('limited');
+    view.apply({ type: 'degraded', target: 'https://l.example', from: 'w1', at: at(T0 - 500) });
+    expect(view.stateOf('https://l.example')).toBe('circuit open');
+    view.apply({ type: 'recovered', target: 'https://l.example', from: 'w1', at: at(T0 - 400) });
+    view.apply({ type: 'limit', origin: 'https://l.example', at: at(T0), limit: null });
+    expect(view.stateOf('https://l.example')).toBe('healthy');
+  });
+
   it('keeps the broadcasts of at most maxTargets targets', () => {
     const view = new ControlView({ windowMs: 3_600_000, maxTargets: 1 }, () => T0, 30 * 86_400_000);
     view.apply({ type: 'degraded', target: 'https://a.example', from: 'w1', at: at(T0) });
