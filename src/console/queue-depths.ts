@@ -1,6 +1,5 @@
-import type { Channel } from 'amqplib';
-import { isNotFound } from '../amqp/broker-errors.js';
-import { connectFirst, openChannel } from '../amqp/connect.js';
+import { checkQueues } from '../amqp/check-queues.js';
+import { connectFirst } from '../amqp/connect.js';
 import type { TopologyNames } from '../topology/topology-names.js';
 
 /** One queue as the overview shows it. */
@@ -25,26 +24,19 @@ export function watchedQueues(names: TopologyNames): Array<Pick<QueueDepth, 'que
 }
 
 /**
- * Depth and consumer count of every watched queue that exists, by passive declare
- * (https://www.rabbitmq.com/docs/queues#passive-declaration): it works without the management
- * plugin, on every broker version. A missing queue (the due queue in queues mode, the levels in
- * plugin mode) is a 404 that closes the channel it was asked on, so another is opened for the rest.
+ * Depth and consumer count of every watched queue that exists (checkQueues: passive declares, no
+ * management plugin needed). A missing queue (the due queue in queues mode, the levels in plugin
+ * mode) is left out.
  */
 export async function queueDepths(urls: string[], names: TopologyNames): Promise<QueueDepth[]> {
   const { connection } = await connectFirst(urls);
   try {
-    let channel: Channel = await openChannel(connection);
-    const depths: QueueDepth[] = [];
-    for (const { queue, kind } of watchedQueues(names)) {
-      try {
-        const { messageCount, consumerCount } = await channel.checkQueue(queue);
-        depths.push({ queue, kind, messages: messageCount, consumers: consumerCount });
-      } catch (error) {
-        if (!isNotFound(error)) throw error;
-        channel = await openChannel(connection);
-      }
-    }
-    return depths;
+    const watched = watchedQueues(names);
+    const counts = await checkQueues(connection, watched.map(({ queue }) => queue));
+    return watched.flatMap(({ queue, kind }, i) => {
+      const found = counts[i];
+      return found ? [{ queue, kind, messages: found.messageCount, consumers: found.consumerCount }] : [];
+    });
   } finally {
     await connection.close().catch(() => {});
   }

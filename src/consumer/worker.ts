@@ -92,10 +92,13 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     // Probes answer from the start: alive while waiting for the broker, ready only once consuming.
     if (consume.metricsPort > 0) server = await startMetricsServer(consume.metricsPort, metrics.registry, { ready: () => ready });
     const topology = await connectTopology(config, logger, abort.signal);
-    await applyTopology(topology.url, topology, {
+    const applied = await applyTopology(topology.url, topology, {
       signal: abort.signal,
       onRetry: (error) => logger.warn({ err: error.message }, 'the broker went away while the topology was declared; retrying'),
     });
+    if (applied.binaryLevelsHold !== undefined) {
+      logger.info({ messages: applied.binaryLevelsHold, queues: `${topology.names.binaryLevels.queues[0]} … ${topology.names.binaryLevels.queues.at(-1)}` }, 'delay levels of an earlier version: unbound from the entry exchange; they drain on their own, delete them once empty (docs/delay-modes.md)');
+    }
     // A stop during start: open nothing more (stop() closes what exists).
     if (stopping) return;
     // The broker's own AMQP, management and Prometheus endpoints are never dialled, whatever TARGET_ALLOW says.

@@ -11,8 +11,8 @@ export const LANE_BUCKETS = 64;
 /** Lanes of a topology unless LANES says otherwise. */
 export const DEFAULT_LANES = 8;
 
-/** Queues mode: binary delay levels, 2^0 s … 2^(DELAY_LEVELS − 1) s. */
-export const DELAY_LEVELS = 22;
+/** Queues mode: the delay in whole seconds is spelt in this many bits in the routing key (the wire contract). */
+export const DELAY_BITS = 22;
 
-/** The longest delay the levels hold: every level visited once (about 48.5 days). */
-export const MAX_LEVEL_DELAY_MS = (2 ** DELAY_LEVELS - 1) * 1_000;
+/** The longest delay the levels hold: 2^22 − 1 s (about 48.5 days). */
+export const MAX_LEVEL_DELAY_MS = (2 ** DELAY_BITS - 1) * 1_000;

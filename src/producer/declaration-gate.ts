@@ -9,11 +9,11 @@ const KEPT_INTERVALS = 32;
 /**
  * Keeps a publisher's topology declarations out of its publishes' PUBLISH_TIMEOUT. A publish
  * waits for the topology to have been declared once before its own clock starts: a fresh queues-mode
- * topology (35 quorum queues, a stream and some 1,700 bindings) takes 2–3 s on a loaded machine,
+ * topology (some 90 quorum queues, a stream and 800 bindings) takes 2–3 s on a loaded machine,
  * which is not the broker being slow to store a message. The wait is bounded twice: PUBLISH_TIMEOUT
  * while no declaration is under way (no broker answers), DECLARATION_BOUND_MS while one is.
  *
- * Every reconnect declares the topology again on the channel before it carries anything (some 1,700
+ * Every reconnect declares the topology again on the channel before it carries anything (some 900
  * idempotent steps in queues mode, seconds under load): a cancel marker sent as the connection was
  * cut waits for that too. declaredMsSince tells how much of a wait was declaring, so such a wait
  * can leave it out of its PUBLISH_TIMEOUT.

@@ -4,6 +4,7 @@ import type { Logger } from '../logger.js';
 import { sleep } from '../util/with-timeout.js';
 import { connectTopology, type ResolvedTopology, type TopologySettings } from './connect-topology.js';
 import { declareDueQueueAside } from './declare-due-queue.js';
+import { retireBinaryLevels } from './retire-binary-levels.js';
 
 /**
  * Declares `topology` on a short-lived connection. Workers do this once before consuming so that a
@@ -17,7 +18,7 @@ import { declareDueQueueAside } from './declare-due-queue.js';
  * starting while the broker restarts waits for it as it waits for a broker not up yet, instead of
  * exiting. A refusal (a conflicting queue, access refused) still fails at once.
  */
-export async function applyTopology(url: string, topology: ResolvedTopology, untilBroker?: { signal: AbortSignal; onRetry: (error: Error) => void }): Promise<void> {
+export async function applyTopology(url: string, topology: ResolvedTopology, untilBroker?: { signal: AbortSignal; onRetry: (error: Error) => void }): Promise<AppliedTopology> {
   for (let attempt = 1, pauseMs = 1_000; ; attempt += 1) {
     try {
       return await applyTopologyOnce(url, topology);
@@ -57,21 +58,27 @@ export function queueNotStartedYet(error: unknown): boolean {
   return cause?.code === 404 && cause.classId === 50 && cause.methodId === 10;
 }
 
-async function applyTopologyOnce(url: string, topology: ResolvedTopology): Promise<void> {
+/** What a start-time declaration found. */
+export interface AppliedTopology {
+  /** Queues mode: messages still in the one-level-per-bit delay queues of an earlier version, if it has them. */
+  binaryLevelsHold?: number | undefined;
+}
+
+async function applyTopologyOnce(url: string, topology: ResolvedTopology): Promise<AppliedTopology> {
   const connection = await openConnection(url);
   try {
     const channel = await openChannel(connection);
     await topology.declare(channel, () => openChannel(connection));
     await channel.close();
     if (topology.mode === 'plugin') await declareDueQueueAside(connection, topology.names);
+    return topology.mode === 'queues' ? { binaryLevelsHold: await retireBinaryLevels(connection, topology.names) } : {};
   } finally {
     await connection.close().catch(() => {});
   }
 }
 
 /** Declares the topology once and disconnects (`npm run topology`); gives up after `timeoutMs` without a broker. */
-export async function declareOnce(config: TopologySettings, logger: Logger, timeoutMs = 30_000): Promise<ResolvedTopology> {
+export async function declareOnce(config: TopologySettings, logger: Logger, timeoutMs = 30_000): Promise<ResolvedTopology & AppliedTopology> {
   const topology = await connectTopology(config, logger, AbortSignal.timeout(timeoutMs));
-  await applyTopology(topology.url, topology);
-  return topology;
+  return { ...topology, ...(await applyTopology(topology.url, topology)) };
 }

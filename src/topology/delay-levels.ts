@@ -1,19 +1,53 @@
-import { DELAY_LEVELS, MAX_LEVEL_DELAY_MS } from '../formats/limits.js';
+import { DELAY_BITS } from '../formats/limits.js';
 
 /**
- * Plugin-free delays as binary levels: level n is a queue whose every message waits 2^n seconds
- * (one fixed TTL per queue, so its head always expires first: no head-of-line blocking). A delay of
- * d seconds visits exactly the levels of the 1-bits of d, highest first, so 22 queues cover any
- * delay from 1 s to 2^22 − 1 s (48.5 days), to the second; the worker holds a message that leaves
- * them early for the last fraction of a second (levelDelaySeconds).
+ * Plugin-free delays as levels of radix 16: the delay d in whole seconds is written in hexadecimal,
+ * and each non-zero digit is one level queue whose every message waits digit × 16^position seconds
+ * (one fixed TTL per queue, so its head always expires first: no head-of-line blocking). A delay
+ * visits the levels of its non-zero digits, highest first: 78 queues cover any delay from 1 s to
+ * 2^22 − 1 s (48.5 days), to the second, in at most 6 hops (2 for a minute or two, about 2.4 for the
+ * default retry schedule; one level per bit took 3.9 and 5.8). Each hop is an at-least-once
+ * dead-letter publish by the level's quorum queue, the broker's work per delayed message, so fewer
+ * hops move more messages a second. The worker holds a message that leaves the levels early for the
+ * last fraction of a second (levelDelaySeconds, hold-until-due.ts).
  *
- * The routing key spells d in binary, one topic word per level, highest level first. An exchange
- * with levels `top` … 0 still ahead routes a key straight to the queue of the highest of them whose
- * bit is set, or to the message's lane when none is: one routing step per level visited, never a walk
- * down an exchange chain (each exchange-to-exchange hop costs the broker a routing step of its own).
- * A last word after the bits carries the message's lane bucket (lanes.ts).
+ * The routing key still spells d in binary, 22 words, highest bit first (the wire contract), then the
+ * lane bucket: a topic binding matches a digit's four words. An exchange with digits `top` … 0 still
+ * ahead routes a key straight to the level of the highest of them that is not 0, or to the message's
+ * lane when all are: one routing step per level visited, never a walk down an exchange chain.
  */
-export { DELAY_LEVELS, MAX_LEVEL_DELAY_MS } from '../formats/limits.js';
+export { DELAY_BITS, MAX_LEVEL_DELAY_MS } from '../formats/limits.js';
+
+/** Bits per digit: radix 16. */
+export const DIGIT_BITS = 4;
+
+/** Digit positions: 0 (1 … 15 s) to 5 (1 … 3 × 2^20 s; the top digit has the 2 bits left). */
+export const DIGITS = Math.ceil(DELAY_BITS / DIGIT_BITS);
+
+/** A level queue: digit `digit` at `position`, whose messages wait `seconds` = digit × 16^position. */
+export interface DelayLevel {
+  position: number;
+  digit: number;
+  seconds: number;
+}
+
+const digitMax = (position: number): number => 2 ** Math.min(DIGIT_BITS, DELAY_BITS - position * DIGIT_BITS) - 1;
+const digitOf = (seconds: number, position: number): number => Math.floor(seconds / 2 ** (position * DIGIT_BITS)) % 2 ** DIGIT_BITS;
+
+/** Every level, highest first (78 with 22 bits). */
+export const DELAY_LEVELS: readonly DelayLevel[] = Array.from({ length: DIGITS }, (_, i) => DIGITS - 1 - i).flatMap((position) =>
+  Array.from({ length: digitMax(position) }, (_, i) => digitMax(position) - i).map((digit) => ({ position, digit, seconds: digit * 2 ** (position * DIGIT_BITS) })),
+);
+
+/** The levels a delay of `seconds` visits, as their waits in seconds, highest first. */
+export function levelsVisited(seconds: number): number[] {
+  const visited: number[] = [];
+  for (let position = DIGITS - 1; position >= 0; position -= 1) {
+    const digit = digitOf(seconds, position);
+    if (digit > 0) visited.push(digit * 2 ** (position * DIGIT_BITS));
+  }
+  return visited;
+}
 
 /**
  * How much earlier than its due time a delayed message leaves the levels, at least: the levels count
@@ -30,33 +64,48 @@ export const LEVEL_LEAD_MS = 250;
  */
 export function levelDelaySeconds(delayMs: number): number {
   if (!(delayMs > LEVEL_LEAD_MS)) return 0;
-  return Math.min(Math.floor((delayMs - LEVEL_LEAD_MS) / 1_000), 2 ** DELAY_LEVELS - 1);
+  return Math.min(Math.floor((delayMs - LEVEL_LEAD_MS) / 1_000), 2 ** DELAY_BITS - 1);
 }
 
-/** The routing key that carries `seconds` through the levels. */
+/** The routing key that carries `seconds` through the levels: 22 binary words, highest bit first. */
 export function delayRoutingKey(seconds: number): string {
-  return seconds.toString(2).padStart(DELAY_LEVELS, '0').split('').join('.');
-}
-
-/** A binding of a delay exchange: keys matching `bindingKey` go to level `to`'s queue, or to the lanes (the last word, the bucket, picks one). */
-export interface LevelRoute {
-  bindingKey: string;
-  to: number | 'lanes';
+  return seconds.toString(2).padStart(DELAY_BITS, '0').split('').join('.');
 }
 
 /**
- * The bindings of an exchange with levels `top` … 0 still ahead: the entry exchange P.delay has all
- * 22 ahead, and level n's queue dead-letters into the exchange with levels n − 1 … 0 ahead. Words of
- * the levels behind (already waited or skipped) match anything.
+ * A binding of a delay exchange: keys matching `bindingKey` go to the level that waits `to` seconds,
+ * to the lanes (the last word, the bucket, picks one), or, for a key without a bucket, to P.work.
+ */
+export interface LevelRoute {
+  bindingKey: string;
+  to: number | 'lanes' | 'no-bucket';
+}
+
+/**
+ * The bindings of an exchange with digits `top` … 0 still ahead: the entry exchange P.delay has all
+ * of them ahead (DIGITS − 1), and a level at position n dead-letters into the exchange with n − 1 … 0
+ * ahead (−1: none, only the lanes). The words of the digits behind (already waited) match anything.
  */
 export function levelRoutes(top: number): LevelRoute[] {
-  const behind = Array<string>(DELAY_LEVELS - 1 - top).fill('*');
+  const behind = (bit: number): boolean => bit >= (top + 1) * DIGIT_BITS;
+  /** The words of bits DELAY_BITS − 1 down to `lowest`: '*' behind, then `word(bit)`. */
+  const words = (lowest: number, word: (bit: number) => string): string[] => {
+    const out: string[] = [];
+    for (let bit = DELAY_BITS - 1; bit >= lowest; bit -= 1) out.push(behind(bit) ? '*' : word(bit));
+    return out;
+  };
   const routes: LevelRoute[] = [];
-  for (let level = top; level >= 0; level -= 1) {
-    routes.push({ bindingKey: [...behind, ...Array<string>(top - level).fill('0'), '1', '#'].join('.'), to: level });
+  for (let position = top; position >= 0; position -= 1) {
+    for (let digit = digitMax(position); digit >= 1; digit -= 1) {
+      // Digits between `top` and this one are 0; this digit's own bits spell it.
+      const own = (bit: number): string => (bit >= (position + 1) * DIGIT_BITS ? '0' : String((digit >> (bit - position * DIGIT_BITS)) & 1));
+      routes.push({ bindingKey: [...words(position * DIGIT_BITS, own), '#'].join('.'), to: digit * 2 ** (position * DIGIT_BITS) });
+    }
   }
-  routes.push({ bindingKey: [...behind, ...Array<string>(top + 1).fill('0'), '*'].join('.'), to: 'lanes' });
+  const zeros = words(0, () => '0');
+  routes.push({ bindingKey: [...zeros, '*'].join('.'), to: 'lanes' });
+  routes.push({ bindingKey: zeros.join('.'), to: 'no-bucket' });
   return routes;
 }
 
-export const levelTtlMs = (level: number): number => 2 ** level * 1_000;
+export const levelTtlMs = (seconds: number): number => seconds * 1_000;

@@ -16,9 +16,12 @@ try {
   const config = loadConfig();
   if (args.length === 0) {
     const topology = await declareOnce(config, createLogger(config.logLevel, 'callback-relay', config.logFormat));
-    const { names, mode } = topology;
-    const queues = [names.workQueue, names.deadQueue, ...(mode === 'queues' ? [`${names.delayLevels.length} delay levels ${names.delayLevel(0)}…${names.delayLevel(names.delayLevels.length - 1)}`] : [names.dueQueue])];
+    const { names, mode, binaryLevelsHold } = topology;
+    const queues = [names.workQueue, names.deadQueue, ...(mode === 'queues' ? [`${names.delayLevels.length} delay levels ${names.delayLevels[0]}…${names.delayLevels.at(-1)}`] : [names.dueQueue])];
     process.stdout.write(`topology ready (delay mode ${mode}): exchange ${names.exchange}, queues ${queues.join(', ')}\n`);
+    if (binaryLevelsHold !== undefined) {
+      process.stdout.write(`the delay levels of an earlier version (${names.binaryLevels.queues[0]} … ${names.binaryLevels.queues.at(-1)}) hold ${binaryLevelsHold} messages: unbound from ${names.delayExchange}, they drain on their own; delete them once empty (docs/delay-modes.md)\n`);
+    }
   } else if (args[0] === 'delete' && args.length <= 2) {
     const names = topologyNames(config.topologyPrefix, config.lanes);
     const { queues, exchanges } = teardownNames(names);

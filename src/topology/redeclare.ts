@@ -12,7 +12,7 @@ import { applyTopology } from './declare-once.js';
 export function createRedeclare(topology: ResolvedTopology, timeoutMs: number): () => Promise<void> {
   let running: Promise<void> | undefined;
   return () => {
-    running ??= withTimeout(applyTopology(topology.url, topology), timeoutMs, () =>
+    running ??= withTimeout(applyTopology(topology.url, topology).then(() => {}), timeoutMs, () =>
       new RelayError('CR_ERR_PUBLISH_TIMEOUT', `could not declare the topology again within ${timeoutMs} ms (PUBLISH_TIMEOUT)`),
     ).finally(() => (running = undefined));
     return running;

@@ -8,8 +8,8 @@ import type { TopologyNames } from './topology-names.js';
 
 /**
  * Every queue and exchange a prefix can have, whatever its delay mode and options: the declare list
- * of each variant, P.due, the topic exchange P.lanes that earlier builds declared, and the workers'
- * heartbeat exchange P.presence.
+ * of each variant, P.due, what earlier builds declared (the topic exchange P.lanes, the delay levels
+ * of one bit each), and the workers' heartbeat exchange P.presence.
  */
 export function teardownNames(names: TopologyNames): { queues: string[]; exchanges: string[] } {
   const every = { names, queueType: 'quorum', deliveryLimit: 1, broker: brokerFeatures('3.13.0'), history: { maxAge: '1D' } } as const;
@@ -18,7 +18,7 @@ export function teardownNames(names: TopologyNames): { queues: string[]; exchang
     ...topologyDeclarations({ ...every, mode: 'plugin' }),
     ...dueQueue(names),
   ]);
-  return { queues, exchanges: [...exchanges, names.lanesExchange, names.presenceExchange] };
+  return { queues: [...queues, ...names.binaryLevels.queues], exchanges: [...exchanges, ...names.binaryLevels.exchanges, names.lanesExchange, names.presenceExchange] };
 }
 
 /**

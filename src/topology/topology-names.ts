@@ -1,4 +1,4 @@
-import { DELAY_LEVELS } from './delay-levels.js';
+import { DELAY_BITS, DELAY_LEVELS, DIGIT_BITS } from './delay-levels.js';
 import { DEFAULT_LANES } from './lanes.js';
 
 /** Every exchange and queue name, derived from the one prefix P. */
@@ -38,14 +38,24 @@ export interface TopologyNames {
   deadQueue: string;
   /** Queues mode: entry exchange of the delay levels (topic; routing key = the delay's bits). */
   delayExchange: string;
-  /** Queues mode: exchange and queue of level n (TTL 2^n s). */
-  delayLevel: (level: number) => string;
-  /** Queues mode: every level name, highest first. */
+  /** Queues mode: the queue of the level whose messages wait `seconds` (delay-levels.ts), `P.delay.240s`. */
+  delayLevel: (seconds: number) => string;
+  /** Queues mode: every level queue, highest first. */
   delayLevels: string[];
+  /** Queues mode: the exchange the levels of digit `position` dead-letter into, `P.delay.below.16s` for position 1. */
+  delayLevelExchange: (position: number) => string;
+  /**
+   * Queues mode of earlier versions: one level per bit, queues P.delay.21 … P.delay.00 and exchanges
+   * P.delay.20 … P.delay.00. Never declared now: what they still hold drains on its own
+   * (retire-binary-levels.ts), and the teardown deletes them.
+   */
+  binaryLevels: { queues: string[]; exchanges: string[] };
 }
 
 export function topologyNames(prefix: string, lanes = DEFAULT_LANES): TopologyNames {
-  const delayLevel = (level: number): string => `${prefix}.delay.${String(level).padStart(2, '0')}`;
+  const delayLevel = (seconds: number): string => `${prefix}.delay.${seconds}s`;
+  const binaryLevel = (bit: number): string => `${prefix}.delay.${String(bit).padStart(2, '0')}`;
+  const bits = Array.from({ length: DELAY_BITS }, (_, i) => DELAY_BITS - 1 - i);
   return {
     exchange: prefix,
     routingKey: 'deliver',
@@ -64,6 +74,8 @@ export function topologyNames(prefix: string, lanes = DEFAULT_LANES): TopologyNa
     pausedCheckQueue: `${prefix}.paused.check`,
     delayExchange: `${prefix}.delay`,
     delayLevel,
-    delayLevels: Array.from({ length: DELAY_LEVELS }, (_, i) => delayLevel(DELAY_LEVELS - 1 - i)),
+    delayLevels: DELAY_LEVELS.map((level) => delayLevel(level.seconds)),
+    delayLevelExchange: (position) => `${prefix}.delay.below.${2 ** (position * DIGIT_BITS)}s`,
+    binaryLevels: { queues: bits.map(binaryLevel), exchanges: bits.slice(1).map(binaryLevel) },
   };
 }

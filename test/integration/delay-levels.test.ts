@@ -2,6 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
 import { createWorker } from '../../src/consumer/worker.js';
 import { createLogger } from '../../src/logger.js';
+import { declareOnce } from '../../src/topology/declare-once.js';
+import { delayRoutingKey } from '../../src/topology/delay-levels.js';
+import { laneBucket } from '../../src/topology/lanes.js';
+import { queueArguments } from '../../src/topology/queue-arguments.js';
+import type { TopologyNames } from '../../src/topology/topology-names.js';
+import type { Channel } from 'amqplib';
 import type { Receiver } from '../support/receiver.js';
 import type { RelayFixture } from '../support/relay.js';
 
@@ -33,7 +39,7 @@ describe('queues mode delay levels', () => {
     relay = await open.relay({ DELAY_MODE: 'queues' });
     await relay.startWorker();
     await relay.startWorker();
-    expect(await relay.messageCount(relay.names.delayLevel(21))).toBe(0);
+    expect(await relay.messageCount(relay.names.delayLevels[0] as string)).toBe(0);
   });
 
   it('a prefix declared with other settings stops the worker at start with CR_ERR_TOPOLOGY', async () => {
@@ -43,4 +49,43 @@ describe('queues mode delay levels', () => {
     await expect(other.start()).rejects.toMatchObject({ code: 'CR_ERR_TOPOLOGY', message: expect.stringContaining(`prefix "${relay.config.topologyPrefix}"`) });
     await other.stop();
   });
+
+  it('an upgrade from one level per bit: what the old levels hold still arrives, and a new delayed callback arrives once', async () => {
+    receiver = await open.receiver(() => ({ status: 200 }));
+    relay = await open.relay({ DELAY_MODE: 'queues' });
+    await declareOnce(relay.config, createLogger('silent'));
+    // The deployment before the upgrade: the old levels, bound from P.delay beside the new ones.
+    await declareBinaryLevels(relay.channel, relay.names);
+    const url = `${receiver.origin}/old`;
+    // A retry the old version scheduled: 3 s = levels 1 and 0, entered through the old level 1's exchange.
+    relay.channel.publish(relay.names.binaryLevels.queues[20] as string, `${delayRoutingKey(3)}.${laneBucket(receiver.origin)}`, Buffer.from(JSON.stringify({ url, body: 'old' })), {
+      persistent: true,
+      contentType: 'application/json',
+      messageId: 'old-1',
+    });
+    await relay.startWorker();
+    await relay.publisher.publish({ url: `${receiver.origin}/new`, body: 'new' }, { delay: 3_000 });
+    await receiver.waitFor((requests) => requests.length >= 2, 15_000);
+    // Bound twice, the new callback would come a second time through the old levels 2 s later.
+    await new Promise((resolve) => setTimeout(resolve, 4_000));
+    expect(receiver.requests.map((request) => request.path).sort()).toEqual(['/new', '/old']);
+  });
 });
+
+/** What the one-level-per-bit version declared: level n waits 2^n s, P.delay and each level's exchange bind the levels below and the lanes. */
+async function declareBinaryLevels(channel: Channel, names: TopologyNames): Promise<void> {
+  const queues = [...names.binaryLevels.queues].reverse();
+  for (const [bit, queue] of queues.entries()) {
+    const deadLetter = bit === 0 ? { exchange: '', routingKey: names.workQueue } : { exchange: queues[bit - 1] as string };
+    await channel.assertQueue(queue, { durable: true, arguments: queueArguments({ type: 'quorum', messageTtlMs: 2 ** bit * 1_000, deadLetter }) });
+  }
+  const exchanges = [...queues.slice(0, -1).map((name, top) => ({ name, top })), { name: names.delayExchange, top: 21 }];
+  for (const { name, top } of exchanges) {
+    await channel.assertExchange(name, 'topic', { durable: true });
+    const behind = Array<string>(21 - top).fill('*');
+    for (let bit = top; bit >= 0; bit -= 1) await channel.bindQueue(queues[bit] as string, name, [...behind, ...Array<string>(top - bit).fill('0'), '1', '#'].join('.'));
+    for (const [lane, queue] of names.workQueues.entries()) {
+      for (let bucket = lane; bucket < 64; bucket += names.workQueues.length) await channel.bindQueue(queue, name, [...behind, ...Array<string>(top + 1).fill('0'), String(bucket)].join('.'));
+    }
+  }
+}

@@ -64,10 +64,10 @@ describeEachMode('settle failures', (mode) => {
 describe('settle failures [queues mode]', () => {
   it('a delay level queue deleted under a running worker: the retry copy is stored once it exists again, and delivered', async () => {
     const receiver = await open.receiver(({ nth }) => ({ status: nth === 1 ? 503 : 200 }));
-    const relay = await open.relay({ DELAY_MODE: 'queues', RETRY_SCHEDULE: '1s' });
+    const relay = await open.relay({ DELAY_MODE: 'queues', RETRY_SCHEDULE: '2s', RETRY_JITTER: '0' });
     await relay.startWorker();
-    // A 1 s delay goes through level 0 only.
-    await relay.channel.deleteQueue(relay.names.delayLevel(0));
+    // A 2 s delay goes through the 1 s level only (the worker holds it for the rest).
+    await relay.channel.deleteQueue(relay.names.delayLevel(1));
     const { id } = await relay.publisher.publish({ url: `${receiver.origin}/flaky`, body: 1 });
     await receiver.waitFor((requests) => requests.length === 2);
     expect(receiver.requests.map((r) => [r.headers['webhook-id'], r.headers['x-callback-attempt'] ?? '1'])).toEqual([

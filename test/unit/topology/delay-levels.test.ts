@@ -1,12 +1,15 @@
 import { describe, it, expect } from 'vitest';
 import {
+  DELAY_BITS,
   DELAY_LEVELS,
+  DIGITS,
   LEVEL_LEAD_MS,
   MAX_LEVEL_DELAY_MS,
   delayRoutingKey,
   levelRoutes,
   levelDelaySeconds,
   levelTtlMs,
+  levelsVisited,
 } from '../../../src/topology/delay-levels.js';
 import { mulberry32, randomInt } from '../../support/prng.js';
 
@@ -31,26 +34,25 @@ function topicMatches(bindingKey: string, routingKey: string): boolean {
 
 /**
  * Walks a message through the levels the way declare-delay-levels wires them: it enters the exchange
- * with all levels ahead, and each exchange sends it by levelRoutes to a level queue (which waits
- * levelTtlMs, then dead-letters to the exchange with the lower levels ahead) or to P.lanes. Returns
- * the total wait in seconds and the routing steps taken, failing unless exactly one binding matches.
+ * with all digits ahead, and each exchange sends it by levelRoutes to a level queue (which waits
+ * levelTtlMs, then dead-letters to the exchange with the lower digits ahead) or to the lanes. Returns
+ * the total wait in seconds, the routing steps taken and where it ended, failing unless exactly one
+ * binding matches at each step.
  */
-function simulate(delayKey: string): { seconds: number; steps: number } {
+function simulate(delayKey: string, bucket: string | null = '7'): { seconds: number; steps: number; end: string } {
   // A retry's key ends with its lane bucket; the levels must ignore that word.
-  const routingKey = `${delayKey}.7`;
+  const routingKey = bucket === null ? delayKey : `${delayKey}.${bucket}`;
   let totalMs = 0;
   let steps = 0;
-  for (let top = DELAY_LEVELS - 1; ; ) {
+  for (let top = DIGITS - 1; ; ) {
     const matched = levelRoutes(top).filter((route) => topicMatches(route.bindingKey, routingKey));
-    if (matched.length !== 1) throw new Error(`the exchange with levels ${top}…0 ahead routes ${routingKey} to ${matched.length} bindings`);
+    if (matched.length !== 1) throw new Error(`the exchange with digits ${top}…0 ahead routes ${routingKey} to ${matched.length} bindings`);
     steps += 1;
     const { to } = matched[0]!;
-    if (to === 'lanes') break;
+    if (typeof to !== 'number') return { seconds: totalMs / 1_000, steps, end: to };
     totalMs += levelTtlMs(to);
-    if (to === 0) break;
-    top = to - 1;
+    top = DELAY_LEVELS.find((level) => level.seconds === to)!.position - 1;
   }
-  return { seconds: totalMs / 1_000, steps };
 }
 const simulateSeconds = (routingKey: string): number => simulate(routingKey).seconds;
 
@@ -68,16 +70,33 @@ describe('topicMatches (test helper)', () => {
 });
 
 describe('delay level constants', () => {
-  it('has 22 levels covering up to 2^22 − 1 s', () => {
-    expect(DELAY_LEVELS).toBe(22);
+  it('has 78 levels of radix 16 covering up to 2^22 − 1 s', () => {
+    expect(DELAY_BITS).toBe(22);
+    expect(DIGITS).toBe(6);
+    expect(DELAY_LEVELS).toHaveLength(5 * 15 + 3);
     expect(MAX_LEVEL_DELAY_MS).toBe(MAX_SECONDS * 1_000);
+    // The highest digit of every position, all visited, is the longest delay.
+    const highest = Array.from({ length: DIGITS }, (_, position) => Math.max(...DELAY_LEVELS.filter((level) => level.position === position).map((level) => level.seconds)));
+    expect(highest.reduce((sum, seconds) => sum + seconds, 0)).toBe(MAX_SECONDS);
   });
 
-  it('gives level n a TTL of 2^n s', () => {
-    expect(levelTtlMs(0)).toBe(1_000);
-    expect(levelTtlMs(1)).toBe(2_000);
-    expect(levelTtlMs(10)).toBe(1_024_000);
-    expect(levelTtlMs(21)).toBe(2_097_152_000);
+  it('lists the levels highest first, each waiting digit × 16^position s', () => {
+    expect(DELAY_LEVELS[0]).toEqual({ position: 5, digit: 3, seconds: 3 * 2 ** 20 });
+    expect(DELAY_LEVELS.at(-1)).toEqual({ position: 0, digit: 1, seconds: 1 });
+    expect(DELAY_LEVELS.map((level) => level.seconds)).toEqual([...DELAY_LEVELS.map((level) => level.seconds)].sort((x, y) => y - x));
+    expect(DELAY_LEVELS.find((level) => level.seconds === 240)).toEqual({ position: 1, digit: 15, seconds: 240 });
+    expect(levelTtlMs(240)).toBe(240_000);
+  });
+});
+
+describe('levelsVisited', () => {
+  it('is one level per non-zero hexadecimal digit, highest first', () => {
+    expect(levelsVisited(0)).toEqual([]);
+    expect(levelsVisited(15)).toEqual([15]);
+    expect(levelsVisited(60)).toEqual([48, 12]);
+    expect(levelsVisited(120)).toEqual([112, 8]);
+    expect(levelsVisited(21_600)).toEqual([20_480, 1_024, 96]);
+    expect(levelsVisited(MAX_SECONDS)).toHaveLength(6);
   });
 });
 
@@ -126,27 +145,30 @@ describe('delayRoutingKey', () => {
 });
 
 describe('levelRoutes', () => {
-  it('from the entry exchange: the highest set bit, by its word, then #', () => {
-    const routes = levelRoutes(21);
-    expect(routes).toHaveLength(23);
-    expect(routes[0]).toEqual({ bindingKey: '1.#', to: 21 });
-    expect(routes[1]).toEqual({ bindingKey: '0.1.#', to: 20 });
-    expect(routes[21]).toEqual({ bindingKey: `${'0.'.repeat(21)}1.#`, to: 0 });
-    expect(routes[22]).toEqual({ bindingKey: `${Array(22).fill('0').join('.')}.*`, to: 'lanes' });
+  it('from the entry exchange: the highest non-zero digit, by its words, then #', () => {
+    const routes = levelRoutes(DIGITS - 1);
+    expect(routes).toHaveLength(78 + 2);
+    expect(routes[0]).toEqual({ bindingKey: '1.1.#', to: 3 * 2 ** 20 });
+    expect(routes[2]).toEqual({ bindingKey: '0.1.#', to: 2 ** 20 });
+    expect(routes[3]).toEqual({ bindingKey: '0.0.1.1.1.1.#', to: 15 * 2 ** 16 });
+    expect(routes[77]).toEqual({ bindingKey: `${'0.'.repeat(21)}1.#`, to: 1 });
+    expect(routes[78]).toEqual({ bindingKey: `${Array(22).fill('0').join('.')}.*`, to: 'lanes' });
+    expect(routes[79]).toEqual({ bindingKey: Array(22).fill('0').join('.'), to: 'no-bucket' });
   });
 
-  it('below level n: the words of the levels behind match anything', () => {
-    expect(levelRoutes(0)).toEqual([
-      { bindingKey: `${'*.'.repeat(21)}1.#`, to: 0 },
-      { bindingKey: `${'*.'.repeat(21)}0.*`, to: 'lanes' },
+  it('below digit n: the words of the digits behind match anything', () => {
+    expect(levelRoutes(-1)).toEqual([
+      { bindingKey: `${'*.'.repeat(22)}*`, to: 'lanes' },
+      { bindingKey: `${'*.'.repeat(21)}*`, to: 'no-bucket' },
     ]);
-    expect(levelRoutes(19)[1]).toEqual({ bindingKey: '*.*.0.1.#', to: 18 });
+    expect(levelRoutes(0)[0]).toEqual({ bindingKey: `${'*.'.repeat(18)}1.1.1.1.#`, to: 15 });
+    expect(levelRoutes(1)[15]).toEqual({ bindingKey: `${'*.'.repeat(14)}0.0.0.0.1.1.1.1.#`, to: 15 });
   });
 
-  it('routes a single bit straight to its level', () => {
-    for (let level = 0; level < DELAY_LEVELS; level += 1) {
-      const only = delayRoutingKey(2 ** level);
-      expect(levelRoutes(21).filter((route) => topicMatches(route.bindingKey, only)).map((route) => route.to)).toEqual([level]);
+  it('routes a single level straight to it', () => {
+    for (const level of DELAY_LEVELS) {
+      const only = `${delayRoutingKey(level.seconds)}.3`;
+      expect(levelRoutes(DIGITS - 1).filter((route) => topicMatches(route.bindingKey, only)).map((route) => route.to)).toEqual([level.seconds]);
     }
   });
 });
@@ -167,8 +189,8 @@ describe('the levels, simulated', () => {
   });
 
   it('wait exactly the delay at every power of two and its neighbours', () => {
-    for (let level = 0; level < DELAY_LEVELS; level += 1) {
-      for (const seconds of [2 ** level - 1, 2 ** level, 2 ** level + 1]) {
+    for (let bit = 0; bit < DELAY_BITS; bit += 1) {
+      for (const seconds of [2 ** bit - 1, 2 ** bit, 2 ** bit + 1]) {
         if (seconds <= MAX_SECONDS) expectRoundTrip(seconds * 1_000);
       }
     }
@@ -186,10 +208,17 @@ describe('the levels, simulated', () => {
     expect(simulateSeconds(delayRoutingKey(levelDelaySeconds(MAX_LEVEL_DELAY_MS * 2)))).toBe(MAX_SECONDS);
   });
 
-  it('take one routing step per level visited, and one into P.work unless level 0 was the last', () => {
-    expect(simulate(delayRoutingKey(15))).toEqual({ seconds: 8 + 4 + 2 + 1, steps: 4 });
-    expect(simulate(delayRoutingKey(2 ** 21))).toEqual({ seconds: 2 ** 21, steps: 2 });
-    expect(simulate(delayRoutingKey(1))).toEqual({ seconds: 1, steps: 1 });
-    expect(simulate(delayRoutingKey(MAX_SECONDS))).toEqual({ seconds: MAX_SECONDS, steps: 22 });
+  it('take one routing step per level visited, and one into the lane', () => {
+    expect(simulate(delayRoutingKey(15))).toEqual({ seconds: 15, steps: 2, end: 'lanes' });
+    expect(simulate(delayRoutingKey(60))).toEqual({ seconds: 60, steps: 3, end: 'lanes' });
+    expect(simulate(delayRoutingKey(2 ** 21))).toEqual({ seconds: 2 ** 21, steps: 2, end: 'lanes' });
+    expect(simulate(delayRoutingKey(1))).toEqual({ seconds: 1, steps: 2, end: 'lanes' });
+    expect(simulate(delayRoutingKey(MAX_SECONDS))).toEqual({ seconds: MAX_SECONDS, steps: 7, end: 'lanes' });
+    for (let seconds = 0; seconds <= 5_000; seconds += 37) expect(simulate(delayRoutingKey(seconds)).steps).toBe(levelsVisited(seconds).length + 1);
+  });
+
+  it('end a key without a bucket in P.work, after the same levels', () => {
+    expect(simulate(delayRoutingKey(60), null)).toEqual({ seconds: 60, steps: 3, end: 'no-bucket' });
+    expect(simulate(delayRoutingKey(0), null)).toEqual({ seconds: 0, steps: 1, end: 'no-bucket' });
   });
 });

@@ -12,27 +12,35 @@ describe('topologyNames', () => {
     expect(names.delayExchange).toBe('callback-relay.delay');
   });
 
-  it('names delay levels with two digits', () => {
-    expect(names.delayLevel(0)).toBe('callback-relay.delay.00');
-    expect(names.delayLevel(7)).toBe('callback-relay.delay.07');
-    expect(names.delayLevel(21)).toBe('callback-relay.delay.21');
+  it('names each delay level by its wait, and each level exchange by what remains below it', () => {
+    expect(names.delayLevel(1)).toBe('callback-relay.delay.1s');
+    expect(names.delayLevel(240)).toBe('callback-relay.delay.240s');
+    expect(names.delayLevelExchange(0)).toBe('callback-relay.delay.below.1s');
+    expect(names.delayLevelExchange(1)).toBe('callback-relay.delay.below.16s');
+    expect(names.delayLevelExchange(5)).toBe('callback-relay.delay.below.1048576s');
   });
 
-  it('lists all 22 levels, highest first', () => {
-    expect(names.delayLevels).toHaveLength(22);
-    expect(names.delayLevels[0]).toBe('callback-relay.delay.21');
-    expect(names.delayLevels[21]).toBe('callback-relay.delay.00');
-    expect(names.delayLevels).toEqual(Array.from({ length: 22 }, (_, i) => names.delayLevel(21 - i)));
+  it('lists all 78 levels, highest first', () => {
+    expect(names.delayLevels).toHaveLength(78);
+    expect(names.delayLevels[0]).toBe('callback-relay.delay.3145728s');
+    expect(names.delayLevels.at(-1)).toBe('callback-relay.delay.1s');
+  });
+
+  it("keeps the names of an earlier version's one-level-per-bit queues and exchanges, for the teardown", () => {
+    expect(names.binaryLevels.queues).toHaveLength(22);
+    expect(names.binaryLevels.queues[0]).toBe('callback-relay.delay.21');
+    expect(names.binaryLevels.queues[21]).toBe('callback-relay.delay.00');
+    expect(names.binaryLevels.exchanges).toEqual(names.binaryLevels.queues.slice(1));
   });
 
   it('gives every exchange and queue a distinct name', () => {
-    const all = [names.exchange, names.workQueue, names.deadQueue, names.delayExchange, ...names.delayLevels];
+    const all = [names.exchange, names.workQueue, names.deadQueue, names.delayExchange, ...names.delayLevels, ...[0, 1, 2, 3, 4, 5].map(names.delayLevelExchange), ...names.binaryLevels.queues];
     expect(new Set(all).size).toBe(all.length);
   });
 
   it('uses any prefix verbatim', () => {
     const other = topologyNames('a.b_c-1');
     expect(other.workQueue).toBe('a.b_c-1.work');
-    expect(other.delayLevel(3)).toBe('a.b_c-1.delay.03');
+    expect(other.delayLevel(3)).toBe('a.b_c-1.delay.3s');
   });
 });
