@@ -1,6 +1,6 @@
 /**
  * Benchmarks: `npm run bench [-- --quick] [--scenario NAME[,NAME…]] [--shape SHAPE[,SHAPE…]] [--long] [--profile] [--rate N]`;
- * the pending scenario also takes `--count N --window SECONDS --mode queues,plugin`.
+ * the pending scenario also takes `--count N --window SECONDS --mode queues,plugin --background N`.
  * Uses AMQP_URL if set, else a throwaway broker (test/support/broker.ts). Prints a Markdown table
  * per scenario and writes bench/results/<timestamp>.json; a run of every scenario also latest.json and latest.svg.
  */
@@ -36,11 +36,12 @@ const { values } = parseArgs({
     count: { type: 'string' },
     window: { type: 'string' },
     mode: { type: 'string' },
+    background: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
 if (values.help) {
-  process.stdout.write(`usage: npm run bench -- [--quick] [--scenario ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--shape SHAPE[,…]] [--long] [--profile] [--rate N] [--count N --window SECONDS --mode queues,plugin]\n`);
+  process.stdout.write(`usage: npm run bench -- [--quick] [--scenario ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--shape SHAPE[,…]] [--long] [--profile] [--rate N] [--count N --window SECONDS --mode queues,plugin --background N]\n`);
   process.exit(0);
 }
 const names = values.scenario ? values.scenario.split(',').map((name) => name.trim()) : SCENARIOS.map((s) => s.name);
@@ -80,6 +81,7 @@ try {
         count: values.count === undefined ? undefined : Number(values.count),
         windowS: values.window === undefined ? undefined : Number(values.window),
         modes: values.mode === undefined ? undefined : (values.mode.split(',').map((mode) => mode.trim()) as Array<'queues' | 'plugin'>),
+        background: values.background === undefined ? undefined : Number(values.background),
       },
     },
     log,

@@ -22,8 +22,10 @@ interface PendingRun {
   publishRate?: number;
   /** Delivered before the publishing ended (the lead was too short when > 0). */
   deliveredWhilePublishing?: number;
-  /** Broker memory with every callback pending, less before, per callback (bytes). */
+  /** Broker memory with every callback pending, less before, per callback (bytes): the background's when there is one. */
   memoryPerPending?: number;
+  /** Callbacks kept pending beside the measured ones, due hours after the run (--background). */
+  background?: number;
   memoryBefore?: number;
   memoryPending?: number;
   /** Arrival at the receiver − the callback's deliverAt (ms). */
@@ -44,11 +46,14 @@ const body = (i: number, dueAt: number): { sentAt: number; i: number; event: str
  * Scheduled callbacks at scale, in one worker process with default settings:
  * 1. fresh: `count` callbacks without a delay pre-fill the lanes, then the worker starts and drains
  *    them (its fresh-callback rate);
- * 2. pending: the same worker; `count` callbacks published with `deliverAt` spread evenly over
+ * 2. with `background`: that many callbacks due 3 to 4 hours later, published and left pending (the
+ *    topology's teardown deletes them), so that the rest runs with the broker holding them all;
+ *    broker memory per pending callback is read from them;
+ * 3. pending: the same worker; `count` callbacks published with `deliverAt` spread evenly over
  *    `window` seconds, the first due once the publishing is done (projected from phase 1's publish
  *    rate); broker memory is read with all of them pending, and each one's lateness at the receiver.
  */
-async function runMode(ctx: BenchContext, mode: Mode, count: number, windowS: number): Promise<PendingRun> {
+async function runMode(ctx: BenchContext, mode: Mode, count: number, windowS: number, background: number): Promise<PendingRun> {
   if (mode === 'plugin' && !ctx.broker.hasPlugin) return { mode, skipped: SKIP_PLUGIN };
   return withScope(ctx.url, async (scope) => {
     const receiver: BenchReceiver = scope.add(await startReceiver(TARGETS));
@@ -71,9 +76,21 @@ async function runMode(ctx: BenchContext, mode: Mode, count: number, windowS: nu
     ctx.log(`pending ${mode}: fresh ${receiver.delivered}/${count} at ${fmt(fresh.rate)}/s`);
     await sleep(2_000);
 
-    // 2. Delayed callbacks, spread over the window, the first due after the publishing (with room).
+    // 2. The background: pending all through the measured part, spread over an hour of due times
+    // (every delay level in queues mode; one table in plugin mode), never due within the run.
     receiver.reset('ok');
     const memoryBefore = await brokerMemoryBytes(ctx);
+    let memoryPerBackground: number | undefined;
+    if (background > 0) {
+      const later = Date.now() + 3 * 3_600_000;
+      const sent = await publishAll(publisher, background, (i) => ({ callback: { url: receiver.urlFor(i), body: body(i, later) }, options: { deliverAt: new Date(later + (i * 3_600_000) / background) } }));
+      const memoryWith = await brokerMemoryBytes(ctx);
+      memoryPerBackground = memoryBefore === undefined || memoryWith === undefined ? undefined : (memoryWith - memoryBefore) / background;
+      ctx.log(`pending ${mode}: ${background} background callbacks published at ${fmt(sent.rate)}/s; ${fmt(memoryPerBackground)} B each`);
+    }
+
+    // 3. Delayed callbacks, spread over the window, the first due after the publishing (with room).
+    const memoryMeasured = await brokerMemoryBytes(ctx);
     const leadMs = 5_000 + (count / freshPublished.rate) * 1_500;
     const base = Date.now() + leadMs;
     const dueOf = (i: number): number => base + (i * windowS * 1_000) / count;
@@ -97,7 +114,8 @@ async function runMode(ctx: BenchContext, mode: Mode, count: number, windowS: nu
       deliveredWhilePublishing,
       memoryBefore,
       memoryPending,
-      memoryPerPending: memoryBefore === undefined || memoryPending === undefined ? undefined : (memoryPending - memoryBefore) / count,
+      background,
+      memoryPerPending: memoryPerBackground ?? (memoryMeasured === undefined || memoryPending === undefined ? undefined : (memoryPending - memoryMeasured) / count),
       lateness,
       delivered: receiver.delivered,
       drainSeconds,
@@ -116,12 +134,14 @@ export const pending: Scenario = {
     const windowS = opts.windowS ?? (ctx.quick ? 5 : 20);
     const modes = opts.modes ?? ['queues', 'plugin'];
     const runs: PendingRun[] = [];
-    for (const mode of modes) runs.push(await runMode(ctx, mode, count, windowS));
+    const background = opts.background ?? 0;
+    for (const mode of modes) runs.push(await runMode(ctx, mode, count, windowS, background));
     const row = (run: PendingRun): string[] =>
       run.skipped
-        ? [run.mode, run.skipped, '', '', '', '', '', '', '', '', '', '']
+        ? [run.mode, '', run.skipped, '', '', '', '', '', '', '', '', '', '']
         : [
             run.mode,
+            fmt(run.background),
             `${run.delivered}/${run.count}`,
             fmt(run.publishRate),
             fmt(run.memoryPerPending),
@@ -138,14 +158,14 @@ export const pending: Scenario = {
       tables: [
         {
           title: `Pending callbacks: ${count} due evenly over ${windowS} s (${fmt(count / windowS)}/s), one worker, ${process.env.BENCH_ISOLATION ? `ISOLATION=${process.env.BENCH_ISOLATION}` : 'default settings'}, ${TARGETS} instant targets`,
-          headers: ['delay mode', 'delivered', 'publish /s', 'broker B/pending', 'lateness p50 ms', 'p99 ms', 'max ms', 'due /s', 'delayed /s (first due → last)', 'fresh /s (same worker)', 'delayed time ÷ fresh time', 'deferred (circuit open)'],
+          headers: ['delay mode', 'pending beside (--background)', 'delivered', 'publish /s', 'broker B/pending', 'lateness p50 ms', 'p99 ms', 'max ms', 'due /s', 'delayed /s (first due → last)', 'fresh /s (same worker)', 'delayed time ÷ fresh time', 'deferred (circuit open)'],
           rows: runs.map(row),
         },
       ],
       data: { count, windowS, runs },
       notes: [
         'Lateness: arrival at the receiver − deliverAt. Fresh: the same number of callbacks without a delay, pre-filled, then drained by the same worker process before the delayed ones are published.',
-        'Broker memory: mem_used (the Erlang VM total, after a garbage collection) with every callback pending, less the same before publishing, per callback.',
+        'Broker memory: mem_used (the Erlang VM total, after a garbage collection) with every callback pending, less the same before publishing, per callback; with --background, measured on the background callbacks, which stay pending (due 3 to 4 h later) while the measured ones run.',
         'delayed time ÷ fresh time: first due → last delivered against the fresh drain; at or under 1 the delay path keeps up with the worker (the floor is the window itself when the due rate is below the fresh rate).',
         'Deferred: callbacks moved unattempted while their target\'s circuit was open (callback_relay_moves_total{kind="deferred"}; slow attempts on a busy machine open it); each is attempted once a real attempt would have ended, which shows as lateness. BENCH_ISOLATION=off measures the delay path without it.',
         'Ratios come from one run on a shared 2-core machine: compare the modes within a run, not across runs.',
