@@ -21,6 +21,13 @@ export interface DueMover {
 }
 
 const RETRY_MS = 5_000;
+
+/**
+ * Moves in flight at once, at least: a move is a confirmed publish, so the mover moves about this
+ * many per confirm round trip. PREFETCH (50 by default) held plugin mode's delayed callbacks to about
+ * 1,800 a second on a loaded machine where the same worker delivered 3,900 fresh ones.
+ */
+export const MOVE_PREFETCH = 1_000;
 /** After how long an unconfirmed move is logged; it is waited for all the same (a blocked connection). */
 const SLOW_CONFIRM_MS = 10_000;
 
