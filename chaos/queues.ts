@@ -50,7 +50,7 @@ export async function queueDepths(url: string, names: TopologyNames): Promise<De
     };
     // Plugin mode: P.due, the plugin's landing queue (its own table is not visible over AMQP).
     let delay = (await countIfDeclared(names.dueQueue)) ?? 0;
-    if ((await countIfDeclared(names.delayLevel(0))) !== undefined) {
+    if ((await countIfDeclared(names.delayLevels.at(-1) as string)) !== undefined) {
       for (const level of names.delayLevels) delay += await count(level);
     }
     let work = 0;
