@@ -9,6 +9,7 @@ import { connectTopology, type ResolvedTopology } from '../topology/connect-topo
 import { declareDueQueueAside } from '../topology/declare-due-queue.js';
 import { deliveryRoute } from '../topology/delay-route.js';
 import { createRedeclare } from '../topology/redeclare.js';
+import { retireBinaryLevelsAside } from '../topology/retire-binary-levels.js';
 import { readString } from '../message/headers.js';
 import { laneBucket } from '../topology/lanes.js';
 import { traceHeaders, traceOption, type TraceContext } from '../tracing/trace-context.js';
@@ -101,6 +102,11 @@ export function createPublisher(
       // close() waits for the setup.
       await gate.track(declare(ch));
       if (mode === 'plugin' && manager.connection) void declareDueQueueAside(manager.connection, names);
+      // Before the first delayed publish: an earlier version's levels, still bound, would deliver it twice.
+      if (mode === 'queues' && manager.connection) {
+        const held = await retireBinaryLevelsAside(manager.connection, names);
+        if (held !== undefined) logger.info({ messages: held }, 'delay levels of an earlier version: unbound from the entry exchange; they drain on their own (docs/delay-modes.md)');
+      }
     },
   });
   channel.on('error', (err) => logger.error({ err: (err as Error).message, code: (err as RelayError).code }, 'producer channel setup failed'));

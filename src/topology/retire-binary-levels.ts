@@ -3,6 +3,7 @@ import { checkQueues } from '../amqp/check-queues.js';
 import { openChannel } from '../amqp/connect.js';
 import { DELAY_BITS } from './delay-levels.js';
 import type { TopologyNames } from './topology-names.js';
+import { withTimeout } from '../util/with-timeout.js';
 
 /**
  * Earlier versions spent one delay level per bit: the entry exchange P.delay bound the queues
@@ -11,7 +12,9 @@ import type { TopologyNames } from './topology-names.js';
  * levels and the new ones, to be delivered twice. At start, where the old levels exist, the worker
  * (and `npm run topology`) unbinds them from P.delay. The old queues and their exchanges P.delay.20 …
  * P.delay.00 keep their own bindings, so what they hold goes on down them into the lanes, on time
- * (the longest delay is 48.5 days); then they can be deleted (docs/delay-modes.md).
+ * (the longest delay is 48.5 days); then they can be deleted (docs/delay-modes.md). A publisher does
+ * it too before its first publish, so the order in which an upgrade starts publishers and workers
+ * does not matter.
  */
 
 /** P.delay's binding of each old level: the bit's word 1 after zeros for the higher bits, then anything. */
@@ -42,4 +45,13 @@ export async function retireBinaryLevels(connection: { createChannel(): Promise<
   } finally {
     await channel.close().catch(() => {});
   }
+}
+
+/**
+ * For a publisher's channel setup, which its publishes wait for: retireBinaryLevels on channels of
+ * their own, given up after `withinMs` (a connection being cut can leave a channel open unanswered)
+ * and never throwing. Returns what retireBinaryLevels does, or undefined when it failed or gave up.
+ */
+export function retireBinaryLevelsAside(connection: { createChannel(): Promise<Channel> }, names: TopologyNames, withinMs = 5_000): Promise<number | undefined> {
+  return withTimeout(retireBinaryLevels(connection, names), withinMs, () => new Error('gave up')).catch(() => undefined);
 }

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
 import { createWorker } from '../../src/consumer/worker.js';
 import { createLogger } from '../../src/logger.js';
+import { createPublisher } from '../../src/producer/publisher.js';
 import { declareOnce } from '../../src/topology/declare-once.js';
 import { delayRoutingKey } from '../../src/topology/delay-levels.js';
 import { laneBucket } from '../../src/topology/lanes.js';
@@ -69,6 +70,24 @@ describe('queues mode delay levels', () => {
     // Bound twice, the new callback would come a second time through the old levels 2 s later.
     await new Promise((resolve) => setTimeout(resolve, 4_000));
     expect(receiver.requests.map((request) => request.path).sort()).toEqual(['/new', '/old']);
+  });
+
+  it('an upgrade that starts a new publisher before any new worker: its delayed callback arrives once', async () => {
+    receiver = await open.receiver(() => ({ status: 200 }));
+    relay = await open.relay({ DELAY_MODE: 'queues' });
+    await declareBinaryLevels(relay.channel, relay.names);
+    // This publisher connects after the old levels exist, and publishes before any new worker ran.
+    const publisher = createPublisher(relay.config, createLogger('silent'));
+    try {
+      await publisher.publish({ url: `${receiver.origin}/new`, body: 'new' }, { delay: 3_000 });
+      await relay.startWorker();
+      await receiver.waitFor((requests) => requests.length >= 1, 15_000);
+      // Still bound, the old levels would deliver it a second time.
+      await new Promise((resolve) => setTimeout(resolve, 4_000));
+      expect(receiver.requests.map((request) => request.path)).toEqual(['/new']);
+    } finally {
+      await publisher.close();
+    }
   });
 });
 
