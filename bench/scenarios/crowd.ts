@@ -56,6 +56,8 @@ export interface CrowdRun {
   quietOverGoal: number;
   /** Seconds from the consumers' start to the last busy delivery; undefined: cut off. */
   busyDrained: number | undefined;
+  /** Seconds from the consumers' start until every worker consumed (process start, topology, presence). */
+  workersReady: number;
   /** Broker publishes per delivered callback, from the firehose (undefined without rabbitmqctl). */
   quietPublishes: number | undefined;
   busyPublishes: number | undefined;
@@ -102,6 +104,7 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
     benchBuild();
     const started = Date.now();
     const ports = await startConsumers(ctx, scope, prefix, { kind: 'relay', workers: shape.workers, env: { ISOLATION: isolation }, processes: true }, { PREFETCH: String(PREFETCH) });
+    const workersReady = (Date.now() - started) / 1000;
     await sleep(500);
     const publishedAt = new Map<Target, number>();
     const quietJobs = quiet.flatMap((target) => Array.from({ length: QUIET_CALLBACKS }, (_, i) => ({ target, path: `/q/${i}`, i })));
@@ -128,6 +131,7 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
       quietNotDone: shape.quiet - quietDone.length,
       quietOverGoal: quietDone.filter((seconds) => seconds > QUIET_GOAL_S).length,
       busyDrained: done(busy, perBusy) ? (Math.max(...busy.map(last)) - started) / 1000 : undefined,
+      workersReady,
       quietPublishes: firehose ? firehose.count(origins(quiet)) / delivered(quiet) : undefined,
       busyPublishes: firehose ? firehose.count(origins(busy)) / delivered(busy) : undefined,
       allPublishes: (allPublished + (await workerPublishes(ports))) / (delivered(quiet) + delivered(busy)),
@@ -136,7 +140,7 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
     };
     ctx.log(
       `fairness ${shape.name}, ISOLATION=${isolation}: quiet p50 ${fmt(run.quietDone.p50, 2)} s, max ${fmt(run.quietDone.max, 2)} s, ` +
-        `${run.quietOverGoal} over ${QUIET_GOAL_S} s, ${run.quietNotDone} not done; busy drained ${fmt(run.busyDrained ?? NaN, 1)} s`,
+        `${run.quietOverGoal} over ${QUIET_GOAL_S} s, ${run.quietNotDone} not done; busy drained ${fmt(run.busyDrained ?? NaN, 1)} s; workers ready in ${fmt(workersReady, 2)} s`,
     );
     return run;
   });
@@ -150,7 +154,7 @@ export function crowdTable(shape: CrowdShape, runs: CrowdRun[]): Table {
     title:
       `${shape.name}: ${shape.busy} busy target${shape.busy > 1 ? 's' : ''} (${perBusy} callbacks each, ${BUSY_ANSWER_MS} ms), ${shape.quiet} quiet ones (${QUIET_CALLBACKS} instant callbacks each), ` +
       `${shape.routing === 'bucket' ? 'deliver.<bucket> (library publisher)' : 'plain `deliver` (raw AMQP)'}, ${shape.workers} worker${shape.workers > 1 ? 's' : ''}, PREFETCH ${PREFETCH}`,
-    headers: ['ISOLATION', 'quiet done p50 (s)', 'p99 (s)', 'max (s)', `quiet over ${QUIET_GOAL_S} s`, 'busy drained (s)', '× off', 'publishes / delivered: quiet', 'busy', 'all (metrics)', 'moved to P.slow', 'deferred (circuit open)'],
+    headers: ['ISOLATION', 'quiet done p50 (s)', 'p99 (s)', 'max (s)', `quiet over ${QUIET_GOAL_S} s`, 'busy drained (s)', '× off', 'workers ready (s)', 'publishes / delivered: quiet', 'busy', 'all (metrics)', 'moved to P.slow', 'deferred (circuit open)'],
     rows: runs.map((run) => [
       run.isolation,
       fmt(run.quietDone.p50, 2),
@@ -159,6 +163,7 @@ export function crowdTable(shape: CrowdShape, runs: CrowdRun[]): Table {
       `${run.quietOverGoal}/${shape.quiet}${run.quietNotDone ? ` (${run.quietNotDone} not done)` : ''}`,
       run.busyDrained === undefined ? 'cut off' : fmt(run.busyDrained, 1),
       run.busyDrained !== undefined && off?.busyDrained !== undefined ? fmt(run.busyDrained / off.busyDrained, 2) : '—',
+      run.workersReady === undefined ? '—' : fmt(run.workersReady, 2),
       fmt(run.quietPublishes, 3),
       fmt(run.busyPublishes, 3),
       fmt(run.allPublishes, 3),

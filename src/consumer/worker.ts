@@ -112,13 +112,15 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     if (stopping) return void (await control.close());
     // Limits: the file's and the control stream's, then each worker's share of them (docs/limits.md).
     const limitsChanged = (): void => pipeline?.limitsChanged();
+    const limitsAtStart = settings.targetLimits.size > 0 || control.originLimits().some(({ limit }) => limit !== null);
     if (isolation) {
       applyLimits(isolation, { file: settings.targetLimits, control, targetKey: settings.targetKey, clock, logger, changed: limitsChanged });
-      presence = await startFleetPresence({ urls: amqpUrls(config.amqpUrl), names: topology.names, logger, clock });
+      // Only a limit needs the fleet's size before the first message: otherwise consume at once.
+      presence = await startFleetPresence({ urls: amqpUrls(config.amqpUrl), names: topology.names, logger, clock, waitForOthers: limitsAtStart });
       followFleet(isolation, presence, clock, limitsChanged);
       // A stop during the start closed the control reader but found no presence yet.
       if (stopping) return void (await presence.close());
-    } else if (settings.targetLimits.size > 0 || control.originLimits().some(({ limit }) => limit !== null)) {
+    } else if (limitsAtStart) {
       logger.warn('target limits are not applied with ISOLATION=off');
     }
     pipeline = createPipeline(

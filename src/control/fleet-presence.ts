@@ -19,6 +19,12 @@ export interface FleetPresenceOptions {
   names: TopologyNames;
   logger: Logger;
   clock: () => number;
+  /**
+   * Resolve only once the others have answered the hello (HELLO_WAIT_MS after connecting), as a worker
+   * that enforces a fleet-wide limit from its first message needs; default true. Without, the
+   * fleet is counted as the answers come in, and the worker starts consuming at once.
+   */
+  waitForOthers?: boolean;
 }
 
 export interface FleetPresence {
@@ -45,7 +51,7 @@ interface Beat {
  * Times are this worker's own clock at receipt, so clocks that disagree do not matter.
  * https://www.rabbitmq.com/docs/queues#exclusive-queues
  */
-export async function startFleetPresence({ urls, names, logger, clock }: FleetPresenceOptions): Promise<FleetPresence> {
+export async function startFleetPresence({ urls, names, logger, clock, waitForOthers = true }: FleetPresenceOptions): Promise<FleetPresence> {
   const id = randomUUID();
   const seen = new Map<string, number>();
   let fleet: Fleet = ALONE;
@@ -98,14 +104,17 @@ export async function startFleetPresence({ urls, names, logger, clock }: FleetPr
     },
   });
   channel.on('error', (error: Error) => logger.warn({ err: error.message }, 'presence channel setup failed'));
-  await channel.waitForConnect();
-  await sleep(HELLO_WAIT_MS);
-  recount();
   const timer = setInterval(() => {
     void send('alive');
     recount();
   }, HEARTBEAT_MS);
   timer.unref();
+  const answered = channel
+    .waitForConnect()
+    .then(() => sleep(HELLO_WAIT_MS))
+    .then(recount);
+  if (waitForOthers) await answered;
+  else answered.catch(() => {});
 
   return {
     get fleet() {

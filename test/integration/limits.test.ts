@@ -110,6 +110,22 @@ it('the workers know each other through P.presence: distinct ranks, a leaving wo
   }
 });
 
+it('a worker with no limit to enforce consumes without waiting for the answers to its hello, and counts the others as they come', async () => {
+  const relay = await open.relay();
+  const options = { urls: [relay.config.amqpUrl], names: relay.names, logger: createLogger('silent'), clock: Date.now };
+  const fleet: FleetPresence[] = [];
+  try {
+    fleet.push(await startFleetPresence(options));
+    fleet.push(await startFleetPresence({ ...options, waitForOthers: false }));
+    // Returned before it even connected: alone so far.
+    expect(fleet[1]!.fleet.size).toBe(1);
+    await waitUntil(() => fleet.every((one) => one.fleet.size === 2));
+    expect(fleet.map((one) => one.fleet.rank).sort()).toEqual([0, 1]);
+  } finally {
+    for (const one of fleet) await one.close();
+  }
+});
+
 async function waitUntil(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
   for (const deadline = Date.now() + timeoutMs; !condition(); ) {
     if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms`);
