@@ -8,7 +8,7 @@ type Schema = typeof configSchema;
 type Raw = { [K in keyof Schema]: Schema[K]['default'] };
 
 /** The validated settings; durations in milliseconds. */
-type Derived = 'maxAttempts' | 'targetConcurrency' | 'recoverThreshold' | 'maxProbes';
+type Derived = 'maxAttempts' | 'targetConcurrency' | 'recoverThreshold' | 'maxProbes' | 'duePrefetch';
 export type RelayConfig = Omit<Raw, Derived | 'delayMode' | 'queueType' | 'logLevel' | 'logFormat' | 'isolation' | 'targetKey' | 'events' | 'history' | 'targetPolicy'> & {
   delayMode: 'auto' | 'plugin' | 'queues';
   queueType: 'quorum' | 'classic';
@@ -50,6 +50,7 @@ function resolveDerived(raw: Raw, env: NodeJS.ProcessEnv): RelayConfig {
     ...raw,
     maxAttempts: raw.maxAttempts ?? raw.retrySchedule.length + 1,
     targetConcurrency: Math.min(raw.targetConcurrency ?? raw.prefetch, raw.prefetch),
+    duePrefetch: raw.duePrefetch ?? raw.prefetch,
     maxProbes: raw.maxProbes ?? tenth,
     recoverThreshold: raw.recoverThreshold ?? Math.floor(raw.degradeThreshold / 2),
   } as RelayConfig;

@@ -111,6 +111,13 @@ export const configSchema = {
     default: 100,
     env: 'PREFETCH',
   },
+  duePrefetch: {
+    defaultText: 'PREFETCH',
+    doc: 'Plugin mode: messages a worker moves from P.due into their lanes at once (the P.due consumer\'s prefetch). Each due callback waits for about this many ÷ the rate falling due (100 at 1,000 a second: about 50 ms); more moves more a second when callbacks fall due faster than the worker delivers (docs/delay-modes.md).',
+    format: 'optional-prefetch',
+    default: null as number | null,
+    env: 'DUE_PREFETCH',
+  },
   drainTimeout: {
     doc: 'On SIGTERM/SIGINT, how long in-flight deliveries may finish before the worker closes; unfinished ones return to the queue.',
     format: 'duration',

@@ -22,12 +22,6 @@ export interface DueMover {
 
 const RETRY_MS = 5_000;
 
-/**
- * Moves in flight at once, at least: a move is a confirmed publish, so the mover moves about this
- * many per confirm round trip. PREFETCH (50 by default) held plugin mode's delayed callbacks to about
- * 1,800 a second on a loaded machine where the same worker delivered 3,900 fresh ones.
- */
-export const MOVE_PREFETCH = 1_000;
 /** After how long an unconfirmed move is logged; it is waited for all the same (a blocked connection). */
 const SLOW_CONFIRM_MS = 10_000;
 
@@ -39,6 +33,11 @@ const SLOW_CONFIRM_MS = 10_000;
  * routes a message without a delay at publish time), so a lane or binding an operator deleted
  * returns it; the topology is then declared again (`redeclare`) before it is published once more. Nothing is parsed here, so no message can make it fail; a
  * lane that refuses it is bounded as `move` says.
+ *
+ * `prefetch` (DUE_PREFETCH) is how many moves are under way at once. On RabbitMQ 3.10 a due callback
+ * waited about half of it ÷ the rate falling due (100 at 1,000 a second: 48 ms; 1,000: 494 ms), and
+ * a wider window moved more a second when callbacks fell due faster than the worker delivered
+ * (docs/delay-modes.md): a setting, not a constant.
  *
  * It runs on a confirm channel of its own: P.due is a classic queue on one node, and while that node
  * is down, declaring or consuming it fails. The worker goes on consuming P.work meanwhile, and the

@@ -18,6 +18,8 @@ export interface ConsumeSettings {
    * the worker, so isolation sees it is busy and moves its excess out of the lane (overflow).
    */
   queuePrefetch: number;
+  /** Plugin mode: moves from P.due into the lanes at once (DUE_PREFETCH, default PREFETCH). */
+  duePrefetch: number;
   drainTimeoutMs: number;
   /** `/metrics`, `/healthz`, `/readyz`; 0 = off. */
   metricsPort: number;
@@ -69,6 +71,7 @@ export function resolveWorkerSettings(config: RelayConfig): WorkerSettings {
     consume: {
       prefetch: config.prefetch,
       queuePrefetch: config.isolation === 'on' ? 2 * config.prefetch : config.prefetch,
+      duePrefetch: config.duePrefetch,
       drainTimeoutMs: config.drainTimeout,
       metricsPort: config.metricsPort,
     },

@@ -20,7 +20,7 @@ import { createRedeclare } from '../topology/redeclare.js';
 import { loadTracing, type Tracing } from '../tracing/tracing.js';
 import { sleep } from '../util/with-timeout.js';
 import { createDueHold, HOLD_PREFETCH } from './hold-until-due.js';
-import { createDueMover, MOVE_PREFETCH, type DueMover } from './move-due.js';
+import { createDueMover, type DueMover } from './move-due.js';
 import { observeAll, type PipelineObserver } from './observer.js';
 import { createPipeline, type Job, type Lane, type PipelineContext } from './pipeline.js';
 import { settleOptions } from './settle-options.js';
@@ -151,7 +151,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       };
       dueHold.hold(message.properties.headers, ch, release, () => giveBackHeld(ch, message));
     };
-    if (topology.mode === 'plugin') dueMover = createDueMover(topology.names, Math.max(consume.prefetch, MOVE_PREFETCH), logger, createRedeclare(topology, settings.publishTimeoutMs));
+    if (topology.mode === 'plugin') dueMover = createDueMover(topology.names, consume.duePrefetch, logger, createRedeclare(topology, settings.publishTimeoutMs));
     manager = connectManager(config.amqpUrl);
     manager.on('connect', () => {
       // Registered before the channel's own listener, so this runs before the setup consumes again.

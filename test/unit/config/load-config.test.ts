@@ -55,6 +55,12 @@ describe('loadConfig defaults', () => {
     expect(loadConfig({ MAX_ATTEMPTS: '40', RETRY_SCHEDULE: '1s,2s' }).maxAttempts).toBe(40);
   });
 
+  it('moves as many due messages at once as PREFETCH unless DUE_PREFETCH says otherwise', () => {
+    expect(loadConfig({}).duePrefetch).toBe(100);
+    expect(loadConfig({ PREFETCH: '30' }).duePrefetch).toBe(30);
+    expect(loadConfig({ PREFETCH: '30', DUE_PREFETCH: '1000' }).duePrefetch).toBe(1000);
+  });
+
   it('ignores env vars that are present but undefined, and unrelated env vars', () => {
     expect(loadConfig({ PREFETCH: undefined, HOME: '/root', UNRELATED: 'x' })).toEqual(loadConfig({}));
   });
@@ -198,6 +204,7 @@ const INVALID: Array<[string, string]> = [
   ['ISOLATION', 'maybe'],
   ['TARGET_KEY', 'path'],
   ['TARGET_CONCURRENCY', '0'],
+  ['DUE_PREFETCH', '0'],
   ['LANES', '0'],
   ['TARGET_INITIAL_CONCURRENCY', '0'],
   ['LANES', '65'],
