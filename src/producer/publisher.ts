@@ -8,6 +8,7 @@ import type { Callback } from '../message/callback.js';
 import { connectTopology, type ResolvedTopology } from '../topology/connect-topology.js';
 import { declareDueQueueAside } from '../topology/declare-due-queue.js';
 import { deliveryRoute } from '../topology/delay-route.js';
+import { queueNotStartedYet } from '../topology/declare-once.js';
 import { createRedeclare } from '../topology/redeclare.js';
 import { retireBinaryLevelsAside } from '../topology/retire-binary-levels.js';
 import { readString } from '../message/headers.js';
@@ -100,16 +101,28 @@ export function createPublisher(
       const { declare, mode, names } = await topology;
       // One channel: a setup that opened more on a connection being cut could wait forever, and
       // close() waits for the setup.
-      await gate.track(declare(ch));
+      // Before the first delayed publish, an earlier version's levels, still bound, are unbound: they
+      // would deliver it twice. Counted as declaring, like the declaration (PUBLISH_TIMEOUT).
+      let held: number | undefined;
+      const retire = async (): Promise<void> => {
+        if (mode === 'queues' && manager.connection) held = await retireBinaryLevelsAside(manager.connection, names);
+      };
+      await gate.track(declare(ch).then(retire));
+      if (held !== undefined) logger.info({ messages: held }, 'delay levels of an earlier version: unbound from the entry exchange; they drain on their own (docs/delay-modes.md)');
       if (mode === 'plugin' && manager.connection) void declareDueQueueAside(manager.connection, names);
-      // Before the first delayed publish: an earlier version's levels, still bound, would deliver it twice.
-      if (mode === 'queues' && manager.connection) {
-        const held = await retireBinaryLevelsAside(manager.connection, names);
-        if (held !== undefined) logger.info({ messages: held }, 'delay levels of an earlier version: unbound from the entry exchange; they drain on their own (docs/delay-modes.md)');
-      }
     },
   });
-  channel.on('error', (err) => logger.error({ err: (err as Error).message, code: (err as RelayError).code }, 'producer channel setup failed'));
+  channel.on('error', (err) => {
+    logger.error({ err: (err as Error).message, code: (err as RelayError).code }, 'producer channel setup failed');
+    // A queue that another process declared at the same moment had not started (the broker's 404,
+    // declare-once.ts): the refusal closed the channel, which would stay closed until the connection
+    // drops. A reconnect a moment later runs the setup again.
+    if (queueNotStartedYet(err)) {
+      setTimeout(() => {
+        if (!closed) manager.reconnect();
+      }, 500).unref();
+    }
+  });
   // Cancel markers go on the same channel, once its setup declared the control stream.
   const markerChannel = wrapperChannel(channel);
   const holdWrites = createWriteCoalescer(() => amqpSocket(manager));

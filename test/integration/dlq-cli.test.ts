@@ -10,6 +10,7 @@ import { REFRESH_AFTER_RETURNS } from '../../src/dlq/needs-refresh.js';
 import { createLogger } from '../../src/logger.js';
 import { HEADER } from '../../src/message/headers.js';
 import { connectTopology } from '../../src/topology/connect-topology.js';
+import { applyTopology } from '../../src/topology/declare-once.js';
 import type { Receiver } from '../support/receiver.js';
 import type { RelayFixture } from '../support/relay.js';
 import { configEnv } from '../support/worker-process.js';
@@ -33,11 +34,15 @@ async function dlq(fixture: RelayFixture, args: string[], env: Record<string, st
   }
 }
 
-/** A relay whose topology is declared, so P.dead and exchange P exist before any worker runs. */
+/**
+ * A relay whose topology is declared, so P.dead and exchange P exist before any worker runs. The
+ * fixture's publisher declares it at the same moment, so as a worker does (applyTopology): a queue
+ * the other declaration has not started yet is declared again.
+ */
 async function relayWithTopology(env: Record<string, string> = {}): Promise<RelayFixture> {
   const fixture = await open.relay(env);
   const topology = await connectTopology(fixture.config, createLogger('silent'), new AbortController().signal);
-  await topology.declare(fixture.channel);
+  await applyTopology(topology.url, topology);
   return fixture;
 }
 
