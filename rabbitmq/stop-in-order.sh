@@ -7,17 +7,23 @@
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-"$@" &
-child=$!
+child=""
+stopping=0
 
 # shellcheck disable=SC2317 # run by the trap
 on_stop() {
   trap - TERM INT
+  stopping=1
   # Best effort: a failed step must not keep the broker from stopping.
   "${BEFORE_STOP:-$here/before-stop.sh}" >&2 || echo "stop-in-order: before-stop failed; stopping the broker anyway" >&2
-  kill -TERM "$child" 2>/dev/null || true
+  if [ -n "$child" ]; then kill -TERM "$child" 2>/dev/null || true; fi
 }
+# Trapped before the command starts: a stop that comes as it starts must not kill this script alone.
 trap on_stop TERM INT
+"$@" &
+child=$!
+# A stop that came before the command's pid was known: pass it on now.
+if [ "$stopping" = 1 ]; then kill -TERM "$child" 2>/dev/null || true; fi
 
 status=0
 # `wait` returns early when a trapped signal arrives; wait again until the command has exited.
