@@ -100,7 +100,7 @@ export function createPublisher(
       });
       const { declare, mode, names } = await topology;
       // One channel: a setup that opened more on a connection being cut could wait forever, and
-      // close() waits for the setup.
+      // close() waits for the setup (the unbinding below opens its own, so it gives up after 5 s).
       // Before the first delayed publish, an earlier version's levels, still bound, are unbound: they
       // would deliver it twice. Counted as declaring, like the declaration (PUBLISH_TIMEOUT).
       let held: number | undefined;
