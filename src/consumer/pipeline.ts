@@ -73,6 +73,17 @@ const BUCKET_CACHE = 10_000;
 /** How often the worker looks for busy targets whose excess should leave their lanes. */
 const SWEEP_EVERY_MS = 50;
 
+/** The share of the time since its last call that this process's event loop was busy (0–1). */
+function loopUtilisation(): () => number {
+  let last = performance.eventLoopUtilization();
+  return () => {
+    const now = performance.eventLoopUtilization();
+    const { utilization } = performance.eventLoopUtilization(now, last);
+    last = now;
+    return utilization;
+  };
+}
+
 /** Step 3 → 4: what an attempt gave. */
 interface Attempted {
   job: Job;
@@ -132,8 +143,9 @@ export function createPipeline(context: PipelineContext) {
   /** The pending wake of a target held back by its limit: one timer, for the soonest. */
   let wake: { at: number; timer: NodeJS.Timeout } | undefined;
   // Busy targets' waiting callbacks leave their lanes for the overflow queue (target-isolation.ts).
+  const loopBusy = loopUtilisation();
   const sweeper = setInterval(() => {
-    for (const job of scheduler.sweep(clock())) void overflow(job);
+    for (const job of scheduler.sweep(clock(), loopBusy())) void overflow(job);
   }, SWEEP_EVERY_MS);
   sweeper.unref();
   /** Lane buckets of the origins seen lately (a hash of the origin's bytes each, else); cleared when it grows past BUCKET_CACHE. */

@@ -20,6 +20,7 @@ import { createRedeclare } from '../topology/redeclare.js';
 import { loadTracing, type Tracing } from '../tracing/tracing.js';
 import { sleep } from '../util/with-timeout.js';
 import { createDueHold, HOLD_PREFETCH } from './hold-until-due.js';
+import { createLaneChannels } from './lane-channels.js';
 import { createDueMover, type DueMover } from './move-due.js';
 import { observeAll, type PipelineObserver } from './observer.js';
 import { createPipeline, type Job, type Lane, type PipelineContext } from './pipeline.js';
@@ -58,8 +59,9 @@ export interface Worker {
 
 /**
  * A worker: one reconnecting connection, one confirm channel whose setup declares the topology and
- * starts the consumer, replayed on every reconnect. Each message is settled on the channel it came
- * from; after a reconnect the broker has already requeued those, so they are never acked on the new one.
+ * then consumes each queue on a confirm channel of its own (lane-channels.ts), replayed on every
+ * reconnect. Each message is settled on the channel it came from; after a reconnect the broker has
+ * already requeued those, so they are never acked on the new one.
  */
 export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDeps = {}): Worker {
   const settings = resolveWorkerSettings(config);
@@ -72,7 +74,6 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   let agent: Agent | undefined;
   let manager: AmqpConnectionManager | undefined;
   let channel: ChannelWrapper | undefined;
-  let consumers: { channel: ConfirmChannel; tags: string[] } | undefined;
   let stopping = false;
   let ready = false;
   /** A reconnect for a cancelled consumer is under way: further cancels of the old channel are the same event. */
@@ -87,6 +88,18 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   const tracing = 'tracing' in deps ? deps.tracing : loadTracing(logger);
   /** Queues mode: messages the levels let out early wait here, unacked, until due (hold-until-due.ts). */
   const dueHold = createDueHold<ConfirmChannel>(clock);
+  let onMessage: (message: ConsumeMessage | null, ch: ConfirmChannel, lane: Lane) => void = () => {};
+  const lanes = createLaneChannels({
+    onMessage: (message, ch, lane) => onMessage(message, ch, lane),
+    closed: (ch) => {
+      // Unacked messages of a closed channel are back in their queues: jobs still waiting for a
+      // slot must not be attempted, nor held ones released or given back (another worker may have them already).
+      dueHold.channelClosed(ch);
+      pipeline?.channelClosed(ch);
+    },
+    stopping: () => stopping,
+    logger,
+  });
 
   async function start(): Promise<void> {
     // Probes answer from the start: alive while waiting for the broker, ready only once consuming.
@@ -139,7 +152,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       logger.error({ lane }, 'the broker cancelled a consumer; reconnecting to consume again');
       manager?.reconnect();
     };
-    const onMessage = (message: ConsumeMessage | null, ch: ConfirmChannel, lane: Lane): void => {
+    onMessage = (message: ConsumeMessage | null, ch: ConfirmChannel, lane: Lane): void => {
       if (message === null) return consumerCancelled(lane);
       // A count, not a set of promises: one promise and one callback per message, whatever its fate.
       const release = (): void => {
@@ -176,21 +189,14 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
           eventsChannel.on('error', () => {});
           events?.attach(eventsChannel);
         }
-        // Unacked messages of a closed channel are back in their queues: jobs still waiting for a
-        // slot must not be attempted, nor held ones released or given back (another worker may have them already).
-        ch.once('close', () => {
-          dueHold.channelClosed(ch);
-          pipeline?.channelClosed(ch);
-        });
-        // basic.qos without `global` limits each consumer started after it on this channel, so each
-        // queue may hold queuePrefetch messages and a target alone in its lane can fill every slot:
+        // basic.qos without `global` limits each consumer started after it on its channel, so each
+        // queue may hold the prefetch and a target alone in its lane can fill every slot:
         // https://www.rabbitmq.com/docs/consumer-prefetch
+        const connection = manager?.connection;
+        if (!connection) throw new Error('the connection closed during the setup');
         // Queues mode: room on top for the messages held until due, which take no delivery slot.
-        await ch.prefetch(consume.queuePrefetch + (topology.mode === 'queues' ? HOLD_PREFETCH : 0));
-        const tags: string[] = [];
-        const queues: [string, Lane][] = [...topology.names.workQueues.map((queue, lane): [string, Lane] => [queue, String(lane)]), [topology.names.slowQueue, 'slow']];
-        for (const [queue, lane] of queues) tags.push((await ch.consume(queue, (message) => onMessage(message, ch, lane), { noAck: false })).consumerTag);
-        consumers = { channel: ch, tags };
+        const prefetch = consume.queuePrefetch + (topology.mode === 'queues' ? HOLD_PREFETCH : 0);
+        await lanes.open(connection, [...topology.names.workQueues.map((queue, lane): [string, Lane] => [queue, String(lane)]), [topology.names.slowQueue, 'slow']], prefetch);
         // Plugin mode: messages whose delay ended are moved from P.due into their lanes (move-due.ts).
         if (manager?.connection) dueMover?.attach(manager.connection);
         ready = true;
@@ -228,7 +234,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     // No attempt starts from here on; once the consumers are cancelled nothing more arrives, and what
     // only waited for a slot goes back to its queue unattempted (pipeline.ts giveBack).
     pipeline?.stop();
-    for (const tag of consumers?.tags ?? []) await consumers?.channel.cancel(tag).catch(() => {});
+    await lanes.cancel();
     // Held messages not due yet go back with them, so another worker has them when due, not after the drain.
     const returned = (pipeline?.giveBackWaiting() ?? 0) + dueHold.giveBackAll();
     logger.info({ returned }, 'draining: callbacks that waited for a slot or their due time went back to their queues unattempted');

@@ -73,8 +73,11 @@ export interface Scheduler<T> {
   complete(target: string, kind: AttemptKind, outcome: DeliveryOutcome, nowMs: number, wasOverdue?: boolean): Effects<T>;
   abandon(target: string, kind: AttemptKind): void;
   drop(matches: (item: T) => boolean): T[];
-  /** Waiting items of busy targets to move to the overflow queue now (called every few hundred ms). */
-  sweep(nowMs: number): T[];
+  /**
+   * Waiting items of busy targets to move to the overflow queue now (called every few tens of ms).
+   * `loopBusy`: the share of the time since the last sweep that the worker's event loop was busy (0–1).
+   */
+  sweep(nowMs: number, loopBusy?: number): T[];
   /** A move to the overflow queue took this long, publish to ack: what moving costs right now. */
   moveTook(durationMs: number): void;
   readonly slowThresholdMs: number | undefined;
@@ -218,6 +221,8 @@ export class TargetIsolation<T> implements Scheduler<T> {
   private readonly attemptMs = new Map<string, number>();
   /** What a move to the overflow queue takes (ms, moving average); 0 until one was measured. */
   private moveMs = 0;
+  /** How busy the worker's event loop is (0–1): the latest sweep's sample, and their moving average. */
+  private loopBusy = { latest: 0, average: 0 };
   /** Running attempts counted abnormal early (overdue) per target: amended if they succeed. */
   private readonly provisional = new Map<string, number>();
   /** Operators' limits and receivers' back-offs: a target held back by them gets no slot (target-limits.ts). */
@@ -397,7 +402,9 @@ export class TargetIsolation<T> implements Scheduler<T> {
    * item of it from a lane offered while it stays busy. A target that waits because others hold the
    * slots is not busy: it is the one that others must not hold up.
    */
-  sweep(nowMs: number): T[] {
+  sweep(nowMs: number, loopBusy = 0): T[] {
+    this.loopBusy.latest = loopBusy;
+    this.loopBusy.average += (loopBusy - this.loopBusy.average) * MOVING_AVERAGE_WEIGHT;
     const moved: T[] = [];
     for (const [target, until] of this.busy) if (until <= nowMs) this.busy.delete(target);
     for (const [target, at] of this.lastDone) {
@@ -469,19 +476,26 @@ export class TargetIsolation<T> implements Scheduler<T> {
 
   /**
    * Moving a waiting callback costs a confirmed publish and an ack; it lets what is queued behind it
-   * through sooner only where the target's attempts take much longer than that. In a saturated worker
-   * every attempt waits for the event loop and the broker, and so does every move: a target whose
-   * receiver answers at once is then served about as fast as it could be moved, and moving it would
-   * only double the broker's work. One that hangs (no attempt ended lately) is always worth moving, and
-   * so is one whose attempts take ALWAYS_WORTH_MS: a move's time is its confirm's latency, which grows
-   * with the moves in flight and a loaded broker, so measured alone it stopped the moves of a 300 ms
-   * receiver's backlog on a loaded machine, when the quiet targets behind it needed them most.
+   * through sooner only where the target's attempts take much longer than that. One that hangs (no
+   * attempt ended lately) is always worth moving, and so is one whose attempts take MOVE_WORTH times
+   * a move. A move's time is its confirm's latency, which grows with the moves in flight and a loaded
+   * broker, so measured alone it stopped the moves of a 300 ms receiver's backlog on a loaded machine,
+   * when the quiet targets behind it needed them most: attempts of ALWAYS_WORTH_MS are worth a move
+   * too, unless the worker itself is saturated (its event loop busy SATURATED_LOOP of the time). Then
+   * every attempt waits for the worker, not for its receiver: a pre-filled queue's instant answers take
+   * 150–400 ms at start, and moving them would only double the broker's work on the same cores.
    */
   private worthMoving(target: string): boolean {
     if (this.share.inFlight(target) >= this.share.limit(target) && !this.lastDone.has(target)) return true;
     const attemptMs = this.attemptMs.get(target) ?? 0;
+    if (this.moveMs > 0 && attemptMs >= MOVE_WORTH * this.moveMs) return true;
     // Until a move has been timed its cost is unknown: only attempts that are slow by any measure.
-    return attemptMs >= ALWAYS_WORTH_MS || (this.moveMs > 0 && attemptMs >= MOVE_WORTH * this.moveMs);
+    return attemptMs >= ALWAYS_WORTH_MS && !this.saturated();
+  }
+
+  /** Saturated as soon as one sweep's sample says so (a pre-filled queue at start), and until the average falls well below. */
+  private saturated(): boolean {
+    return this.loopBusy.latest >= SATURATED_LOOP || this.loopBusy.average >= SATURATED_LOOP_AVERAGE;
   }
 
   private recordAttemptTime(target: string, durationMs: number): void {
@@ -527,8 +541,12 @@ const MAX_LIMIT_SAMPLES = 10_000;
 
 /** A target's backlog is worth moving when its mean attempt takes this many times a move. */
 const MOVE_WORTH = 3;
-/** Attempts this long are worth a move whatever a move takes now (a saturated worker's instant answers take 30–60 ms). */
+/** Attempts this long are worth a move whatever a move takes now (a busy worker's instant answers take 30–60 ms). */
 const ALWAYS_WORTH_MS = 150;
+/** An event loop busy this share of the time is saturated: its attempt times say little of its receivers. */
+const SATURATED_LOOP = 0.8;
+/** … and stays saturated while the moving average of its samples is this high (about three idle sweeps after a busy stretch). */
+const SATURATED_LOOP_AVERAGE = 0.5;
 /** The weight of the newest sample in a moving average (attempt times, move times). */
 const MOVING_AVERAGE_WEIGHT = 0.2;
 

@@ -141,6 +141,33 @@ describe('TargetIsolation: a busy target\'s excess overflows', () => {
     expect(busyWith(300, 0)).toBeGreaterThan(0);
   });
 
+  it('a saturated worker (its event loop busy) moves no backlog for attempt times its own waiting explains; a hanging target still moves', () => {
+    const busyWith = (attemptMs: number, loopBusy: number[]) => {
+      const iso = new TargetIsolation<number>(POLICY);
+      for (let i = 0; i < 12; i += 1) iso.offer('t', i, 'lane', 0);
+      const first = iso.next()!;
+      iso.next();
+      iso.complete('t', first.kind, { status: 200, durationMs: attemptMs }, 100);
+      iso.next();
+      let moved = 0;
+      loopBusy.forEach((busy, i) => (moved += iso.sweep(350 + i * 50, busy).length));
+      return moved;
+    };
+    // No move timed yet (a pre-filled queue at start): 300 ms attempts, the loop busy all the time.
+    expect(busyWith(300, [1])).toBe(0);
+    // The same attempts with the loop mostly idle: the receiver is slow, its backlog moves.
+    expect(busyWith(300, [0.1])).toBeGreaterThan(0);
+    // Saturated until the average says not: one idle sweep after a busy stretch is not enough.
+    const busyStretch = Array<number>(10).fill(1);
+    expect(busyWith(300, [...busyStretch, 0])).toBe(0);
+    expect(busyWith(300, [...busyStretch, 0, 0, 0, 0])).toBeGreaterThan(0);
+    // A target that hangs at its limit is worth moving however busy the loop.
+    const hanging = new TargetIsolation<number>(POLICY);
+    for (let i = 0; i < 12; i += 1) hanging.offer('h', i, 'lane', 0);
+    while (hanging.next());
+    expect(hanging.sweep(400, 1).length).toBeGreaterThan(0);
+  });
+
   it('a quiet target is served before a busy one, and a busy target stops being busy once it stops waiting', () => {
     const iso = new TargetIsolation<number>(POLICY);
     for (let i = 0; i < 12; i += 1) iso.offer('busy', i, 'lane', 0);

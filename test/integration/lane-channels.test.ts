@@ -1,0 +1,111 @@
+import amqplib, { type ChannelModel, type ConfirmChannel, type ConsumeMessage } from 'amqplib';
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import { inject } from 'vitest';
+import { createLaneChannels } from '../../src/consumer/lane-channels.js';
+import { createLogger } from '../../src/logger.js';
+import { randomPrefix } from '../support/relay.js';
+
+// Each consumed queue on a channel of its own (src/consumer/lane-channels.ts), against the real broker.
+let connection: ChannelModel;
+let queues: [string, string][];
+const received: { lane: string; channel: ConfirmChannel; message: ConsumeMessage }[] = [];
+const closed: ConfirmChannel[] = [];
+let stopping = false;
+
+beforeEach(async () => {
+  connection = await amqplib.connect(inject('amqpUrl'));
+  connection.on('error', () => {});
+  const prefix = randomPrefix();
+  queues = [
+    [`${prefix}.work`, '0'],
+    [`${prefix}.work.1`, '1'],
+  ];
+  const setup = await connection.createChannel();
+  for (const [queue] of queues) await setup.assertQueue(queue, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+  await setup.close();
+  received.length = 0;
+  closed.length = 0;
+  stopping = false;
+});
+
+afterEach(async () => {
+  stopping = true;
+  const cleanup = await connection.createChannel().catch(() => undefined);
+  for (const [queue] of queues) await cleanup?.deleteQueue(queue).catch(() => {});
+  await connection.close().catch(() => {});
+});
+
+function lanes() {
+  return createLaneChannels({
+    onMessage: (message, channel, lane) => {
+      if (message) received.push({ lane, channel, message });
+    },
+    closed: (channel) => closed.push(channel),
+    stopping: () => stopping,
+    logger: createLogger('silent'),
+  });
+}
+
+async function publish(queue: string, body: string): Promise<void> {
+  const channel = await connection.createConfirmChannel();
+  channel.sendToQueue(queue, Buffer.from(body), { persistent: true });
+  await channel.waitForConfirms();
+  await channel.close();
+}
+
+async function until(done: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+it('consumes each queue on a channel of its own, with the prefetch asked for', async () => {
+  await lanes().open(connection, queues, 3);
+  for (let i = 0; i < 5; i += 1) for (const [queue] of queues) await publish(queue, `${queue}/${i}`);
+  await until(() => received.length >= 6);
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  // Unacked, each consumer holds its prefetch and no more.
+  expect(received.filter((r) => r.lane === '0')).toHaveLength(3);
+  expect(received.filter((r) => r.lane === '1')).toHaveLength(3);
+  const [zero, one] = ['0', '1'].map((lane) => new Set(received.filter((r) => r.lane === lane).map((r) => r.channel)));
+  expect(zero!.size).toBe(1);
+  expect(one!.size).toBe(1);
+  expect([...zero!][0]).not.toBe([...one!][0]);
+});
+
+it('a lane whose channel the broker closes (an unknown delivery tag acked) is reported closed and consumed again on a new channel; the other lane is untouched', async () => {
+  await lanes().open(connection, queues, 10);
+  await publish(queues[0]![0], 'a');
+  await publish(queues[1]![0], 'b');
+  await until(() => received.length === 2);
+  const first = received.find((r) => r.lane === '0')!;
+  const other = received.find((r) => r.lane === '1')!;
+  // PRECONDITION_FAILED closes lane 0's channel only: its unacked message goes back to its queue.
+  first.channel.ack({ ...first.message, fields: { ...first.message.fields, deliveryTag: 9_999 } });
+  await until(() => closed.length === 1);
+  expect(closed[0]).toBe(first.channel);
+  // Redelivered on the lane's new channel once it is opened again.
+  await until(() => received.filter((r) => r.lane === '0').length === 2);
+  const again = received.filter((r) => r.lane === '0')[1]!;
+  expect(again.channel).not.toBe(first.channel);
+  expect(again.message.fields.redelivered).toBe(true);
+  again.channel.ack(again.message);
+  // Lane 1 kept its channel and its message.
+  other.channel.ack(other.message);
+  await publish(queues[1]![0], 'c');
+  await until(() => received.filter((r) => r.lane === '1').length === 2);
+  expect(received.filter((r) => r.lane === '1')[1]!.channel).toBe(other.channel);
+});
+
+it('cancel() stops every consumer; a second open() closes the first one\'s channels', async () => {
+  const channels = lanes();
+  await channels.open(connection, queues, 10);
+  await channels.open(connection, queues, 10);
+  await until(() => closed.length === 2);
+  await channels.cancel();
+  await publish(queues[0]![0], 'late');
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  expect(received).toHaveLength(0);
+});
