@@ -17,8 +17,9 @@ import type { Lane } from './pipeline.js';
  *
  * The channels are opened on the connection the topology was declared on, after it was declared,
  * each time the worker's setup runs (every reconnect); those of an earlier setup are closed first.
- * One that closes alone (a channel error) is opened again after REOPEN_AFTER_MS while its
- * connection lives; when the connection goes they all go, and the next setup opens them anew.
+ * A lane whose channel closes alone (a channel error; a 404 if its queue was deleted meanwhile) or
+ * cannot be opened is opened again after REOPEN_AFTER_MS, the topology declared again first, while
+ * its connection lives; when the connection goes they all go, and the next setup opens them anew.
  */
 export interface LaneChannels {
   /**
@@ -28,12 +29,16 @@ export interface LaneChannels {
   open(connection: ChannelModel, queues: ReadonlyArray<readonly [queue: string, lane: Lane]>, prefetch: number): Promise<void>;
   /** Cancels every consumer, so nothing more arrives (the worker's stop); the channels stay open to settle. */
   cancel(): Promise<void>;
+  /** Every queue of the latest `open()` has its consumer (what readiness needs besides the connection). */
+  consuming(): boolean;
 }
 
 export interface LaneChannelOptions {
   onMessage(message: ConsumeMessage | null, channel: ConfirmChannel, lane: Lane): void;
   /** A channel closed: the broker has requeued its unacked messages. */
   closed(channel: ConfirmChannel): void;
+  /** Declares the topology again (topology/redeclare.ts), before a lane is opened again. */
+  redeclare(): Promise<void>;
   stopping(): boolean;
   logger: Logger;
 }
@@ -47,23 +52,50 @@ export function createLaneChannels(options: LaneChannelOptions): LaneChannels {
   let consumers = new Map<Lane, { channel: ConfirmChannel; tag: string }>();
   /** Counts the setups; a reopen of an earlier one's lane is dropped. */
   let generation = 0;
+  /** Queues the latest setup consumes. */
+  let expected = 0;
+  /** Lanes waiting to be opened again, and the setup each belongs to. */
+  const reopening = new Map<Lane, number>();
 
   async function consume(connection: ChannelModel, queue: string, lane: Lane, prefetch: number, mine: number, alive: () => boolean): Promise<void> {
-    const channel = await connection.createConfirmChannel();
+    let channel: ConfirmChannel;
+    try {
+      channel = await connection.createConfirmChannel();
+    } catch (error) {
+      reopenLater(connection, queue, lane, prefetch, mine, alive);
+      throw error;
+    }
     // Without a listener an 'error' event would throw; the close that follows is what counts.
     channel.on('error', (error: Error) => logger.warn({ lane, err: error.message }, 'a lane channel failed'));
     channel.once('close', () => {
       options.closed(channel);
       if (consumers.get(lane)?.channel === channel) consumers.delete(lane);
-      if (mine !== generation || !alive() || options.stopping()) return;
-      setTimeout(() => {
-        if (mine !== generation || !alive() || options.stopping()) return;
-        consume(connection, queue, lane, prefetch, mine, alive).catch((error: Error) => logger.warn({ lane, err: error.message }, 'could not open a lane channel again; the next reconnect will'));
-      }, REOPEN_AFTER_MS).unref();
+      reopenLater(connection, queue, lane, prefetch, mine, alive);
     });
     await channel.prefetch(prefetch);
     const { consumerTag } = await channel.consume(queue, (message) => options.onMessage(message, channel, lane), { noAck: false });
     consumers.set(lane, { channel, tag: consumerTag });
+  }
+
+  function reopenLater(connection: ChannelModel, queue: string, lane: Lane, prefetch: number, mine: number, alive: () => boolean): void {
+    const current = (): boolean => mine === generation && alive() && !options.stopping();
+    // One reopen per lane at a time: the close of the channel a failed reopen opened is the same event.
+    if (!current() || reopening.get(lane) === mine) return;
+    reopening.set(lane, mine);
+    const done = (): void => {
+      if (reopening.get(lane) === mine) reopening.delete(lane);
+    };
+    setTimeout(() => {
+      if (!current()) return done();
+      options
+        .redeclare()
+        .then(() => (current() ? consume(connection, queue, lane, prefetch, mine, alive) : undefined))
+        .then(done, (error: Error) => {
+          logger.warn({ lane, err: error.message }, 'could not consume a lane again yet');
+          done();
+          reopenLater(connection, queue, lane, prefetch, mine, alive);
+        });
+    }, REOPEN_AFTER_MS).unref();
   }
 
   return {
@@ -76,10 +108,15 @@ export function createLaneChannels(options: LaneChannelOptions): LaneChannels {
       await Promise.all([...earlier.values()].map(({ channel }) => channel.close().catch(() => {})));
       let open = true;
       connection.once('close', () => (open = false));
-      for (const [queue, lane] of queues) await consume(connection, queue, lane, prefetch, mine, () => open);
+      expected = queues.length;
+      // A lane that fails here is opened again later (reopenLater): the others are consumed meanwhile.
+      for (const [queue, lane] of queues) {
+        await consume(connection, queue, lane, prefetch, mine, () => open).catch((error: Error) => logger.warn({ lane, err: error.message }, 'could not consume a lane; trying again shortly'));
+      }
     },
     async cancel() {
       for (const { channel, tag } of consumers.values()) await channel.cancel(tag).catch(() => {});
     },
+    consuming: () => expected > 0 && consumers.size === expected,
   };
 }

@@ -98,13 +98,18 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       pipeline?.channelClosed(ch);
     },
     stopping: () => stopping,
+    redeclare: () => redeclare?.() ?? Promise.resolve(),
     logger,
   });
+  let redeclare: (() => Promise<void>) | undefined;
+  /** Connected, set up, and every queue's consumer in place (a lane being opened again is not ready). */
+  const isReady = (): boolean => ready && lanes.consuming();
 
   async function start(): Promise<void> {
     // Probes answer from the start: alive while waiting for the broker, ready only once consuming.
-    if (consume.metricsPort > 0) server = await startMetricsServer(consume.metricsPort, metrics.registry, { ready: () => ready });
+    if (consume.metricsPort > 0) server = await startMetricsServer(consume.metricsPort, metrics.registry, { ready: isReady });
     const topology = await connectTopology(config, logger, abort.signal);
+    redeclare = createRedeclare(topology, settings.publishTimeoutMs);
     const applied = await applyTopology(topology.url, topology, {
       signal: abort.signal,
       onRetry: (error) => logger.warn({ err: error.message }, 'the broker went away while the topology was declared; retrying'),
@@ -164,7 +169,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       };
       dueHold.hold(message.properties.headers, ch, release, () => giveBackHeld(ch, message));
     };
-    if (topology.mode === 'plugin') dueMover = createDueMover(topology.names, consume.duePrefetch, logger, createRedeclare(topology, settings.publishTimeoutMs));
+    if (topology.mode === 'plugin') dueMover = createDueMover(topology.names, consume.duePrefetch, logger, redeclare);
     manager = connectManager(config.amqpUrl);
     manager.on('connect', () => {
       // Registered before the channel's own listener, so this runs before the setup consumes again.
@@ -259,7 +264,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       return inFlight;
     },
     get ready() {
-      return ready;
+      return isReady();
     },
     get metricsPort() {
       const address = server?.address();

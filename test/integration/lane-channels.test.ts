@@ -11,6 +11,13 @@ let queues: [string, string][];
 const received: { lane: string; channel: ConfirmChannel; message: ConsumeMessage }[] = [];
 const closed: ConfirmChannel[] = [];
 let stopping = false;
+let redeclared = 0;
+
+async function declare(): Promise<void> {
+  const setup = await connection.createChannel();
+  for (const [queue] of queues) await setup.assertQueue(queue, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+  await setup.close();
+}
 
 beforeEach(async () => {
   connection = await amqplib.connect(inject('amqpUrl'));
@@ -20,9 +27,8 @@ beforeEach(async () => {
     [`${prefix}.work`, '0'],
     [`${prefix}.work.1`, '1'],
   ];
-  const setup = await connection.createChannel();
-  for (const [queue] of queues) await setup.assertQueue(queue, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
-  await setup.close();
+  await declare();
+  redeclared = 0;
   received.length = 0;
   closed.length = 0;
   stopping = false;
@@ -42,6 +48,10 @@ function lanes() {
     },
     closed: (channel) => closed.push(channel),
     stopping: () => stopping,
+    redeclare: async () => {
+      redeclared += 1;
+      await declare();
+    },
     logger: createLogger('silent'),
   });
 }
@@ -62,7 +72,9 @@ async function until(done: () => boolean, ms = 10_000): Promise<void> {
 }
 
 it('consumes each queue on a channel of its own, with the prefetch asked for', async () => {
-  await lanes().open(connection, queues, 3);
+  const channels = lanes();
+  await channels.open(connection, queues, 3);
+  expect(channels.consuming()).toBe(true);
   for (let i = 0; i < 5; i += 1) for (const [queue] of queues) await publish(queue, `${queue}/${i}`);
   await until(() => received.length >= 6);
   await new Promise((resolve) => setTimeout(resolve, 300));
@@ -108,4 +120,17 @@ it('cancel() stops every consumer; a second open() closes the first one\'s chann
   await publish(queues[0]![0], 'late');
   await new Promise((resolve) => setTimeout(resolve, 300));
   expect(received).toHaveLength(0);
+});
+
+it('a lane whose queue is missing when it is opened (a 404 closes its channel) is consumed once the topology is declared again; not consuming meanwhile', async () => {
+  const cleanup = await connection.createChannel();
+  await cleanup.deleteQueue(queues[1]![0]);
+  await cleanup.close();
+  const channels = lanes();
+  await channels.open(connection, queues, 10);
+  expect(channels.consuming()).toBe(false);
+  await until(() => channels.consuming());
+  expect(redeclared).toBeGreaterThanOrEqual(1);
+  await publish(queues[1]![0], 'after');
+  await until(() => received.some((r) => r.lane === '1'));
 });
