@@ -6,6 +6,8 @@ import { UnroutedPause } from './unrouted-pause.js';
 
 /** How long an event type nobody listens for is not published before it is tried again. */
 const UNROUTED_PAUSE_MS = 1_000;
+/** How long after a probe no other event of its type is published: the probe's return may still come. */
+const PROBE_WAIT_MS = 250;
 
 /** Routing keys of outcome events on the topic exchange P.events. */
 export type OutcomeType = 'delivered' | 'retry-scheduled' | 'dead' | 'canceled' | 'paused';
@@ -55,7 +57,7 @@ export function eventMessageId(event: Pick<OutcomeEvent, 'id' | 'type' | 'attemp
  */
 export function createOutcomeEvents(exchange: string, clock: () => number, worker = workerName()): PipelineObserver & { attach(channel: Channel): void } {
   let channel: Channel | undefined;
-  const unrouted = new UnroutedPause(UNROUTED_PAUSE_MS, clock);
+  const unrouted = new UnroutedPause(UNROUTED_PAUSE_MS, clock, PROBE_WAIT_MS);
   const at = (): string => new Date(clock()).toISOString();
   const emit = (report: AttemptReport): void => {
     // Checked before the event is built: while nobody listens, most events are skipped here.

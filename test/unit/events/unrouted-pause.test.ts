@@ -17,7 +17,24 @@ describe('UnroutedPause', () => {
     expect(pause.shouldPublish('delivered')).toBe(false);
     now = 1_000;
     expect(pause.shouldPublish('delivered')).toBe(true);
-    // Nothing returned the probe: a queue is bound now, every event goes out.
+    // The probe may still come back: no other event goes out meanwhile (no burst each second).
+    now = 1_500;
+    expect(pause.shouldPublish('delivered')).toBe(false);
+    // Nothing returned the probe within probeWaitMs: a queue is bound now, every event goes out.
+    now = 2_000;
+    expect(pause.shouldPublish('delivered')).toBe(true);
+    expect(pause.shouldPublish('delivered')).toBe(true);
+  });
+
+  it('waits probeWaitMs for a probe to come back, when given', () => {
+    let now = 0;
+    const pause = new UnroutedPause(1_000, () => now, 200);
+    pause.returned('delivered');
+    now = 1_000;
+    expect(pause.shouldPublish('delivered')).toBe(true);
+    now = 1_199;
+    expect(pause.shouldPublish('delivered')).toBe(false);
+    now = 1_200;
     expect(pause.shouldPublish('delivered')).toBe(true);
   });
 
@@ -35,6 +52,8 @@ describe('UnroutedPause', () => {
     now = 1_500;
     expect(pause.shouldPublish('dead')).toBe(true);
     pause.returned('dead');
+    expect(pause.shouldPublish('dead')).toBe(false);
+    now = 2_499;
     expect(pause.shouldPublish('dead')).toBe(false);
     now = 2_500;
     expect(pause.shouldPublish('dead')).toBe(true);
