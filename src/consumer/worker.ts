@@ -24,7 +24,6 @@ import { createLaneChannels } from './lane-channels.js';
 import { createDueMover, type DueMover } from './move-due.js';
 import { observeAll, type PipelineObserver } from './observer.js';
 import { createPipeline, type Job, type Lane, type PipelineContext } from './pipeline.js';
-import { settleOptions } from './settle-options.js';
 import { resolveWorkerSettings, type WorkerSettings } from './worker-settings.js';
 import { startControlReader, type ControlReader } from '../control/control-reader.js';
 import { AutoPause } from '../control/auto-pause.js';
@@ -142,7 +141,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       logger.warn('target limits are not applied with ISOLATION=off');
     }
     pipeline = createPipeline(
-      pipelineContext(settings, { topology, dispatcher: agent, scheduler: isolation ?? new ArrivalOrder(consume.prefetch), control, observer, tracing: await tracing, clock, random: deps.random ?? Math.random, logger }),
+      pipelineContext(settings, { topology, dispatcher: agent, scheduler: isolation ?? new ArrivalOrder(consume.prefetch), control, observer, tracing: await tracing, clock, random: deps.random ?? Math.random, logger, redeclare }),
     );
     const { handle, shareHealth } = pipeline;
     control.onHealth(shareHealth);
@@ -296,6 +295,8 @@ interface PipelineParts {
   clock: () => number;
   random: Random;
   logger: Logger;
+  /** Declares the topology again (topology/redeclare.ts): shared by settle, lane reopens and the P.due mover. */
+  redeclare: () => Promise<void>;
 }
 
 /** The pipeline's context: the worker's settings and the parts it made, put together once. */
@@ -317,7 +318,8 @@ function pipelineContext(settings: WorkerSettings, parts: PipelineParts): Pipeli
     policies: settings.policies,
     deliver: { timeoutMs: delivery.timeoutMs, responseBodyLimit: delivery.responseBodyLimit, keepBody: retry.successBody !== '', dispatcher: parts.dispatcher, sign: delivery.sign },
     targetKey: settings.targetKey,
-    settle: settleOptions(topology, settings.publishTimeoutMs),
+    // A copy that came back unroutable (an operator deleted P.dead, P.slow, a level or a binding) declares the topology again.
+    settle: { confirmTimeoutMs: settings.publishTimeoutMs, redeclare: parts.redeclare },
     autoPause: settings.autoPauseAfterMs > 0 ? new AutoPause(settings.autoPauseAfterMs) : undefined,
     durableEvents: settings.events === 'durable' ? createDurableEvents(topology.names.eventsExchange, clock, settings.publishTimeoutMs) : undefined,
   };
