@@ -6,7 +6,7 @@
  */
 import { parseArgs } from 'node:util';
 import { startTestBroker } from '../test/support/broker.js';
-import { inspectBroker } from '../src/topology/inspect-broker.js';
+import { inspectBroker } from '../src/topology/connect-topology.js';
 import type { BenchContext, Scenario } from './context.js';
 import { removeBenchBuild } from './bench-build.js';
 import { findBeamPid, killAllChildren } from './processes.js';

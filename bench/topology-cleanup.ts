@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { deleteTopologyAt as deleteNamesAt } from '../src/topology/teardown.js';
-import { DEFAULT_LANES } from '../src/topology/lanes.js';
-import { topologyNames } from '../src/topology/topology-names.js';
+import { DEFAULT_LANES, topologyNames } from '../src/topology/topology-names.js';
 
 export const randomPrefix = (kind: string): string => `${kind}-${randomBytes(4).toString('hex')}`;
 

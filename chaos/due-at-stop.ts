@@ -8,7 +8,7 @@
  */
 import { parseArgs } from 'node:util';
 import amqplib, { type ConfirmChannel } from 'amqplib';
-import { declareDueQueue } from '../src/topology/declare-due-queue.js';
+import { declareDueQueue } from '../src/topology/declare-topology.js';
 import { topologyNames, type TopologyNames } from '../src/topology/topology-names.js';
 import { installCleanupHandlers, runCleanup } from './cleanup.js';
 import { startChaosNode } from './single-node.js';

@@ -11,7 +11,7 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { inspectBroker } from '../src/topology/inspect-broker.js';
+import { inspectBroker } from '../src/topology/connect-topology.js';
 import { installCleanupHandlers, runCleanup } from './cleanup.js';
 import { startCluster } from './cluster.js';
 import { spaced, type ChaosEvent } from './driver.js';

@@ -7,7 +7,7 @@ export { ERROR_CODES, RelayError, isRelayError, type RelayErrorCode } from './er
 export { validateCallback, type Callback, type CallbackMethod } from './message/callback.js';
 export { HEADER } from './message/headers.js';
 export { topologyNames, type TopologyNames } from './topology/topology-names.js';
-export { declareOnce } from './topology/declare-once.js';
+export { declareOnce } from './topology/connect-topology.js';
 export type { Decision, DeadReason, RetryPolicy } from './policy/decide.js';
 export { verifyCallback, SignatureError, type SignatureErrorCode, type VerifyCallbackOptions, type CallbackHeaders } from './signing/verify-callback.js';
 export { signCallback, type SignedHeaders } from './signing/sign-callback.js';

@@ -2,7 +2,7 @@ import type { BenchContext, Scenario } from '../context.js';
 import { topologyNames } from '../../src/topology/topology-names.js';
 import { createLogger } from '../../src/logger.js';
 import type { CallbackPublisher } from '../../src/producer/publisher.js';
-import { declareOnce } from '../../src/topology/declare-once.js';
+import { declareOnce } from '../../src/topology/connect-topology.js';
 import { cpuSeconds, deferredCount, spawnBenchScript, type BenchChild } from '../processes.js';
 import { benchPublisher, publishPaced } from '../publish.js';
 import { benchBody, startReceiver } from '../receiver.js';

@@ -37,7 +37,7 @@ export interface LaneChannelOptions {
   onMessage(message: ConsumeMessage | null, channel: ConfirmChannel, lane: Lane): void;
   /** A channel closed: the broker has requeued its unacked messages. */
   closed(channel: ConfirmChannel): void;
-  /** Declares the topology again (topology/redeclare.ts), before a lane is opened again. */
+  /** Declares the topology again (topology/connect-topology.ts), before a lane is opened again. */
   redeclare(): Promise<void>;
   stopping(): boolean;
   logger: Logger;

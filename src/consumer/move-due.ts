@@ -5,7 +5,7 @@ import { isClosed, publishConfirmed } from '../amqp/publish-confirmed.js';
 import { HEADER, carriedHeaders, readAttempt } from '../message/headers.js';
 import { MAX_RETURNS, MAX_RETURN_DELAY_MS, nextReturn } from '../policy/return-bound.js';
 import { sleep } from '../util/with-timeout.js';
-import { declareDueQueue } from '../topology/declare-due-queue.js';
+import { declareDueQueue } from '../topology/declare-topology.js';
 import type { TopologyNames } from '../topology/topology-names.js';
 
 /** What the mover needs of a connection: a confirm channel of its own. */
@@ -26,7 +26,7 @@ const RETRY_MS = 5_000;
 const SLOW_CONFIRM_MS = 10_000;
 
 /**
- * Plugin mode: moves the messages whose delay has ended from P.due (see declare-due-queue.ts) into
+ * Plugin mode: moves the messages whose delay has ended from P.due (see topology/declare-topology.ts) into
  * its lane. Each one is published to P with routing key `deliver.<bucket>` and no `x-delay`, so the exchange
  * routes it at once, and it is acked only once the broker confirmed the copy and did not return it:
  * a crash in between duplicates a message, never loses one. The copy is `mandatory` (the plugin

@@ -10,19 +10,17 @@ import type { DeliveryOutcome } from '../policy/classify-outcome.js';
 import { decide, type Decision, type RetryPolicy } from '../policy/decide.js';
 import type { Random } from '../policy/jitter.js';
 import type { RetryPolicies } from '../policy/message-policy.js';
-import type { DelayMode } from '../topology/delay-mode.js';
-import { laneBucket } from '../topology/lanes.js';
-import type { TopologyNames } from '../topology/topology-names.js';
+import type { DelayMode } from '../topology/delay-levels.js';
+import { laneBucket, type TopologyNames } from '../topology/topology-names.js';
 import type { AttemptSpan, Tracing } from '../tracing/tracing.js';
 import { AttemptDeadline } from './attempt-deadline.js';
 import { decode, type Decoded, type Delivery } from './decode.js';
 import { deliver, type DeliverOptions } from './deliver.js';
-import type { AttemptReport, PipelineObserver, TriedReport } from './observer.js';
+import type { AttemptReport, Lane, PipelineObserver, TriedReport } from '../reports.js';
 import { sendBack, type ReturnRoute } from './send-back.js';
 import { settle, type AttemptRecord, type Settlement, type SettleContext, type SettleFallback, type StoreEvent } from './settle.js';
 
-/** The queue a message was consumed from: a work lane's index, or `slow` (the overflow queue, P.slow). */
-export type Lane = string;
+export type { Lane };
 
 /** Everything the per-message path needs, built once when the worker starts. */
 export interface PipelineContext {

@@ -2,6 +2,7 @@ import type { ConfirmChannel, ConsumeMessage, Options } from 'amqplib';
 import { isClosed, publishConfirmed, RETURN_TOKEN_HEADER, returnToken, type ConfirmWait } from '../amqp/publish-confirmed.js';
 import { isRelayError, type RelayErrorCode } from '../errors.js';
 import { AMQP_HEADER_TABLE_LIMIT, headerTableSize } from '../message/header-table-size.js';
+import type { CopyFailure } from '../reports.js';
 
 
 /** A copy of a consumed message to publish: where, with which headers. */
@@ -13,12 +14,7 @@ export interface Copy {
   mandatory: boolean;
 }
 
-/**
- * Why a copy was not stored: the broker returned it (no queue bound for it) or nacked it (e.g. a
- * queue at a max-length with `reject-publish`); no confirm came in time; its headers cannot be
- * encoded; the client refused it; or the channel closed.
- */
-export type CopyFailure = 'returned' | 'nacked' | 'timeout' | 'too-large' | 'refused' | 'closed';
+export type { CopyFailure };
 
 export type CopyResult = { stored: true } | { stored: false; cause: CopyFailure; error: Error };
 

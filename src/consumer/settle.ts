@@ -3,9 +3,8 @@ import { DEFERRAL_HEADERS, HEADER, carriedHeaders } from '../message/headers.js'
 import { policyHeaders } from '../message/policy-headers.js';
 import type { MessagePolicy } from '../policy/message-policy.js';
 import type { Decision } from '../policy/decide.js';
-import type { DelayMode } from '../topology/delay-mode.js';
-import { deliveryRoute, type Route } from '../topology/delay-route.js';
-import type { TopologyNames } from '../topology/topology-names.js';
+import type { DelayMode } from '../topology/delay-levels.js';
+import { deliveryRoute, type Route, type TopologyNames } from '../topology/topology-names.js';
 import { isClosed } from '../amqp/publish-confirmed.js';
 import { RelayError } from '../errors.js';
 import { publishCopy, type Copy, type CopyFailure, type CopyResult } from './publish-copy.js';

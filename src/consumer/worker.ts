@@ -14,15 +14,13 @@ import type { Logger } from '../logger.js';
 import { startMetricsServer } from '../metrics/metrics-server.js';
 import { createRelayMetrics } from '../metrics/relay-metrics.js';
 import type { Random } from '../policy/jitter.js';
-import { connectTopology, type ResolvedTopology } from '../topology/connect-topology.js';
-import { applyTopology } from '../topology/declare-once.js';
-import { createRedeclare } from '../topology/redeclare.js';
+import { connectTopology, applyTopology, createRedeclare, type ResolvedTopology } from '../topology/connect-topology.js';
 import { loadTracing, type Tracing } from '../tracing/tracing.js';
 import { sleep } from '../util/with-timeout.js';
 import { createDueHold, HOLD_PREFETCH } from './hold-until-due.js';
 import { createLaneChannels } from './lane-channels.js';
 import { createDueMover, type DueMover } from './move-due.js';
-import { observeAll, type PipelineObserver } from './observer.js';
+import { observeAll, type PipelineObserver } from '../reports.js';
 import { createPipeline, type Job, type Lane, type PipelineContext } from './pipeline.js';
 import { resolveWorkerSettings, type WorkerSettings } from './worker-settings.js';
 import { startControlReader, type ControlReader } from '../control/control-reader.js';
@@ -295,7 +293,7 @@ interface PipelineParts {
   clock: () => number;
   random: Random;
   logger: Logger;
-  /** Declares the topology again (topology/redeclare.ts): shared by settle, lane reopens and the P.due mover. */
+  /** Declares the topology again (topology/connect-topology.ts): shared by settle, lane reopens and the P.due mover. */
   redeclare: () => Promise<void>;
 }
 

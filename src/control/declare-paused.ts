@@ -1,6 +1,4 @@
-import { queue, type Declaration } from '../topology/declare-list.js';
-import { queueArguments } from '../topology/queue-arguments.js';
-import { DEAD_QUEUE_DELIVERY_LIMIT } from '../topology/declare-delivery-path.js';
+import { DEAD_QUEUE_DELIVERY_LIMIT, queue, queueArguments, type Declaration } from '../topology/declare-list.js';
 import type { TopologyNames } from '../topology/topology-names.js';
 
 /** How long a held callback waits in P.paused before it is checked again: at most this long after a resume, it is back in its lane. */

@@ -1,7 +1,6 @@
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import { settle } from '../consumer/settle.js';
-import { laneBucket, laneOf } from '../topology/lanes.js';
-import type { TopologyNames } from '../topology/topology-names.js';
+import { laneBucket, laneOf, type TopologyNames } from '../topology/topology-names.js';
 
 /**
  * Moves a message consumed from P.paused.check to `queue` as settle holds a paused target's callback

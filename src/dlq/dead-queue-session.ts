@@ -4,8 +4,8 @@ import { connectFirst, openChannel } from '../amqp/connect.js';
 import type { RelayConfig } from '../config/load-config.js';
 import { amqpUrls } from '../config/amqp-urls.js';
 import { RelayError } from '../errors.js';
-import { resolveDelayMode, type DelayMode } from '../topology/delay-mode.js';
-import { inspectBroker } from '../topology/inspect-broker.js';
+import { resolveDelayMode, type DelayMode } from '../topology/delay-levels.js';
+import { inspectBroker } from '../topology/connect-topology.js';
 import { topologyNames, type TopologyNames } from '../topology/topology-names.js';
 
 /** A connection to the broker with a confirm channel, for one DLQ command. */

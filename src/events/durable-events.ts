@@ -1,5 +1,5 @@
 import type { ConfirmChannel } from 'amqplib';
-import type { AttemptReport } from '../consumer/observer.js';
+import type { AttemptReport } from '../reports.js';
 import { publishConfirmed } from '../amqp/publish-confirmed.js';
 import { copyResult, type CopyResult } from '../consumer/publish-copy.js';
 import type { StoreEvent } from '../consumer/settle.js';

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Channel, ConsumeMessage } from 'amqplib';
-import type { AttemptReport, PipelineObserver } from '../consumer/observer.js';
+import type { AttemptReport, PipelineObserver } from '../reports.js';
 import { UnroutedPause } from './unrouted-pause.js';
 
 /** How long an event type nobody listens for is not published before it is tried again. */

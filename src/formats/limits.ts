@@ -1,6 +1,6 @@
 /**
  * The bounds settings are checked against, fixed by the wire contract and the topology: the lane
- * buckets a routing key can name (topology/lanes.ts) and the longest delay the delay levels can hold
+ * buckets a routing key can name (topology/topology-names.ts) and the longest delay the delay levels can hold
  * (topology/delay-levels.ts). They live here, at the bottom, so that the settings can check against
  * them without depending on the code that builds the topology.
  */

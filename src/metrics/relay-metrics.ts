@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { createRegistry } from './registry.js';
-import type { AttemptReport, PipelineObserver, TriedReport } from '../consumer/observer.js';
+import type { AttemptReport, PipelineObserver, TriedReport } from '../reports.js';
 
 /** Degraded targets named in `callback_relay_degraded_target`, at most: label cardinality stays bounded. */
 export const MAX_TARGET_LABELS = 20;

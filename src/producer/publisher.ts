@@ -5,14 +5,11 @@ import { loadConfig, type RelayConfig } from '../config/load-config.js';
 import { RelayError, isRelayError } from '../errors.js';
 import { createLogger, type Logger } from '../logger.js';
 import type { Callback } from '../message/callback.js';
-import { connectTopology, type ResolvedTopology } from '../topology/connect-topology.js';
-import { declareDueQueueAside } from '../topology/declare-due-queue.js';
-import { deliveryRoute } from '../topology/delay-route.js';
-import { queueNotStartedYet } from '../topology/declare-once.js';
-import { createRedeclare } from '../topology/redeclare.js';
+import { connectTopology, queueNotStartedYet, createRedeclare, type ResolvedTopology } from '../topology/connect-topology.js';
+import { declareDueQueueAside } from '../topology/declare-topology.js';
+import { deliveryRoute, laneBucket } from '../topology/topology-names.js';
 import { retireBinaryLevelsAside } from '../topology/retire-binary-levels.js';
 import { readString } from '../message/headers.js';
-import { laneBucket } from '../topology/lanes.js';
 import { traceHeaders, traceOption, type TraceContext } from '../tracing/trace-context.js';
 import { loadTracing, type Tracing } from '../tracing/tracing.js';
 import { withTimeout } from '../util/with-timeout.js';
@@ -115,7 +112,7 @@ export function createPublisher(
   channel.on('error', (err) => {
     logger.error({ err: (err as Error).message, code: (err as RelayError).code }, 'producer channel setup failed');
     // A queue that another process declared at the same moment had not started (the broker's 404,
-    // declare-once.ts): the refusal closed the channel, which would stay closed until the connection
+    // topology/connect-topology.ts): the refusal closed the channel, which would stay closed until the connection
     // drops. A reconnect a moment later runs the setup again.
     if (queueNotStartedYet(err)) {
       setTimeout(() => {

@@ -2,7 +2,7 @@
 import { loadConfig } from '../config/load-config.js';
 import { amqpUrls } from '../config/amqp-urls.js';
 import { createLogger } from '../logger.js';
-import { declareOnce } from './declare-once.js';
+import { declareOnce } from './connect-topology.js';
 import { deleteTopologyAt, teardownNames } from './teardown.js';
 import { topologyNames } from './topology-names.js';
 

@@ -1,9 +1,7 @@
 import type { Channel } from 'amqplib';
 import { connectFirst, openChannel } from '../amqp/connect.js';
-import { dueQueue } from './declare-due-queue.js';
-import { declaredNames } from './declare-list.js';
-import { topologyDeclarations } from './declare-topology.js';
-import { brokerFeatures } from './queue-arguments.js';
+import { dueQueue, topologyDeclarations } from './declare-topology.js';
+import { declaredNames, brokerFeatures } from './declare-list.js';
 import type { TopologyNames } from './topology-names.js';
 
 /**

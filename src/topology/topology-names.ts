@@ -1,5 +1,11 @@
-import { DELAY_BITS, DELAY_LEVELS, DIGIT_BITS } from './delay-levels.js';
-import { DEFAULT_LANES } from './lanes.js';
+/*
+ * Names and routes, all derived from the one prefix P: every exchange and queue name, the lane a
+ * target's callbacks travel in (its bucket: the wire contract), and the exchange and routing key a
+ * callback is published with for a delay in either delay mode.
+ */
+import { DEFAULT_LANES, LANE_BUCKETS } from '../formats/limits.js';
+import { HEADER } from '../message/headers.js';
+import { DELAY_BITS, DELAY_LEVELS, DIGIT_BITS, delayRoutingKey, levelDelaySeconds, type DelayMode } from './delay-levels.js';
 
 /** Every exchange and queue name, derived from the one prefix P. */
 export interface TopologyNames {
@@ -14,7 +20,7 @@ export interface TopologyNames {
   lanesExchange: string;
   /**
    * Plugin mode: the classic queue the plugin hands delayed messages to (routing key `due`); workers
-   * move them on into P.work. See declare-delivery-path.ts for why it is not P.work itself.
+   * move them on into P.work. See declare-topology.ts for why it is not P.work itself.
    */
   dueQueue: string;
   dueRoutingKey: 'due';
@@ -78,4 +84,65 @@ export function topologyNames(prefix: string, lanes = DEFAULT_LANES): TopologyNa
     delayLevelExchange: (position) => `${prefix}.delay.below.${2 ** (position * DIGIT_BITS)}s`,
     binaryLevels: { queues: bits.map(binaryLevel), exchanges: bits.slice(1).map(binaryLevel) },
   };
+}
+
+/**
+ * Work lanes: P.work is split into LANES queues so that one target's backlog holds up only the
+ * targets that share its lane. RabbitMQ keeps FIFO order per queue only, so a single work queue
+ * makes every target wait behind the deepest backlog ahead of it; lanes also spread the queues'
+ * leaders over a cluster's nodes.
+ *
+ * The wire contract: a producer may publish with routing key `deliver.<bucket>`, where bucket is
+ * FNV-1a (32-bit) of the URL's origin (e.g. `https://example.com:8443`, as WHATWG URL serialises
+ * it) modulo 64. Bucket b lands in lane b mod LANES. A message published with plain `deliver` lands
+ * in lane 0 (P.work) and still works; its retries go to its own lane, because workers always route
+ * by bucket.
+ */
+export { LANE_BUCKETS, DEFAULT_LANES } from '../formats/limits.js';
+
+/** The bucket of a target origin: FNV-1a 32 over its UTF-8 bytes, modulo LANE_BUCKETS. */
+export function laneBucket(origin: string): number {
+  let hash = 0x811c9dc5;
+  for (const byte of Buffer.from(origin, 'utf8')) {
+    hash ^= byte;
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash % LANE_BUCKETS;
+}
+
+/** The routing key that carries a bucket to its lane on exchange P. */
+export const laneRoutingKey = (bucket: number): string => `deliver.${bucket}`;
+
+/** The lane bucket `bucket` lands in when the topology has `lanes` lanes. */
+export const laneOf = (bucket: number, lanes: number): number => bucket % lanes;
+
+/** The plugin keeps x-delay in an unsigned 32-bit integer of milliseconds. */
+export const MAX_PLUGIN_DELAY_MS = 2 ** 32 - 1;
+
+export interface Route {
+  exchange: string;
+  routingKey: string;
+  /** Headers the route needs (x-delay in plugin mode). */
+  headers: Record<string, unknown>;
+}
+
+/**
+ * Where to publish a message of lane bucket `bucket` so that it reaches its work lane after `delayMs`,
+ * published at `nowMs`. In queues mode a delayed message carries its due time (HEADER.dueAt): the
+ * levels count whole seconds and let it out early, and the worker holds it for the rest.
+ */
+export function deliveryRoute(names: TopologyNames, mode: DelayMode, delayMs: number, bucket: number, nowMs: number): Route {
+  const now: Route = { exchange: names.exchange, routingKey: laneRoutingKey(bucket), headers: {} };
+  if (mode === 'plugin') {
+    const ms = Math.min(Math.round(delayMs), MAX_PLUGIN_DELAY_MS);
+    // Delayed messages land in P.due, a classic queue: see declare-topology.ts.
+    return ms > 0 ? { ...now, routingKey: `${names.dueRoutingKey}.${bucket}`, headers: { 'x-delay': ms } } : now;
+  }
+  if (!(delayMs >= 1)) return now;
+  const headers = { [HEADER.dueAt]: Math.round(nowMs + delayMs) };
+  const seconds = levelDelaySeconds(delayMs);
+  // Under a level's worth: straight to the lane, where the worker holds it until due.
+  if (seconds === 0) return { ...now, headers };
+  // The bucket rides as the key's last word; the last delay exchange binds it to its lane.
+  return { exchange: names.delayExchange, routingKey: `${delayRoutingKey(seconds)}.${bucket}`, headers };
 }

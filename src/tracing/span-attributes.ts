@@ -1,4 +1,4 @@
-import type { TriedReport } from '../consumer/observer.js';
+import type { TriedReport } from '../reports.js';
 import type { Decision } from '../policy/decide.js';
 
 /** What an attempt came to, as a span attribute: the decision, not the raw status, says it. */

@@ -1,7 +1,7 @@
 import { RelayError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Delivery } from '../consumer/decode.js';
-import type { TriedReport } from '../consumer/observer.js';
+import type { TriedReport } from '../reports.js';
 import type { TraceContext } from './trace-context.js';
 
 /** A span under way whose context travels on: in the message's AMQP headers, or the HTTP request. */

@@ -14,7 +14,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import amqplib from 'amqplib';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { inspectBroker } from '../../src/topology/inspect-broker.js';
+import { inspectBroker } from '../../src/topology/connect-topology.js';
 import { instructionsOf, stagesOf } from '../support/dockerfile.js';
 import { findRabbitmqServer, startLocalBroker, type LocalBroker } from '../support/local-broker.js';
 import { sleep } from '../support/modes.js';

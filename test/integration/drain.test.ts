@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { laneBucket, laneOf } from '../../src/topology/lanes.js';
+import { laneBucket, laneOf } from '../../src/topology/topology-names.js';
 import { sleep } from '../support/modes.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
 import type { ReceivedRequest, Receiver } from '../support/receiver.js';

@@ -1,5 +1,5 @@
 import { afterEach, expect, it } from 'vitest';
-import { laneBucket, laneOf } from '../../src/topology/lanes.js';
+import { laneBucket, laneOf } from '../../src/topology/topology-names.js';
 import { describeEachMode } from '../support/modes.js';
 import { startReceiver, type Answer, type ReceivedRequest, type Receiver } from '../support/receiver.js';
 import { startRelay, type RelayFixture } from '../support/relay.js';

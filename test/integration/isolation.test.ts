@@ -1,5 +1,5 @@
 import { afterEach, expect, it } from 'vitest';
-import { laneBucket, laneOf } from '../../src/topology/lanes.js';
+import { laneBucket, laneOf } from '../../src/topology/topology-names.js';
 import { freePort } from '../support/free-port.js';
 import { describeEachMode, sleep } from '../support/modes.js';
 import { startReceiver, type Answer, type ReceivedRequest, type Receiver } from '../support/receiver.js';

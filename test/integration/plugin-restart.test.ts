@@ -1,7 +1,7 @@
 import amqplib from 'amqplib';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
-import { inspectBroker } from '../../src/topology/inspect-broker.js';
-import { declareDueQueue } from '../../src/topology/declare-due-queue.js';
+import { inspectBroker } from '../../src/topology/connect-topology.js';
+import { declareDueQueue } from '../../src/topology/declare-topology.js';
 import { topologyNames } from '../../src/topology/topology-names.js';
 import { runBeforeStop } from '../support/before-stop.js';
 import { findRabbitmqServer, startLocalBroker, type LocalNode } from '../support/local-broker.js';

@@ -4,7 +4,7 @@ import amqplib, { type Channel, type ChannelModel } from 'amqplib';
 import { afterEach, expect, inject, it } from 'vitest';
 import { isNotFound } from '../../src/amqp/broker-errors.js';
 import { createLogger } from '../../src/logger.js';
-import { declareOnce } from '../../src/topology/declare-once.js';
+import { declareOnce } from '../../src/topology/connect-topology.js';
 import { declaredNames } from '../../src/topology/declare-list.js';
 import { topologyDeclarations } from '../../src/topology/declare-topology.js';
 import { deleteTopologyAt, teardownNames } from '../../src/topology/teardown.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { laneBucket, laneRoutingKey } from '../../src/topology/lanes.js';
+import { laneBucket, laneRoutingKey } from '../../src/topology/topology-names.js';
 import { pluginModeSkipReason, testModes, type TestMode } from '../support/modes.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
 import type { RelayFixture } from '../support/relay.js';

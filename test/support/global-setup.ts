@@ -1,5 +1,5 @@
 import type { TestProject } from 'vitest/node';
-import { inspectBroker } from '../../src/topology/inspect-broker.js';
+import { inspectBroker } from '../../src/topology/connect-topology.js';
 import { startTestBroker, type TestBroker } from './broker.js';
 
 declare module 'vitest' {

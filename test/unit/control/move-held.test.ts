@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { heldDestination } from '../../../src/control/move-held.js';
-import { laneBucket, laneOf } from '../../../src/topology/lanes.js';
-import { topologyNames } from '../../../src/topology/topology-names.js';
+import { laneBucket, laneOf, topologyNames } from '../../../src/topology/topology-names.js';
 
 const names = topologyNames('p', 4);
 const body = (url: string): Buffer => Buffer.from(JSON.stringify({ url, body: {} }));

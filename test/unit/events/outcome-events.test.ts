@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { isValidId, MAX_ID_LENGTH } from '../../../src/message/callback.js';
 import { eventMessageId, outcomeEventOf, outcomeTypeOf } from '../../../src/events/outcome-events.js';
-import type { AttemptReport } from '../../../src/consumer/observer.js';
+import type { AttemptReport } from '../../../src/reports.js';
 
 describe('eventMessageId', () => {
   it('is <id>:<type>:<attempt> when that fits in a short string', () => {

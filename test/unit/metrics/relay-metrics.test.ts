@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { AttemptReport, TriedReport } from '../../../src/consumer/observer.js';
+import type { AttemptReport, TriedReport } from '../../../src/reports.js';
 import { createRelayMetrics } from '../../../src/metrics/relay-metrics.js';
 import type { Decision } from '../../../src/policy/decide.js';
 import { TargetIsolation } from '../../../src/isolation/target-isolation.js';

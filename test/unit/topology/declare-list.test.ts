@@ -1,10 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Channel } from 'amqplib';
 import { describe, expect, it } from 'vitest';
-import { declareDueQueue } from '../../../src/topology/declare-due-queue.js';
-import { applyDeclarations, BINDING_CHANNELS } from '../../../src/topology/declare-list.js';
-import { topologyDeclarations, type TopologyOptions } from '../../../src/topology/declare-topology.js';
-import { brokerFeatures } from '../../../src/topology/queue-arguments.js';
+import { declareDueQueue, topologyDeclarations, type TopologyOptions } from '../../../src/topology/declare-topology.js';
+import { applyDeclarations, BINDING_CHANNELS, brokerFeatures } from '../../../src/topology/declare-list.js';
 import { deleteTopology, teardownNames } from '../../../src/topology/teardown.js';
 import { topologyNames } from '../../../src/topology/topology-names.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RelayError } from '../../../src/errors.js';
-import { brokerWentAway, queueNotStartedYet } from '../../../src/topology/declare-once.js';
+import { brokerWentAway, queueNotStartedYet } from '../../../src/topology/connect-topology.js';
 
 describe('queueNotStartedYet: the one refusal of a declaration that is tried again', () => {
   const brokerError = (code: number, classId: number, methodId: number) => Object.assign(new Error('closed'), { code, classId, methodId });

@@ -33,7 +33,7 @@ function topicMatches(bindingKey: string, routingKey: string): boolean {
 }
 
 /**
- * Walks a message through the levels the way declare-delay-levels wires them: it enters the exchange
+ * Walks a message through the levels the way declare-topology.ts wires them: it enters the exchange
  * with all digits ahead, and each exchange sends it by levelRoutes to a level queue (which waits
  * levelTtlMs, then dead-letters to the exchange with the lower digits ahead) or to the lanes. Returns
  * the total wait in seconds, the routing steps taken and where it ended, failing unless exactly one

@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { isRelayError } from '../../../src/errors.js';
-import { resolveDelayMode } from '../../../src/topology/delay-mode.js';
+import { resolveDelayMode } from '../../../src/topology/delay-levels.js';
 
 describe('resolveDelayMode', () => {
   it('takes the plugin in auto mode when the broker has it', () => {

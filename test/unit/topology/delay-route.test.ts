@@ -1,7 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { LEVEL_LEAD_MS, delayRoutingKey } from '../../../src/topology/delay-levels.js';
-import { MAX_PLUGIN_DELAY_MS, deliveryRoute } from '../../../src/topology/delay-route.js';
-import { topologyNames } from '../../../src/topology/topology-names.js';
+import { MAX_PLUGIN_DELAY_MS, deliveryRoute, topologyNames } from '../../../src/topology/topology-names.js';
 
 const names = topologyNames('cr');
 const immediate = { exchange: 'cr', routingKey: 'deliver.5', headers: {} };

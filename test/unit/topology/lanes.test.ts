@@ -1,6 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { LANE_BUCKETS, laneBucket, laneOf, laneRoutingKey } from '../../../src/topology/lanes.js';
-import { topologyNames } from '../../../src/topology/topology-names.js';
+import { LANE_BUCKETS, laneBucket, laneOf, laneRoutingKey, topologyNames } from '../../../src/topology/topology-names.js';
 
 describe('lane buckets (wire contract)', () => {
   it('is FNV-1a 32 of the origin modulo 64, as docs/wire-contract.md documents (and its Python example computes)', () => {

@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { brokerFeatures, queueArguments } from '../../../src/topology/queue-arguments.js';
+import { brokerFeatures, queueArguments } from '../../../src/topology/declare-list.js';
 
 describe('queueArguments', () => {
   it('gives a plain quorum queue only its type', () => {

@@ -1,8 +1,21 @@
-import type { Transition } from '../isolation/health.js';
-import type { DeliveryOutcome } from '../policy/classify-outcome.js';
-import type { Decision } from '../policy/decide.js';
-import type { Lane } from './pipeline.js';
-import type { CopyFailure } from './publish-copy.js';
+/**
+ * What the delivery pipeline reports, and the port it reports through. Metrics, outcome events and
+ * tracing listen to these reports and the consumer sends them, so the types live below all of them:
+ * no observer imports the consumer.
+ */
+import type { Transition } from './isolation/health.js';
+import type { DeliveryOutcome } from './policy/classify-outcome.js';
+import type { Decision } from './policy/decide.js';
+
+/** The queue a message was consumed from: a work lane's index, or `slow` (the overflow queue, P.slow). */
+export type Lane = string;
+
+/**
+ * Why a copy was not stored: the broker returned it (no queue bound for it) or nacked it (e.g. a
+ * queue at a max-length with `reject-publish`); no confirm came in time; its headers cannot be
+ * encoded; the client refused it; or the channel closed.
+ */
+export type CopyFailure = 'returned' | 'nacked' | 'timeout' | 'too-large' | 'refused' | 'closed';
 
 /** The callback a report is about. */
 interface ReportedCallback {
