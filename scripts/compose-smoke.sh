@@ -38,6 +38,7 @@ dc() { docker compose -p "$project" "$@"; }
 say() { printf '\033[1m[smoke]\033[0m %s\n' "$*"; }
 fail() {
   printf '\033[1m[smoke] FAILED:\033[0m %s\n' "$*" >&2
+  dc ps -a >&2 || true
   dc logs --no-color --tail 40 >&2 || true
   exit 1
 }
@@ -46,6 +47,9 @@ teardown() {
   dc down -v --remove-orphans >/dev/null 2>&1 || true
 }
 trap teardown EXIT
+# A command of the script itself that fails (a `docker compose up --wait` whose container exited, say)
+# shows the containers and their logs too, not only its own message.
+trap 'fail "line $LINENO: $BASH_COMMAND"' ERR
 
 # Retries a check every second for up to $1 seconds.
 wait_for() {
