@@ -96,7 +96,8 @@ export async function waitForAmqp(url: string, timeoutMs: number): Promise<void>
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
-      const connection = await amqplib.connect(url);
+      // A time limit: whatever else listens on the port (not a broker) may never answer the AMQP header.
+      const connection = await amqplib.connect(url, { timeout: 5_000 });
       await connection.close();
       return;
     } catch (error) {
