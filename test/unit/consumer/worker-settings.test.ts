@@ -1,7 +1,8 @@
 import { describe, it, expect } from 'vitest';
 import { loadConfig } from '../../../src/config/load-config.js';
 import { isolationPolicy, resolveWorkerSettings } from '../../../src/consumer/worker-settings.js';
-import { ArrivalOrder, TargetIsolation } from '../../../src/isolation/target-isolation.js';
+import { ArrivalOrder } from '../../../src/isolation/scheduler.js';
+import { TargetIsolation } from '../../../src/isolation/target-isolation.js';
 
 describe('isolationPolicy', () => {
   it('maps the default configuration to the seed 002 policy (degraded at 5, the initial per-target limit), with no per-target cap', () => {

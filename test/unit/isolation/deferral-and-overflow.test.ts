@@ -1,5 +1,6 @@
 import { describe, it, expect } from 'vitest';
-import { circuitWait, MAX_DEFERRALS, TargetIsolation } from '../../../src/isolation/target-isolation.js';
+import { circuitWait, MAX_DEFERRALS } from '../../../src/isolation/scheduler.js';
+import { TargetIsolation } from '../../../src/isolation/target-isolation.js';
 
 import { POLICY } from './isolation-policy.js';
 

@@ -1,0 +1,164 @@
+import type { DeliveryOutcome } from '../policy/classify-outcome.js';
+import { FairShare, type Started } from './fair-share.js';
+import type { HealthState, Transition } from './health.js';
+import type { Backoff } from './target-limits.js';
+
+/*
+ * What the consumer asks of a scheduler, the scheduler of ISOLATION=off (arrival order), and how long
+ * an attempt waits while its target's circuit is open. Target isolation, the scheduler of the
+ * defaults, is target-isolation.ts.
+ */
+
+/** How a started item is attempted: a normal attempt, or a probe of a target whose circuit is open. */
+export type AttemptKind = 'attempt' | 'probe';
+
+export interface Next<T> extends Started<T> {
+  kind: AttemptKind;
+}
+
+/**
+ * What a result changed: a health transition (one log line), and the items that were waiting for a
+ * slot when the circuit opened (the consumer treats each like an offer answered `circuit-open`).
+ */
+export interface Effects<T> {
+  transition: Transition | undefined;
+  circuitOpen: T[];
+  /** The receiver asked to slow down (429, 503 with Retry-After): the back-off to tell the other workers. */
+  backoff?: Backoff | undefined;
+}
+
+/** Where a consumed item came from: a work lane, or the overflow queue (it never overflows twice). */
+export type Source = 'lane' | 'overflow';
+
+/**
+ * What becomes of an offered item: it waits for a slot; its target's circuit is open and no probe is
+ * free (the consumer defers it, see `circuitWait`); or its target is busy and it moves to the
+ * overflow queue, so that what is queued behind it in its lane is not held up.
+ */
+export type Offered = 'queued' | 'circuit-open' | 'overflow';
+
+/** What the consumer asks of a scheduler: target isolation, or arrival order when isolation is off. */
+export interface Scheduler<T> {
+  offer(target: string, item: T, source: Source, nowMs: number): Offered;
+  /**
+   * An item deferred while its target's circuit was open, now owed its real attempt (`circuitWait`):
+   * queued if its target has room within its share of slots, or `forced`; else left to be deferred again.
+   */
+  offerOwed(target: string, item: T, source: Source, nowMs: number, wait: Pick<CircuitWait, 'forced' | 'mayBorrow'>): 'queued' | 'circuit-open';
+  /** `nowMs`: for limits; without it, the latest time the scheduler was given. */
+  next(nowMs?: number): Next<T> | undefined;
+  /** How long until a target held back by its limit may start again (undefined: none is waiting on time). */
+  wakeInMs?(nowMs: number): number | undefined;
+  /** Called once a running attempt passes `slowThresholdMs` (never when that is undefined). */
+  overdue(target: string, nowMs: number): Effects<T>;
+  complete(target: string, kind: AttemptKind, outcome: DeliveryOutcome, nowMs: number, wasOverdue?: boolean): Effects<T>;
+  abandon(target: string, kind: AttemptKind): void;
+  drop(matches: (item: T) => boolean): T[];
+  /**
+   * Waiting items of busy targets to move to the overflow queue now (called every few tens of ms).
+   * `loopBusy`: the share of the time since the last sweep that the worker's event loop was busy (0–1).
+   */
+  sweep(nowMs: number, loopBusy?: number): T[];
+  /** A move to the overflow queue took this long, publish to ack: what moving costs right now. */
+  moveTook(durationMs: number): void;
+  readonly slowThresholdMs: number | undefined;
+  /** Another worker's circuit transition, taken as this one's own (absent when isolation is off). */
+  shareHealth?(target: string, state: HealthState, nowMs: number): Effects<T>;
+}
+
+/** No transition, nothing to hand back. */
+export const NO_EFFECTS: Effects<never> = { transition: undefined, circuitOpen: [] };
+
+/** The first wait of a deferred attempt; each next one doubles (1 s is the delay levels' unit). */
+const FIRST_DEFER_MS = 1_000;
+/** Deferrals of one attempt at most, whatever the clocks say: a bound that is ours, not the broker's. */
+export const MAX_DEFERRALS = 12;
+
+/**
+ * What becomes of an attempt due while its target's circuit is open.
+ * - `owed`: it has waited as long as a real attempt would have taken: its request is made now, if its
+ *   target has room for it within its share of slots;
+ * - `forced`: it was deferred `MAX_DEFERRALS` times: its request is made now, room or not;
+ * - `mayBorrow`: it has been owed for an attempt timeout: it may take idle slots beyond its share;
+ * - `defer`: otherwise (or when there is no room), the deferral that stores it again: until it is owed,
+ *   as above; then for an attempt timeout, the time in which one of its target's slots frees.
+ */
+export interface CircuitWait {
+  owed: boolean;
+  forced: boolean;
+  /**
+   * Owed for an attempt timeout already (its target had no room then): it may borrow idle slots. Not
+   * at once: in a short outage the first owed requests would only fail, where the circuit closing a
+   * moment later serves them.
+   */
+  mayBorrow: boolean;
+  defer: { delayMs: number; heldSince: number; deferrals: number };
+}
+
+/**
+ * An attempt that comes due while its target's circuit is open is deferred (its attempt number kept)
+ * and looked at again after 1 s, 2 s, 4 s …, so it is attempted within that wait of the circuit
+ * closing. Once it has waited `attemptTimeoutMs` since it first came due (`heldSince`), the circuit
+ * still open, it is owed its request: what `ISOLATION=off` would have sent by then. It is never spent
+ * without a request: whether a receiver answers depends on the callback too (a retry that finds its
+ * work done answers at once where the first attempt hung), so only a real attempt may count.
+ * Pure: `heldSince` and `deferrals` travel in the message's headers.
+ */
+export function circuitWait(heldSince: number | undefined, deferrals: number, nowMs: number, attemptTimeoutMs: number): CircuitWait {
+  const since = heldSince !== undefined && heldSince <= nowMs ? heldSince : nowMs;
+  const left = since + attemptTimeoutMs - nowMs;
+  const doubled = FIRST_DEFER_MS * 2 ** Math.min(deferrals, 20);
+  const delayMs = Math.max(FIRST_DEFER_MS, left > 0 ? Math.min(doubled, left) : attemptTimeoutMs);
+  const forced = deferrals >= MAX_DEFERRALS;
+  return { owed: left <= 0 || forced, forced, mayBorrow: left <= -attemptTimeoutMs, defer: { delayMs, heldSince: since, deferrals: deferrals + 1 } };
+}
+
+/**
+ * ISOLATION=off: one FIFO for every target with `capacity` slots, no health and no circuit; messages
+ * are attempted in the order they arrived.
+ */
+export class ArrivalOrder<T> implements Scheduler<T> {
+  private readonly fifo: FairShare<T>;
+  readonly slowThresholdMs = undefined;
+
+  constructor(capacity: number) {
+    this.fifo = new FairShare<T>({ capacity, perTarget: capacity, initialPerTarget: capacity, maxTargets: 1 });
+  }
+
+  offer(_target: string, item: T): 'queued' {
+    this.fifo.push('', item);
+    return 'queued';
+  }
+
+  offerOwed(target: string, item: T): 'queued' {
+    return this.offer(target, item);
+  }
+
+  sweep(): T[] {
+    return [];
+  }
+
+  moveTook(): void {}
+
+  next(): Next<T> | undefined {
+    const started = this.fifo.next();
+    return started && { ...started, kind: 'attempt' };
+  }
+
+  overdue(): Effects<T> {
+    return NO_EFFECTS;
+  }
+
+  complete(): Effects<T> {
+    this.fifo.done('', 'none');
+    return NO_EFFECTS;
+  }
+
+  abandon(): void {
+    this.fifo.done('', 'none');
+  }
+
+  drop(matches: (item: T) => boolean): T[] {
+    return this.fifo.drop(matches).map(({ item }) => item);
+  }
+}
