@@ -59,7 +59,6 @@ export async function declareTopology(channel: Channel, options: TopologyOptions
   }
 }
 
-
 export interface DeliveryPathOptions {
   mode: DelayMode;
   queueType: 'quorum' | 'classic';
