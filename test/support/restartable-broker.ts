@@ -1,6 +1,4 @@
-import { inject } from 'vitest';
 import { startTestBroker, type TestBroker } from './broker.js';
-import { restartContainer } from './container-broker.js';
 
 /** A broker a test may restart, and whether its restart runs rabbitmq/before-stop.sh by itself. */
 export interface RestartableBroker extends TestBroker {
@@ -9,18 +7,13 @@ export interface RestartableBroker extends TestBroker {
 }
 
 /**
- * The broker for tests that restart one. When the run's broker is the harness's own container (the
- * series under test, e.g. TEST_BROKER=container RABBITMQ_IMAGE=rabbitmq:4.3-management), that very
- * container is restarted: files run one after another, so no other test sees it go. Otherwise a
- * broker of the test's own (a throwaway node, or a container when a Docker engine answers): an
- * external AMQP_URL broker is never restarted. Undefined when none can be had.
+ * The broker for tests that restart one: a broker of the test's own (a container of the series under
+ * test when a Docker engine answers, else a throwaway node), never the run's shared broker and never
+ * an external AMQP_URL one. The shared container is not restarted any more: on RabbitMQ 4.0 with the
+ * plugin, every test file after such a restart could hang until its timeout (seen in CI, cause not
+ * found), so a restart now stays with the test that makes it. Undefined when none can be had.
  */
 export async function restartableBroker(): Promise<RestartableBroker | undefined> {
-  const id = inject('brokerContainerId');
-  if (inject('brokerSource') === 'testcontainers' && id) {
-    const url = inject('amqpUrl');
-    return { url, source: 'testcontainers', containerId: id, stopsInOrder: true, restart: () => restartContainer(id, url), stop: async () => {} };
-  }
   const own = await startTestBroker({ allowExternal: false }).catch(() => undefined);
   return own && { ...own, stopsInOrder: own.source === 'testcontainers' };
 }
