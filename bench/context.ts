@@ -17,9 +17,11 @@ export interface BenchContext {
   /**
    * `shapes`: the `--shape` selection (names or name prefixes) of scenarios that have shapes; `long`: include their long shapes.
    * `pending`: the pending scenario's callbacks, the window they fall due in (s), the delay modes to run.
+   * `repeat`: rounds of the rows a scenario compares (throughput), for same-run medians.
    */
   options: {
     profile: boolean;
+    repeat: number | undefined;
     rate: number | undefined;
     shapes: string[] | undefined;
     long: boolean;

@@ -1,5 +1,5 @@
 /**
- * Benchmarks: `npm run bench [-- --quick] [--scenario NAME[,NAME…]] [--shape SHAPE[,SHAPE…]] [--long] [--profile] [--rate N]`;
+ * Benchmarks: `npm run bench [-- --quick] [--scenario NAME[,NAME…]] [--shape SHAPE[,SHAPE…]] [--long] [--profile] [--repeat N] [--rate N]`;
  * the pending scenario also takes `--count N --window SECONDS --mode queues,plugin --background N`.
  * Uses AMQP_URL if set, else a throwaway broker (test/support/broker.ts). Prints a Markdown table
  * per scenario and writes bench/results/<timestamp>.json; a run of every scenario also latest.json and latest.svg.
@@ -37,11 +37,12 @@ const { values } = parseArgs({
     window: { type: 'string' },
     mode: { type: 'string' },
     background: { type: 'string' },
+    repeat: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
 if (values.help) {
-  process.stdout.write(`usage: npm run bench -- [--quick] [--scenario ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--shape SHAPE[,…]] [--long] [--profile] [--rate N] [--count N --window SECONDS --mode queues,plugin --background N]\n`);
+  process.stdout.write(`usage: npm run bench -- [--quick] [--scenario ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--shape SHAPE[,…]] [--long] [--profile] [--repeat N] [--rate N] [--count N --window SECONDS --mode queues,plugin --background N]\n`);
   process.exit(0);
 }
 const names = values.scenario ? values.scenario.split(',').map((name) => name.trim()) : SCENARIOS.map((s) => s.name);
@@ -74,6 +75,7 @@ try {
     shared: {},
     options: {
       profile: values.profile,
+      repeat: values.repeat === undefined ? undefined : Number(values.repeat),
       rate: values.rate === undefined ? undefined : Number(values.rate),
       shapes: values.shape?.split(',').map((shape) => shape.trim()).filter(Boolean),
       long: values.long,

@@ -4,6 +4,15 @@ import { startReceiver } from '../receiver.js';
 import { withScope } from '../scope.js';
 import { fmt } from '../stats.js';
 
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
+/** The run of median rate (the lower middle one of an even count). */
+const medianRun = (runs: ConsumerRun[]): ConsumerRun => [...runs].sort((a, b) => a.rate - b.rate)[Math.floor((runs.length - 1) / 2)]!;
+
 /** Receiver origins: with the default TARGET_CONCURRENCY (PREFETCH / 10 = 10), ten targets can use all 100 slots. */
 const TARGETS = 10;
 
@@ -24,14 +33,31 @@ export const throughput: Scenario = {
         return done;
       };
       const raw = await step(rawCeiling(ctx, receiver, count));
-      const minimal = await step(httpRun(ctx, receiver, { name: 'ceiling (b): minimal consumer', count, kind: 'minimal' }));
-      const relay = await step(httpRun(ctx, receiver, { name: 'relay, every feature on', count, kind: 'relay' }));
+      // --repeat N: N rounds of the three rows the issue compares, their order rotated each round, so
+      // that no row always runs first after another's pre-fill; ratios are taken within a round.
+      const rounds = Math.max(1, ctx.options.repeat ?? 1);
+      const paired = { minimal: [] as ConsumerRun[], relay: [] as ConsumerRun[], off: [] as ConsumerRun[] };
+      const label = (name: string, round: number): string => (rounds > 1 ? `${name} (round ${round + 1})` : name);
+      const plans = {
+        minimal: (round: number) => httpRun(ctx, receiver, { name: label('ceiling (b): minimal consumer', round), count, kind: 'minimal' }),
+        relay: (round: number) => httpRun(ctx, receiver, { name: label('relay, every feature on', round), count, kind: 'relay' }),
+        off: (round: number) => httpRun(ctx, receiver, { name: label('relay, ISOLATION=off', round), count, kind: 'relay', env: { ISOLATION: 'off' } }),
+      };
+      const kinds = ['minimal', 'relay', 'off'] as const;
+      for (let round = 0; round < rounds; round++) {
+        for (let i = 0; i < kinds.length; i++) {
+          const kind = kinds[(i + round) % kinds.length]!;
+          paired[kind].push(await step(plans[kind](round)));
+        }
+      }
+      const minimal = medianRun(paired.minimal);
+      const relay = medianRun(paired.relay);
+      const noIsolation = medianRun(paired.off);
       const listened = await step(httpRun(ctx, receiver, { name: 'relay, every feature on, events consumed', count, kind: 'relay', listenToEvents: true }));
       const noEvents = await step(httpRun(ctx, receiver, { name: 'relay, EVENTS=off', count, kind: 'relay', env: { EVENTS: 'off' } }));
-      const noIsolation = await step(httpRun(ctx, receiver, { name: 'relay, ISOLATION=off', count, kind: 'relay', env: { ISOLATION: 'off' } }));
       const warmStart = await step(httpRun(ctx, receiver, { name: 'relay, TARGET_INITIAL_CONCURRENCY=10', count, kind: 'relay', env: { TARGET_INITIAL_CONCURRENCY: '10' } }));
       const oneTarget = await step(httpRun(ctx, receiver, { name: 'relay, every feature on, 1 target', count: Math.round(count / 5), kind: 'relay', targets: 1 }));
-      const runs = [raw, minimal, relay, listened, noEvents, noIsolation, warmStart, oneTarget];
+      const runs = [raw, ...paired.minimal, ...paired.relay, ...paired.off, listened, noEvents, warmStart, oneTarget];
       const profiled = ctx.options.profile ? await step(httpRun(ctx, receiver, { name: 'relay, every feature on, --cpu-prof', count, kind: 'relay', profile: true })) : undefined;
       if (profiled) runs.push(profiled);
       ctx.shared.relayRate = relay.rate;
@@ -57,6 +83,24 @@ export const throughput: Scenario = {
           ]),
         },
       ];
+      if (rounds > 1) {
+        const ratios = (kind: 'relay' | 'off'): number[] => paired[kind].map((run, round) => run.rate / paired.minimal[round]!.rate);
+        tables.push({
+          title: `Same-run medians over ${rounds} rounds (order rotated each round; a ratio divides by the minimal consumer of its own round)`,
+          headers: ['run', 'median deliveries/s', 'median × minimal', 'min–max × minimal', 'median consumer CPU µs/callback', 'median broker CPU µs/callback'],
+          rows: [
+            ['ceiling (b): minimal consumer', fmt(median(paired.minimal.map((r) => r.rate))), '1.00', '', fmt(median(paired.minimal.map((r) => r.cpuUsPerCallback ?? NaN))), fmt(median(paired.minimal.map((r) => r.brokerCpuUsPerCallback ?? NaN)))],
+            ...(['relay', 'off'] as const).map((kind) => [
+              kind === 'relay' ? 'relay, every feature on' : 'relay, ISOLATION=off',
+              fmt(median(paired[kind].map((r) => r.rate))),
+              fmt(median(ratios(kind)), 2),
+              `${fmt(Math.min(...ratios(kind)), 2)}–${fmt(Math.max(...ratios(kind)), 2)}`,
+              fmt(median(paired[kind].map((r) => r.cpuUsPerCallback ?? NaN))),
+              fmt(median(paired[kind].map((r) => r.brokerCpuUsPerCallback ?? NaN))),
+            ]),
+          ],
+        });
+      }
       const notes = [
         `Pre-filled: the queue is filled first (library publisher, 200 unconfirmed publishes at a time: ${fmt(relay.publishRate)}/s for the relay run; raw confirm-publish ${fmt(raw.publishRate)}/s), then the consumer process starts; the rate counts first → last delivery.`,
         '* publish → delivered latency of a pre-filled queue is mostly queueing time (roughly position / rate); see half-load for the latency of an unsaturated relay.',

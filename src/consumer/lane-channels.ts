@@ -1,5 +1,7 @@
 import type { ChannelModel, ConfirmChannel, ConsumeMessage } from 'amqplib';
+import { isClosed } from '../amqp/publish-confirmed.js';
 import type { Logger } from '../logger.js';
+import { coalesceAcks, type CoalescedAcks } from './coalesce-acks.js';
 import type { Lane } from './pipeline.js';
 
 /**
@@ -13,7 +15,8 @@ import type { Lane } from './pipeline.js';
  * first), and queues mode holds messages until due, unacked, ahead of the rest. With every lane on
  * one channel the walk covered every lane's unacked messages: measured on 3.10, the channel's
  * process took 20–70 times the reductions, and the broker 2–3 times the CPU per callback, with
- * isolation on than with `ISOLATION=off`. One channel per queue keeps each walk within one lane.
+ * isolation on than with `ISOLATION=off`. One channel per queue keeps each walk within one lane, and
+ * each channel's acks leave in runs from its oldest unacked message where they can (coalesce-acks.ts).
  *
  * The channels are opened on the connection the topology was declared on, after it was declared,
  * each time the worker's setup runs (every reconnect); those of an earlier setup are closed first.
@@ -31,6 +34,8 @@ export interface LaneChannels {
   cancel(): Promise<void>;
   /** Every queue of the latest `open()` has its consumer (what readiness needs besides the connection). */
   consuming(): boolean;
+  /** Sends the acks each channel gathered in this turn (coalesce-acks.ts): the worker's stop, before it closes the connection. */
+  flushAcks(): void;
 }
 
 export interface LaneChannelOptions {
@@ -49,7 +54,7 @@ const REOPEN_AFTER_MS = 500;
 export function createLaneChannels(options: LaneChannelOptions): LaneChannels {
   const { logger } = options;
   /** The consumers of the latest setup: its lanes' channels and consumer tags. */
-  let consumers = new Map<Lane, { channel: ConfirmChannel; tag: string }>();
+  let consumers = new Map<Lane, { channel: ConfirmChannel; tag: string; acks: CoalescedAcks }>();
   /** Counts the setups; a reopen of an earlier one's lane is dropped. */
   let generation = 0;
   /** Queues the latest setup consumes. */
@@ -65,6 +70,8 @@ export function createLaneChannels(options: LaneChannelOptions): LaneChannels {
       reopenLater(connection, queue, lane, prefetch, mine, alive);
       throw error;
     }
+    // Acks leave in delivery-tag runs, once per turn of the event loop (coalesce-acks.ts).
+    const acks = coalesceAcks(channel, () => isClosed(channel));
     // Without a listener an 'error' event would throw; the close that follows is what counts.
     channel.on('error', (error: Error) => logger.warn({ lane, err: error.message }, 'a lane channel failed'));
     channel.once('close', () => {
@@ -74,7 +81,7 @@ export function createLaneChannels(options: LaneChannelOptions): LaneChannels {
     });
     await channel.prefetch(prefetch);
     const { consumerTag } = await channel.consume(queue, (message) => options.onMessage(message, channel, lane), { noAck: false });
-    consumers.set(lane, { channel, tag: consumerTag });
+    consumers.set(lane, { channel, tag: consumerTag, acks });
   }
 
   function reopenLater(connection: ChannelModel, queue: string, lane: Lane, prefetch: number, mine: number, alive: () => boolean): void {
@@ -118,5 +125,8 @@ export function createLaneChannels(options: LaneChannelOptions): LaneChannels {
       for (const { channel, tag } of consumers.values()) await channel.cancel(tag).catch(() => {});
     },
     consuming: () => expected > 0 && consumers.size === expected,
+    flushAcks() {
+      for (const { acks } of consumers.values()) acks.flush();
+    },
   };
 }

@@ -245,6 +245,8 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     const done = Promise.allSettled([untilDrained(), dueMover?.close()]).then(() => true);
     const finished = await Promise.race([done, sleep(consume.drainTimeoutMs).then(() => false)]);
     if (!finished) logger.warn({ unfinished: inFlight }, 'drain timeout: unfinished deliveries return to the queue');
+    // The last turn's acks leave before the connection closes, or their messages would be delivered again.
+    lanes.flushAcks();
     await channel?.close().catch(() => {});
     await manager?.close().catch(() => {});
     await presence?.close();

@@ -134,3 +134,26 @@ it('a lane whose queue is missing when it is opened (a 404 closes its channel) i
   await publish(queues[1]![0], 'after');
   await until(() => received.some((r) => r.lane === '1'));
 });
+
+it('coalesces acks without ever settling a message still held: closing the channel returns exactly the held ones', async () => {
+  const channels = lanes();
+  await channels.open(connection, queues, 20);
+  const [queue] = queues[0]!;
+  for (let i = 1; i <= 12; i += 1) await publish(queue, `m${i}`);
+  await until(() => received.length >= 12);
+  const held = new Set(['m3', 'm8']);
+  // Out of order, as fair scheduling settles them; m3 and m8 stay held.
+  const order = [5, 1, 2, 12, 4, 6, 7, 10, 9, 11].map((n) => received.find((r) => r.message.content.toString() === `m${n}`)!);
+  for (const { channel, message } of order) channel.ack(message);
+  await new Promise((resolve) => setImmediate(resolve));
+  channels.flushAcks();
+  // Let the acks reach the broker before the channel closes.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const first = received[0]!.channel;
+  received.length = 0;
+  await first.close();
+  await until(() => received.length >= 2);
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  expect(new Set(received.map((r) => r.message.content.toString()))).toEqual(held);
+  expect(received.every((r) => r.message.fields.redelivered)).toBe(true);
+});
