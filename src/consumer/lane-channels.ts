@@ -80,7 +80,14 @@ export function createLaneChannels(options: LaneChannelOptions): LaneChannels {
       reopenLater(connection, queue, lane, prefetch, mine, alive);
     });
     await channel.prefetch(prefetch);
-    const { consumerTag } = await channel.consume(queue, (message) => options.onMessage(message, channel, lane), { noAck: false });
+    const { consumerTag } = await channel.consume(
+      queue,
+      (message) => {
+        if (message) acks.delivered(message.fields.deliveryTag);
+        options.onMessage(message, channel, lane);
+      },
+      { noAck: false },
+    );
     consumers.set(lane, { channel, tag: consumerTag, acks });
   }
 

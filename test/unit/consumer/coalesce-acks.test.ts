@@ -28,6 +28,8 @@ function fakeChannel() {
     frames,
     acks,
     close: () => (closed = true),
+    /** The broker delivers these tags on the channel. */
+    deliver: (...tags: number[]) => tags.forEach((tag) => acks.delivered(tag)),
     /** Ends the event loop's turn: runs the scheduled flushes. */
     endTurn: () => turns.splice(0).forEach((flush) => flush()),
   };
@@ -37,7 +39,8 @@ const msg = (tag: number): Message => ({ fields: { deliveryTag: tag } }) as unkn
 
 describe('coalesceAcks', () => {
   it('sends a turn of in-order acks as one multiple ack, and nothing before the turn ends', () => {
-    const { channel, frames, endTurn } = fakeChannel();
+    const { channel, frames, endTurn, deliver } = fakeChannel();
+    deliver(1, 2, 3, 4, 5, 6, 7, 8);
     for (const tag of [1, 2, 3, 4]) channel.ack(msg(tag));
     expect(frames).toEqual([]);
     endTurn();
@@ -45,7 +48,8 @@ describe('coalesceAcks', () => {
   });
 
   it('acks out-of-order tags one by one while an older tag is unsettled, then covers the run once it is', () => {
-    const { channel, frames, endTurn } = fakeChannel();
+    const { channel, frames, endTurn, deliver } = fakeChannel();
+    deliver(1, 2, 3, 4, 5, 6, 7, 8);
     channel.ack(msg(2));
     channel.ack(msg(3));
     endTurn();
@@ -70,7 +74,8 @@ describe('coalesceAcks', () => {
   });
 
   it('never lets a multiple ack cover a message still held: a nacked tag counts as settled, a held one does not', () => {
-    const { channel, frames, endTurn } = fakeChannel();
+    const { channel, frames, endTurn, deliver } = fakeChannel();
+    deliver(1, 2, 3, 4, 5, 6, 7, 8);
     channel.nack(msg(1), false, false);
     expect(frames).toEqual([{ kind: 'nack', tag: 1, multiple: false, requeue: false }]);
     channel.ack(msg(2));
@@ -92,7 +97,8 @@ describe('coalesceAcks', () => {
   });
 
   it('flush sends the gathered acks at once (a stop, before the connection closes)', () => {
-    const { channel, frames, acks, endTurn } = fakeChannel();
+    const { channel, frames, acks, endTurn, deliver } = fakeChannel();
+    deliver(1, 2, 3, 4, 5, 6, 7, 8);
     channel.ack(msg(1));
     channel.ack(msg(2));
     acks.flush();
@@ -102,7 +108,8 @@ describe('coalesceAcks', () => {
   });
 
   it('throws at once on a closed channel, and drops a turn whose channel closed before it ended', () => {
-    const { channel, frames, close, endTurn } = fakeChannel();
+    const { channel, frames, close, endTurn, deliver } = fakeChannel();
+    deliver(1, 2, 3, 4, 5, 6, 7, 8);
     channel.ack(msg(1));
     close();
     expect(() => endTurn()).not.toThrow();
@@ -110,8 +117,22 @@ describe('coalesceAcks', () => {
     expect(() => channel.ack(msg(2))).toThrow('Channel closed');
   });
 
-  it('passes an ack of every tag up to one through, after the gathered ones', () => {
+  it('acks one by one from the first ack of a tag it was never told was delivered', () => {
     const { channel, frames, endTurn } = fakeChannel();
+    channel.ack(msg(1));
+    endTurn();
+    channel.ack(msg(2));
+    channel.ack(msg(3));
+    expect(frames).toEqual([
+      { kind: 'ack', tag: 1, multiple: false },
+      { kind: 'ack', tag: 2, multiple: false },
+      { kind: 'ack', tag: 3, multiple: false },
+    ]);
+  });
+
+  it('passes an ack of every tag up to one through, after the gathered ones', () => {
+    const { channel, frames, endTurn, deliver } = fakeChannel();
+    deliver(1, 2, 3, 4, 5, 6, 7, 8);
     channel.ack(msg(3));
     channel.ack(msg(5), true);
     expect(frames).toEqual([
