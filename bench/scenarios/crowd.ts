@@ -29,6 +29,8 @@ const QUIET_CALLBACKS = 5;
 const BUSY_ANSWER_MS = 300;
 const PREFETCH = 50;
 export const QUIET_GOAL_S = 2;
+/** The timeline's resolution: who got the worker's time, and when. */
+const TIMELINE_BIN_MS = 250;
 
 export const CROWD_SHAPES: CrowdShape[] = [1, 3].flatMap((busy) =>
   [40, 400].flatMap((quiet) =>
@@ -66,6 +68,8 @@ export interface CrowdRun {
   /** The workers' moves: to P.slow (a busy target's excess), and deferrals of an open circuit. */
   overflowMoves: number;
   deferrals: number;
+  /** Deliveries per TIMELINE_BIN_MS from the consumers' start, busy and quiet targets apart; and when the quiet ones were published (s). */
+  timeline: { binMs: number; busy: number[]; quiet: number[]; quietPublishedAt: number };
 }
 
 /**
@@ -137,6 +141,7 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
       allPublishes: (allPublished + (await workerPublishes(ports))) / (delivered(quiet) + delivered(busy)),
       overflowMoves: await workerMetric(ports, 'callback_relay_moves_total', { kind: 'overflow' }),
       deferrals: await workerMetric(ports, 'callback_relay_moves_total', { kind: 'deferred' }),
+      timeline: { binMs: TIMELINE_BIN_MS, busy: perBin(busy, started), quiet: perBin(quiet, started), quietPublishedAt: (Math.min(...publishedAt.values()) - started) / 1000 },
     };
     ctx.log(
       `fairness ${shape.name}, ISOLATION=${isolation}: quiet p50 ${fmt(run.quietDone.p50, 2)} s, max ${fmt(run.quietDone.max, 2)} s, ` +
@@ -144,6 +149,18 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
     );
     return run;
   });
+}
+
+/** Deliveries to `targets` per TIMELINE_BIN_MS since `startMs`. */
+function perBin(targets: Target[], startMs: number): number[] {
+  const counts: number[] = [];
+  for (const target of targets) {
+    for (const at of target.delivered.values()) {
+      const bin = Math.max(0, Math.floor((at - startMs) / TIMELINE_BIN_MS));
+      counts[bin] = (counts[bin] ?? 0) + 1;
+    }
+  }
+  return Array.from(counts, (count) => count ?? 0);
 }
 
 /** A table of one shape: isolation on (the defaults) beside off, with the drain ratio on / off. */

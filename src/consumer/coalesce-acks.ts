@@ -22,6 +22,8 @@ export interface CoalescedAcks {
   delivered(tag: number): void;
   /** Sends the acks gathered so far now. */
   flush(): void;
+  /** Messages delivered on the channel and not settled yet: how full its consumer's prefetch window is. */
+  unsettled(): number;
 }
 
 type Ack = (message: Message, allUpTo?: boolean) => void;
@@ -98,5 +100,5 @@ export function coalesceAcks(channel: Channel, isClosed: () => boolean, schedule
     for (const t of unsettled) if (t <= tag) unsettled.delete(t);
   };
   channel.reject = (message: Message, requeue = true): void => channel.nack(message, false, requeue);
-  return { delivered: (tag) => void unsettled.add(tag), flush };
+  return { delivered: (tag) => void unsettled.add(tag), flush, unsettled: () => unsettled.size };
 }

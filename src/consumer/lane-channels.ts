@@ -36,6 +36,8 @@ export interface LaneChannels {
   consuming(): boolean;
   /** Sends the acks each channel gathered in this turn (coalesce-acks.ts): the worker's stop, before it closes the connection. */
   flushAcks(): void;
+  /** Messages of `lane` delivered and not settled yet, of the `prefetch` its consumer may hold (0 while it has none). */
+  unsettled(lane: Lane): number;
 }
 
 export interface LaneChannelOptions {
@@ -135,5 +137,6 @@ export function createLaneChannels(options: LaneChannelOptions): LaneChannels {
     flushAcks() {
       for (const { acks } of consumers.values()) acks.flush();
     },
+    unsettled: (lane) => consumers.get(lane)?.acks.unsettled() ?? 0,
   };
 }

@@ -49,6 +49,12 @@ export interface PipelineContext {
   control?: ControlView | undefined;
   /** AUTO_PAUSE_AFTER: failure streaks per origin that pause a target fleet-wide once long enough. */
   autoPause?: AutoPause | undefined;
+  /**
+   * How many unsettled messages a lane's consumer window holds beyond the line where what queues
+   * behind them still comes in (negative: room left). Without it, a busy target's callbacks leave
+   * their lane whatever its window holds.
+   */
+  laneExcess?: ((lane: Lane) => number) | undefined;
 }
 
 /** Step 1 → 2: a decoded message waiting for a slot. */
@@ -143,6 +149,10 @@ export function createPipeline(context: PipelineContext) {
   let wake: { at: number; timer: NodeJS.Timeout } | undefined;
   // Busy targets' waiting callbacks leave their lanes for the overflow queue (target-isolation.ts).
   const loopBusy = loopUtilisation();
+  /** Moves to the overflow queue under way, per lane: they leave its window once acked. */
+  const moving = new Map<Lane, number>();
+  const { laneExcess } = context;
+  if (laneExcess) scheduler.watchWindows?.({ of: (job) => job.lane, excess: (lane) => Math.max(0, laneExcess(lane as Lane) - (moving.get(lane as Lane) ?? 0)) });
   const sweeper = setInterval(() => {
     for (const job of scheduler.sweep(clock(), loopBusy())) void overflow(job);
   }, SWEEP_EVERY_MS);
@@ -244,18 +254,23 @@ export function createPipeline(context: PipelineContext) {
    * queued behind it are reached now. One that cannot be moved is attempted here after all.
    */
   async function overflow(job: Job): Promise<void> {
+    moving.set(job.lane, (moving.get(job.lane) ?? 0) + 1);
+    let moved: boolean;
     try {
       const startedAt = clock();
-      if (await settle({ kind: 'move', queue: names.slowQueue }, { id: job.delivery.id }, moveContext(job))) {
-        scheduler.moveTook(clock() - startedAt);
-        observer.moved('overflow');
-        return job.finish();
-      }
+      moved = await settle({ kind: 'move', queue: names.slowQueue }, { id: job.delivery.id }, moveContext(job));
+      if (moved) scheduler.moveTook(clock() - startedAt);
     } catch (error) {
       // The channel is gone: the broker redelivers the message.
       return job.finish(error);
+    } finally {
+      const left = (moving.get(job.lane) ?? 1) - 1;
+      if (left > 0) moving.set(job.lane, left);
+      else moving.delete(job.lane);
     }
-    offer(job, 'overflow');
+    if (!moved) return offer(job, 'overflow');
+    observer.moved('overflow');
+    job.finish();
   }
 
   /** Settle's context for a move of `job`: a late confirm is logged like any copy's. */

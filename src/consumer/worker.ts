@@ -139,8 +139,13 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     } else if (limitsAtStart) {
       logger.warn('target limits are not applied with ISOLATION=off');
     }
+    // Each queue's consumer window (prefetch); queues mode: room on top for the messages held until due, which take no delivery slot.
+    const window = consume.queuePrefetch + (topology.mode === 'queues' ? HOLD_PREFETCH : 0);
+    // A lane flows while its window keeps room for what queues behind: half of it, and at least a worker's slots (PREFETCH).
+    const line = window - Math.max(consume.prefetch, Math.ceil(window / 2));
+    const laneExcess = (lane: Lane): number => lanes.unsettled(lane) - line;
     pipeline = createPipeline(
-      pipelineContext(settings, { topology, dispatcher: agent, scheduler: isolation ?? new ArrivalOrder(consume.prefetch), control, observer, tracing: await tracing, clock, random: deps.random ?? Math.random, logger, redeclare }),
+      pipelineContext(settings, { topology, dispatcher: agent, scheduler: isolation ?? new ArrivalOrder(consume.prefetch), control, observer, tracing: await tracing, clock, random: deps.random ?? Math.random, logger, redeclare, laneExcess }),
     );
     const { handle, shareHealth } = pipeline;
     control.onHealth(shareHealth);
@@ -197,9 +202,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
         // https://www.rabbitmq.com/docs/consumer-prefetch
         const connection = manager?.connection;
         if (!connection) throw new Error('the connection closed during the setup');
-        // Queues mode: room on top for the messages held until due, which take no delivery slot.
-        const prefetch = consume.queuePrefetch + (topology.mode === 'queues' ? HOLD_PREFETCH : 0);
-        await lanes.open(connection, [...topology.names.workQueues.map((queue, lane): [string, Lane] => [queue, String(lane)]), [topology.names.slowQueue, 'slow']], prefetch);
+        await lanes.open(connection, [...topology.names.workQueues.map((queue, lane): [string, Lane] => [queue, String(lane)]), [topology.names.slowQueue, 'slow']], window);
         // Plugin mode: messages whose delay ended are moved from P.due into their lanes (move-due.ts).
         if (manager?.connection) dueMover?.attach(manager.connection);
         ready = true;
@@ -298,6 +301,8 @@ interface PipelineParts {
   logger: Logger;
   /** Declares the topology again (topology/connect-topology.ts): shared by settle, lane reopens and the P.due mover. */
   redeclare: () => Promise<void>;
+  /** How many unsettled messages a lane's window holds beyond the line where what queues behind them still comes in. */
+  laneExcess: (lane: Lane) => number;
 }
 
 /** The pipeline's context: the worker's settings and the parts it made, put together once. */
@@ -321,6 +326,7 @@ function pipelineContext(settings: WorkerSettings, parts: PipelineParts): Pipeli
     targetKey: settings.targetKey,
     // A copy that came back unroutable (an operator deleted P.dead, P.slow, a level or a binding) declares the topology again.
     settle: { confirmTimeoutMs: settings.publishTimeoutMs, redeclare: parts.redeclare },
+    laneExcess: parts.laneExcess,
     autoPause: settings.autoPauseAfterMs > 0 ? new AutoPause(settings.autoPauseAfterMs) : undefined,
     durableEvents: settings.events === 'durable' ? createDurableEvents(topology.names.eventsExchange, clock, settings.publishTimeoutMs) : undefined,
   };

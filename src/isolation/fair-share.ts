@@ -157,15 +157,22 @@ export class FairShare<T> {
 
   /**
    * Takes the waiting items of `target` out (those that match, or all): its circuit opened, or it is
-   * busy and its excess leaves the worker. Those that stay keep their order.
+   * busy and its excess leaves the worker. Both keep their order. `newestFirst`: `matches` sees the
+   * newest first, so a bounded take leaves the oldest waiting.
    */
-  takeWaiting(target: string, matches: (item: T) => boolean = () => true): T[] {
+  takeWaiting(target: string, matches: (item: T) => boolean = () => true, newestFirst = false): T[] {
     const queue = this.targets.get(target);
     if (!queue) return [];
     this.unready(target, queue);
     const taken: T[] = [];
     const kept: T[] = [];
-    for (const item of queue.waiting.slice(queue.head) as T[]) (matches(item) ? taken : kept).push(item);
+    const waiting = queue.waiting.slice(queue.head) as T[];
+    if (newestFirst) waiting.reverse();
+    for (const item of waiting) (matches(item) ? taken : kept).push(item);
+    if (newestFirst) {
+      kept.reverse();
+      taken.reverse();
+    }
     this.waitingTotal -= taken.length;
     queue.waiting = kept;
     queue.head = 0;

@@ -37,6 +37,19 @@ export type Source = 'lane' | 'overflow';
  */
 export type Offered = 'queued' | 'circuit-open' | 'overflow';
 
+/**
+ * The consumer windows (one per lane: its consumer's prefetch) that items came in through. RabbitMQ
+ * keeps FIFO order per queue, so what is queued behind a busy target's callbacks comes in only as
+ * they leave the window: while the window has room it flows, and moving them would cost the broker a
+ * publish and an ack each for nothing (https://www.rabbitmq.com/docs/consumer-prefetch).
+ */
+export interface Windows<T> {
+  /** The window an item came in through. */
+  of(item: T): string;
+  /** How many items must leave `window` (beyond those leaving already) for what queues behind them to come in; 0 while it has room. */
+  excess(window: string): number;
+}
+
 /** What the consumer asks of a scheduler: target isolation, or arrival order when isolation is off. */
 export interface Scheduler<T> {
   offer(target: string, item: T, source: Source, nowMs: number): Offered;
@@ -61,6 +74,8 @@ export interface Scheduler<T> {
   sweep(nowMs: number, loopBusy?: number): T[];
   /** A move to the overflow queue took this long, publish to ack: what moving costs right now. */
   moveTook(durationMs: number): void;
+  /** How full the windows items come in through are: a busy target's items move only out of a full one (none given: always). */
+  watchWindows?(windows: Windows<T>): void;
   readonly slowThresholdMs: number | undefined;
   /** Another worker's circuit transition, taken as this one's own (absent when isolation is off). */
   shareHealth?(target: string, state: HealthState, nowMs: number): Effects<T>;

@@ -4,7 +4,7 @@ import { parseRetryAfter } from '../policy/retry-after.js';
 import { FairShare, type FairSharePolicy } from './fair-share.js';
 import type { Fleet } from './fleet-share.js';
 import { EndpointHealth, type HealthPolicy, type HealthState, type Transition } from './health.js';
-import { NO_EFFECTS, type AttemptKind, type CircuitWait, type Effects, type Next, type Offered, type Scheduler, type Source } from './scheduler.js';
+import { NO_EFFECTS, type AttemptKind, type CircuitWait, type Effects, type Next, type Offered, type Scheduler, type Source, type Windows } from './scheduler.js';
 import { TargetLimits, type Backoff } from './target-limits.js';
 
 export type TargetKey = 'origin' | 'host';
@@ -79,6 +79,8 @@ export class TargetIsolation<T> implements Scheduler<T> {
   private lastNowMs = 0;
   /** Since the metrics last took them: how long limited targets' items waited here (ms), and their starts per target. */
   private limitStats: LimitStats = { waitsMs: [], starts: new Map() };
+  /** How full the lanes' consumer windows are (none: every busy target's item from a lane moves). */
+  private windows: Windows<T> | undefined;
 
   constructor(private readonly policy: IsolationPolicy) {
     this.health = new EndpointHealth(policy);
@@ -97,7 +99,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
       this.gate(target, nowMs);
       return 'queued';
     }
-    if (source === 'lane' && this.isBusy(target, nowMs)) return 'overflow';
+    if (source === 'lane' && this.isBusy(target, nowMs) && this.windowFull(item)) return 'overflow';
     this.share.push(target, { item, kind: 'attempt', at: nowMs, source });
     this.gate(target, nowMs);
     return 'queued';
@@ -260,6 +262,18 @@ export class TargetIsolation<T> implements Scheduler<T> {
       this.lastDone.delete(target);
     }
     const waiting = [...this.share.waitingTargets()];
+    // How many of busy targets' waiting items may leave each window in this sweep: its excess. While a
+    // window has room, what queues behind a busy target's callbacks comes in anyway and is served first
+    // (fewest in flight); moving them would only cost the broker a publish and an ack each.
+    const left = new Map<string, number>();
+    const { windows } = this;
+    const mayLeave = (item: T): boolean => {
+      if (windows === undefined) return true;
+      const window = windows.of(item);
+      const room = left.get(window) ?? windows.excess(window);
+      left.set(window, Math.max(0, room - 1));
+      return room > 0;
+    };
     // Max-min fairness caps those that hold the most: half the largest holding among the waiting is the line.
     let most = 0;
     for (const target of waiting) most = Math.max(most, this.share.inFlight(target));
@@ -271,10 +285,21 @@ export class TargetIsolation<T> implements Scheduler<T> {
       if (!this.share.isHeld(target) && (!this.holdsShare(target) || !this.worthMoving(target))) continue;
       this.busy.delete(target);
       this.busy.set(target, nowMs + BUSY_FOR * this.policy.overflowAfterMs);
-      for (const waiting of this.share.takeWaiting(target, (w) => w.source === 'lane' && w.kind === 'attempt')) moved.push(waiting.item);
+      // The newest leave first: the oldest are attempted from here as soon as the busy target has a slot.
+      for (const waiting of this.share.takeWaiting(target, (w) => w.source === 'lane' && w.kind === 'attempt' && mayLeave(w.item), true)) moved.push(waiting.item);
     }
     return moved;
   }
+
+  watchWindows(windows: Windows<T>): void {
+    this.windows = windows;
+  }
+
+  /** Whether an item's window is too full for what queues behind it to come in (always, when no windows are watched). */
+  private windowFull(item: T): boolean {
+    return this.windows === undefined || this.windows.excess(this.windows.of(item)) > 0;
+  }
+
 
   moveTook(durationMs: number): void {
     this.moveMs = this.moveMs === 0 ? durationMs : this.moveMs + (durationMs - this.moveMs) * MOVING_AVERAGE_WEIGHT;

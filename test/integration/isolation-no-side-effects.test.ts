@@ -1,5 +1,6 @@
 import { afterEach, expect, it } from 'vitest';
 import { laneBucket, laneOf } from '../../src/topology/topology-names.js';
+import { freePort } from '../support/free-port.js';
 import { describeEachMode } from '../support/modes.js';
 import { startReceiver, type Answer, type ReceivedRequest, type Receiver } from '../support/receiver.js';
 import { startRelay, type RelayFixture } from '../support/relay.js';
@@ -81,6 +82,20 @@ describeEachMode('isolation without side effects', (mode) => {
     await busy.waitFor((r) => ids(r).size === backlog.length, 60_000);
     expect(busy.requests.length, 'each busy callback was sent once').toBe(backlog.length);
     expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
+  });
+
+  // Queues mode: a lane's window is 2 × PREFETCH + 400 (room for callbacks held until due), so 150 fit
+  // below its line (half of it); plugin mode's window is 2 × PREFETCH, and 150 do not.
+  it.runIf(mode === 'queues')('a busy target whose backlog fits its lane\'s window is not moved: nothing queues behind it', async () => {
+    const busy = await startReceiver(() => ({ status: 200, delayMs: 150 }));
+    receivers = [busy];
+    relay = await startRelay({ DELAY_MODE: mode, LANES: String(LANES), PREFETCH: '20', METRICS_PORT: String(await freePort()) });
+    const worker = await relay.startWorker();
+    const backlog = await publishMany(busy, 150, 'w');
+    await busy.waitFor((r) => ids(r).size === backlog.length, 30_000);
+    const metrics = await (await fetch(`http://127.0.0.1:${worker.metricsPort}/metrics`)).text();
+    expect(metrics, 'a callback moved to P.slow for nothing').not.toMatch(/callback_relay_moves_total\{kind="overflow"\} [1-9]/);
+    expect(busy.requests.length, 'each callback was sent once').toBe(backlog.length);
   });
 
   it('a producer that publishes with plain `deliver` gets the same fairness', async () => {

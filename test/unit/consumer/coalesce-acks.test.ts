@@ -47,6 +47,18 @@ describe('coalesceAcks', () => {
     expect(frames).toEqual([{ kind: 'ack', tag: 4, multiple: true }]);
   });
 
+  it('counts what the channel holds unsettled: delivered, less what was acked, nacked or rejected', () => {
+    const { channel, acks, deliver } = fakeChannel();
+    deliver(1, 2, 3, 4, 5);
+    expect(acks.unsettled()).toBe(5);
+    channel.ack(msg(2));
+    channel.nack(msg(4), false, false);
+    channel.reject(msg(5));
+    expect(acks.unsettled()).toBe(2);
+    channel.ack(msg(3), true);
+    expect(acks.unsettled()).toBe(0);
+  });
+
   it('acks out-of-order tags one by one while an older tag is unsettled, then covers the run once it is', () => {
     const { channel, frames, endTurn, deliver } = fakeChannel();
     deliver(1, 2, 3, 4, 5, 6, 7, 8);

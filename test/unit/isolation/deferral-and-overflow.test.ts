@@ -104,6 +104,28 @@ describe('TargetIsolation: a busy target\'s excess overflows', () => {
     expect(iso.offer('busy', 104, 'overflow', 250)).toBe('queued');
   });
 
+  it('moves only what leaves a full lane window room, newest first, and nothing out of a window with room', () => {
+    const iso = new TargetIsolation<number>(POLICY);
+    // Items below 100 came in through window a, the others through b; a holds 5 items too many, b none.
+    const excess = new Map([
+      ['a', 5],
+      ['b', 0],
+    ]);
+    iso.watchWindows({ of: (item) => (item < 100 ? 'a' : 'b'), excess: (window) => excess.get(window) ?? 0 });
+    for (let i = 0; i < 20; i += 1) iso.offer('busy', i, 'lane', 0);
+    for (let i = 100; i < 110; i += 1) iso.offer('busy', i, 'lane', 0);
+    iso.next();
+    iso.next();
+    // The newest five of window a leave, in their order; window b's have room to stay.
+    expect(iso.sweep(200)).toEqual([15, 16, 17, 18, 19]);
+    expect(iso.waiting('busy')).toBe(23);
+    // Busy now: a new item of it moves at once only while its window is still too full.
+    expect(iso.offer('busy', 20, 'lane', 250)).toBe('overflow');
+    excess.set('a', 0);
+    expect(iso.offer('busy', 21, 'lane', 250)).toBe('queued');
+    expect(iso.offer('busy', 110, 'lane', 250)).toBe('queued');
+  });
+
   it('never moves a fast target whose items wait less than OVERFLOW_AFTER, nor one that holds less than its initial share', () => {
     const iso = new TargetIsolation<number>(POLICY);
     for (let i = 0; i < 30; i += 1) iso.offer('fast', i, 'lane', 0);
