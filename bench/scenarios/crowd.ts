@@ -171,7 +171,7 @@ export function crowdTable(shape: CrowdShape, runs: CrowdRun[]): Table {
     title:
       `${shape.name}: ${shape.busy} busy target${shape.busy > 1 ? 's' : ''} (${perBusy} callbacks each, ${BUSY_ANSWER_MS} ms), ${shape.quiet} quiet ones (${QUIET_CALLBACKS} instant callbacks each), ` +
       `${shape.routing === 'bucket' ? 'deliver.<bucket> (library publisher)' : 'plain `deliver` (raw AMQP)'}, ${shape.workers} worker${shape.workers > 1 ? 's' : ''}, PREFETCH ${PREFETCH}`,
-    headers: ['ISOLATION', 'quiet done p50 (s)', 'p99 (s)', 'max (s)', `quiet over ${QUIET_GOAL_S} s`, 'busy drained (s)', '× off', 'workers ready (s)', 'publishes / delivered: quiet', 'busy', 'all (metrics)', 'moved to P.slow', 'deferred (circuit open)'],
+    headers: ['ISOLATION', 'quiet done p50 (s)', 'p99 (s)', 'max (s)', `quiet over ${QUIET_GOAL_S} s`, 'busy drained (s)', '× off', 'workers ready (s)', '× off, from ready', 'publishes / delivered: quiet', 'busy', 'all (metrics)', 'moved to P.slow', 'deferred (circuit open)'],
     rows: runs.map((run) => [
       run.isolation,
       fmt(run.quietDone.p50, 2),
@@ -181,6 +181,7 @@ export function crowdTable(shape: CrowdShape, runs: CrowdRun[]): Table {
       run.busyDrained === undefined ? 'cut off' : fmt(run.busyDrained, 1),
       run.busyDrained !== undefined && off?.busyDrained !== undefined ? fmt(run.busyDrained / off.busyDrained, 2) : '—',
       run.workersReady === undefined ? '—' : fmt(run.workersReady, 2),
+      run.busyDrained !== undefined && off?.busyDrained !== undefined ? fmt((run.busyDrained - run.workersReady) / (off.busyDrained - off.workersReady), 2) : '—',
       fmt(run.quietPublishes, 3),
       fmt(run.busyPublishes, 3),
       fmt(run.allPublishes, 3),

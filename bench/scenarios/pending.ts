@@ -37,6 +37,8 @@ interface PendingRun {
   brokerCores?: number;
   /** Callbacks deferred over the whole run (a target's circuit opened: slow attempts on a busy machine). */
   deferred?: number;
+  /** Lateness by the second of the window each callback was due in: where the tail comes from. */
+  bySecond?: Array<{ second: number; count: number; p50: number; p99: number; max: number }>;
 }
 
 /** The body carries the callback's due time as `sentAt`: the receiver's latency is then its lateness. */
@@ -121,9 +123,27 @@ async function runMode(ctx: BenchContext, mode: Mode, count: number, windowS: nu
       drainSeconds,
       delayedRate: receiver.delivered / Math.max(drainSeconds, 1e-3),
       deferred: await deferredCount(metricsPort).catch(() => undefined),
+      bySecond: latenessBySecond(receiver.sentAts, receiver.latencies, base),
       brokerCores: cpuBefore === undefined || cpuAfter === undefined ? undefined : (cpuAfter - cpuBefore) / ((Date.now() - base + leadMs) / 1000),
     };
   });
+}
+
+/** Lateness summarised per second of due time from `baseMs` (the first due time). */
+function latenessBySecond(dueAts: number[], latencies: number[], baseMs: number): PendingRun['bySecond'] {
+  const seconds = new Map<number, number[]>();
+  dueAts.forEach((dueAt, i) => {
+    const second = Math.floor((dueAt - baseMs) / 1_000);
+    let list = seconds.get(second);
+    if (!list) seconds.set(second, (list = []));
+    list.push(latencies[i] as number);
+  });
+  return [...seconds]
+    .sort(([a], [b]) => a - b)
+    .map(([second, list]) => {
+      const { p50, p99, max } = summarize(list);
+      return { second, count: list.length, p50, p99, max };
+    });
 }
 
 export const pending: Scenario = {
