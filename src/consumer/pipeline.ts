@@ -129,7 +129,8 @@ export function verdictOf(delivery: Delivery, outcome: DeliveryOutcome, startedA
  *
  * `handle` decodes a message (1) and admits it (2): a cancelled callback is parked and a paused
  * target's held; any other goes to the scheduler, which starts attempts while the worker has free
- * slots. A busy target's callback moves to the overflow queue instead (once), and one whose target's
+ * slots. A busy target's callback moves to the overflow queue instead (once) while its lane's window
+ * is over its line, and one whose target's
  * circuit is open is deferred without spending its attempt until it waited as long as the attempt
  * would have taken, then attempted. Each
  * attempt (3) frees its slot as soon as its HTTP exchange ends; then its outcome is decided (4) and

@@ -32,8 +32,9 @@ export type Source = 'lane' | 'overflow';
 
 /**
  * What becomes of an offered item: it waits for a slot; its target's circuit is open and no probe is
- * free (the consumer defers it, see `circuitWait`); or its target is busy and it moves to the
- * overflow queue, so that what is queued behind it in its lane is not held up.
+ * free (the consumer defers it, see `circuitWait`); or its target is busy and its lane's window is over
+ * its line (`Windows`), and it moves to the overflow queue, so that what is queued behind it in its
+ * lane is not held up.
  */
 export type Offered = 'queued' | 'circuit-open' | 'overflow';
 
@@ -74,7 +75,7 @@ export interface Scheduler<T> {
   sweep(nowMs: number, loopBusy?: number): T[];
   /** A move to the overflow queue took this long, publish to ack: what moving costs right now. */
   moveTook(durationMs: number): void;
-  /** How full the windows items come in through are: a busy target's items move only out of a full one (none given: always). */
+  /** How full the windows items come in through are: a busy target's items move only out of one over its line (none given: always). */
   watchWindows?(windows: Windows<T>): void;
   readonly slowThresholdMs: number | undefined;
   /** Another worker's circuit transition, taken as this one's own (absent when isolation is off). */

@@ -99,7 +99,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
       this.gate(target, nowMs);
       return 'queued';
     }
-    if (source === 'lane' && this.isBusy(target, nowMs) && this.windowFull(item)) return 'overflow';
+    if (source === 'lane' && this.isBusy(target, nowMs) && (this.limited(target) || this.windowFull(item))) return 'overflow';
     this.share.push(target, { item, kind: 'attempt', at: nowMs, source });
     this.gate(target, nowMs);
     return 'queued';
@@ -248,9 +248,10 @@ export class TargetIsolation<T> implements Scheduler<T> {
    * Finds the busy targets: one whose oldest waiting item has waited `overflowAfterMs` although it
    * is among those holding the most slots, or is stuck at its own limit (none of its attempts ended
    * meanwhile).
-   * Its waiting items from the lanes are returned to be moved to the overflow queue, and so is every
-   * item of it from a lane offered while it stays busy. A target that waits because others hold the
-   * slots is not busy: it is the one that others must not hold up.
+   * Its waiting items from a lane whose window is over its line (`watchWindows`) are returned to be
+   * moved to the overflow queue, as many as the window's excess, and so is every item of it offered
+   * from such a lane while it stays busy; a limited target's, whatever its window. A target that waits
+   * because others hold the slots is not busy: it is the one that others must not hold up.
    */
   sweep(nowMs: number, loopBusy = 0): T[] {
     this.loopBusy.latest = loopBusy;
@@ -286,13 +287,25 @@ export class TargetIsolation<T> implements Scheduler<T> {
       this.busy.delete(target);
       this.busy.set(target, nowMs + BUSY_FOR * this.policy.overflowAfterMs);
       // The newest leave first: the oldest are attempted from here as soon as the busy target has a slot.
-      for (const waiting of this.share.takeWaiting(target, (w) => w.source === 'lane' && w.kind === 'attempt' && mayLeave(w.item), true)) moved.push(waiting.item);
+      const limited = this.limited(target);
+      for (const waiting of this.share.takeWaiting(target, (w) => w.source === 'lane' && w.kind === 'attempt' && (limited || mayLeave(w.item)), true)) moved.push(waiting.item);
     }
     return moved;
   }
 
   watchWindows(windows: Windows<T>): void {
     this.windows = windows;
+  }
+
+  /**
+   * Held back by an operator's limit or a receiver's back-off: its callbacks may wait far longer than
+   * an attempt takes, and left unacked in a lane they would count towards RabbitMQ's consumer timeout
+   * (30 min by default: https://www.rabbitmq.com/docs/consumers#acknowledgement-timeout), which closes
+   * the lane's channel and requeues every other target's messages on it too. They leave the lane
+   * whatever its window holds.
+   */
+  private limited(target: string): boolean {
+    return this.share.isHeld(target) || this.limits.governs(target);
   }
 
   /** Whether an item's window is too full for what queues behind it to come in (always, when no windows are watched). */

@@ -126,6 +126,17 @@ describe('TargetIsolation: a busy target\'s excess overflows', () => {
     expect(iso.offer('busy', 110, 'lane', 250)).toBe('queued');
   });
 
+  it('two busy targets in one window share its excess in one sweep', () => {
+    const iso = new TargetIsolation<number>({ ...POLICY, capacity: 4 });
+    iso.watchWindows({ of: () => 'a', excess: () => 6 });
+    for (let i = 0; i < 10; i += 1) iso.offer('x', i, 'lane', 0);
+    for (let i = 100; i < 110; i += 1) iso.offer('y', i, 'lane', 0);
+    for (let next = iso.next(); next; next = iso.next());
+    const moved = iso.sweep(200);
+    expect(moved).toHaveLength(6);
+    expect(iso.waiting('x') + iso.waiting('y')).toBe(20 - 4 - 6);
+  });
+
   it('never moves a fast target whose items wait less than OVERFLOW_AFTER, nor one that holds less than its initial share', () => {
     const iso = new TargetIsolation<number>(POLICY);
     for (let i = 0; i < 30; i += 1) iso.offer('fast', i, 'lane', 0);

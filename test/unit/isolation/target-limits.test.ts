@@ -148,6 +148,17 @@ describe('TargetIsolation with a limit: a limited target gets no slot until its 
     expect(iso.waiting(T)).toBe(1);
   });
 
+  it('they leave even from a lane whose window has room: left unacked there, they would meet the consumer timeout', () => {
+    const iso = new TargetIsolation<string>(POLICY);
+    iso.watchWindows({ of: () => 'lane', excess: () => 0 });
+    iso.setLimit(T, { rate: 1, burst: 1 }, 0);
+    for (let i = 0; i < 4; i++) iso.offer(T, `l${i}`, 'lane', 0);
+    expect([...drain(iso, 0)]).toEqual(['l0']);
+    iso.complete(T, 'attempt', { status: 200, durationMs: 1 }, 1);
+    expect(iso.sweep(250)).toEqual(['l1', 'l2', 'l3']);
+    expect(iso.offer(T, 'l4', 'lane', 300)).toBe('overflow');
+  });
+
   it('clearing the limit lets it go at once', () => {
     const iso = new TargetIsolation<string>(POLICY);
     iso.setLimit(T, { rate: 1, burst: 1 }, 0);
