@@ -99,7 +99,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
       this.gate(target, nowMs);
       return 'queued';
     }
-    if (source === 'lane' && this.isBusy(target, nowMs) && (this.limited(target) || this.windowFull(item))) return 'overflow';
+    if (source === 'lane' && this.isBusy(target, nowMs) && (this.limited(target) || windowBudget(this.windows)(item))) return 'overflow';
     this.share.push(target, { item, kind: 'attempt', at: nowMs, source });
     this.gate(target, nowMs);
     return 'queued';
@@ -263,18 +263,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
       this.lastDone.delete(target);
     }
     const waiting = [...this.share.waitingTargets()];
-    // How many of busy targets' waiting items may leave each window in this sweep: its excess. While a
-    // window has room, what queues behind a busy target's callbacks comes in anyway and is served first
-    // (fewest in flight); moving them would only cost the broker a publish and an ack each.
-    const left = new Map<string, number>();
-    const { windows } = this;
-    const mayLeave = (item: T): boolean => {
-      if (windows === undefined) return true;
-      const window = windows.of(item);
-      const room = left.get(window) ?? windows.excess(window);
-      left.set(window, Math.max(0, room - 1));
-      return room > 0;
-    };
+    const mayLeave = windowBudget(this.windows);
     // Max-min fairness caps those that hold the most: half the largest holding among the waiting is the line.
     let most = 0;
     for (const target of waiting) most = Math.max(most, this.share.inFlight(target));
@@ -306,11 +295,6 @@ export class TargetIsolation<T> implements Scheduler<T> {
    */
   private limited(target: string): boolean {
     return this.share.isHeld(target) || this.limits.governs(target);
-  }
-
-  /** Whether an item's window is too full for what queues behind it to come in (always, when no windows are watched). */
-  private windowFull(item: T): boolean {
-    return this.windows === undefined || this.windows.excess(this.windows.of(item)) > 0;
   }
 
 
@@ -345,7 +329,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
   /** Busy, and holding its share: a target that gets no slot is waiting for the others, not busy itself. */
   private isBusy(target: string, nowMs: number): boolean {
     const until = this.busy.get(target);
-    return until !== undefined && until > nowMs && (this.share.isHeld(target) || this.limits.governs(target) || this.holdsShare(target));
+    return until !== undefined && until > nowMs && (this.limited(target) || this.holdsShare(target));
   }
 
   /**
@@ -414,6 +398,24 @@ export class TargetIsolation<T> implements Scheduler<T> {
     else this.probes.delete(target);
     this.probesTotal = Math.max(0, this.probesTotal - 1);
   }
+}
+
+/**
+ * How many of busy targets' waiting items may leave each lane window: its excess over its line,
+ * counted down as items are let go (a fresh budget per offer or sweep). While a window has room, what
+ * queues behind a busy target's callbacks comes in anyway and is served first (fewest in flight);
+ * moving them would only cost the broker a publish and an ack each. Without watched windows every
+ * item may leave.
+ */
+function windowBudget<T>(windows: Windows<T> | undefined): (item: T) => boolean {
+  if (windows === undefined) return () => true;
+  let left: Map<string, number> | undefined;
+  return (item) => {
+    const window = windows.of(item);
+    const room = left?.get(window) ?? windows.excess(window);
+    (left ??= new Map()).set(window, Math.max(0, room - 1));
+    return room > 0;
+  };
 }
 
 /** What limited targets' items waited in a worker (ms) and their starts per target, between two scrapes. */
