@@ -98,8 +98,8 @@ export function deliveryPath(names: TopologyNames, options: DeliveryPathOptions)
 }
 
 /**
- * Queues mode (see delay-levels.ts): the 78 level queues P.delay.3145728s … P.delay.1s, the entry
- * exchange P.delay, and one exchange per digit position, P.delay.below.<16^n>s, that the levels of
+ * Queues mode (see delay-levels.ts): the 78 level queues P.delay.up.3145728s … P.delay.up.1s, the entry
+ * exchange P.delay, and one exchange per digit position, P.delay.up.above.<16^n>s, that the levels of
  * digit n dead-letter their expired messages into. Each exchange binds the levels still ahead
  * directly, and, for a key with none ahead, the lane of its bucket (the key's last word) directly
  * too: a queue, never an exchange, is the target of every binding, so the last hop lands in the
@@ -114,17 +114,18 @@ export function delayLevels(names: TopologyNames, queueType: 'quorum' | 'classic
     const deadLetter = { exchange: names.delayLevelExchange(level.position) };
     declarations.push(queue(names.delayLevel(level.seconds), queueArguments({ type: queueType, messageTtlMs: levelTtlMs(level.seconds), deadLetter })));
   }
-  const bindLevels = (name: string, top: number): void => {
+  const bindLevels = (name: string, bottom: number): void => {
     declarations.push(exchange(name, 'topic'));
-    for (const { bindingKey, to } of levelRoutes(top)) {
+    for (const { bindingKey, to } of levelRoutes(bottom)) {
       if (typeof to === 'number') declarations.push(binding(names.delayLevel(to), name, bindingKey));
       // A key without a bucket (a producer that left it out) still ends in a lane: P.work, as plain `deliver` does.
       else if (to === 'no-bucket') declarations.push(binding(names.workQueue, name, bindingKey));
       else for (let bucket = 0; bucket < LANE_BUCKETS; bucket += 1) declarations.push(binding(laneQueue(bucket), name, bindingKey.replace(/\*$/, String(bucket))));
     }
   };
-  for (let position = 0; position < DIGITS; position += 1) bindLevels(names.delayLevelExchange(position), position - 1);
-  bindLevels(names.delayExchange, DIGITS - 1);
+  // Lowest digit first: a level at position n hands its messages on to the digits above n.
+  for (let position = 0; position < DIGITS; position += 1) bindLevels(names.delayLevelExchange(position), position + 1);
+  bindLevels(names.delayExchange, 0);
   return declarations;
 }
 

@@ -8,17 +8,22 @@ import { DELAY_BITS } from '../formats/limits.js';
  * Plugin-free delays as levels of radix 16: the delay d in whole seconds is written in hexadecimal,
  * and each non-zero digit is one level queue whose every message waits digit × 16^position seconds
  * (one fixed TTL per queue, so its head always expires first: no head-of-line blocking). A delay
- * visits the levels of its non-zero digits, highest first: 78 queues cover any delay from 1 s to
+ * visits the levels of its non-zero digits, lowest first: 78 queues cover any delay from 1 s to
  * 2^22 − 1 s (48.5 days), to the second, in at most 6 hops (2 for a minute or two, about 2.4 for the
  * default retry schedule; one level per bit took 3.9 and 5.8). Each hop is an at-least-once
  * dead-letter publish by the level's quorum queue, the broker's work per delayed message, so fewer
  * hops move more messages a second. The worker holds a message that leaves the levels early for the
  * last fraction of a second (levelDelaySeconds, hold-until-due.ts).
  *
+ * Lowest first, because a burst of publishes then leaves its first levels spread over their 1 … 15
+ * different waits (and queues), and each message leaves its last level when it falls due: no level
+ * sees more exits a second than fall due. Highest first (the version before) sent every delay of
+ * 16 s or more into the 16 s level first, so a burst left that one queue as a burst again.
+ *
  * The routing key still spells d in binary, 22 words, highest bit first (the wire contract), then the
- * lane bucket: a topic binding matches a digit's four words. An exchange with digits `top` … 0 still
- * ahead routes a key straight to the level of the highest of them that is not 0, or to the message's
- * lane when all are: one routing step per level visited, never a walk down an exchange chain.
+ * lane bucket: a topic binding matches a digit's four words. An exchange with digits `bottom` … top
+ * still ahead routes a key straight to the level of the lowest of them that is not 0, or to the
+ * message's lane when all are: one routing step per level visited, never a walk down an exchange chain.
  */
 export { DELAY_BITS, MAX_LEVEL_DELAY_MS } from '../formats/limits.js';
 
@@ -43,10 +48,10 @@ export const DELAY_LEVELS: readonly DelayLevel[] = Array.from({ length: DIGITS }
   Array.from({ length: digitMax(position) }, (_, i) => digitMax(position) - i).map((digit) => ({ position, digit, seconds: digit * 2 ** (position * DIGIT_BITS) })),
 );
 
-/** The levels a delay of `seconds` visits, as their waits in seconds, highest first. */
+/** The levels a delay of `seconds` visits, as their waits in seconds, in the order visited: lowest first. */
 export function levelsVisited(seconds: number): number[] {
   const visited: number[] = [];
-  for (let position = DIGITS - 1; position >= 0; position -= 1) {
+  for (let position = 0; position < DIGITS; position += 1) {
     const digit = digitOf(seconds, position);
     if (digit > 0) visited.push(digit * 2 ** (position * DIGIT_BITS));
   }
@@ -86,30 +91,44 @@ export interface LevelRoute {
 }
 
 /**
- * The bindings of an exchange with digits `top` … 0 still ahead: the entry exchange P.delay has all
- * of them ahead (DIGITS − 1), and a level at position n dead-letters into the exchange with n − 1 … 0
- * ahead (−1: none, only the lanes). The words of the digits behind (already waited) match anything.
+ * The bindings of an exchange with the digit positions `ahead` still to visit, in the order they are
+ * visited: each level of a digit ahead, bound by its own four words after zeros for the digits ahead
+ * that come before it, and the lanes, for a key whose digits ahead are all 0. The words of digits
+ * behind (already waited) or visited later match anything; a run of those at the end is left to the
+ * `#` that also takes the bucket, so each binding key is as short as it can be (the unbinding of an
+ * earlier version's levels names its keys exactly: earlier-levels.ts).
  */
-export function levelRoutes(top: number): LevelRoute[] {
-  const behind = (bit: number): boolean => bit >= (top + 1) * DIGIT_BITS;
-  /** The words of bits DELAY_BITS − 1 down to `lowest`: '*' behind, then `word(bit)`. */
-  const words = (lowest: number, word: (bit: number) => string): string[] => {
-    const out: string[] = [];
-    for (let bit = DELAY_BITS - 1; bit >= lowest; bit -= 1) out.push(behind(bit) ? '*' : word(bit));
-    return out;
-  };
+export function digitRoutes(ahead: readonly number[]): LevelRoute[] {
+  const order = (position: number): number => (ahead.includes(position) ? ahead.indexOf(position) : Infinity);
+  /** The 22 words: `own` for the bits of `target`, 0 for the digits ahead before it, else '*'. */
+  const words = (target: number, own: (bit: number) => string): string[] =>
+    Array.from({ length: DELAY_BITS }, (_, i) => DELAY_BITS - 1 - i).map((bit) => {
+      const position = Math.floor(bit / DIGIT_BITS);
+      if (position === target) return own(bit);
+      return order(position) < order(target) ? '0' : '*';
+    });
   const routes: LevelRoute[] = [];
-  for (let position = top; position >= 0; position -= 1) {
+  for (const position of ahead) {
     for (let digit = digitMax(position); digit >= 1; digit -= 1) {
-      // Digits between `top` and this one are 0; this digit's own bits spell it.
-      const own = (bit: number): string => (bit >= (position + 1) * DIGIT_BITS ? '0' : String((digit >> (bit - position * DIGIT_BITS)) & 1));
-      routes.push({ bindingKey: [...words(position * DIGIT_BITS, own), '#'].join('.'), to: digit * 2 ** (position * DIGIT_BITS) });
+      const key = words(position, (bit) => String((digit >> (bit - position * DIGIT_BITS)) & 1));
+      while (key.at(-1) === '*') key.pop();
+      routes.push({ bindingKey: [...key, '#'].join('.'), to: digit * 2 ** (position * DIGIT_BITS) });
     }
   }
-  const zeros = words(0, () => '0');
+  // No target: every digit ahead comes before it, so all of them are 0.
+  const zeros = words(-1, () => '*');
   routes.push({ bindingKey: [...zeros, '*'].join('.'), to: 'lanes' });
   routes.push({ bindingKey: zeros.join('.'), to: 'no-bucket' });
   return routes;
+}
+
+/**
+ * The bindings of an exchange with digits `bottom` … DIGITS − 1 still ahead, visited lowest first: the
+ * entry exchange P.delay has all of them ahead (0), and a level at position n dead-letters into the
+ * exchange with n + 1 … ahead (DIGITS: none, only the lanes).
+ */
+export function levelRoutes(bottom: number): LevelRoute[] {
+  return digitRoutes(Array.from({ length: Math.max(0, DIGITS - bottom) }, (_, i) => bottom + i));
 }
 
 export const levelTtlMs = (seconds: number): number => seconds * 1_000;

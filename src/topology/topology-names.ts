@@ -5,7 +5,7 @@
  */
 import { DEFAULT_LANES, LANE_BUCKETS } from '../formats/limits.js';
 import { HEADER } from '../message/headers.js';
-import { DELAY_BITS, DELAY_LEVELS, DIGIT_BITS, delayRoutingKey, levelDelaySeconds, type DelayMode } from './delay-levels.js';
+import { DELAY_BITS, DELAY_LEVELS, DIGIT_BITS, DIGITS, delayRoutingKey, levelDelaySeconds, type DelayMode } from './delay-levels.js';
 
 /** Every exchange and queue name, derived from the one prefix P. */
 export interface TopologyNames {
@@ -44,24 +44,40 @@ export interface TopologyNames {
   deadQueue: string;
   /** Queues mode: entry exchange of the delay levels (topic; routing key = the delay's bits). */
   delayExchange: string;
-  /** Queues mode: the queue of the level whose messages wait `seconds` (delay-levels.ts), `P.delay.240s`. */
+  /**
+   * Queues mode: the queue of the level whose messages wait `seconds` (delay-levels.ts), `P.delay.up.240s`:
+   * "up" for the order the levels are visited in, lowest digit first. The name is new with that order,
+   * because a queue's dead-letter exchange cannot change (the levels of the version before were P.delay.240s).
+   */
   delayLevel: (seconds: number) => string;
   /** Queues mode: every level queue, highest first. */
   delayLevels: string[];
-  /** Queues mode: the exchange the levels of digit `position` dead-letter into, `P.delay.below.16s` for position 1. */
+  /**
+   * Queues mode: the exchange the levels of digit `position` dead-letter into, routing by the digits
+   * above it: `P.delay.up.above.16s` for position 1 (the 16 s digit; `above.1s` for position 0).
+   */
   delayLevelExchange: (position: number) => string;
   /**
-   * Queues mode of earlier versions: one level per bit, queues P.delay.21 … P.delay.00 and exchanges
-   * P.delay.20 … P.delay.00. Never declared now: what they still hold drains on its own
-   * (retire-binary-levels.ts), and the teardown deletes them.
+   * Queues mode of earlier versions (earlier-levels.ts), never declared now: what they still hold
+   * drains on its own, and the teardown deletes them. The first, one level per bit: queues P.delay.21 …
+   * P.delay.00 and exchanges P.delay.20 … P.delay.00.
    */
   binaryLevels: { queues: string[]; exchanges: string[] };
+  /**
+   * The second, radix 16 visited highest digit first: queues P.delay.<seconds>s (highest first, like delayLevels)
+   * and the exchanges P.delay.below.<16^n>s the levels of digit n dead-lettered into (position 0 first).
+   */
+  highFirstLevels: { queue: (seconds: number) => string; exchange: (position: number) => string; queues: string[]; exchanges: string[] };
 }
 
 export function topologyNames(prefix: string, lanes = DEFAULT_LANES): TopologyNames {
-  const delayLevel = (seconds: number): string => `${prefix}.delay.${seconds}s`;
+  const delayLevel = (seconds: number): string => `${prefix}.delay.up.${seconds}s`;
+  const digitUnit = (position: number): number => 2 ** (position * DIGIT_BITS);
+  const highFirstLevel = (seconds: number): string => `${prefix}.delay.${seconds}s`;
+  const highFirstExchange = (position: number): string => `${prefix}.delay.below.${digitUnit(position)}s`;
   const binaryLevel = (bit: number): string => `${prefix}.delay.${String(bit).padStart(2, '0')}`;
   const bits = Array.from({ length: DELAY_BITS }, (_, i) => DELAY_BITS - 1 - i);
+  const positions = Array.from({ length: DIGITS }, (_, position) => position);
   return {
     exchange: prefix,
     routingKey: 'deliver',
@@ -81,8 +97,14 @@ export function topologyNames(prefix: string, lanes = DEFAULT_LANES): TopologyNa
     delayExchange: `${prefix}.delay`,
     delayLevel,
     delayLevels: DELAY_LEVELS.map((level) => delayLevel(level.seconds)),
-    delayLevelExchange: (position) => `${prefix}.delay.below.${2 ** (position * DIGIT_BITS)}s`,
+    delayLevelExchange: (position) => `${prefix}.delay.up.above.${digitUnit(position)}s`,
     binaryLevels: { queues: bits.map(binaryLevel), exchanges: bits.slice(1).map(binaryLevel) },
+    highFirstLevels: {
+      queue: highFirstLevel,
+      exchange: highFirstExchange,
+      queues: DELAY_LEVELS.map((level) => highFirstLevel(level.seconds)),
+      exchanges: positions.map(highFirstExchange),
+    },
   };
 }
 

@@ -41,13 +41,13 @@ const digest = (calls: unknown[][]): string => createHash('sha256').update(JSON.
 // broker, call for call (some 1,800 in queues mode), with P.control, P.paused and P.paused.check since
 // cancel and pause; a change here must be deliberate. P.paused.check gained its delivery limit and
 // dead-letter target (docs/rabbitmq-4.md says how an existing topology takes the change). Queues mode's
-// delay levels went from one per bit to radix 16 (new names; the old ones are retired at start by
-// retire-binary-levels.ts, never redeclared).
+// delay levels went from one per bit to radix 16, then from highest digit first to lowest digit first
+// (new names each time; the old ones are retired at start by retire-earlier-levels.ts, never redeclared).
 describe('the topology a prefix declares', () => {
   it.each([
-    ['queues mode, quorum, 3 lanes', { names: topologyNames('p', 3) }, 'ae888e82f0f08ad4'],
-    ['queues mode, classic, history on', { queueType: 'classic', history: { maxAge: '7D' } }, 'f194150cdec40f99'],
-    ['queues mode, quorum on a 3.9 broker', { broker: brokerFeatures('3.9.0') }, '1901b48892ae809d'],
+    ['queues mode, quorum, 3 lanes', { names: topologyNames('p', 3) }, '6f88a9685d5b4294'],
+    ['queues mode, classic, history on', { queueType: 'classic', history: { maxAge: '7D' } }, '457bc8ce0cb3bbca'],
+    ['queues mode, quorum on a 3.9 broker', { broker: brokerFeatures('3.9.0') }, '1e256d377a568a4d'],
     ['plugin mode, quorum, history on', { mode: 'plugin', history: { maxAge: '12h' } }, '9d686688e3c2459b'],
   ] as [string, Partial<TopologyOptions>, string][])('%s: the same declarations, in the same order', async (_name, variant, expected) => {
     expect(digest(await declared(variant))).toBe(expected);
@@ -78,6 +78,18 @@ describe('the topology a prefix declares', () => {
     expect(calls.find(([method, name]) => method === 'assertExchange' && name === 'p')).toEqual(['assertExchange', 'p', 'direct', { durable: true }]);
   });
 
+  it('declares a delay level as the version before did, but for its name and its dead-letter exchange', async () => {
+    const calls = await declared({});
+    const args = (queue: string) => (calls.find(([method, name]) => method === 'assertQueue' && name === queue)?.[2] as { arguments: unknown }).arguments;
+    expect(args('p.delay.up.32s')).toEqual({
+      'x-queue-type': 'quorum',
+      'x-message-ttl': 32_000,
+      'x-dead-letter-exchange': 'p.delay.up.above.16s',
+      'x-dead-letter-strategy': 'at-least-once',
+      'x-overflow': 'reject-publish',
+    });
+  });
+
   it('declares each queue before any binding to it', async () => {
     const calls = await declared({ history: { maxAge: '7D' } });
     const seen = new Set<unknown>();
@@ -87,17 +99,19 @@ describe('the topology a prefix declares', () => {
     }
   });
 
-  it('the teardown deletes every queue and exchange any variant declares, the legacy P.lanes and the workers\' P.presence', async () => {
+  it('the teardown deletes every queue and exchange any variant declares, the earlier versions\' delay levels, the legacy P.lanes and the workers\' P.presence', async () => {
     const names = topologyNames('p', 2);
     const everything = [...(await declared({ history: { maxAge: '7D' } })), ...(await declared({ mode: 'plugin' }))];
     const { channel, calls } = recorder();
     await deleteTopology(channel, names);
     const deleted = (method: string) => new Set(calls.filter(([m]) => m === method).map(([, name]) => name));
     const made = (method: string) => new Set(everything.filter(([m]) => m === method).map(([, name]) => name));
-    expect(deleted('deleteQueue')).toEqual(new Set([...made('assertQueue'), ...names.binaryLevels.queues]));
-    expect(deleted('deleteExchange')).toEqual(new Set([...made('assertExchange'), ...names.binaryLevels.exchanges, names.lanesExchange, names.presenceExchange]));
-    // The lanes, P.slow, P.due, P.dead, P.history, P.control, P.paused, P.paused.check, the delay levels and the earlier version's.
-    expect(teardownNames(names).queues).toHaveLength(names.workQueues.length + 7 + names.delayLevels.length + 22);
+    const earlier = [names.binaryLevels, names.highFirstLevels];
+    expect(deleted('deleteQueue')).toEqual(new Set([...made('assertQueue'), ...earlier.flatMap((levels) => levels.queues)]));
+    expect(deleted('deleteExchange')).toEqual(new Set([...made('assertExchange'), ...earlier.flatMap((levels) => levels.exchanges), names.lanesExchange, names.presenceExchange]));
+    // The lanes, P.slow, P.due, P.dead, P.history, P.control, P.paused, P.paused.check, the delay levels and the two earlier versions'.
+    expect(teardownNames(names).queues).toHaveLength(names.workQueues.length + 7 + names.delayLevels.length + 22 + 78);
+    expect(deleted('deleteExchange')).toContain('p.delay.below.16s');
   });
 });
 

@@ -12,46 +12,33 @@ import {
   levelsVisited,
 } from '../../../src/topology/delay-levels.js';
 import { mulberry32, randomInt } from '../../support/prng.js';
+import { topicMatches } from '../../support/topic-matches.js';
 
 const MAX_SECONDS = 2 ** 22 - 1;
 
-/** AMQP topic matching: `*` is exactly one word, `#` zero or more words. */
-function topicMatches(bindingKey: string, routingKey: string): boolean {
-  const pattern = bindingKey.split('.');
-  const words = routingKey.split('.');
-  const match = (p: number, w: number): boolean => {
-    if (p === pattern.length) return w === words.length;
-    const part = pattern[p];
-    if (part === '#') {
-      for (let skip = w; skip <= words.length; skip += 1) if (match(p + 1, skip)) return true;
-      return false;
-    }
-    if (w === words.length) return false;
-    return (part === '*' || part === words[w]) && match(p + 1, w + 1);
-  };
-  return match(0, 0);
-}
+const routes = new Map<number, ReturnType<typeof levelRoutes>>();
+const routesOf = (bottom: number): ReturnType<typeof levelRoutes> => routes.get(bottom) ?? routes.set(bottom, levelRoutes(bottom)).get(bottom)!;
 
 /**
  * Walks a message through the levels the way declare-topology.ts wires them: it enters the exchange
  * with all digits ahead, and each exchange sends it by levelRoutes to a level queue (which waits
- * levelTtlMs, then dead-letters to the exchange with the lower digits ahead) or to the lanes. Returns
- * the total wait in seconds, the routing steps taken and where it ended, failing unless exactly one
- * binding matches at each step.
+ * levelTtlMs, then dead-letters to the exchange with the digits above its own ahead) or to the lanes.
+ * Returns the total wait in seconds, the levels visited in order, the routing steps taken and where
+ * it ended, failing unless exactly one binding matches at each step.
  */
-function simulate(delayKey: string, bucket: string | null = '7'): { seconds: number; steps: number; end: string } {
+function simulate(delayKey: string, bucket: string | null = '7'): { seconds: number; visited: number[]; steps: number; end: string } {
   // A retry's key ends with its lane bucket; the levels must ignore that word.
   const routingKey = bucket === null ? delayKey : `${delayKey}.${bucket}`;
-  let totalMs = 0;
+  const visited: number[] = [];
   let steps = 0;
-  for (let top = DIGITS - 1; ; ) {
-    const matched = levelRoutes(top).filter((route) => topicMatches(route.bindingKey, routingKey));
-    if (matched.length !== 1) throw new Error(`the exchange with digits ${top}…0 ahead routes ${routingKey} to ${matched.length} bindings`);
+  for (let bottom = 0; ; ) {
+    const matched = routesOf(bottom).filter((route) => topicMatches(route.bindingKey, routingKey));
+    if (matched.length !== 1) throw new Error(`the exchange with digits ${bottom}… ahead routes ${routingKey} to ${matched.length} bindings`);
     steps += 1;
     const { to } = matched[0]!;
-    if (typeof to !== 'number') return { seconds: totalMs / 1_000, steps, end: to };
-    totalMs += levelTtlMs(to);
-    top = DELAY_LEVELS.find((level) => level.seconds === to)!.position - 1;
+    if (typeof to !== 'number') return { seconds: visited.reduce((sum, wait) => sum + levelTtlMs(wait), 0) / 1_000, visited, steps, end: to };
+    visited.push(to);
+    bottom = DELAY_LEVELS.find((level) => level.seconds === to)!.position + 1;
   }
 }
 const simulateSeconds = (routingKey: string): number => simulate(routingKey).seconds;
@@ -90,12 +77,12 @@ describe('delay level constants', () => {
 });
 
 describe('levelsVisited', () => {
-  it('is one level per non-zero hexadecimal digit, highest first', () => {
+  it('is one level per non-zero hexadecimal digit, lowest first', () => {
     expect(levelsVisited(0)).toEqual([]);
     expect(levelsVisited(15)).toEqual([15]);
-    expect(levelsVisited(60)).toEqual([48, 12]);
-    expect(levelsVisited(120)).toEqual([112, 8]);
-    expect(levelsVisited(21_600)).toEqual([20_480, 1_024, 96]);
+    expect(levelsVisited(60)).toEqual([12, 48]);
+    expect(levelsVisited(120)).toEqual([8, 112]);
+    expect(levelsVisited(21_600)).toEqual([96, 1_024, 20_480]);
     expect(levelsVisited(MAX_SECONDS)).toHaveLength(6);
   });
 });
@@ -145,38 +132,52 @@ describe('delayRoutingKey', () => {
 });
 
 describe('levelRoutes', () => {
-  it('from the entry exchange: the highest non-zero digit, by its words, then #', () => {
-    const routes = levelRoutes(DIGITS - 1);
+  it('from the entry exchange: the lowest non-zero digit, by its words after the higher ones (anything), zeros below, then #', () => {
+    const routes = levelRoutes(0);
     expect(routes).toHaveLength(78 + 2);
-    expect(routes[0]).toEqual({ bindingKey: '1.1.#', to: 3 * 2 ** 20 });
-    expect(routes[2]).toEqual({ bindingKey: '0.1.#', to: 2 ** 20 });
-    expect(routes[3]).toEqual({ bindingKey: '0.0.1.1.1.1.#', to: 15 * 2 ** 16 });
-    expect(routes[77]).toEqual({ bindingKey: `${'0.'.repeat(21)}1.#`, to: 1 });
+    expect(routes[0]).toEqual({ bindingKey: `${'*.'.repeat(18)}1.1.1.1.#`, to: 15 });
+    expect(routes[14]).toEqual({ bindingKey: `${'*.'.repeat(18)}0.0.0.1.#`, to: 1 });
+    expect(routes[15]).toEqual({ bindingKey: `${'*.'.repeat(14)}1.1.1.1.0.0.0.0.#`, to: 15 * 16 });
+    expect(routes[75]).toEqual({ bindingKey: `1.1.${'0.'.repeat(20)}#`, to: 3 * 2 ** 20 });
+    expect(routes[77]).toEqual({ bindingKey: `0.1.${'0.'.repeat(20)}#`, to: 2 ** 20 });
+    // The lanes' bindings are those of the radix-16 version visited highest first: an upgrade keeps them.
     expect(routes[78]).toEqual({ bindingKey: `${Array(22).fill('0').join('.')}.*`, to: 'lanes' });
     expect(routes[79]).toEqual({ bindingKey: Array(22).fill('0').join('.'), to: 'no-bucket' });
   });
 
-  it('below digit n: the words of the digits behind match anything', () => {
-    expect(levelRoutes(-1)).toEqual([
+  it('above digit n: the words of the digits behind (n and below) match anything', () => {
+    expect(levelRoutes(DIGITS)).toEqual([
       { bindingKey: `${'*.'.repeat(22)}*`, to: 'lanes' },
       { bindingKey: `${'*.'.repeat(21)}*`, to: 'no-bucket' },
     ]);
-    expect(levelRoutes(0)[0]).toEqual({ bindingKey: `${'*.'.repeat(18)}1.1.1.1.#`, to: 15 });
-    expect(levelRoutes(1)[15]).toEqual({ bindingKey: `${'*.'.repeat(14)}0.0.0.0.1.1.1.1.#`, to: 15 });
+    expect(levelRoutes(5)[0]).toEqual({ bindingKey: '1.1.#', to: 3 * 2 ** 20 });
+    expect(levelRoutes(5)[3]).toEqual({ bindingKey: `0.0.${'*.'.repeat(20)}*`, to: 'lanes' });
+    expect(levelRoutes(1)[0]).toEqual({ bindingKey: `${'*.'.repeat(14)}1.1.1.1.#`, to: 15 * 16 });
+    expect(levelRoutes(1)[15]).toEqual({ bindingKey: `${'*.'.repeat(10)}1.1.1.1.0.0.0.0.#`, to: 15 * 256 });
   });
 
   it('routes a single level straight to it', () => {
     for (const level of DELAY_LEVELS) {
       const only = `${delayRoutingKey(level.seconds)}.3`;
-      expect(levelRoutes(DIGITS - 1).filter((route) => topicMatches(route.bindingKey, only)).map((route) => route.to)).toEqual([level.seconds]);
+      expect(levelRoutes(0).filter((route) => topicMatches(route.bindingKey, only)).map((route) => route.to)).toEqual([level.seconds]);
+    }
+  });
+
+  it('has one binding per level ahead, and the lanes', () => {
+    for (let bottom = 0; bottom <= DIGITS; bottom += 1) {
+      expect(levelRoutes(bottom)).toHaveLength(DELAY_LEVELS.filter((level) => level.position >= bottom).length + 2);
     }
   });
 });
 
 describe('the levels, simulated', () => {
+  /** The whole wait, through the levels of the non-zero digits, lowest first. */
   const expectRoundTrip = (delayMs: number): void => {
     const seconds = levelDelaySeconds(delayMs);
-    expect(simulateSeconds(delayRoutingKey(seconds))).toBe(seconds);
+    const { seconds: waited, visited } = simulate(delayRoutingKey(seconds));
+    expect(waited).toBe(seconds);
+    expect(visited).toEqual(levelsVisited(seconds));
+    expect(visited).toEqual([...visited].sort((x, y) => x - y));
   };
 
   it('wait exactly the delay for every whole second from 0 to 5000 s', () => {
@@ -209,16 +210,16 @@ describe('the levels, simulated', () => {
   });
 
   it('take one routing step per level visited, and one into the lane', () => {
-    expect(simulate(delayRoutingKey(15))).toEqual({ seconds: 15, steps: 2, end: 'lanes' });
-    expect(simulate(delayRoutingKey(60))).toEqual({ seconds: 60, steps: 3, end: 'lanes' });
-    expect(simulate(delayRoutingKey(2 ** 21))).toEqual({ seconds: 2 ** 21, steps: 2, end: 'lanes' });
-    expect(simulate(delayRoutingKey(1))).toEqual({ seconds: 1, steps: 2, end: 'lanes' });
-    expect(simulate(delayRoutingKey(MAX_SECONDS))).toEqual({ seconds: MAX_SECONDS, steps: 7, end: 'lanes' });
+    expect(simulate(delayRoutingKey(15))).toEqual({ seconds: 15, visited: [15], steps: 2, end: 'lanes' });
+    expect(simulate(delayRoutingKey(60))).toEqual({ seconds: 60, visited: [12, 48], steps: 3, end: 'lanes' });
+    expect(simulate(delayRoutingKey(2 ** 21))).toEqual({ seconds: 2 ** 21, visited: [2 ** 21], steps: 2, end: 'lanes' });
+    expect(simulate(delayRoutingKey(1))).toEqual({ seconds: 1, visited: [1], steps: 2, end: 'lanes' });
+    expect(simulate(delayRoutingKey(MAX_SECONDS))).toEqual({ seconds: MAX_SECONDS, visited: levelsVisited(MAX_SECONDS), steps: 7, end: 'lanes' });
     for (let seconds = 0; seconds <= 5_000; seconds += 37) expect(simulate(delayRoutingKey(seconds)).steps).toBe(levelsVisited(seconds).length + 1);
   });
 
   it('end a key without a bucket in P.work, after the same levels', () => {
-    expect(simulate(delayRoutingKey(60), null)).toEqual({ seconds: 60, steps: 3, end: 'no-bucket' });
-    expect(simulate(delayRoutingKey(0), null)).toEqual({ seconds: 0, steps: 1, end: 'no-bucket' });
+    expect(simulate(delayRoutingKey(60), null)).toEqual({ seconds: 60, visited: [12, 48], steps: 3, end: 'no-bucket' });
+    expect(simulate(delayRoutingKey(0), null)).toEqual({ seconds: 0, visited: [], steps: 1, end: 'no-bucket' });
   });
 });
