@@ -112,8 +112,9 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       signal: abort.signal,
       onRetry: (error) => logger.warn({ err: error.message }, 'the broker went away while the topology was declared; retrying'),
     });
-    if (applied.binaryLevelsHold !== undefined) {
-      logger.info({ messages: applied.binaryLevelsHold, queues: `${topology.names.binaryLevels.queues[0]} … ${topology.names.binaryLevels.queues.at(-1)}` }, 'delay levels of an earlier version: unbound from the entry exchange; they drain on their own, delete them once empty (docs/delay-modes.md)');
+    if (applied.earlierLevels) {
+      const { messages, levels } = applied.earlierLevels;
+      logger.info({ messages, queues: levels.join(', ') }, 'delay levels of an earlier version: unbound from the entry exchange; they drain on their own, delete them once empty (docs/delay-modes.md)');
     }
     // A stop during start: open nothing more (stop() closes what exists).
     if (stopping) return;

@@ -8,7 +8,7 @@ import type { Callback } from '../message/callback.js';
 import { connectTopology, queueNotStartedYet, createRedeclare, type ResolvedTopology } from '../topology/connect-topology.js';
 import { declareDueQueueAside } from '../topology/declare-topology.js';
 import { deliveryRoute, laneBucket } from '../topology/topology-names.js';
-import { retireBinaryLevelsAside } from '../topology/retire-binary-levels.js';
+import { retireEarlierLevelsAside, type EarlierLevelsHeld } from '../topology/retire-earlier-levels.js';
 import { readString } from '../message/headers.js';
 import { traceHeaders, traceOption, type TraceContext } from '../tracing/trace-context.js';
 import { loadTracing, type Tracing } from '../tracing/tracing.js';
@@ -100,12 +100,12 @@ export function createPublisher(
       // close() waits for the setup (the unbinding below opens its own, so it gives up after 5 s).
       // Before the first delayed publish, an earlier version's levels, still bound, are unbound: they
       // would deliver it twice. Counted as declaring, like the declaration (PUBLISH_TIMEOUT).
-      let held: number | undefined;
+      let held: EarlierLevelsHeld | undefined;
       const retire = async (): Promise<void> => {
-        if (mode === 'queues' && manager.connection) held = await retireBinaryLevelsAside(manager.connection, names);
+        if (mode === 'queues' && manager.connection) held = await retireEarlierLevelsAside(manager.connection, names);
       };
       await gate.track(declare(ch).then(retire));
-      if (held !== undefined) logger.info({ messages: held }, 'delay levels of an earlier version: unbound from the entry exchange; they drain on their own (docs/delay-modes.md)');
+      if (held) logger.info({ messages: held.messages, queues: held.levels.join(', ') }, 'delay levels of an earlier version: unbound from the entry exchange; they drain on their own (docs/delay-modes.md)');
       if (mode === 'plugin' && manager.connection) void declareDueQueueAside(manager.connection, names);
     },
   });

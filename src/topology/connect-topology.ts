@@ -16,7 +16,7 @@ import { sleep, withTimeout } from '../util/with-timeout.js';
 import { brokerFeatures, type OpenChannel, type BrokerFeatures } from './declare-list.js';
 import { declareTopology, declareDueQueueAside } from './declare-topology.js';
 import { resolveDelayMode, type DelayMode } from './delay-levels.js';
-import { retireBinaryLevels } from './retire-binary-levels.js';
+import { retireEarlierLevels, type EarlierLevelsHeld } from './retire-earlier-levels.js';
 import { topologyNames, type TopologyNames } from './topology-names.js';
 
 export interface ResolvedTopology {
@@ -157,8 +157,8 @@ export function queueNotStartedYet(error: unknown): boolean {
 
 /** What a start-time declaration found. */
 export interface AppliedTopology {
-  /** Queues mode: messages still in the one-level-per-bit delay queues of an earlier version, if it has them. */
-  binaryLevelsHold?: number | undefined;
+  /** Queues mode: the delay levels of earlier versions the prefix still has, unbound now, and what they hold. */
+  earlierLevels?: EarlierLevelsHeld | undefined;
 }
 
 async function applyTopologyOnce(url: string, topology: ResolvedTopology): Promise<AppliedTopology> {
@@ -168,7 +168,7 @@ async function applyTopologyOnce(url: string, topology: ResolvedTopology): Promi
     await topology.declare(channel, () => openChannel(connection));
     await channel.close();
     if (topology.mode === 'plugin') await declareDueQueueAside(connection, topology.names);
-    return topology.mode === 'queues' ? { binaryLevelsHold: await retireBinaryLevels(connection, topology.names) } : {};
+    return topology.mode === 'queues' ? { earlierLevels: await retireEarlierLevels(connection, topology.names) } : {};
   } finally {
     await connection.close().catch(() => {});
   }

@@ -16,11 +16,11 @@ try {
   const config = loadConfig();
   if (args.length === 0) {
     const topology = await declareOnce(config, createLogger(config.logLevel, 'callback-relay', config.logFormat));
-    const { names, mode, binaryLevelsHold } = topology;
+    const { names, mode, earlierLevels } = topology;
     const queues = [names.workQueue, names.deadQueue, ...(mode === 'queues' ? [`${names.delayLevels.length} delay levels ${names.delayLevels[0]}…${names.delayLevels.at(-1)}`] : [names.dueQueue])];
     process.stdout.write(`topology ready (delay mode ${mode}): exchange ${names.exchange}, queues ${queues.join(', ')}\n`);
-    if (binaryLevelsHold !== undefined) {
-      process.stdout.write(`the delay levels of an earlier version (${names.binaryLevels.queues[0]} … ${names.binaryLevels.queues.at(-1)}) hold ${binaryLevelsHold} messages: unbound from ${names.delayExchange}, they drain on their own; delete them once empty (docs/delay-modes.md)\n`);
+    if (earlierLevels) {
+      process.stdout.write(`the delay levels of an earlier version (${earlierLevels.levels.join(', ')}) hold ${earlierLevels.messages} messages: unbound from ${names.delayExchange}, they drain on their own; delete them once empty (docs/delay-modes.md)\n`);
     }
   } else if (args[0] === 'delete' && args.length <= 2) {
     const names = topologyNames(config.topologyPrefix, config.lanes);
