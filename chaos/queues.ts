@@ -50,8 +50,10 @@ export async function queueDepths(url: string, names: TopologyNames): Promise<De
     };
     // Plugin mode: P.due, the plugin's landing queue (its own table is not visible over AMQP).
     let delay = (await countIfDeclared(names.dueQueue)) ?? 0;
-    if ((await countIfDeclared(names.delayLevels.at(-1) as string)) !== undefined) {
-      for (const level of names.delayLevels) delay += await count(level);
+    // The levels, and those of earlier versions where a prefix still has them (each list's last is its lowest level).
+    for (const levels of [names.delayLevels, names.highFirstLevels.queues, names.binaryLevels.queues]) {
+      if ((await countIfDeclared(levels.at(-1) as string)) === undefined) continue;
+      for (const level of levels) delay += await count(level);
     }
     let work = 0;
     for (const lane of names.workQueues) work += await count(lane);
