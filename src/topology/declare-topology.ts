@@ -10,7 +10,7 @@ import { pausedQueues } from '../control/declare-paused.js';
 import { RelayError } from '../errors.js';
 import { historyStream } from '../history/declare-history.js';
 import { applyDeclarations, binding, DEAD_QUEUE_DELIVERY_LIMIT, exchange, queue, queueArguments, type BrokerFeatures, type Declaration, type OpenChannel } from './declare-list.js';
-import { DELAY_LEVELS, DIGITS, levelRoutes, levelTtlMs, type DelayMode } from './delay-levels.js';
+import { DELAY_LEVELS, DIGITS, levelRoutes, levelTtlMs, type DelayMode, type LevelRoute } from './delay-levels.js';
 import { LANE_BUCKETS, laneOf, laneRoutingKey, type TopologyNames } from './topology-names.js';
 
 export interface TopologyOptions {
@@ -107,27 +107,45 @@ export function deliveryPath(names: TopologyNames, options: DeliveryPathOptions)
  * level queues use at-least-once dead-lettering so a message is never dropped between levels:
  * https://www.rabbitmq.com/docs/quorum-queues#dead-lettering
  */
-export function delayLevels(names: TopologyNames, queueType: 'quorum' | 'classic'): Declaration[] {
+export function delayLevels(names: TopologyNames, queueType: 'quorum' | 'classic', layout: LevelLayout = lowestFirst(names)): Declaration[] {
   const laneQueue = (bucket: number): string => names.workQueues[laneOf(bucket, names.workQueues.length)] as string;
   const declarations: Declaration[] = [];
   for (const level of DELAY_LEVELS) {
-    const deadLetter = { exchange: names.delayLevelExchange(level.position) };
-    declarations.push(queue(names.delayLevel(level.seconds), queueArguments({ type: queueType, messageTtlMs: levelTtlMs(level.seconds), deadLetter })));
+    const deadLetter = { exchange: layout.exchange(level.position) };
+    declarations.push(queue(layout.queue(level.seconds), queueArguments({ type: queueType, messageTtlMs: levelTtlMs(level.seconds), deadLetter })));
   }
-  const bindLevels = (name: string, bottom: number): void => {
+  const bindLevels = (name: string, from: number | 'entry'): void => {
     declarations.push(exchange(name, 'topic'));
-    for (const { bindingKey, to } of levelRoutes(bottom)) {
-      if (typeof to === 'number') declarations.push(binding(names.delayLevel(to), name, bindingKey));
+    for (const { bindingKey, to } of layout.routes(from)) {
+      if (typeof to === 'number') declarations.push(binding(layout.queue(to), name, bindingKey));
       // A key without a bucket (a producer that left it out) still ends in a lane: P.work, as plain `deliver` does.
       else if (to === 'no-bucket') declarations.push(binding(names.workQueue, name, bindingKey));
       else for (let bucket = 0; bucket < LANE_BUCKETS; bucket += 1) declarations.push(binding(laneQueue(bucket), name, bindingKey.replace(/\*$/, String(bucket))));
     }
   };
-  // Lowest digit first: a level at position n hands its messages on to the digits above n.
-  for (let position = 0; position < DIGITS; position += 1) bindLevels(names.delayLevelExchange(position), position + 1);
-  bindLevels(names.delayExchange, 0);
+  for (let position = 0; position < DIGITS; position += 1) bindLevels(layout.exchange(position), position);
+  bindLevels(names.delayExchange, 'entry');
   return declarations;
 }
+
+/**
+ * The names and routes of one set of radix-16 levels: today's, or an earlier version's
+ * (earlier-levels.ts), which an upgrade test declares as that version did.
+ */
+export interface LevelLayout {
+  queue: (seconds: number) => string;
+  /** The exchange the levels of digit `position` dead-letter into. */
+  exchange: (position: number) => string;
+  /** The bindings of that exchange, or of the entry exchange P.delay. */
+  routes: (from: number | 'entry') => LevelRoute[];
+}
+
+/** Today's levels: lowest digit first, so a level at position n hands its messages on to the digits above n. */
+export const lowestFirst = (names: TopologyNames): LevelLayout => ({
+  queue: names.delayLevel,
+  exchange: names.delayLevelExchange,
+  routes: (from) => levelRoutes(from === 'entry' ? 0 : from + 1),
+});
 
 /**
  * Plugin mode: P.due, where the plugin delivers a message once its delay has ended (routing key

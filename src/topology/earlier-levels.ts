@@ -3,6 +3,7 @@
  * so that an upgrade unbinds exactly those (retire-earlier-levels.ts).
  */
 import { DIGITS, digitRoutes, type LevelRoute } from './delay-levels.js';
+import type { LevelLayout } from './declare-topology.js';
 import type { TopologyNames } from './topology-names.js';
 
 /** One binding of the entry exchange P.delay to a level queue. */
@@ -30,6 +31,13 @@ export function highFirstLevelRoutes(top: number): LevelRoute[] {
   return digitRoutes(Array.from({ length: top + 1 }, (_, i) => top - i));
 }
 
+/** The radix-16 levels visited highest digit first, as that version declared them (delayLevels). */
+export const highestFirst = (names: TopologyNames): LevelLayout => ({
+  queue: names.highFirstLevels.queue,
+  exchange: names.highFirstLevels.exchange,
+  routes: (from) => highFirstLevelRoutes(from === 'entry' ? DIGITS - 1 : from - 1),
+});
+
 /**
  * The earlier versions, oldest first. P.delay's bindings to the lanes (a key with every digit 0) were
  * the same in the radix-16 version as they are now, so only the bindings to a level are the old
@@ -48,7 +56,9 @@ export function earlierLevels(names: TopologyNames): EarlierLevels[] {
     {
       label: range(highFirstLevels.queues),
       probe: highFirstLevels.queues.at(-1) as string,
-      bindings: highFirstLevelRoutes(DIGITS - 1).flatMap(({ bindingKey, to }) => (typeof to === 'number' ? [{ queue: highFirstLevels.queue(to), key: bindingKey }] : [])),
+      bindings: highestFirst(names)
+        .routes('entry')
+        .flatMap(({ bindingKey, to }) => (typeof to === 'number' ? [{ queue: highFirstLevels.queue(to), key: bindingKey }] : [])),
     },
   ];
 }

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { delayLevels } from '../../../src/topology/declare-topology.js';
 import { DELAY_LEVELS, DIGITS, delayRoutingKey, levelRoutes, levelsVisited } from '../../../src/topology/delay-levels.js';
-import { earlierLevels, highFirstLevelRoutes } from '../../../src/topology/earlier-levels.js';
+import { earlierLevels, highestFirst, highFirstLevelRoutes } from '../../../src/topology/earlier-levels.js';
 import { topologyNames } from '../../../src/topology/topology-names.js';
 import { mulberry32, randomInt } from '../../support/prng.js';
 import { topicMatches } from '../../support/topic-matches.js';
@@ -18,6 +18,12 @@ describe('highFirstLevelRoutes: the radix-16 levels visited highest digit first 
     expect(highFirstLevelRoutes(DIGITS - 1)[0]).toEqual({ bindingKey: '1.1.#', to: 3 * 2 ** 20 });
     expect(highFirstLevelRoutes(DIGITS - 1)[77]).toEqual({ bindingKey: `${'0.'.repeat(21)}1.#`, to: 1 });
     expect(highFirstLevelRoutes(0)[0]).toEqual({ bindingKey: `${'*.'.repeat(18)}1.1.1.1.#`, to: 15 });
+  });
+
+  it('as a layout, declare what that version declared, call for call (an upgrade test sets that version up with it)', () => {
+    const digest = (queueType: 'quorum' | 'classic') => createHash('sha256').update(JSON.stringify(delayLevels(names, queueType, highestFirst(names)))).digest('hex').slice(0, 16);
+    expect(digest('quorum')).toBe('b1e134daea8caeb8');
+    expect(digest('classic')).toBe('be23ef2b99a2072e');
   });
 
   it('still take what the old levels hold into the lanes after the rest of its delay, highest digit first', () => {
