@@ -6,7 +6,9 @@ import { createPublisher } from '../../src/producer/publisher.js';
 import { declareOnce } from '../../src/topology/connect-topology.js';
 import { delayRoutingKey } from '../../src/topology/delay-levels.js';
 import { laneBucket, type TopologyNames } from '../../src/topology/topology-names.js';
-import { queueArguments } from '../../src/topology/declare-list.js';
+import { applyDeclarations, queueArguments } from '../../src/topology/declare-list.js';
+import { delayLevels, deliveryPath } from '../../src/topology/declare-topology.js';
+import { highestFirst } from '../../src/topology/earlier-levels.js';
 import type { Channel } from 'amqplib';
 import type { Receiver } from '../support/receiver.js';
 import type { RelayFixture } from '../support/relay.js';
@@ -69,6 +71,40 @@ describe('queues mode delay levels', () => {
     // Bound twice, the new callback would come a second time through the old levels 2 s later.
     await new Promise((resolve) => setTimeout(resolve, 4_000));
     expect(receiver.requests.map((request) => request.path).sort()).toEqual(['/new', '/old']);
+  });
+
+  it('an upgrade from radix 16 visited highest first: only the old levels are unbound, what they hold arrives on time, and a new delayed callback arrives once', async () => {
+    receiver = await open.receiver(() => ({ status: 200 }));
+    relay = await open.relay({ DELAY_MODE: 'queues' });
+    const { names, channel, config } = relay;
+    const old = highestFirst(names);
+    // The deployment before the upgrade: its lanes, and its levels bound from P.delay, declared as that version did.
+    await applyDeclarations(channel, [...deliveryPath(names, { mode: 'queues', queueType: config.queueType, deliveryLimit: config.deliveryLimit }), ...delayLevels(names, 'quorum', old)]);
+    const bucket = laneBucket(receiver.origin);
+    const publishRaw = (exchange: string, seconds: number, path: string): boolean =>
+      channel.publish(exchange, `${delayRoutingKey(seconds)}.${bucket}`, Buffer.from(JSON.stringify({ url: `${receiver!.origin}${path}`, body: path })), {
+        persistent: true,
+        contentType: 'application/json',
+        messageId: path,
+      });
+    // A retry the old version scheduled for 0x17 s, its 16 s digit waited: 7 s in the old 7 s level, then into the lane.
+    const oldSentAt = Date.now();
+    publishRaw(old.exchange(1), 0x17, '/old');
+    const upgrade = await declareOnce(config, createLogger('silent'));
+    expect(upgrade.earlierLevels).toEqual({ messages: 1, levels: [`${names.highFirstLevels.queue(3 * 2 ** 20)} … ${names.highFirstLevels.queue(1)}`] });
+    await relay.startWorker();
+    // 5 s is 4 s through the levels: in the new 4 s level, and no longer in the old one.
+    await relay.publisher.publish({ url: `${receiver.origin}/new`, body: 'new' }, { delay: 5_000 });
+    expect(await relay.messageCount(names.delayLevel(4))).toBe(1);
+    expect(await relay.messageCount(old.queue(4))).toBe(0);
+    // P.delay's bindings to the lanes are the same in both versions and stay: a key of 0 s goes straight to its lane.
+    publishRaw(names.delayExchange, 0, '/zero');
+    await receiver.waitFor((requests) => requests.length >= 3, 15_000);
+    // Still bound, the old levels would deliver the new callback a second time, as it arrives.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    expect(receiver.requests.map((request) => request.path).sort()).toEqual(['/new', '/old', '/zero']);
+    const waited = receiver.requests.find((request) => request.path === '/old')!.at - oldSentAt;
+    expect(Math.abs(waited - 7_000), `the old level's callback waited ${waited} ms`).toBeLessThan(1_000);
   });
 
   it('an upgrade that starts a new publisher before any new worker: its delayed callback arrives once', async () => {
