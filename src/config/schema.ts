@@ -15,7 +15,7 @@ export const configSchema = {
     sensitive: true,
   },
   topologyPrefix: {
-    doc: 'Every exchange and queue name derives from it: exchange P, queues P.work, P.dead, P.delay.NN.',
+    doc: 'Every exchange and queue name derives from it: exchange P, queues P.work, P.dead, the delay levels P.delay.up.1s … P.delay.up.3145728s.',
     format: 'topology-prefix',
     default: 'callback-relay',
     env: 'TOPOLOGY_PREFIX',
