@@ -35,4 +35,9 @@ export function summarize(values: number[]): Summary {
 }
 
 /** A number for a table cell: fixed digits, or `n/a`. */
-export const fmt = (n: number | undefined, digits = 0): string => (n !== undefined && Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
+/** A number for a table; a value that rounds to zero prints without a sign (not "-0"). */
+export const fmt = (n: number | undefined, digits = 0): string => {
+  if (n === undefined || !Number.isFinite(n)) return 'n/a';
+  const text = n.toFixed(digits);
+  return Number(text) === 0 ? text.replace(/^-/, '') : text;
+};
