@@ -25,6 +25,7 @@ export const throughput: Scenario = {
   name: 'throughput',
   async run(ctx) {
     const count = ctx.quick ? 5_000 : 50_000;
+    const oneCount = Math.round(count / 5);
     return withScope(ctx.url, async (scope) => {
       const receiver = scope.add(await startReceiver(TARGETS));
       const step = async (run: Promise<ConsumerRun>): Promise<ConsumerRun> => {
@@ -36,14 +37,18 @@ export const throughput: Scenario = {
       // --repeat N: N rounds of the three rows the issue compares, their order rotated each round, so
       // that no row always runs first after another's pre-fill; ratios are taken within a round.
       const rounds = Math.max(1, ctx.options.repeat ?? 1);
-      const paired = { minimal: [] as ConsumerRun[], relay: [] as ConsumerRun[], off: [] as ConsumerRun[] };
+      const paired = { minimal: [] as ConsumerRun[], relay: [] as ConsumerRun[], off: [] as ConsumerRun[], minimalOne: [] as ConsumerRun[], relayOne: [] as ConsumerRun[] };
       const label = (name: string, round: number): string => (rounds > 1 ? `${name} (round ${round + 1})` : name);
       const plans = {
         minimal: (round: number) => httpRun(ctx, receiver, { name: label('ceiling (b): minimal consumer', round), count, kind: 'minimal' }),
         relay: (round: number) => httpRun(ctx, receiver, { name: label('relay, every feature on', round), count, kind: 'relay' }),
         off: (round: number) => httpRun(ctx, receiver, { name: label('relay, ISOLATION=off', round), count, kind: 'relay', env: { ISOLATION: 'off' } }),
+        // One target alone, against the minimal consumer sending to that one target (same count).
+        minimalOne: (round: number) => httpRun(ctx, receiver, { name: label('ceiling (b): minimal consumer, 1 target', round), count: oneCount, kind: 'minimal', targets: 1 }),
+        relayOne: (round: number) => httpRun(ctx, receiver, { name: label('relay, every feature on, 1 target', round), count: oneCount, kind: 'relay', targets: 1 }),
       };
-      const kinds = ['minimal', 'relay', 'off'] as const;
+      // Without --repeat the one-target pair is left out: the single '1 target' row below stands in for it.
+      const kinds = rounds > 1 ? (['minimal', 'relay', 'off', 'minimalOne', 'relayOne'] as const) : (['minimal', 'relay', 'off'] as const);
       for (let round = 0; round < rounds; round++) {
         for (let i = 0; i < kinds.length; i++) {
           const kind = kinds[(i + round) % kinds.length]!;
@@ -56,8 +61,8 @@ export const throughput: Scenario = {
       const listened = await step(httpRun(ctx, receiver, { name: 'relay, every feature on, events consumed', count, kind: 'relay', listenToEvents: true }));
       const noEvents = await step(httpRun(ctx, receiver, { name: 'relay, EVENTS=off', count, kind: 'relay', env: { EVENTS: 'off' } }));
       const warmStart = await step(httpRun(ctx, receiver, { name: 'relay, TARGET_INITIAL_CONCURRENCY=10', count, kind: 'relay', env: { TARGET_INITIAL_CONCURRENCY: '10' } }));
-      const oneTarget = await step(httpRun(ctx, receiver, { name: 'relay, every feature on, 1 target', count: Math.round(count / 5), kind: 'relay', targets: 1 }));
-      const runs = [raw, ...paired.minimal, ...paired.relay, ...paired.off, listened, noEvents, warmStart, oneTarget];
+      const oneTarget = rounds > 1 ? medianRun(paired.relayOne) : await step(httpRun(ctx, receiver, { name: 'relay, every feature on, 1 target', count: oneCount, kind: 'relay', targets: 1 }));
+      const runs = [raw, ...paired.minimal, ...paired.relay, ...paired.off, ...paired.minimalOne, ...paired.relayOne, listened, noEvents, warmStart, ...(rounds > 1 ? [] : [oneTarget])];
       const profiled = ctx.options.profile ? await step(httpRun(ctx, receiver, { name: 'relay, every feature on, --cpu-prof', count, kind: 'relay', profile: true })) : undefined;
       if (profiled) runs.push(profiled);
       ctx.shared.relayRate = relay.rate;
@@ -84,20 +89,20 @@ export const throughput: Scenario = {
         },
       ];
       if (rounds > 1) {
-        const ratios = (kind: 'relay' | 'off'): number[] => paired[kind].map((run, round) => run.rate / paired.minimal[round]!.rate);
+        const ceilingOf = { relay: paired.minimal, off: paired.minimal, relayOne: paired.minimalOne } as const;
+        const ratios = (kind: 'relay' | 'off' | 'relayOne'): number[] => paired[kind].map((run, round) => run.rate / ceilingOf[kind][round]!.rate);
+        const cpu = (list: ConsumerRun[]): string => fmt(median(list.map((r) => r.cpuUsPerCallback ?? NaN)));
+        const brokerCpu = (list: ConsumerRun[]): string => fmt(median(list.map((r) => r.brokerCpuUsPerCallback ?? NaN)));
+        const ceilingRow = (name: string, list: ConsumerRun[]): string[] => [name, fmt(median(list.map((r) => r.rate))), '1.00', '', cpu(list), brokerCpu(list)];
+        const names = { relay: 'relay, every feature on', off: 'relay, ISOLATION=off', relayOne: 'relay, every feature on, 1 target (÷ minimal, 1 target)' } as const;
         tables.push({
           title: `Same-run medians over ${rounds} rounds (order rotated each round; a ratio divides by the minimal consumer of its own round)`,
           headers: ['run', 'median deliveries/s', 'median × minimal', 'min–max × minimal', 'median consumer CPU µs/callback', 'median broker CPU µs/callback'],
           rows: [
-            ['ceiling (b): minimal consumer', fmt(median(paired.minimal.map((r) => r.rate))), '1.00', '', fmt(median(paired.minimal.map((r) => r.cpuUsPerCallback ?? NaN))), fmt(median(paired.minimal.map((r) => r.brokerCpuUsPerCallback ?? NaN)))],
-            ...(['relay', 'off'] as const).map((kind) => [
-              kind === 'relay' ? 'relay, every feature on' : 'relay, ISOLATION=off',
-              fmt(median(paired[kind].map((r) => r.rate))),
-              fmt(median(ratios(kind)), 2),
-              `${fmt(Math.min(...ratios(kind)), 2)}–${fmt(Math.max(...ratios(kind)), 2)}`,
-              fmt(median(paired[kind].map((r) => r.cpuUsPerCallback ?? NaN))),
-              fmt(median(paired[kind].map((r) => r.brokerCpuUsPerCallback ?? NaN))),
-            ]),
+            ceilingRow('ceiling (b): minimal consumer', paired.minimal),
+            ...(['relay', 'off'] as const).map((kind) => [names[kind], fmt(median(paired[kind].map((r) => r.rate))), fmt(median(ratios(kind)), 2), `${fmt(Math.min(...ratios(kind)), 2)}–${fmt(Math.max(...ratios(kind)), 2)}`, cpu(paired[kind]), brokerCpu(paired[kind])]),
+            ceilingRow(`ceiling (b): minimal consumer, 1 target (${oneCount} callbacks)`, paired.minimalOne),
+            [names.relayOne, fmt(median(paired.relayOne.map((r) => r.rate))), fmt(median(ratios('relayOne')), 2), `${fmt(Math.min(...ratios('relayOne')), 2)}–${fmt(Math.max(...ratios('relayOne')), 2)}`, cpu(paired.relayOne), brokerCpu(paired.relayOne)],
           ],
         });
       }
