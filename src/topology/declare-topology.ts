@@ -10,7 +10,8 @@ import { pausedQueues } from '../control/declare-paused.js';
 import { RelayError } from '../errors.js';
 import { historyStream } from '../history/declare-history.js';
 import { applyDeclarations, binding, DEAD_QUEUE_DELIVERY_LIMIT, exchange, queue, queueArguments, type BrokerFeatures, type Declaration, type OpenChannel } from './declare-list.js';
-import { DELAY_LEVELS, DIGITS, levelRoutes, levelTtlMs, type DelayMode, type LevelRoute } from './delay-levels.js';
+import { DELAY_LEVELS, DIGITS, levelTtlMs, type DelayMode } from './delay-levels.js';
+import { lowestFirst, type LevelLayout } from './level-layouts.js';
 import { LANE_BUCKETS, laneOf, laneRoutingKey, type TopologyNames } from './topology-names.js';
 
 export interface TopologyOptions {
@@ -106,6 +107,8 @@ export function deliveryPath(names: TopologyNames, options: DeliveryPathOptions)
  * message's own lane, and the lanes share the delayed messages as they share fresh ones. Quorum
  * level queues use at-least-once dead-lettering so a message is never dropped between levels:
  * https://www.rabbitmq.com/docs/quorum-queues#dead-lettering
+ *
+ * `layout` (level-layouts.ts) is today's unless an upgrade test declares an earlier version's levels.
  */
 export function delayLevels(names: TopologyNames, queueType: 'quorum' | 'classic', layout: LevelLayout = lowestFirst(names)): Declaration[] {
   const laneQueue = (bucket: number): string => names.workQueues[laneOf(bucket, names.workQueues.length)] as string;
@@ -127,25 +130,6 @@ export function delayLevels(names: TopologyNames, queueType: 'quorum' | 'classic
   bindLevels(names.delayExchange, 'entry');
   return declarations;
 }
-
-/**
- * The names and routes of one set of radix-16 levels: today's, or an earlier version's
- * (earlier-levels.ts), which an upgrade test declares as that version did.
- */
-export interface LevelLayout {
-  queue: (seconds: number) => string;
-  /** The exchange the levels of digit `position` dead-letter into. */
-  exchange: (position: number) => string;
-  /** The bindings of that exchange, or of the entry exchange P.delay. */
-  routes: (from: number | 'entry') => LevelRoute[];
-}
-
-/** Today's levels: lowest digit first, so a level at position n hands its messages on to the digits above n. */
-export const lowestFirst = (names: TopologyNames): LevelLayout => ({
-  queue: names.delayLevel,
-  exchange: names.delayLevelExchange,
-  routes: (from) => levelRoutes(from === 'entry' ? 0 : from + 1),
-});
 
 /**
  * Plugin mode: P.due, where the plugin delivers a message once its delay has ended (routing key

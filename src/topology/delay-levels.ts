@@ -96,7 +96,7 @@ export interface LevelRoute {
  * that come before it, and the lanes, for a key whose digits ahead are all 0. The words of digits
  * behind (already waited) or visited later match anything; a run of those at the end is left to the
  * `#` that also takes the bucket, so each binding key is as short as it can be (the unbinding of an
- * earlier version's levels names its keys exactly: earlier-levels.ts).
+ * earlier version's levels names its keys exactly: level-layouts.ts).
  */
 export function digitRoutes(ahead: readonly number[]): LevelRoute[] {
   const order = (position: number): number => (ahead.includes(position) ? ahead.indexOf(position) : Infinity);

@@ -1,7 +1,7 @@
 import type { Channel } from 'amqplib';
 import { checkQueues } from '../amqp/check-queues.js';
 import { openChannel } from '../amqp/connect.js';
-import { earlierLevels } from './earlier-levels.js';
+import { earlierLevels } from './level-layouts.js';
 import type { TopologyNames } from './topology-names.js';
 import { withTimeout } from '../util/with-timeout.js';
 

@@ -58,7 +58,7 @@ export interface TopologyNames {
    */
   delayLevelExchange: (position: number) => string;
   /**
-   * Queues mode of earlier versions (earlier-levels.ts), never declared now: what they still hold
+   * Queues mode of earlier versions (level-layouts.ts), never declared now: what they still hold
    * drains on its own, and the teardown deletes them. The first, one level per bit: queues P.delay.21 …
    * P.delay.00 and exchanges P.delay.20 … P.delay.00.
    */

@@ -8,7 +8,7 @@ import { delayRoutingKey } from '../../src/topology/delay-levels.js';
 import { laneBucket, type TopologyNames } from '../../src/topology/topology-names.js';
 import { applyDeclarations, queueArguments } from '../../src/topology/declare-list.js';
 import { delayLevels, deliveryPath } from '../../src/topology/declare-topology.js';
-import { highestFirst } from '../../src/topology/earlier-levels.js';
+import { highestFirst } from '../../src/topology/level-layouts.js';
 import type { Channel } from 'amqplib';
 import type { Receiver } from '../support/receiver.js';
 import type { RelayFixture } from '../support/relay.js';

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { delayLevels } from '../../../src/topology/declare-topology.js';
 import { DELAY_LEVELS, DIGITS, delayRoutingKey, levelRoutes, levelsVisited } from '../../../src/topology/delay-levels.js';
-import { earlierLevels, highestFirst, highFirstLevelRoutes } from '../../../src/topology/earlier-levels.js';
+import { earlierLevels, highestFirst, highFirstLevelRoutes } from '../../../src/topology/level-layouts.js';
 import { topologyNames } from '../../../src/topology/topology-names.js';
 import { mulberry32, randomInt } from '../../support/prng.js';
 import { topicMatches } from '../../support/topic-matches.js';
