@@ -16,33 +16,6 @@ import { topicMatches } from '../../support/topic-matches.js';
 
 const MAX_SECONDS = 2 ** 22 - 1;
 
-const routes = new Map<number, ReturnType<typeof levelRoutes>>();
-const routesOf = (bottom: number): ReturnType<typeof levelRoutes> => routes.get(bottom) ?? routes.set(bottom, levelRoutes(bottom)).get(bottom)!;
-
-/**
- * Walks a message through the levels the way declare-topology.ts wires them: it enters the exchange
- * with all digits ahead, and each exchange sends it by levelRoutes to a level queue (which waits
- * levelTtlMs, then dead-letters to the exchange with the digits above its own ahead) or to the lanes.
- * Returns the total wait in seconds, the levels visited in order, the routing steps taken and where
- * it ended, failing unless exactly one binding matches at each step.
- */
-function simulate(delayKey: string, bucket: string | null = '7'): { seconds: number; visited: number[]; steps: number; end: string } {
-  // A retry's key ends with its lane bucket; the levels must ignore that word.
-  const routingKey = bucket === null ? delayKey : `${delayKey}.${bucket}`;
-  const visited: number[] = [];
-  let steps = 0;
-  for (let bottom = 0; ; ) {
-    const matched = routesOf(bottom).filter((route) => topicMatches(route.bindingKey, routingKey));
-    if (matched.length !== 1) throw new Error(`the exchange with digits ${bottom}… ahead routes ${routingKey} to ${matched.length} bindings`);
-    steps += 1;
-    const { to } = matched[0]!;
-    if (typeof to !== 'number') return { seconds: visited.reduce((sum, wait) => sum + levelTtlMs(wait), 0) / 1_000, visited, steps, end: to };
-    visited.push(to);
-    bottom = DELAY_LEVELS.find((level) => level.seconds === to)!.position + 1;
-  }
-}
-const simulateSeconds = (routingKey: string): number => simulate(routingKey).seconds;
-
 describe('topicMatches (test helper)', () => {
   it('follows AMQP topic semantics', () => {
     expect(topicMatches('a.*.c', 'a.b.c')).toBe(true);
@@ -98,6 +71,14 @@ describe('levelDelaySeconds', () => {
     expect(levelDelaySeconds(2_250)).toBe(2);
     expect(levelDelaySeconds(15_000)).toBe(14);
     expect(levelDelaySeconds(15_250)).toBe(15);
+  });
+
+  it('is the whole seconds less the lead for any sub-second remainder', () => {
+    const random = mulberry32(99);
+    for (let i = 0; i < 500; i += 1) {
+      const delayMs = randomInt(random, 0, 100_000_000);
+      expect(levelDelaySeconds(delayMs)).toBe(Math.max(0, Math.floor((delayMs - LEVEL_LEAD_MS) / 1_000)));
+    }
   });
 
   it('treats a negative delay as 0', () => {
@@ -167,59 +148,5 @@ describe('levelRoutes', () => {
     for (let bottom = 0; bottom <= DIGITS; bottom += 1) {
       expect(levelRoutes(bottom)).toHaveLength(DELAY_LEVELS.filter((level) => level.position >= bottom).length + 2);
     }
-  });
-});
-
-describe('the levels, simulated', () => {
-  /** The whole wait, through the levels of the non-zero digits, lowest first. */
-  const expectRoundTrip = (delayMs: number): void => {
-    const seconds = levelDelaySeconds(delayMs);
-    const { seconds: waited, visited } = simulate(delayRoutingKey(seconds));
-    expect(waited).toBe(seconds);
-    expect(visited).toEqual(levelsVisited(seconds));
-    expect(visited).toEqual([...visited].sort((x, y) => x - y));
-  };
-
-  it('wait exactly the delay for every whole second from 0 to 5000 s', () => {
-    for (let seconds = 0; seconds <= 5_000; seconds += 1) expectRoundTrip(seconds * 1_000);
-  });
-
-  it('wait exactly the delay for seeded random delays up to 2^22 − 1 s', () => {
-    const random = mulberry32(0xc0ffee);
-    for (let i = 0; i < 2_000; i += 1) expectRoundTrip(randomInt(random, 0, MAX_SECONDS) * 1_000);
-  });
-
-  it('wait exactly the delay at every power of two and its neighbours', () => {
-    for (let bit = 0; bit < DELAY_BITS; bit += 1) {
-      for (const seconds of [2 ** bit - 1, 2 ** bit, 2 ** bit + 1]) {
-        if (seconds <= MAX_SECONDS) expectRoundTrip(seconds * 1_000);
-      }
-    }
-  });
-
-  it('wait the whole seconds of the delay less the lead for sub-second remainders', () => {
-    const random = mulberry32(99);
-    for (let i = 0; i < 500; i += 1) {
-      const delayMs = randomInt(random, 0, 100_000_000);
-      expect(simulateSeconds(delayRoutingKey(levelDelaySeconds(delayMs)))).toBe(Math.max(0, Math.floor((delayMs - LEVEL_LEAD_MS) / 1_000)));
-    }
-  });
-
-  it('wait the maximum for delays beyond it', () => {
-    expect(simulateSeconds(delayRoutingKey(levelDelaySeconds(MAX_LEVEL_DELAY_MS * 2)))).toBe(MAX_SECONDS);
-  });
-
-  it('take one routing step per level visited, and one into the lane', () => {
-    expect(simulate(delayRoutingKey(15))).toEqual({ seconds: 15, visited: [15], steps: 2, end: 'lanes' });
-    expect(simulate(delayRoutingKey(60))).toEqual({ seconds: 60, visited: [12, 48], steps: 3, end: 'lanes' });
-    expect(simulate(delayRoutingKey(2 ** 21))).toEqual({ seconds: 2 ** 21, visited: [2 ** 21], steps: 2, end: 'lanes' });
-    expect(simulate(delayRoutingKey(1))).toEqual({ seconds: 1, visited: [1], steps: 2, end: 'lanes' });
-    expect(simulate(delayRoutingKey(MAX_SECONDS))).toEqual({ seconds: MAX_SECONDS, visited: levelsVisited(MAX_SECONDS), steps: 7, end: 'lanes' });
-    for (let seconds = 0; seconds <= 5_000; seconds += 37) expect(simulate(delayRoutingKey(seconds)).steps).toBe(levelsVisited(seconds).length + 1);
-  });
-
-  it('end a key without a bucket in P.work, after the same levels', () => {
-    expect(simulate(delayRoutingKey(60), null)).toEqual({ seconds: 60, visited: [12, 48], steps: 3, end: 'no-bucket' });
-    expect(simulate(delayRoutingKey(0), null)).toEqual({ seconds: 0, visited: [], steps: 1, end: 'no-bucket' });
   });
 });

@@ -1,16 +1,14 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { delayLevels } from '../../../src/topology/declare-topology.js';
-import { DELAY_LEVELS, DIGITS, delayRoutingKey, levelRoutes, levelsVisited } from '../../../src/topology/delay-levels.js';
+import { DIGITS, levelRoutes } from '../../../src/topology/delay-levels.js';
 import { earlierLevels, highestFirst, highFirstLevelRoutes } from '../../../src/topology/level-layouts.js';
 import { topologyNames } from '../../../src/topology/topology-names.js';
-import { mulberry32, randomInt } from '../../support/prng.js';
-import { topicMatches } from '../../support/topic-matches.js';
 
 const names = topologyNames('p', 3);
 const [binary, highFirst] = earlierLevels(names);
 
-describe('highFirstLevelRoutes: the radix-16 levels visited highest digit first (the version before)', () => {
+describe('highFirstLevelRoutes: the radix-16 levels visited highest digit first (the version before; level-wiring.test.ts walks them as declared)', () => {
   it('are the bindings that version declared, key for key', () => {
     // The digest of that version's levelRoutes(top) for top −1 … 5: an upgrade unbinds these keys exactly.
     const routes = JSON.stringify([-1, 0, 1, 2, 3, 4, 5].map(highFirstLevelRoutes));
@@ -24,24 +22,6 @@ describe('highFirstLevelRoutes: the radix-16 levels visited highest digit first 
     const digest = (queueType: 'quorum' | 'classic') => createHash('sha256').update(JSON.stringify(delayLevels(names, queueType, highestFirst(names)))).digest('hex').slice(0, 16);
     expect(digest('quorum')).toBe('b1e134daea8caeb8');
     expect(digest('classic')).toBe('be23ef2b99a2072e');
-  });
-
-  it('still take what the old levels hold into the lanes after the rest of its delay, highest digit first', () => {
-    const random = mulberry32(16);
-    for (let i = 0; i < 300; i += 1) {
-      const seconds = randomInt(random, 0, 2 ** 22 - 1);
-      const key = `${delayRoutingKey(seconds)}.9`;
-      const visited: number[] = [];
-      for (let top = DIGITS - 1; ; ) {
-        const matched = highFirstLevelRoutes(top).filter((route) => topicMatches(route.bindingKey, key));
-        expect(matched).toHaveLength(1);
-        const { to } = matched[0]!;
-        if (typeof to !== 'number') break;
-        visited.push(to);
-        top = DELAY_LEVELS.find((level) => level.seconds === to)!.position - 1;
-      }
-      expect(visited).toEqual([...levelsVisited(seconds)].reverse());
-    }
   });
 });
 
