@@ -57,6 +57,8 @@ export interface EarlierLevels {
   label: string;
   /** A queue every prefix of that version has (its lowest level): missing, the prefix never had them. */
   probe: string;
+  /** Its level queues, highest first. */
+  queues: string[];
   /** P.delay's binding of each of its level queues, one per queue. */
   bindings: EntryBinding[];
 }
@@ -74,11 +76,13 @@ export function earlierLevels(names: TopologyNames): EarlierLevels[] {
       // One level per bit: P.delay bound each by its bit's word 1 after zeros for the higher bits.
       label: range(binaryLevels.queues),
       probe: binaryLevels.queues.at(-1) as string,
+      queues: binaryLevels.queues,
       bindings: binaryLevels.queues.map((queue, i) => ({ queue, key: [...Array<string>(i).fill('0'), '1', '#'].join('.') })),
     },
     {
       label: range(highFirstLevels.queues),
       probe: highFirstLevels.queues.at(-1) as string,
+      queues: highFirstLevels.queues,
       bindings: highestFirst(names)
         .routes('entry')
         .flatMap(({ bindingKey, to }) => (typeof to === 'number' ? [{ queue: highFirstLevels.queue(to), key: bindingKey }] : [])),

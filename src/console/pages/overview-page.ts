@@ -25,7 +25,12 @@ export function overviewPage(frame: PageFrame, data: OverviewData): Html {
   const workers = lanes.reduce((most, lane) => Math.max(most, lane.consumers), 0);
   const sum = (key: keyof MinuteCounts): number => data.series.reduce((total, row) => total + row[key], 0);
   const chart = { t: data.series.map((row) => row.minute / 1000), delivered: data.series.map((r) => r.delivered), retries: data.series.map((r) => r.retries), dead: data.series.map((r) => r.dead) };
-  const shown = data.queues.filter((q) => q.kind !== 'delay level' || q.messages > 0);
+  const isLevel = (q: QueueDepth): boolean => q.kind === 'delay level' || q.kind === 'earlier delay level';
+  const shown = data.queues.filter((q) => !isLevel(q) || q.messages > 0);
+  // An upgrade leaves the earlier version's levels to drain; once they are empty an operator deletes them.
+  const earlier = data.queues.filter((q) => q.kind === 'earlier delay level');
+  const earlierEmpty = earlier.length > 0 && earlier.every((q) => q.messages === 0);
+  const earlierHint = earlierEmpty ? ' The delay levels of an earlier version are empty: they can be deleted (docs/delay-modes.md).' : '';
   const notice = data.historyMissing
     ? { text: 'P.history does not exist: run the workers with HISTORY=on (and EVENTS=on or durable) to see deliveries here.', kind: 'warn' as const }
     : data.historyReading
@@ -51,6 +56,6 @@ export function overviewPage(frame: PageFrame, data: OverviewData): Html {
 ${shown.map((q) => html`<tr><td>${q.queue}</td><td>${q.kind}</td><td class="num">${q.messages}</td><td class="num">${q.consumers}</td></tr>`)}
 </tbody>
 </table>
-<p class="hint">Delay levels are listed when they hold messages. Depths are the broker's counts of ready messages, by passive declare.</p>`,
+<p class="hint">Delay levels, and those of an earlier version, are listed when they hold messages.${earlierHint} Depths are the broker's counts of ready messages, by passive declare.</p>`,
   );
 }

@@ -29,6 +29,7 @@ describe('earlierLevels: what an upgrade unbinds from P.delay', () => {
   it('one level per bit: each bit queue by its word 1 after zeros', () => {
     expect(binary!.probe).toBe('p.delay.00');
     expect(binary!.label).toBe('p.delay.21 … p.delay.00');
+    expect(binary!.queues).toEqual(names.binaryLevels.queues);
     expect(binary!.bindings).toHaveLength(22);
     expect(binary!.bindings[0]).toEqual({ queue: 'p.delay.21', key: '1.#' });
     expect(binary!.bindings[21]).toEqual({ queue: 'p.delay.00', key: `${'0.'.repeat(21)}1.#` });
@@ -40,6 +41,7 @@ describe('earlierLevels: what an upgrade unbinds from P.delay', () => {
     const toLevels = highFirstLevelRoutes(DIGITS - 1).filter((route) => typeof route.to === 'number');
     expect(highFirst!.bindings).toEqual(toLevels.map((route) => ({ queue: names.highFirstLevels.queue(route.to as number), key: route.bindingKey })));
     expect(highFirst!.bindings.map(({ queue }) => queue)).toEqual(names.highFirstLevels.queues);
+    expect(highFirst!.queues).toEqual(names.highFirstLevels.queues);
     expect(highFirst!.bindings.find(({ queue }) => queue === 'p.delay.48s')).toEqual({ queue: 'p.delay.48s', key: `${'0.'.repeat(16)}1.1.#` });
   });
 
