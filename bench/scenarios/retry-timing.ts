@@ -104,7 +104,7 @@ export const retryTiming: Scenario = {
         'Lateness includes the 500 answer reaching the worker, the retry copy being published and confirmed, the delay, and the trip back through the work lane to the receiver.',
         'Every first attempt fails with a fast 500. Isolation counts only slow attempts against a target, so no circuit opens (the deferred column stays 0) and every retry is a real attempt on its schedule; ISOLATION=off shows the delay path alone.',
         'Each retry in queues mode is a confirmed publish into a quorum delay level, then an at-least-once dead-letter into the lane, paid in broker CPU; when the broker is busy (cores busy near what the machine can give it) retries and first attempts queue up in the lanes, which shows as lateness.',
-        'Queues mode sends a 2 s delay through the delay level queue P.delay.1s (the whole seconds less 250 ms), which dead-letters into the lane of the message, where the worker holds it until due (x-callback-due-at).',
+        'Queues mode sends a 2 s delay through the delay level queue P.delay.up.1s (the whole seconds less 250 ms), which dead-letters into the lane of the message, where the worker holds it until due (x-callback-due-at).',
       ],
       charts,
     };
