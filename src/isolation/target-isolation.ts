@@ -99,7 +99,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
       this.gate(target, nowMs);
       return 'queued';
     }
-    if (source === 'lane' && this.isBusy(target, nowMs) && (this.limited(target) || windowBudget(this.windows)(item))) return 'overflow';
+    if (source === 'lane' && this.isBusy(target, nowMs) && (this.limited(target) || mayLeaveWindow(this.windows, item))) return 'overflow';
     this.share.push(target, { item, kind: 'attempt', at: nowMs, source });
     this.gate(target, nowMs);
     return 'queued';
@@ -402,7 +402,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
 
 /**
  * How many of busy targets' waiting items may leave each lane window: its excess over its line,
- * counted down as items are let go (a fresh budget per offer or sweep). While a window has room, what
+ * counted down as items are let go (a fresh budget per sweep). While a window has room, what
  * queues behind a busy target's callbacks comes in anyway and is served first (fewest in flight);
  * moving them would only cost the broker a publish and an ack each. Without watched windows every
  * item may leave.
@@ -416,6 +416,14 @@ function windowBudget<T>(windows: Windows<T> | undefined): (item: T) => boolean 
     (left ??= new Map()).set(window, Math.max(0, room - 1));
     return room > 0;
   };
+}
+
+/**
+ * Whether one item offered alone may leave its window: what a fresh `windowBudget` answers for its
+ * first item, without building the closure on every offer.
+ */
+function mayLeaveWindow<T>(windows: Windows<T> | undefined, item: T): boolean {
+  return windows === undefined || windows.excess(windows.of(item)) > 0;
 }
 
 /** What limited targets' items waited in a worker (ms) and their starts per target, between two scrapes. */
