@@ -36,26 +36,37 @@ export async function queueDepths(urls: string[], names: TopologyNames): Promise
   }
 }
 
+/** Level queues a prefix has all of or none of; `probe`, the lowest, tells which. */
+interface LevelSet {
+  probe: string;
+  queues: string[];
+  kind: 'delay level' | 'earlier delay level';
+}
+
 /**
  * Depth and consumer count of every watched queue that exists (checkQueues: passive declares, no
  * management plugin needed), and of the level queues of earlier versions, which an upgrade leaves to
  * drain (docs/delay-modes.md), shown after today's. A missing queue (the due queue in queues mode, the
- * levels in plugin mode) is left out. Each missing queue costs a channel, so an earlier version's
- * levels are looked at only where its lowest level, which every prefix of that version has, exists
- * (as retire-earlier-levels.ts does): a prefix without them costs one passive declare per version.
+ * levels in plugin mode) is left out. Each missing queue costs a channel, so a set of levels, today's
+ * or an earlier version's, is looked at only where its lowest level exists (as retire-earlier-levels.ts
+ * does): a prefix without the set (today's in plugin mode) costs one passive declare for it on each
+ * refresh, not one per level. The probe is asked again with the rest, so a set's counts are of one pass.
  */
 export async function queueDepthsOn(connection: { createChannel(): Promise<Channel> }, names: TopologyNames): Promise<QueueDepth[]> {
-  const watched = watchedQueues(names);
-  const versions = earlierLevels(names);
-  const counts = await checkQueues(connection, [...watched.map(({ queue }) => queue), ...versions.map(({ probe }) => probe)]);
-  const earlier = versions
-    .filter((_, i) => counts[watched.length + i])
-    .flatMap(({ queues }) => queues.map((queue) => ({ queue, kind: 'earlier delay level' as const })));
-  const earlierCounts = earlier.length > 0 ? await checkQueues(connection, earlier.map(({ queue }) => queue)) : [];
-  // Shown after today's levels, before P.dead.
-  const after = watched.findIndex(({ kind }) => kind === 'dead');
-  const queues = [...watched.slice(0, after), ...earlier, ...watched.slice(after)];
-  const found = [...counts.slice(0, after), ...earlierCounts, ...counts.slice(after, watched.length)];
+  const sets: LevelSet[] = [
+    { probe: names.delayLevels.at(-1) as string, queues: names.delayLevels, kind: 'delay level' },
+    ...earlierLevels(names).map(({ probe, queues }) => ({ probe, queues, kind: 'earlier delay level' as const })),
+  ];
+  const always = watchedQueues(names).filter(({ kind }) => kind !== 'delay level');
+  const counts = await checkQueues(connection, [...always.map(({ queue }) => queue), ...sets.map(({ probe }) => probe)]);
+  const levels = sets
+    .filter((_, i) => counts[always.length + i])
+    .flatMap(({ queues, kind }) => queues.map((queue) => ({ queue, kind })));
+  const levelCounts = levels.length > 0 ? await checkQueues(connection, levels.map(({ queue }) => queue)) : [];
+  // Where watchedQueues has today's levels: before P.dead, earlier versions' after them.
+  const after = always.findIndex(({ kind }) => kind === 'dead');
+  const queues = [...always.slice(0, after), ...levels, ...always.slice(after)];
+  const found = [...counts.slice(0, after), ...levelCounts, ...counts.slice(after, always.length)];
   return queues.flatMap(({ queue, kind }, i) => {
     const count = found[i];
     return count ? [{ queue, kind, messages: count.messageCount, consumers: count.consumerCount }] : [];

@@ -29,14 +29,45 @@ const queuesMode = (held: Record<string, number> = {}): Record<string, number> =
 });
 
 describe('queueDepthsOn', () => {
+  /** The watched queues other than today's levels, asked for first. */
+  const others = watchedQueues(names)
+    .filter(({ kind }) => kind !== 'delay level')
+    .map(({ queue }) => queue);
+
   it('without earlier levels: asks for one probe queue per earlier version, not for their 100 queues', async () => {
     const { connection, asked, channels } = broker(queuesMode({ [names.delayLevel(4)]: 3 }));
     const depths = await queueDepthsOn(connection, names);
-    expect(asked).toEqual([...watchedQueues(names).map(({ queue }) => queue), 'p.delay.00', 'p.delay.1s']);
-    // One channel, and one more after each missing queue: P.due and the two probes.
-    expect(channels()).toBe(4);
+    expect(asked).toEqual([...others, 'p.delay.up.1s', 'p.delay.00', 'p.delay.1s', ...names.delayLevels]);
+    // One channel, and one more after each missing queue (P.due and the two probes); one for today's levels.
+    expect(channels()).toBe(5);
     expect(depths.filter(({ kind }) => kind === 'earlier delay level')).toEqual([]);
     expect(depths.find(({ queue }) => queue === 'p.delay.up.4s')).toEqual({ queue: 'p.delay.up.4s', kind: 'delay level', messages: 3, consumers: 0 });
+  });
+
+  it('in plugin mode: asks for one of today\'s levels, not for all 78', async () => {
+    const { connection, asked, channels } = broker(Object.fromEntries([...names.workQueues, names.dueQueue, names.deadQueue, names.pausedQueue].map((queue) => [queue, 1])));
+    const depths = await queueDepthsOn(connection, names);
+    expect(asked).toEqual([...others, 'p.delay.up.1s', 'p.delay.00', 'p.delay.1s']);
+    expect(asked.filter((queue) => names.delayLevels.includes(queue))).toHaveLength(1);
+    // One channel, and one more after each of the three missing probes.
+    expect(channels()).toBe(4);
+    expect(depths.map(({ queue, kind }) => `${queue} ${kind}`)).toEqual(['p.work lane', 'p.work.1 lane', 'p.due due', 'p.dead dead', 'p.paused paused']);
+  });
+
+  it('in queues mode: lists all of today\'s levels, highest first, between the lanes and P.dead', async () => {
+    const { connection } = broker(queuesMode({ [names.delayLevel(1)]: 5, [names.delayLevel(3145728)]: 7 }));
+    const depths = await queueDepthsOn(connection, names);
+    const level = (queue: string, messages = 0): QueueDepth => ({ queue, kind: 'delay level', messages, consumers: 0 });
+    expect(depths).toEqual([
+      { queue: 'p.work', kind: 'lane', messages: 0, consumers: 0 },
+      { queue: 'p.work.1', kind: 'lane', messages: 0, consumers: 0 },
+      level('p.delay.up.3145728s', 7),
+      ...names.delayLevels.slice(1, -1).map((queue) => level(queue)),
+      level('p.delay.up.1s', 5),
+      { queue: 'p.dead', kind: 'dead', messages: 0, consumers: 0 },
+      { queue: 'p.paused', kind: 'paused', messages: 0, consumers: 0 },
+    ]);
+    expect(depths.filter(({ kind }) => kind === 'delay level')).toHaveLength(78);
   });
 
   it('lists the levels of an earlier version that is still there, after today\'s and before P.dead, leaving out those deleted', async () => {
