@@ -16,7 +16,8 @@ export interface BenchContext {
   shared: { relayRate?: number };
   /**
    * `shapes`: the `--shape` selection (names or name prefixes) of scenarios that have shapes; `long`: include their long shapes.
-   * `pending`: the pending scenario's callbacks, the window they fall due in (s), the delay modes to run.
+   * `pending`: the pending scenario's callbacks, the window they fall due in (s), the delay modes to run,
+   *   and the lead (s) from the start of their publishing to the first due time.
    * `repeat`: rounds of the rows a scenario compares (throughput), for same-run medians.
    */
   options: {
@@ -25,7 +26,7 @@ export interface BenchContext {
     rate: number | undefined;
     shapes: string[] | undefined;
     long: boolean;
-    pending: { count: number | undefined; windowS: number | undefined; modes: Array<'queues' | 'plugin'> | undefined; background: number | undefined };
+    pending: { count: number | undefined; windowS: number | undefined; modes: Array<'queues' | 'plugin'> | undefined; background: number | undefined; leadS: number | undefined };
   };
   /** Progress line on stderr. */
   log(line: string): void;

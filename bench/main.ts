@@ -1,6 +1,6 @@
 /**
  * Benchmarks: `npm run bench [-- --quick] [--scenario NAME[,NAME…]] [--shape SHAPE[,SHAPE…]] [--long] [--profile] [--repeat N] [--rate N]`;
- * the pending scenario also takes `--count N --window SECONDS --mode queues,plugin --background N`.
+ * the pending scenario also takes `--count N --window SECONDS --mode queues,plugin --background N --lead SECONDS`.
  * Uses AMQP_URL if set, else a throwaway broker (test/support/broker.ts). Prints a Markdown table
  * per scenario and writes bench/results/<timestamp>.json; a run of every scenario also latest.json and latest.svg.
  */
@@ -37,12 +37,13 @@ const { values } = parseArgs({
     window: { type: 'string' },
     mode: { type: 'string' },
     background: { type: 'string' },
+    lead: { type: 'string' },
     repeat: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
 if (values.help) {
-  process.stdout.write(`usage: npm run bench -- [--quick] [--scenario ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--shape SHAPE[,…]] [--long] [--profile] [--repeat N] [--rate N] [--count N --window SECONDS --mode queues,plugin --background N]\n`);
+  process.stdout.write(`usage: npm run bench -- [--quick] [--scenario ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--shape SHAPE[,…]] [--long] [--profile] [--repeat N] [--rate N] [--count N --window SECONDS --mode queues,plugin --background N --lead SECONDS]\n`);
   process.exit(0);
 }
 const names = values.scenario ? values.scenario.split(',').map((name) => name.trim()) : SCENARIOS.map((s) => s.name);
@@ -84,6 +85,7 @@ try {
         windowS: values.window === undefined ? undefined : Number(values.window),
         modes: values.mode === undefined ? undefined : (values.mode.split(',').map((mode) => mode.trim()) as Array<'queues' | 'plugin'>),
         background: values.background === undefined ? undefined : Number(values.background),
+        leadS: values.lead === undefined ? undefined : Number(values.lead),
       },
     },
     log,

@@ -17,11 +17,17 @@ interface PendingRun {
   count?: number;
   windowS?: number;
   /** Fresh callbacks: pre-filled, then drained by the worker (first → last delivery). */
-  fresh?: { count: number; publishRate: number; seconds: number; rate: number };
+  fresh?: { count: number; publishRate: number; seconds: number; rate: number; workerCpuUs?: number };
+  /** The worker's CPU per delivered callback (µs), from the publishing of the delayed ones to the last delivery (fresh: over its drain). */
+  workerCpuUs?: number;
   /** Delayed callbacks: confirmed publishes per second, all of them before the first fell due. */
   publishRate?: number;
   /** Delivered before the publishing ended (the lead was too short when > 0). */
   deliveredWhilePublishing?: number;
+  /** Due before the publishing ended, so never pending: their lateness counts the publishing (0 with a long enough lead). */
+  publishedAfterDue?: number;
+  /** From the start of the delayed publishing to the first due time (s). */
+  leadS?: number;
   /** Broker memory with every callback pending, less before, per callback (bytes): the background's when there is one. */
   memoryPerPending?: number;
   /** Callbacks kept pending beside the measured ones, due hours after the run (--background). */
@@ -52,10 +58,10 @@ const body = (i: number, dueAt: number): { sentAt: number; i: number; event: str
  *    topology's teardown deletes them), so that the rest runs with the broker holding them all;
  *    broker memory per pending callback is read from them;
  * 3. pending: the same worker; `count` callbacks published with `deliverAt` spread evenly over
- *    `window` seconds, the first due once the publishing is done (projected from phase 1's publish
- *    rate); broker memory is read with all of them pending, and each one's lateness at the receiver.
+ *    `window` seconds, the first due `lead` seconds after the publishing starts (by default long enough
+ *    for it to be done, so that every callback is pending when the first falls due); broker memory is read with all of them pending, and each one's lateness at the receiver.
  */
-async function runMode(ctx: BenchContext, mode: Mode, count: number, windowS: number, background: number): Promise<PendingRun> {
+async function runMode(ctx: BenchContext, mode: Mode, count: number, windowS: number, background: number, leadS: number): Promise<PendingRun> {
   if (mode === 'plugin' && !ctx.broker.hasPlugin) return { mode, skipped: SKIP_PLUGIN };
   return withScope(ctx.url, async (scope) => {
     const receiver: BenchReceiver = scope.add(await startReceiver(TARGETS));
@@ -72,9 +78,11 @@ async function runMode(ctx: BenchContext, mode: Mode, count: number, windowS: nu
     const metricsPort = await freePort();
     const worker = scope.add(spawnRelayWorker({ AMQP_URL: ctx.url, TOPOLOGY_PREFIX: prefix, METRICS_PORT: String(metricsPort), ...env }));
     await worker.ready;
+    const workerCpuAtStart = cpuSeconds(worker.pid);
     await receiver.waitForDelivered(count, 120_000 + count * 5);
     const freshSeconds = (receiver.lastAt - receiver.firstAt) / 1000;
-    const fresh = { count, publishRate: freshPublished.rate, seconds: freshSeconds, rate: receiver.delivered / freshSeconds };
+    const workerCpuFresh = perCallbackUs(workerCpuAtStart, cpuSeconds(worker.pid), receiver.delivered);
+    const fresh = { count, publishRate: freshPublished.rate, seconds: freshSeconds, rate: receiver.delivered / freshSeconds, workerCpuUs: workerCpuFresh };
     ctx.log(`pending ${mode}: fresh ${receiver.delivered}/${count} at ${fmt(fresh.rate)}/s`);
     await sleep(2_000);
 
@@ -93,17 +101,21 @@ async function runMode(ctx: BenchContext, mode: Mode, count: number, windowS: nu
 
     // 3. Delayed callbacks, spread over the window, the first due after the publishing (with room).
     const memoryMeasured = await brokerMemoryBytes(ctx);
-    const leadMs = 5_000 + (count / freshPublished.rate) * 1_500;
+    const leadMs = leadS * 1_000;
     const base = Date.now() + leadMs;
     const dueOf = (i: number): number => base + (i * windowS * 1_000) / count;
     const beam = ctx.broker.beamPid;
     const cpuBefore = beam === undefined ? undefined : cpuSeconds(beam);
+    const workerCpuBefore = cpuSeconds(worker.pid);
     const published = await publishAll(publisher, count, (i) => ({ callback: { url: receiver.urlFor(i), body: body(i, dueOf(i)) }, options: { deliverAt: new Date(dueOf(i)) } }));
     const deliveredWhilePublishing = receiver.delivered;
+    // Published evenly in due order: those due before the last confirm were (about) published late.
+    const publishedAfterDue = Math.min(count, Math.max(0, Math.ceil(((Date.now() - base) / (windowS * 1_000)) * count)));
     const memoryPending = await brokerMemoryBytes(ctx);
-    ctx.log(`pending ${mode}: ${count} delayed published at ${fmt(published.rate)}/s; first due in ${fmt((base - Date.now()) / 1000, 1)} s`);
+    ctx.log(`pending ${mode}: ${count} delayed published at ${fmt(published.rate)}/s; first due in ${fmt((base - Date.now()) / 1000, 1)} s${publishedAfterDue > 0 ? `; ${publishedAfterDue} were due before their publishing ended (a longer --lead keeps them pending)` : ''}`);
     const done = await receiver.waitForDelivered(count, leadMs + windowS * 1_000 + 300_000 + count * 2);
     const cpuAfter = beam === undefined ? undefined : cpuSeconds(beam);
+    const workerCpuUs = perCallbackUs(workerCpuBefore, cpuSeconds(worker.pid), receiver.delivered);
     const drainSeconds = (receiver.lastAt - base) / 1000;
     const lateness = summarize(receiver.latencies);
     ctx.log(`pending ${mode}: ${receiver.delivered}/${count} delivered${done ? '' : ' (timed out)'}; lateness p50 ${fmt(lateness.p50)} p99 ${fmt(lateness.p99)} max ${fmt(lateness.max)} ms`);
@@ -114,6 +126,8 @@ async function runMode(ctx: BenchContext, mode: Mode, count: number, windowS: nu
       fresh,
       publishRate: published.rate,
       deliveredWhilePublishing,
+      publishedAfterDue,
+      leadS,
       memoryBefore,
       memoryPending,
       background,
@@ -122,12 +136,17 @@ async function runMode(ctx: BenchContext, mode: Mode, count: number, windowS: nu
       delivered: receiver.delivered,
       drainSeconds,
       delayedRate: receiver.delivered / Math.max(drainSeconds, 1e-3),
+      workerCpuUs,
       deferred: await deferredCount(metricsPort).catch(() => undefined),
       bySecond: latenessBySecond(receiver.sentAts, receiver.latencies, base),
       brokerCores: cpuBefore === undefined || cpuAfter === undefined ? undefined : (cpuAfter - cpuBefore) / ((Date.now() - base + leadMs) / 1000),
     };
   });
 }
+
+/** CPU seconds spent between two readings, per callback, in µs. */
+const perCallbackUs = (before: number | undefined, after: number | undefined, callbacks: number): number | undefined =>
+  before === undefined || after === undefined || callbacks === 0 ? undefined : ((after - before) * 1e6) / callbacks;
 
 /** Lateness summarised per second of due time from `baseMs` (the first due time). */
 function latenessBySecond(dueAts: number[], latencies: number[], baseMs: number): PendingRun['bySecond'] {
@@ -155,15 +174,19 @@ export const pending: Scenario = {
     const modes = opts.modes ?? ['queues', 'plugin'];
     const runs: PendingRun[] = [];
     const background = opts.background ?? 0;
-    for (const mode of modes) runs.push(await runMode(ctx, mode, count, windowS, background));
+    // Long enough that every callback is published before the first falls due (they are pending, as the
+    // scenario means), at the slowest delayed-publish rate measured on 2 cores (1,769/s, 3.10, queues mode).
+    const leadS = opts.leadS ?? 5 + count / 1_000;
+    for (const mode of modes) runs.push(await runMode(ctx, mode, count, windowS, background, leadS));
     const row = (run: PendingRun): string[] =>
       run.skipped
-        ? [run.mode, '', run.skipped, '', '', '', '', '', '', '', '', '', '']
+        ? [run.mode, '', run.skipped, '', '', '', '', '', '', '', '', '', '', '', '']
         : [
             run.mode,
             fmt(run.background),
             `${run.delivered}/${run.count}`,
             fmt(run.publishRate),
+            fmt(run.publishedAfterDue),
             fmt(run.memoryPerPending),
             fmt(run.lateness!.p50),
             fmt(run.lateness!.p99),
@@ -172,19 +195,20 @@ export const pending: Scenario = {
             `${fmt(run.delayedRate)} (${fmt(run.drainSeconds, 1)} s)`,
             `${fmt(run.fresh!.rate)} (${fmt(run.fresh!.seconds, 1)} s)`,
             fmt((run.drainSeconds as number) / run.fresh!.seconds, 2),
+            `${fmt(run.workerCpuUs)} (${fmt(run.fresh!.workerCpuUs)})`,
             run.deferred === undefined ? '' : String(run.deferred),
           ];
     return {
       tables: [
         {
-          title: `Pending callbacks: ${count} due evenly over ${windowS} s (${fmt(count / windowS)}/s), one worker, ${process.env.BENCH_ISOLATION ? `ISOLATION=${process.env.BENCH_ISOLATION}` : 'default settings'}, ${TARGETS} instant targets`,
-          headers: ['delay mode', 'pending beside (--background)', 'delivered', 'publish /s', 'broker B/pending', 'lateness p50 ms', 'p99 ms', 'max ms', 'due /s', 'delayed /s (first due → last)', 'fresh /s (same worker)', 'delayed time ÷ fresh time', 'deferred (circuit open)'],
+          title: `Pending callbacks: ${count} due evenly over ${windowS} s (${fmt(count / windowS)}/s), the first ${fmt(leadS)} s after the publishing starts, one worker, ${process.env.BENCH_ISOLATION ? `ISOLATION=${process.env.BENCH_ISOLATION}` : 'default settings'}, ${TARGETS} instant targets`,
+          headers: ['delay mode', 'pending beside (--background)', 'delivered', 'publish /s', 'due before published', 'broker B/pending', 'lateness p50 ms', 'p99 ms', 'max ms', 'due /s', 'delayed /s (first due → last)', 'fresh /s (same worker)', 'delayed time ÷ fresh time', 'worker CPU µs/callback, delayed (fresh)', 'deferred (circuit open)'],
           rows: runs.map(row),
         },
       ],
       data: { count, windowS, runs },
       notes: [
-        'Lateness: arrival at the receiver − deliverAt. Fresh: the same number of callbacks without a delay, pre-filled, then drained by the same worker process before the delayed ones are published.',
+        'Lateness: arrival at the receiver − deliverAt. Due before published: callbacks whose due time came before the publishing ended (from the publish order), late by that much at least; 0 when the lead is long enough. Fresh: the same number of callbacks without a delay, pre-filled, then drained by the same worker process before the delayed ones are published.',
         'Broker memory: mem_used (the Erlang VM total, after a garbage collection) with every callback pending, less the same before publishing, per callback; with --background, measured on the background callbacks, which stay pending (due 3 to 4 h later) while the measured ones run.',
         'delayed time ÷ fresh time: first due → last delivered against the fresh drain; at or under 1 the delay path keeps up with the worker (the floor is the window itself when the due rate is below the fresh rate).',
         'Deferred: callbacks moved unattempted while their target\'s circuit was open (callback_relay_moves_total{kind="deferred"}; slow attempts on a busy machine open it); each is attempted once a real attempt would have ended, which shows as lateness. BENCH_ISOLATION=off measures the delay path without it.',
