@@ -1,6 +1,6 @@
 import { brokerMemoryBytes } from '../broker-memory.js';
 import { SKIP_PLUGIN, type BenchContext, type Scenario } from '../context.js';
-import { cpuSeconds, deferredCount, sleep, spawnRelayWorker } from '../processes.js';
+import { cpuSeconds, deferredCount, overflowCount, sleep, spawnRelayWorker } from '../processes.js';
 import { benchPublisher, publishAll } from '../publish.js';
 import { startReceiver, type BenchReceiver } from '../receiver.js';
 import { freePort, withScope } from '../scope.js';
@@ -17,7 +17,9 @@ interface PendingRun {
   count?: number;
   windowS?: number;
   /** Fresh callbacks: pre-filled, then drained by the worker (first → last delivery). */
-  fresh?: { count: number; publishRate: number; seconds: number; rate: number; workerCpuUs?: number };
+  fresh?: { count: number; publishRate: number; seconds: number; rate: number; workerCpuUs?: number; overflowed?: number };
+  /** Callbacks moved to P.slow over the whole run (callback_relay_moves_total{kind="overflow"}): two broker operations more each. */
+  overflowed?: number;
   /** The worker's CPU per delivered callback (µs), from the publishing of the delayed ones to the last delivery (fresh: over its drain). */
   workerCpuUs?: number;
   /** Delayed callbacks: confirmed publishes per second, all of them before the first fell due. */
@@ -82,7 +84,8 @@ async function runMode(ctx: BenchContext, mode: Mode, count: number, windowS: nu
     await receiver.waitForDelivered(count, 120_000 + count * 5);
     const freshSeconds = (receiver.lastAt - receiver.firstAt) / 1000;
     const workerCpuFresh = perCallbackUs(workerCpuAtStart, cpuSeconds(worker.pid), receiver.delivered);
-    const fresh = { count, publishRate: freshPublished.rate, seconds: freshSeconds, rate: receiver.delivered / freshSeconds, workerCpuUs: workerCpuFresh };
+    const freshOverflowed = await overflowCount(metricsPort).catch(() => undefined);
+    const fresh = { count, publishRate: freshPublished.rate, seconds: freshSeconds, rate: receiver.delivered / freshSeconds, workerCpuUs: workerCpuFresh, overflowed: freshOverflowed };
     ctx.log(`pending ${mode}: fresh ${receiver.delivered}/${count} at ${fmt(fresh.rate)}/s`);
     await sleep(2_000);
 
@@ -138,6 +141,7 @@ async function runMode(ctx: BenchContext, mode: Mode, count: number, windowS: nu
       delayedRate: receiver.delivered / Math.max(drainSeconds, 1e-3),
       workerCpuUs,
       deferred: await deferredCount(metricsPort).catch(() => undefined),
+      overflowed: await overflowCount(metricsPort).catch(() => undefined),
       bySecond: latenessBySecond(receiver.sentAts, receiver.latencies, base),
       brokerCores: cpuBefore === undefined || cpuAfter === undefined ? undefined : (cpuAfter - cpuBefore) / ((Date.now() - base + leadMs) / 1000),
     };
@@ -180,7 +184,7 @@ export const pending: Scenario = {
     for (const mode of modes) runs.push(await runMode(ctx, mode, count, windowS, background, leadS));
     const row = (run: PendingRun): string[] =>
       run.skipped
-        ? [run.mode, '', run.skipped, '', '', '', '', '', '', '', '', '', '', '', '']
+        ? [run.mode, '', run.skipped, '', '', '', '', '', '', '', '', '', '', '', '', '']
         : [
             run.mode,
             fmt(run.background),
@@ -196,13 +200,14 @@ export const pending: Scenario = {
             `${fmt(run.fresh!.rate)} (${fmt(run.fresh!.seconds, 1)} s)`,
             fmt((run.drainSeconds as number) / run.fresh!.seconds, 2),
             `${fmt(run.workerCpuUs)} (${fmt(run.fresh!.workerCpuUs)})`,
+            run.overflowed === undefined ? '' : `${run.overflowed} (${run.fresh!.overflowed ?? ''})`,
             run.deferred === undefined ? '' : String(run.deferred),
           ];
     return {
       tables: [
         {
           title: `Pending callbacks: ${count} due evenly over ${windowS} s (${fmt(count / windowS)}/s), the first ${fmt(leadS)} s after the publishing starts, one worker, ${process.env.BENCH_ISOLATION ? `ISOLATION=${process.env.BENCH_ISOLATION}` : 'default settings'}, ${TARGETS} instant targets`,
-          headers: ['delay mode', 'pending beside (--background)', 'delivered', 'publish /s', 'due before published', 'broker B/pending', 'lateness p50 ms', 'p99 ms', 'max ms', 'due /s', 'delayed /s (first due → last)', 'fresh /s (same worker)', 'delayed time ÷ fresh time', 'worker CPU µs/callback, delayed (fresh)', 'deferred (circuit open)'],
+          headers: ['delay mode', 'pending beside (--background)', 'delivered', 'publish /s', 'due before published', 'broker B/pending', 'lateness p50 ms', 'p99 ms', 'max ms', 'due /s', 'delayed /s (first due → last)', 'fresh /s (same worker)', 'delayed time ÷ fresh time', 'worker CPU µs/callback, delayed (fresh)', 'moved to P.slow, in all (in the fresh part)', 'deferred (circuit open)'],
           rows: runs.map(row),
         },
       ],
