@@ -25,6 +25,15 @@ import { throughput } from './scenarios/throughput.js';
 
 const SCENARIOS: Scenario[] = [throughput, halfLoad, retryTiming, backlog, scaleOut, isolation, fairness, ingest, pending, limits];
 
+/** A numeric option, or undefined when not given; anything but a number ≥ 0 stops the run before it starts, naming the option. */
+function numberOption(name: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const number = Number(value);
+  if (value.trim() !== '' && Number.isFinite(number) && number >= 0) return number;
+  process.stderr.write(`--${name} must be a number ≥ 0, got "${value}"\n`);
+  process.exit(2);
+}
+
 const { values } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
@@ -53,6 +62,15 @@ if (unknown.length > 0) {
   process.exit(2);
 }
 
+const numbers = {
+  repeat: numberOption('repeat', values.repeat),
+  rate: numberOption('rate', values.rate),
+  count: numberOption('count', values.count),
+  windowS: numberOption('window', values.window),
+  background: numberOption('background', values.background),
+  leadS: numberOption('lead', values.lead),
+};
+
 const isLoopback = (url: string): boolean => ['localhost', '127.0.0.1', '[::1]'].includes(new URL(url).hostname);
 const began = Date.now();
 const log = (line: string): void => void process.stderr.write(`[${((Date.now() - began) / 1000).toFixed(0).padStart(4)} s] ${line}\n`);
@@ -76,16 +94,16 @@ try {
     shared: {},
     options: {
       profile: values.profile,
-      repeat: values.repeat === undefined ? undefined : Number(values.repeat),
-      rate: values.rate === undefined ? undefined : Number(values.rate),
+      repeat: numbers.repeat,
+      rate: numbers.rate,
       shapes: values.shape?.split(',').map((shape) => shape.trim()).filter(Boolean),
       long: values.long,
       pending: {
-        count: values.count === undefined ? undefined : Number(values.count),
-        windowS: values.window === undefined ? undefined : Number(values.window),
+        count: numbers.count,
+        windowS: numbers.windowS,
         modes: values.mode === undefined ? undefined : (values.mode.split(',').map((mode) => mode.trim()) as Array<'queues' | 'plugin'>),
-        background: values.background === undefined ? undefined : Number(values.background),
-        leadS: values.lead === undefined ? undefined : Number(values.lead),
+        background: numbers.background,
+        leadS: numbers.leadS,
       },
     },
     log,

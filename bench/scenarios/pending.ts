@@ -61,7 +61,8 @@ const body = (i: number, dueAt: number): { sentAt: number; i: number; event: str
  *    broker memory per pending callback is read from them;
  * 3. pending: the same worker; `count` callbacks published with `deliverAt` spread evenly over
  *    `window` seconds, the first due `lead` seconds after the publishing starts (by default long enough
- *    for it to be done, so that every callback is pending when the first falls due); broker memory is read with all of them pending, and each one's lateness at the receiver.
+ *    for it to be done, so that every callback is pending when the first falls due); broker memory is
+ *    read with all of them pending, and each one's lateness at the receiver.
  */
 async function runMode(ctx: BenchContext, mode: Mode, count: number, windowS: number, background: number, leadS: number): Promise<PendingRun> {
   if (mode === 'plugin' && !ctx.broker.hasPlugin) return { mode, skipped: SKIP_PLUGIN };
