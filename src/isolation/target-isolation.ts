@@ -67,6 +67,8 @@ export class TargetIsolation<T> implements Scheduler<T> {
   private busyLine = Number.POSITIVE_INFINITY;
   /** Each target's mean attempt time (ms, moving average), the most recently finished last; bounded. */
   private readonly attemptMs = new Map<string, number>();
+  /** While the worker is saturated: the median of the targets' mean attempt times, else 0; worked out once per sweep that asks (undefined until then). */
+  private typicalAttemptMs: number | undefined;
   /** What a move to the overflow queue takes (ms, moving average); 0 until one was measured. */
   private moveMs = 0;
   /** How busy the worker's event loop is (0–1): the latest sweep's sample, and their moving average. */
@@ -263,6 +265,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
       this.lastDone.delete(target);
     }
     const waiting = [...this.share.waitingTargets()];
+    this.typicalAttemptMs = undefined;
     const mayLeave = windowBudget(this.windows);
     // Max-min fairness caps those that hold the most: half the largest holding among the waiting is the line.
     let most = 0;
@@ -353,11 +356,17 @@ export class TargetIsolation<T> implements Scheduler<T> {
    * when the quiet targets behind it needed them most: attempts of ALWAYS_WORTH_MS are worth a move
    * too, unless the worker itself is saturated (its event loop busy SATURATED_LOOP of the time). Then
    * every attempt waits for the worker, not for its receiver: a pre-filled queue's instant answers take
-   * 150–400 ms at start, and moving them would only double the broker's work on the same cores.
+   * 150–400 ms at start, and moving them would only double the broker's work on the same cores. So
+   * while saturated, a target whose attempts take no more than MOVE_WORTH times the median target's
+   * is not worth a move either, whatever a move takes: ten equally fast targets through a saturated
+   * worker moved up to a fifth of their callbacks, each move two broker operations more
+   * (docs/isolation.md); a 300 ms receiver among fast ones still moves.
    */
   private worthMoving(target: string): boolean {
     if (this.share.inFlight(target) >= this.share.limit(target) && !this.lastDone.has(target)) return true;
     const attemptMs = this.attemptMs.get(target) ?? 0;
+    this.typicalAttemptMs ??= this.saturated() ? median(this.attemptMs) : 0;
+    if (attemptMs <= MOVE_WORTH * this.typicalAttemptMs) return false;
     if (this.moveMs > 0 && attemptMs >= MOVE_WORTH * this.moveMs) return true;
     // Until a move has been timed its cost is unknown: only attempts that are slow by any measure.
     return attemptMs >= ALWAYS_WORTH_MS && !this.saturated();
@@ -445,6 +454,19 @@ const SATURATED_LOOP = 0.8;
 const SATURATED_LOOP_AVERAGE = 0.5;
 /** The weight of the newest sample in a moving average (attempt times, move times). */
 const MOVING_AVERAGE_WEIGHT = 0.2;
+
+/** Values the median is taken of at most (every n-th beyond), so that a sweep stays cheap with thousands of targets. */
+const MEDIAN_SAMPLE = 1_024;
+
+/** The median of `values` (sampled evenly past MEDIAN_SAMPLE); 0 for fewer than two: one target alone is no measure of the others. */
+function median(values: Map<string, number>): number {
+  const every = Math.ceil(values.size / MEDIAN_SAMPLE);
+  const sample: number[] = [];
+  let i = 0;
+  for (const value of values.values()) if (i++ % every === 0) sample.push(value);
+  sample.sort((a, b) => a - b);
+  return sample.length < 2 ? 0 : (sample[Math.floor((sample.length - 1) / 2)] as number);
+}
 
 /** A busy target stays busy this many `overflowAfterMs` after the last sign of it. */
 const BUSY_FOR = 4;

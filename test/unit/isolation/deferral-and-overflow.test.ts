@@ -202,6 +202,31 @@ describe('TargetIsolation: a busy target\'s excess overflows', () => {
     expect(hanging.sweep(400, 1).length).toBeGreaterThan(0);
   });
 
+  it('a saturated worker moves no backlog of a target whose attempts take about what every target\'s take; a slow one among fast ones still moves', () => {
+    /** Target t with a backlog and `attemptMs` attempts beside targets whose attempts took `others`, moves timed at 20 ms: what a sweep moves. */
+    const busyAmong = (attemptMs: number, others: number[], loopBusy = 1) => {
+      const iso = new TargetIsolation<number>(POLICY);
+      iso.moveTook(20);
+      others.forEach((ms, i) => {
+        iso.offer(`o${i}`, 100 + i, 'lane', 0);
+        const started = iso.next()!;
+        iso.complete(started.target, started.kind, { status: 200, durationMs: ms }, 50);
+      });
+      for (let i = 0; i < 12; i += 1) iso.offer('t', i, 'lane', 0);
+      const first = iso.next()!;
+      iso.next();
+      iso.complete('t', first.kind, { status: 200, durationMs: attemptMs }, 100);
+      iso.next();
+      return iso.sweep(400, loopBusy).length;
+    };
+    // Every target's attempts wait 150–300 ms for the worker (7–15× a move): none is worth a move.
+    expect(busyAmong(300, [150, 200, 250, 280])).toBe(0);
+    // A 1 s receiver among targets answering in 40 ms: its backlog moves.
+    expect(busyAmong(1_000, [40, 40, 40])).toBeGreaterThan(0);
+    // The rule is for a saturated worker: with its loop idle, the same 300 ms target moves.
+    expect(busyAmong(300, [150, 200, 250, 280], 0)).toBeGreaterThan(0);
+  });
+
   it('a quiet target is served before a busy one, and a busy target stops being busy once it stops waiting', () => {
     const iso = new TargetIsolation<number>(POLICY);
     for (let i = 0; i < 12; i += 1) iso.offer('busy', i, 'lane', 0);
