@@ -20,10 +20,12 @@ import { DELAY_BITS } from '../formats/limits.js';
  * sees more exits a second than fall due. Highest first (the version before) sent every delay of
  * 16 s or more into the 16 s level first, so a burst left that one queue as a burst again.
  *
- * The routing key still spells d in binary, 22 words, highest bit first (the wire contract), then the
- * lane bucket: a topic binding matches a digit's four words. An exchange with digits `bottom` … top
- * still ahead routes a key straight to the level of the lowest of them that is not 0, or to the
- * message's lane when all are: one routing step per level visited, never a walk down an exchange chain.
+ * The routing key spells d one word per hexadecimal digit, highest first, each digit written `x0` …
+ * `xf` (KeySpelling), then the lane bucket: a topic binding matches a digit's word. The first wire
+ * contract's spelling, 22 binary words, is bound beside it and still routed the same way. An exchange
+ * with digits `bottom` … top still ahead routes a key straight to the level of the lowest of them that
+ * is not 0, or to the message's lane when all are: one routing step per level visited, never a walk
+ * down an exchange chain.
  */
 export { DELAY_BITS, MAX_LEVEL_DELAY_MS } from '../formats/limits.js';
 
@@ -76,9 +78,31 @@ export function levelDelaySeconds(delayMs: number): number {
   return Math.min(Math.floor((delayMs - LEVEL_LEAD_MS) / 1_000), 2 ** DELAY_BITS - 1);
 }
 
-/** The routing key that carries `seconds` through the levels: 22 binary words, highest bit first. */
-export function delayRoutingKey(seconds: number): string {
-  return seconds.toString(2).padStart(DELAY_BITS, '0').split('').join('.');
+/**
+ * How a routing key spells a delay. `hex`, what the relay publishes: 6 words, one per hexadecimal
+ * digit, highest first, each `x` and the digit (60 s = 0x3c is `x0.x0.x0.x0.x3.xc`). `binary`, the
+ * first wire contract's and still accepted: 22 words of one bit each, highest first. A topic exchange
+ * matches a key word by word against every binding, so a key of 6 words routes in a fraction of the
+ * broker's time that one of 22 takes, at the entry and at every hop (docs/delay-modes.md, "The topic
+ * routing of the delay keys"). The two never match each other's bindings: a binding has a literal word
+ * of its own spelling (`0`/`1` or `x0` … `xf`), which no key of the other has, or, at the last
+ * exchange, only `*` words, as many as a key of its spelling has (7 or 23, without `#`).
+ */
+export type KeySpelling = 'hex' | 'binary';
+export const KEY_SPELLINGS: readonly KeySpelling[] = ['hex', 'binary'];
+
+/** A digit's words at `position`: one `x` word in hex, its bits in binary (4, or 2 for the top digit); '*' for any. */
+function digitWords(spelling: KeySpelling, position: number, digit: number | '*'): string[] {
+  if (spelling === 'hex') return [digit === '*' ? '*' : `x${digit.toString(16)}`];
+  const width = Math.min(DIGIT_BITS, DELAY_BITS - position * DIGIT_BITS);
+  return Array.from({ length: width }, (_, i) => (digit === '*' ? '*' : String((digit >> (width - 1 - i)) & 1)));
+}
+
+/** The routing key that carries `seconds` through the levels, in hex (what the relay publishes) or binary. */
+export function delayRoutingKey(seconds: number, spelling: KeySpelling = 'hex'): string {
+  return Array.from({ length: DIGITS }, (_, i) => DIGITS - 1 - i)
+    .flatMap((position) => digitWords(spelling, position, digitOf(seconds, position)))
+    .join('.');
 }
 
 /**
@@ -92,43 +116,42 @@ export interface LevelRoute {
 
 /**
  * The bindings of an exchange with the digit positions `ahead` still to visit, in the order they are
- * visited: each level of a digit ahead, bound by its own four words after zeros for the digits ahead
- * that come before it, and the lanes, for a key whose digits ahead are all 0. The words of digits
- * behind (already waited) or visited later match anything; a run of those at the end is left to the
- * `#` that also takes the bucket, so each binding key is as short as it can be (the unbinding of an
- * earlier version's levels names its keys exactly: level-layouts.ts).
+ * visited, for keys of one spelling: each level of a digit ahead, bound by its own words after zeros
+ * for the digits ahead that come before it, and the lanes, for a key whose digits ahead are all 0. The
+ * words of digits behind (already waited) or visited later match anything; a run of those at the end
+ * is left to the `#` that also takes the bucket, so each binding key is as short as it can be (the
+ * unbinding of an earlier version's levels names its binary keys exactly: level-layouts.ts).
  */
-export function digitRoutes(ahead: readonly number[]): LevelRoute[] {
+export function digitRoutes(ahead: readonly number[], spelling: KeySpelling): LevelRoute[] {
   const order = (position: number): number => (ahead.includes(position) ? ahead.indexOf(position) : Infinity);
-  /** The 22 words: `own` for the bits of `target`, 0 for the digits ahead before it, else '*'. */
-  const words = (target: number, own: (bit: number) => string): string[] =>
-    Array.from({ length: DELAY_BITS }, (_, i) => DELAY_BITS - 1 - i).map((bit) => {
-      const position = Math.floor(bit / DIGIT_BITS);
-      if (position === target) return own(bit);
-      return order(position) < order(target) ? '0' : '*';
+  /** The key's words: digit `digit` at `target`, 0 for the digits ahead before it, else '*'. */
+  const words = (target: number, digit: number): string[] =>
+    Array.from({ length: DIGITS }, (_, i) => DIGITS - 1 - i).flatMap((position) => {
+      if (position === target) return digitWords(spelling, position, digit);
+      return digitWords(spelling, position, order(position) < order(target) ? 0 : '*');
     });
   const routes: LevelRoute[] = [];
   for (const position of ahead) {
     for (let digit = digitMax(position); digit >= 1; digit -= 1) {
-      const key = words(position, (bit) => String((digit >> (bit - position * DIGIT_BITS)) & 1));
+      const key = words(position, digit);
       while (key.at(-1) === '*') key.pop();
       routes.push({ bindingKey: [...key, '#'].join('.'), to: digit * 2 ** (position * DIGIT_BITS) });
     }
   }
   // No target: every digit ahead comes before it, so all of them are 0.
-  const zeros = words(-1, () => '*');
+  const zeros = words(-1, 0);
   routes.push({ bindingKey: [...zeros, '*'].join('.'), to: 'lanes' });
   routes.push({ bindingKey: zeros.join('.'), to: 'no-bucket' });
   return routes;
 }
 
 /**
- * The bindings of an exchange with digits `bottom` … DIGITS − 1 still ahead, visited lowest first: the
- * entry exchange P.delay has all of them ahead (0), and a level at position n dead-letters into the
- * exchange with n + 1 … ahead (DIGITS: none, only the lanes).
+ * The bindings of an exchange with digits `bottom` … DIGITS − 1 still ahead, visited lowest first, for
+ * keys of `spelling`: the entry exchange P.delay has all of them ahead (0), and a level at position n
+ * dead-letters into the exchange with n + 1 … ahead (DIGITS: none, only the lanes).
  */
-export function levelRoutes(bottom: number): LevelRoute[] {
-  return digitRoutes(Array.from({ length: Math.max(0, DIGITS - bottom) }, (_, i) => bottom + i));
+export function levelRoutes(bottom: number, spelling: KeySpelling): LevelRoute[] {
+  return digitRoutes(Array.from({ length: Math.max(0, DIGITS - bottom) }, (_, i) => bottom + i), spelling);
 }
 
 export const levelTtlMs = (seconds: number): number => seconds * 1_000;

@@ -3,7 +3,7 @@
  * first, and those of earlier versions, with which of P.delay's bindings led into them, so that an
  * upgrade unbinds exactly those (retire-earlier-levels.ts). declare-topology.ts declares a layout.
  */
-import { DIGITS, digitRoutes, levelRoutes, type LevelRoute } from './delay-levels.js';
+import { DIGITS, KEY_SPELLINGS, digitRoutes, levelRoutes, type LevelRoute } from './delay-levels.js';
 import type { TopologyNames } from './topology-names.js';
 
 /**
@@ -18,11 +18,14 @@ export interface LevelLayout {
   routes: (from: number | 'entry') => LevelRoute[];
 }
 
-/** Today's levels: lowest digit first, so a level at position n hands its messages on to the digits above n. */
+/**
+ * Today's levels: lowest digit first, so a level at position n hands its messages on to the digits
+ * above n; bound for keys of both spellings (hex, and the first wire contract's binary).
+ */
 export const lowestFirst = (names: TopologyNames): LevelLayout => ({
   queue: names.delayLevel,
   exchange: names.delayLevelExchange,
-  routes: (from) => levelRoutes(from === 'entry' ? 0 : from + 1),
+  routes: (from) => KEY_SPELLINGS.flatMap((spelling) => levelRoutes(from === 'entry' ? 0 : from + 1, spelling)),
 });
 
 /**
@@ -31,7 +34,8 @@ export const lowestFirst = (names: TopologyNames): LevelLayout => ({
  * the exchange with n − 1 … 0 ahead (−1: none, only the lanes).
  */
 export function highFirstLevelRoutes(top: number): LevelRoute[] {
-  return digitRoutes(Array.from({ length: top + 1 }, (_, i) => top - i));
+  // That version knew only the binary keys.
+  return digitRoutes(Array.from({ length: top + 1 }, (_, i) => top - i), 'binary');
 }
 
 /**

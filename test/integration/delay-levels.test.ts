@@ -60,17 +60,48 @@ describe('queues mode delay levels', () => {
     await declareBinaryLevels(relay.channel, relay.names);
     const url = `${receiver.origin}/old`;
     // A retry the old version scheduled: 3 s = levels 1 and 0, entered through the old level 1's exchange.
-    relay.channel.publish(relay.names.binaryLevels.queues[20] as string, `${delayRoutingKey(3)}.${laneBucket(receiver.origin)}`, Buffer.from(JSON.stringify({ url, body: 'old' })), {
+    relay.channel.publish(relay.names.binaryLevels.queues[20] as string, `${delayRoutingKey(3, 'binary')}.${laneBucket(receiver.origin)}`, Buffer.from(JSON.stringify({ url, body: 'old' })), {
       persistent: true,
       contentType: 'application/json',
       messageId: 'old-1',
     });
     await relay.startWorker();
     await relay.publisher.publish({ url: `${receiver.origin}/new`, body: 'new' }, { delay: 3_000 });
-    await receiver.waitFor((requests) => requests.length >= 2, 15_000);
-    // Bound twice, the new callback would come a second time through the old levels 2 s later.
+    // A producer that writes the binary key itself (the first wire contract): the old levels matched it too.
+    relay.channel.publish(relay.names.delayExchange, `${delayRoutingKey(3, 'binary')}.${laneBucket(receiver.origin)}`, Buffer.from(JSON.stringify({ url: `${receiver.origin}/binary`, body: 'binary' })), {
+      persistent: true,
+      contentType: 'application/json',
+      messageId: 'binary-1',
+    });
+    await receiver.waitFor((requests) => requests.length >= 3, 15_000);
+    // Bound twice, a new callback would come a second time through the old levels 2 s later.
     await new Promise((resolve) => setTimeout(resolve, 4_000));
-    expect(receiver.requests.map((request) => request.path).sort()).toEqual(['/new', '/old']);
+    expect(receiver.requests.map((request) => request.path).sort()).toEqual(['/binary', '/new', '/old']);
+  });
+
+  it('a producer may spell the delay in hex or in binary: each callback arrives once, when due', async () => {
+    receiver = await open.receiver(() => ({ status: 200 }));
+    relay = await open.relay({ DELAY_MODE: 'queues' });
+    await relay.startWorker();
+    const bucket = laneBucket(receiver.origin);
+    const sentAt = Date.now();
+    // 2,600 ms, as a producer in another language writes it: 2 whole seconds of levels and the due time.
+    for (const spelling of ['hex', 'binary'] as const) {
+      for (const withBucket of [true, false]) {
+        const key = withBucket ? `${delayRoutingKey(2, spelling)}.${bucket}` : delayRoutingKey(2, spelling);
+        const path = `/${spelling}-${withBucket ? 'lane' : 'no-bucket'}`;
+        relay.channel.publish(relay.names.delayExchange, key, Buffer.from(JSON.stringify({ url: `${receiver.origin}${path}`, body: path })), {
+          persistent: true,
+          contentType: 'application/json',
+          messageId: path,
+          headers: { 'x-callback-due-at': sentAt + 2_600 },
+        });
+      }
+    }
+    await receiver.waitFor((requests) => requests.length >= 4, 15_000);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(receiver.requests.map((request) => request.path).sort()).toEqual(['/binary-lane', '/binary-no-bucket', '/hex-lane', '/hex-no-bucket']);
+    for (const request of receiver.requests) expect(request.at - sentAt, request.path).toBeGreaterThanOrEqual(2_600);
   });
 
   it('an upgrade from radix 16 visited highest first: only the old levels are unbound, what they hold arrives on time, and a new delayed callback arrives once', async () => {
@@ -82,7 +113,7 @@ describe('queues mode delay levels', () => {
     await applyDeclarations(channel, [...deliveryPath(names, { mode: 'queues', queueType: config.queueType, deliveryLimit: config.deliveryLimit }), ...delayLevels(names, 'quorum', old)]);
     const bucket = laneBucket(receiver.origin);
     const publishRaw = (exchange: string, seconds: number, path: string): boolean =>
-      channel.publish(exchange, `${delayRoutingKey(seconds)}.${bucket}`, Buffer.from(JSON.stringify({ url: `${receiver!.origin}${path}`, body: path })), {
+      channel.publish(exchange, `${delayRoutingKey(seconds, 'binary')}.${bucket}`, Buffer.from(JSON.stringify({ url: `${receiver!.origin}${path}`, body: path })), {
         persistent: true,
         contentType: 'application/json',
         messageId: path,
@@ -115,11 +146,17 @@ describe('queues mode delay levels', () => {
     const publisher = createPublisher(relay.config, createLogger('silent'));
     try {
       await publisher.publish({ url: `${receiver.origin}/new`, body: 'new' }, { delay: 3_000 });
+      // And one whose producer writes the binary key (the first wire contract), which the old levels matched.
+      relay.channel.publish(relay.names.delayExchange, `${delayRoutingKey(3, 'binary')}.${laneBucket(receiver.origin)}`, Buffer.from(JSON.stringify({ url: `${receiver.origin}/binary`, body: 'binary' })), {
+        persistent: true,
+        contentType: 'application/json',
+        messageId: 'binary-1',
+      });
       await relay.startWorker();
-      await receiver.waitFor((requests) => requests.length >= 1, 15_000);
-      // Still bound, the old levels would deliver it a second time.
+      await receiver.waitFor((requests) => requests.length >= 2, 15_000);
+      // Still bound, the old levels would deliver the binary one a second time.
       await new Promise((resolve) => setTimeout(resolve, 4_000));
-      expect(receiver.requests.map((request) => request.path)).toEqual(['/new']);
+      expect(receiver.requests.map((request) => request.path).sort()).toEqual(['/binary', '/new']);
     } finally {
       await publisher.close();
     }

@@ -3,6 +3,7 @@ import {
   DELAY_BITS,
   DELAY_LEVELS,
   DIGITS,
+  KEY_SPELLINGS,
   LEVEL_LEAD_MS,
   MAX_LEVEL_DELAY_MS,
   delayRoutingKey,
@@ -94,27 +95,40 @@ describe('levelDelaySeconds', () => {
 });
 
 describe('delayRoutingKey', () => {
-  it('spells the seconds in binary, 22 words, highest level first', () => {
-    expect(delayRoutingKey(0)).toBe(Array(22).fill('0').join('.'));
-    expect(delayRoutingKey(1)).toBe(`${'0.'.repeat(21)}1`);
-    expect(delayRoutingKey(5)).toBe(`${'0.'.repeat(19)}1.0.1`);
-    expect(delayRoutingKey(2 ** 21)).toBe(`1${'.0'.repeat(21)}`);
-    expect(delayRoutingKey(MAX_SECONDS)).toBe(Array(22).fill('1').join('.'));
+  it('spells the seconds in hex, one word x0 … xf per digit, highest first: what the relay publishes', () => {
+    expect(delayRoutingKey(0)).toBe(Array(6).fill('x0').join('.'));
+    expect(delayRoutingKey(60)).toBe('x0.x0.x0.x0.x3.xc');
+    expect(delayRoutingKey(21_600)).toBe('x0.x0.x5.x4.x6.x0');
+    expect(delayRoutingKey(MAX_SECONDS)).toBe(`x3${'.xf'.repeat(5)}`);
   });
 
-  it('always has 22 words of 0 or 1 within the range', () => {
+  it('spells the seconds in binary, 22 words, highest level first: the first wire contract', () => {
+    expect(delayRoutingKey(0, 'binary')).toBe(Array(22).fill('0').join('.'));
+    expect(delayRoutingKey(1, 'binary')).toBe(`${'0.'.repeat(21)}1`);
+    expect(delayRoutingKey(5, 'binary')).toBe(`${'0.'.repeat(19)}1.0.1`);
+    expect(delayRoutingKey(2 ** 21, 'binary')).toBe(`1${'.0'.repeat(21)}`);
+    expect(delayRoutingKey(MAX_SECONDS, 'binary')).toBe(Array(22).fill('1').join('.'));
+  });
+
+  it('always has 22 words of 0 or 1, or 6 of x0 … xf, within the range, both reading the same number', () => {
     const random = mulberry32(1);
     for (let i = 0; i < 500; i += 1) {
-      const words = delayRoutingKey(randomInt(random, 0, MAX_SECONDS)).split('.');
-      expect(words).toHaveLength(22);
-      expect(words.every((word) => word === '0' || word === '1')).toBe(true);
+      const seconds = randomInt(random, 0, MAX_SECONDS);
+      const bits = delayRoutingKey(seconds, 'binary').split('.');
+      expect(bits).toHaveLength(22);
+      expect(bits.every((word) => word === '0' || word === '1')).toBe(true);
+      expect(parseInt(bits.join(''), 2)).toBe(seconds);
+      const digits = delayRoutingKey(seconds).split('.');
+      expect(digits).toHaveLength(6);
+      expect(digits.every((word) => /^x[0-9a-f]$/.test(word))).toBe(true);
+      expect(parseInt(digits.map((word) => word.slice(1)).join(''), 16)).toBe(seconds);
     }
   });
 });
 
 describe('levelRoutes', () => {
   it('from the entry exchange: the lowest non-zero digit, by its words after the higher ones (anything), zeros below, then #', () => {
-    const routes = levelRoutes(0);
+    const routes = levelRoutes(0, 'binary');
     expect(routes).toHaveLength(78 + 2);
     expect(routes[0]).toEqual({ bindingKey: `${'*.'.repeat(18)}1.1.1.1.#`, to: 15 });
     expect(routes[14]).toEqual({ bindingKey: `${'*.'.repeat(18)}0.0.0.1.#`, to: 1 });
@@ -126,27 +140,62 @@ describe('levelRoutes', () => {
     expect(routes[79]).toEqual({ bindingKey: Array(22).fill('0').join('.'), to: 'no-bucket' });
   });
 
+  it('in hex: the same bindings, a word per digit', () => {
+    const routes = levelRoutes(0, 'hex');
+    expect(routes).toHaveLength(78 + 2);
+    expect(routes[0]).toEqual({ bindingKey: '*.*.*.*.*.xf.#', to: 15 });
+    expect(routes[15]).toEqual({ bindingKey: '*.*.*.*.xf.x0.#', to: 15 * 16 });
+    expect(routes[75]).toEqual({ bindingKey: 'x3.x0.x0.x0.x0.x0.#', to: 3 * 2 ** 20 });
+    expect(routes[78]).toEqual({ bindingKey: 'x0.x0.x0.x0.x0.x0.*', to: 'lanes' });
+    expect(routes[79]).toEqual({ bindingKey: 'x0.x0.x0.x0.x0.x0', to: 'no-bucket' });
+    expect(levelRoutes(5, 'hex')[0]).toEqual({ bindingKey: 'x3.#', to: 3 * 2 ** 20 });
+    expect(levelRoutes(5, 'hex')[3]).toEqual({ bindingKey: 'x0.*.*.*.*.*.*', to: 'lanes' });
+    expect(levelRoutes(DIGITS, 'hex')).toEqual([
+      { bindingKey: '*.*.*.*.*.*.*', to: 'lanes' },
+      { bindingKey: '*.*.*.*.*.*', to: 'no-bucket' },
+    ]);
+  });
+
   it('above digit n: the words of the digits behind (n and below) match anything', () => {
-    expect(levelRoutes(DIGITS)).toEqual([
+    expect(levelRoutes(DIGITS, 'binary')).toEqual([
       { bindingKey: `${'*.'.repeat(22)}*`, to: 'lanes' },
       { bindingKey: `${'*.'.repeat(21)}*`, to: 'no-bucket' },
     ]);
-    expect(levelRoutes(5)[0]).toEqual({ bindingKey: '1.1.#', to: 3 * 2 ** 20 });
-    expect(levelRoutes(5)[3]).toEqual({ bindingKey: `0.0.${'*.'.repeat(20)}*`, to: 'lanes' });
-    expect(levelRoutes(1)[0]).toEqual({ bindingKey: `${'*.'.repeat(14)}1.1.1.1.#`, to: 15 * 16 });
-    expect(levelRoutes(1)[15]).toEqual({ bindingKey: `${'*.'.repeat(10)}1.1.1.1.0.0.0.0.#`, to: 15 * 256 });
+    expect(levelRoutes(5, 'binary')[0]).toEqual({ bindingKey: '1.1.#', to: 3 * 2 ** 20 });
+    expect(levelRoutes(5, 'binary')[3]).toEqual({ bindingKey: `0.0.${'*.'.repeat(20)}*`, to: 'lanes' });
+    expect(levelRoutes(1, 'binary')[0]).toEqual({ bindingKey: `${'*.'.repeat(14)}1.1.1.1.#`, to: 15 * 16 });
+    expect(levelRoutes(1, 'binary')[15]).toEqual({ bindingKey: `${'*.'.repeat(10)}1.1.1.1.0.0.0.0.#`, to: 15 * 256 });
   });
 
-  it('routes a single level straight to it', () => {
-    for (const level of DELAY_LEVELS) {
-      const only = `${delayRoutingKey(level.seconds)}.3`;
-      expect(levelRoutes(0).filter((route) => topicMatches(route.bindingKey, only)).map((route) => route.to)).toEqual([level.seconds]);
+  it('routes a single level straight to it, in either spelling', () => {
+    for (const spelling of KEY_SPELLINGS) {
+      for (const level of DELAY_LEVELS) {
+        const only = `${delayRoutingKey(level.seconds, spelling)}.3`;
+        expect(levelRoutes(0, spelling).filter((route) => topicMatches(route.bindingKey, only)).map((route) => route.to)).toEqual([level.seconds]);
+      }
     }
   });
 
   it('has one binding per level ahead, and the lanes', () => {
+    for (const spelling of KEY_SPELLINGS) {
+      for (let bottom = 0; bottom <= DIGITS; bottom += 1) {
+        expect(levelRoutes(bottom, spelling)).toHaveLength(DELAY_LEVELS.filter((level) => level.position >= bottom).length + 2);
+      }
+    }
+  });
+
+  it('never routes a key of one spelling by a binding of the other, at any exchange', () => {
+    const random = mulberry32(7);
+    const seconds = [0, 1, 15, 16, 60, 65_536, 0x10101, 0x111111, 0x311111, MAX_SECONDS, ...Array.from({ length: 300 }, () => randomInt(random, 0, MAX_SECONDS))];
     for (let bottom = 0; bottom <= DIGITS; bottom += 1) {
-      expect(levelRoutes(bottom)).toHaveLength(DELAY_LEVELS.filter((level) => level.position >= bottom).length + 2);
+      for (const [key, other] of [['hex', 'binary'], ['binary', 'hex']] as const) {
+        const bindings = levelRoutes(bottom, other).map((route) => route.bindingKey);
+        for (const s of seconds) {
+          for (const routingKey of [delayRoutingKey(s, key), `${delayRoutingKey(s, key)}.17`]) {
+            expect(bindings.filter((binding) => topicMatches(binding, routingKey)), `${routingKey} at ${bottom}`).toEqual([]);
+          }
+        }
+      }
     }
   });
 });

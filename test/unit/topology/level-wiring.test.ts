@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Declaration } from '../../../src/topology/declare-list.js';
 import { delayLevels } from '../../../src/topology/declare-topology.js';
-import { DELAY_BITS, DELAY_LEVELS, DIGITS, delayRoutingKey, levelsVisited } from '../../../src/topology/delay-levels.js';
+import { DELAY_BITS, DELAY_LEVELS, DIGITS, delayRoutingKey, levelsVisited, type KeySpelling } from '../../../src/topology/delay-levels.js';
 import { highestFirst, lowestFirst, type LevelLayout } from '../../../src/topology/level-layouts.js';
 import { LANE_BUCKETS, laneBucket, laneOf, topologyNames, type TopologyNames } from '../../../src/topology/topology-names.js';
 import { mulberry32, randomInt } from '../../support/prng.js';
@@ -86,12 +86,14 @@ function delays(): number[] {
   return all.filter((seconds) => seconds <= MAX_SECONDS);
 }
 
-const layouts: Array<[string, (names: TopologyNames) => LevelLayout, (seconds: number) => number[]]> = [
-  ['lowest digit first (today\'s)', lowestFirst, (seconds) => levelsVisited(seconds)],
-  ['highest digit first (the version before)', highestFirst, (seconds) => [...levelsVisited(seconds)].reverse()],
+const layouts: Array<[string, KeySpelling, (names: TopologyNames) => LevelLayout, (seconds: number) => number[]]> = [
+  ['lowest digit first (today\'s), hex keys', 'hex', lowestFirst, (seconds) => levelsVisited(seconds)],
+  ['lowest digit first (today\'s), binary keys', 'binary', lowestFirst, (seconds) => levelsVisited(seconds)],
+  // That version's levels knew only the binary keys; what they hold still drains through them.
+  ['highest digit first (the version before), binary keys', 'binary', highestFirst, (seconds) => [...levelsVisited(seconds)].reverse()],
 ];
 
-describe.each(layouts)('the delay levels as declared, %s', (_name, layout, order) => {
+describe.each(layouts)('the delay levels as declared, %s', (_name, spelling, layout, order) => {
   const declarations = delayLevels(names, 'quorum', layout(names));
   const wiring = wiringOf(declarations);
   const levelQueues = [...wiring.levels.keys()];
@@ -113,7 +115,7 @@ describe.each(layouts)('the delay levels as declared, %s', (_name, layout, order
     for (const [i, seconds] of delays().entries()) {
       // A real origin's bucket, then the others in turn, so that every lane binding is taken.
       const bucket = (origin + i) % LANE_BUCKETS;
-      const trip = walk(wiring, `${delayRoutingKey(seconds)}.${bucket}`);
+      const trip = walk(wiring, `${delayRoutingKey(seconds, spelling)}.${bucket}`);
       expect(trip.end, `${seconds} s, bucket ${bucket}`).toBe(laneOfBucket(bucket));
       expect(trip.waitedMs, `${seconds} s`).toBe(seconds * 1_000);
       expect(trip.visited, `${seconds} s`).toEqual(order(seconds));
@@ -126,7 +128,7 @@ describe.each(layouts)('the delay levels as declared, %s', (_name, layout, order
 
   it('take a key without a bucket through the same levels into P.work', () => {
     for (const seconds of delays()) {
-      const trip = walk(wiring, delayRoutingKey(seconds));
+      const trip = walk(wiring, delayRoutingKey(seconds, spelling));
       expect(trip.end, `${seconds} s`).toBe(names.workQueue);
       expect(trip.waitedMs, `${seconds} s`).toBe(seconds * 1_000);
       expect(trip.visited, `${seconds} s`).toEqual(order(seconds));
