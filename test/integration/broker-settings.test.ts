@@ -1,16 +1,12 @@
-import { execFile } from 'node:child_process';
-import { dirname, join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterEach, expect, inject, it } from 'vitest';
 import { execInContainer } from '../support/container-broker.js';
-import { findRabbitmqServer, startLocalBroker, type LocalNode } from '../support/local-broker.js';
+import { findRabbitmqServer, localRabbitmqctl, startLocalBroker, type LocalNode } from '../support/local-broker.js';
 
 // rabbitmq/advanced.config, as the rabbitmq/ image and the throwaway nodes load it, must reach the
 // parts of the broker it is meant for: RabbitMQ 4.3 sizes the quorum queues' write-ahead log from
 // rabbit's quorum_wal_max_size_bytes and ignores ra's wal_max_size_bytes, which earlier releases read
 // (docs/delay-modes.md, "Broker memory per pending callback"). Read on the run's broker when it is the
 // harness's container (the series under test), else on a throwaway node of our own.
-const run = promisify(execFile);
 const serverBin = findRabbitmqServer();
 let node: LocalNode | undefined;
 
@@ -24,8 +20,7 @@ async function evalOnBroker(expression: string): Promise<string> {
   if (inject('brokerSource') === 'testcontainers' && id) return (await execInContainer(id, ['rabbitmqctl', 'eval', expression])).trim();
   if (serverBin === undefined) throw new Error('no broker to read the settings of: the harness container or rabbitmq-server');
   node = node ?? (await startLocalBroker(serverBin));
-  const ctl = join(dirname(serverBin), 'rabbitmqctl');
-  return (await run(ctl, ['-n', node.node, 'eval', expression], { env: { ...process.env, HOME: node.home }, timeout: 60_000 })).stdout.trim();
+  return (await localRabbitmqctl(serverBin, node, ['eval', expression])).trim();
 }
 
 it.skipIf(inject('brokerSource') === 'AMQP_URL')('the shipped broker settings take effect: the quorum write-ahead log rolls over at 64 MiB, the dead-letter workers keep 1,024 in flight', async () => {

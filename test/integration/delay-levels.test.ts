@@ -68,11 +68,7 @@ describe('queues mode delay levels', () => {
     await relay.startWorker();
     await relay.publisher.publish({ url: `${receiver.origin}/new`, body: 'new' }, { delay: 3_000 });
     // A producer that writes the binary key itself (the first wire contract): the old levels matched it too.
-    relay.channel.publish(relay.names.delayExchange, `${delayRoutingKey(3, 'binary')}.${laneBucket(receiver.origin)}`, Buffer.from(JSON.stringify({ url: `${receiver.origin}/binary`, body: 'binary' })), {
-      persistent: true,
-      contentType: 'application/json',
-      messageId: 'binary-1',
-    });
+    publishRaw(relay.channel, relay.names.delayExchange, `${delayRoutingKey(3, 'binary')}.${laneBucket(receiver.origin)}`, `${receiver.origin}/binary`, 'binary-1');
     await receiver.waitFor((requests) => requests.length >= 3, 15_000);
     // Bound twice, a new callback would come a second time through the old levels 2 s later.
     await new Promise((resolve) => setTimeout(resolve, 4_000));
@@ -90,12 +86,7 @@ describe('queues mode delay levels', () => {
       for (const withBucket of [true, false]) {
         const key = withBucket ? `${delayRoutingKey(2, spelling)}.${bucket}` : delayRoutingKey(2, spelling);
         const path = `/${spelling}-${withBucket ? 'lane' : 'no-bucket'}`;
-        relay.channel.publish(relay.names.delayExchange, key, Buffer.from(JSON.stringify({ url: `${receiver.origin}${path}`, body: path })), {
-          persistent: true,
-          contentType: 'application/json',
-          messageId: path,
-          headers: { 'x-callback-due-at': sentAt + 2_600 },
-        });
+        publishRaw(relay.channel, relay.names.delayExchange, key, `${receiver.origin}${path}`, path, { 'x-callback-due-at': sentAt + 2_600 });
       }
     }
     await receiver.waitFor((requests) => requests.length >= 4, 15_000);
@@ -151,11 +142,7 @@ describe('queues mode delay levels', () => {
     try {
       await publisher.publish({ url: `${receiver.origin}/new`, body: 'new' }, { delay: 3_000 });
       // And one whose producer writes the binary key (the first wire contract), which the old levels matched.
-      relay.channel.publish(relay.names.delayExchange, `${delayRoutingKey(3, 'binary')}.${laneBucket(receiver.origin)}`, Buffer.from(JSON.stringify({ url: `${receiver.origin}/binary`, body: 'binary' })), {
-        persistent: true,
-        contentType: 'application/json',
-        messageId: 'binary-1',
-      });
+      publishRaw(relay.channel, relay.names.delayExchange, `${delayRoutingKey(3, 'binary')}.${laneBucket(receiver.origin)}`, `${receiver.origin}/binary`, 'binary-1');
       await relay.startWorker();
       await receiver.waitFor((requests) => requests.length >= 2, 15_000);
       // Still bound, the old levels would deliver the binary one a second time.
@@ -166,6 +153,11 @@ describe('queues mode delay levels', () => {
     }
   });
 });
+
+/** Publishes a callback to `url` with `key` as a producer that writes the key itself does (the wire contract). */
+function publishRaw(channel: Channel, exchange: string, key: string, url: string, id: string, headers?: Record<string, unknown>): boolean {
+  return channel.publish(exchange, key, Buffer.from(JSON.stringify({ url, body: id })), { persistent: true, contentType: 'application/json', messageId: id, headers });
+}
 
 /** What the one-level-per-bit version declared: level n waits 2^n s, P.delay and each level's exchange bind the levels below and the lanes. */
 async function declareBinaryLevels(channel: Channel, names: TopologyNames): Promise<void> {

@@ -1,9 +1,6 @@
-import { execFile } from 'node:child_process';
-import { dirname, join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterEach, expect, inject, it } from 'vitest';
 import { execInContainer } from '../support/container-broker.js';
-import { findRabbitmqServer, startLocalBroker, type LocalNode } from '../support/local-broker.js';
+import { findRabbitmqServer, localRabbitmqctl, startLocalBroker, type LocalNode } from '../support/local-broker.js';
 import { sleep } from '../support/modes.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
 
@@ -19,7 +16,6 @@ import { openedInEachTest } from '../support/opened-in-each-test.js';
 // broker no longer reads. The worker's late-confirm warning and a connection in state `blocked` show
 // that the copy met the alarm, however slow the machine.
 
-const run = promisify(execFile);
 let node: LocalNode | undefined;
 // Registered before the relay's and receiver's: it runs after them (afterEach hooks run last-first).
 afterEach(async () => {
@@ -37,19 +33,14 @@ interface AlarmableBroker {
   ctl(args: string[]): Promise<string>;
 }
 
-/** `rabbitmqctl` on a local node (its HOME holds the Erlang cookie). */
-function localCtl(target: LocalNode): AlarmableBroker['ctl'] {
-  const bin = join(dirname(serverBin as string), 'rabbitmqctl');
-  return async (args) => (await run(bin, ['-n', target.node, ...args], { env: { ...process.env, HOME: target.home }, timeout: 60_000 })).stdout;
-}
-
 /** The harness's container when it is the run's broker, else a throwaway node; undefined when neither. */
 async function alarmableBroker(): Promise<AlarmableBroker | undefined> {
   const id = inject('brokerContainerId');
   if (inject('brokerSource') === 'testcontainers' && id) return { url: inject('amqpUrl'), ctl: (args) => execInContainer(id, ['rabbitmqctl', ...args]) };
   if (serverBin === undefined) return undefined;
   node = await startLocalBroker(serverBin);
-  return { url: node.url, ctl: localCtl(node) };
+  const started = node;
+  return { url: node.url, ctl: (args) => localRabbitmqctl(serverBin, started, args) };
 }
 
 async function until(what: string, check: () => Promise<boolean> | boolean, timeoutMs: number): Promise<void> {

@@ -1,8 +1,9 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
 import amqplib from 'amqplib';
 import { nodePlugins } from './broker-plugins.js';
 import { freePort } from './free-port.js';
@@ -25,6 +26,12 @@ export interface LocalNode extends LocalBroker {
 const ADVANCED_CONFIG = fileURLToPath(new URL('../../rabbitmq/advanced.config', import.meta.url));
 
 const CANDIDATES = [process.env.RABBITMQ_SERVER_BIN, '/usr/lib/rabbitmq/bin/rabbitmq-server', '/usr/sbin/rabbitmq-server'];
+
+/** `rabbitmqctl ARGS` on a node started by startLocalBroker from `serverBin` (its HOME holds the Erlang cookie); its stdout. */
+export async function localRabbitmqctl(serverBin: string, target: LocalNode, args: string[]): Promise<string> {
+  const ctl = join(dirname(serverBin), 'rabbitmqctl');
+  return (await promisify(execFile)(ctl, ['-n', target.node, ...args], { env: { ...process.env, HOME: target.home }, timeout: 60_000 })).stdout;
+}
 
 export function findRabbitmqServer(): string | undefined {
   const onPath = spawnSync('sh', ['-c', 'command -v rabbitmq-server'], { encoding: 'utf8' }).stdout.trim();
