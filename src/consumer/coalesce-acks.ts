@@ -14,8 +14,8 @@ import type { Channel, Message } from 'amqplib';
  *
  * Nacks and rejects are sent at once, as before. An ack on a channel that is closed throws at once,
  * as amqplib's does; one whose channel closes before the turn ends is dropped (the broker requeues
- * the message, as it would have without the ack). The worker flushes before it closes its
- * connection on a stop, so a graceful stop loses no ack.
+ * the message, as it would have without the ack). On a stop the worker flushes, then closes each
+ * lane channel before its connection (lane-channels.ts close), so a graceful stop loses no ack.
  */
 export interface CoalescedAcks {
   /** A message arrived on the channel: until it is settled, no `multiple` ack may reach its tag. */

@@ -1,5 +1,6 @@
 import type { ChannelModel, ConfirmChannel, ConsumeMessage } from 'amqplib';
 import { isClosed } from '../amqp/publish-confirmed.js';
+import { withTimeout } from '../util/with-timeout.js';
 import type { Logger } from '../logger.js';
 import { coalesceAcks, type CoalescedAcks } from './coalesce-acks.js';
 import type { Lane } from './pipeline.js';
@@ -34,8 +35,17 @@ export interface LaneChannels {
   cancel(): Promise<void>;
   /** Every queue of the latest `open()` has its consumer (what readiness needs besides the connection). */
   consuming(): boolean;
-  /** Sends the acks each channel gathered in this turn (coalesce-acks.ts): the worker's stop, before it closes the connection. */
+  /** Sends the acks each channel gathered in this turn (coalesce-acks.ts). */
   flushAcks(): void;
+  /**
+   * The worker's stop, before it closes the connection: sends the gathered acks, then closes every
+   * channel and waits for the broker's close-ok. amqplib writes each channel's frames from a buffer
+   * of its own and drops what is still in it when the connection closes
+   * (https://github.com/amqp-node/amqplib/issues/143), so without this the last acks and give-backs of
+   * a loaded worker could be lost, and their callbacks delivered again by another worker. A channel
+   * closes only after every frame sent on it before, and the broker handles them in order.
+   */
+  close(): Promise<void>;
   /** Messages of `lane` delivered and not settled yet, of the `prefetch` its consumer may hold (0 while it has none). */
   unsettled(lane: Lane): number;
 }
@@ -52,6 +62,9 @@ export interface LaneChannelOptions {
 
 /** How long a lane whose channel closed alone waits before it is opened again. */
 const REOPEN_AFTER_MS = 500;
+
+/** How long close() waits for the broker's close-ok of the lane channels. */
+const CLOSE_WAIT_MS = 5_000;
 
 export function createLaneChannels(options: LaneChannelOptions): LaneChannels {
   const { logger } = options;
@@ -136,6 +149,13 @@ export function createLaneChannels(options: LaneChannelOptions): LaneChannels {
     consuming: () => expected > 0 && consumers.size === expected,
     flushAcks() {
       for (const { acks } of consumers.values()) acks.flush();
+    },
+    async close() {
+      const open = [...consumers.values()];
+      for (const { acks } of open) acks.flush();
+      // Bounded: a broker that never answers must not hold the stop; the connection's close follows anyway.
+      const closing = Promise.all(open.map(({ channel }) => channel.close().catch(() => {})));
+      await withTimeout(closing, CLOSE_WAIT_MS, () => new Error('lane channels did not close')).catch(() => logger.warn('the lane channels did not close in time; closing the connection'));
     },
     unsettled: (lane) => consumers.get(lane)?.acks.unsettled() ?? 0,
   };

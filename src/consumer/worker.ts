@@ -249,8 +249,8 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     const done = Promise.allSettled([untilDrained(), dueMover?.close()]).then(() => true);
     const finished = await Promise.race([done, sleep(consume.drainTimeoutMs).then(() => false)]);
     if (!finished) logger.warn({ unfinished: inFlight }, 'drain timeout: unfinished deliveries return to the queue');
-    // The last turn's acks leave before the connection closes, or their messages would be delivered again.
-    lanes.flushAcks();
+    // The last acks and give-backs reach the broker before the connection closes, or their messages would be delivered again.
+    await lanes.close();
     await channel?.close().catch(() => {});
     await manager?.close().catch(() => {});
     await presence?.close();

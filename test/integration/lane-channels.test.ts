@@ -157,3 +157,25 @@ it('coalesces acks without ever settling a message still held: closing the chann
   expect(new Set(received.map((r) => r.message.content.toString()))).toEqual(held);
   expect(received.every((r) => r.message.fields.redelivered)).toBe(true);
 });
+
+it('close() gets every ack to the broker before the connection closes: none of the acked messages comes back', async () => {
+  const channels = lanes();
+  await channels.open(connection, queues, 1_000);
+  const perQueue = 400;
+  const publisher = await connection.createConfirmChannel();
+  for (const [queue] of queues) for (let i = 0; i < perQueue; i += 1) publisher.sendToQueue(queue, Buffer.from(`${queue}/${i}`), { persistent: true });
+  await publisher.waitForConfirms();
+  await publisher.close();
+  await until(() => received.length === 2 * perQueue);
+  // Newest first, as fair scheduling may settle them; gathered, not yet sent.
+  for (const { channel, message } of [...received].reverse()) channel.ack(message);
+  await channels.close();
+  await connection.close();
+  // Unacked messages would be back in their queues as soon as the connection is gone.
+  connection = await amqplib.connect(inject('amqpUrl'));
+  connection.on('error', () => {});
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const check = await connection.createChannel();
+  for (const [queue] of queues) expect((await check.checkQueue(queue)).messageCount, queue).toBe(0);
+  await check.close();
+});
