@@ -5,6 +5,7 @@ import { benchPublisher, publishAll } from '../publish.js';
 import { startReceiver, type BenchReceiver } from '../receiver.js';
 import { freePort, withScope } from '../scope.js';
 import { fmt, summarize, type Summary } from '../stats.js';
+import { DEFAULT_LANES, laneBucket, laneOf } from '../../src/topology/topology-names.js';
 
 /** Receiver origins, as in the other scenarios: ten targets over the worker's lanes. */
 const TARGETS = 10;
@@ -45,6 +46,12 @@ interface PendingRun {
   brokerCores?: number;
   /** Callbacks deferred over the whole run (a target's circuit opened: slow attempts on a busy machine). */
   deferred?: number;
+  /**
+   * How many of the targets hash to each lane (the receivers' ports are new each run): a lane's
+   * callbacks come out of one quorum queue, so a run whose targets crowd into few lanes differs from
+   * one where they spread.
+   */
+  targetsPerLane?: number[];
   /** Lateness by the second of the window each callback was due in: where the tail comes from. */
   bySecond?: Array<{ second: number; count: number; p50: number; p99: number; max: number }>;
 }
@@ -69,6 +76,8 @@ async function runMode(ctx: BenchContext, mode: Mode, count: number, windowS: nu
   return withScope(ctx.url, async (scope) => {
     const receiver: BenchReceiver = scope.add(await startReceiver(TARGETS));
     const prefix = scope.prefix(`pending-${mode}`);
+    const targetsPerLane = Array.from({ length: DEFAULT_LANES }, (_, lane) => receiver.origins.filter((origin) => laneOf(laneBucket(origin), DEFAULT_LANES) === lane).length);
+    ctx.log(`pending ${mode}: targets per lane ${targetsPerLane.join(' ')}`);
     // BENCH_ISOLATION=off measures the delay path alone: on a busy machine slow attempts can open a
     // target's circuit, and its retries (15 s and more later) then count as lateness.
     const env: Record<string, string> = { DELAY_MODE: mode, ...(process.env.BENCH_ISOLATION ? { ISOLATION: process.env.BENCH_ISOLATION } : {}) };
@@ -143,6 +152,7 @@ async function runMode(ctx: BenchContext, mode: Mode, count: number, windowS: nu
       workerCpuUs,
       deferred: await deferredCount(metricsPort).catch(() => undefined),
       overflowed: await overflowCount(metricsPort).catch(() => undefined),
+      targetsPerLane,
       bySecond: latenessBySecond(receiver.sentAts, receiver.latencies, base),
       brokerCores: cpuBefore === undefined || cpuAfter === undefined ? undefined : (cpuAfter - cpuBefore) / ((Date.now() - base + leadMs) / 1000),
     };
