@@ -126,6 +126,8 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
     const delivered = (targets: Target[]): number => targets.reduce((sum, target) => sum + target.delivered.size, 0);
     const origins = (targets: Target[]): string[] => targets.map((target) => target.origin);
     const allPublished = perBusy * shape.busy + QUIET_CALLBACKS * shape.quiet;
+    const overflowMoves = await workerMetric(ports, 'callback_relay_moves_total', { kind: 'overflow' });
+    const deferrals = await workerMetric(ports, 'callback_relay_moves_total', { kind: 'deferred' });
     await sleep(firehose ? 300 : 0);
     const run: CrowdRun = {
       shape: shape.name,
@@ -138,9 +140,10 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
       workersReady,
       quietPublishes: firehose ? firehose.count(origins(quiet)) / delivered(quiet) : undefined,
       busyPublishes: firehose ? firehose.count(origins(busy)) / delivered(busy) : undefined,
-      allPublishes: (allPublished + (await workerPublishes(ports))) / (delivered(quiet) + delivered(busy)),
-      overflowMoves: await workerMetric(ports, 'callback_relay_moves_total', { kind: 'overflow' }),
-      deferrals: await workerMetric(ports, 'callback_relay_moves_total', { kind: 'deferred' }),
+      // Every broker publish: the producers', the workers' retry and dead-letter copies, and their moves.
+      allPublishes: (allPublished + (await workerPublishes(ports)) + overflowMoves + deferrals) / (delivered(quiet) + delivered(busy)),
+      overflowMoves,
+      deferrals,
       timeline: { binMs: TIMELINE_BIN_MS, busy: perBin(busy, started), quiet: perBin(quiet, started), quietPublishedAt: (Math.min(...publishedAt.values()) - started) / 1000 },
     };
     ctx.log(

@@ -259,8 +259,8 @@ export const fairness: Scenario = {
       notes.push(
         `crowd-*: backlogs queued before the workers start, quiet callbacks published 0.5 s after; quiet done: per quiet target, its first publish → its last delivery (goal ≤ ${QUIET_GOAL_S} s). Busy drained: workers' start → last busy delivery; × off: over the ISOLATION=off run of the same shape; from ready: both counted from the time every worker consumed. The results file holds each run's deliveries per 250 ms (timeline).`,
         ctx.broker.ctl
-          ? 'Publishes / delivered for quiet and busy targets: every client publish carrying that target\'s callback (producer, retry, dead-letter and any other copy a worker makes), counted through the firehose tracer (rabbitmqctl trace_on), over the callbacks delivered to it. All (metrics): producer publishes plus the retry and dead copies the workers report, over every delivered callback.'
-          : 'Publishes per target need rabbitmqctl on the broker (a local throwaway node: TEST_BROKER=local); this broker gives only the all-targets figure from the workers\' metrics.',
+          ? 'Publishes / delivered for quiet and busy targets: every client publish carrying that target\'s callback (producer, retry, dead-letter and any other copy a worker makes), counted through the firehose tracer (rabbitmqctl trace_on), over the callbacks delivered to it. All (metrics): producer publishes plus the retry and dead copies and the moves (to P.slow, and deferrals) the workers report, over every delivered callback.'
+          : 'Publishes per target need rabbitmqctl on the broker (a local throwaway node: TEST_BROKER=local); this broker gives only the all-targets figure from the workers\' metrics (producer publishes, retry and dead copies, moves to P.slow and deferrals, over every delivered callback).',
       );
     }
     return {
