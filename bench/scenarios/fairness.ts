@@ -252,7 +252,7 @@ export const fairness: Scenario = {
     }
     if (outageRuns.length) {
       notes.push(
-        'outage-*: one worker, the library publisher, DELAY_MODE auto (queues mode without the plugin); times in seconds from the first publish. Dead-lettered: messages in P.dead. Requests to X: requests that reached its server (a refused connection is none); attempts made: the worker\'s callback_relay_attempts_total (every attempt is a request or a connection tried); deferred (circuit open): its callback_relay_moves_total{kind="deferred"}, the times a due attempt was moved through the delay path, attempt kept, while X\'s circuit was open.',
+        'outage-*: one worker, the library publisher, DELAY_MODE auto (queues mode without the plugin); times in seconds from the first publish. Dead-lettered: messages in P.dead. Requests to X: requests that reached its server (a refused connection is none); attempts made: the worker\'s callback_relay_attempts_total (every attempt is a request or a connection tried); deferred (circuit open): its callback_relay_moves_total{kind="deferred"}, the times a due attempt was moved through the delay path, attempt kept, while X\'s circuit was open. Half and 95 % delivered: when that share of all the callbacks had been delivered (the last delivery alone is often a callback whose request hung in the outage, and its retry).',
       );
     }
     if (crowdRuns.length) {

@@ -83,6 +83,9 @@ export interface OutageRun {
   deferred: number;
   /** Seconds from the first publish. */
   lastDelivery: number | undefined;
+  /** Seconds from the first publish by which half, and 95 %, of all the callbacks were delivered (undefined: never). */
+  halfDelivered: number | undefined;
+  mostDelivered: number | undefined;
   lastDead: number | undefined;
   /** Every callback delivered or in P.dead; undefined: cut off at the shape's limit. */
   allEnded: number | undefined;
@@ -146,6 +149,8 @@ export async function outageRun(ctx: BenchContext, shape: OutageShape, isolation
       attempts: await workerMetric(ports, 'callback_relay_attempts_total'),
       deferred: await workerMetric(ports, 'callback_relay_moves_total', { kind: 'deferred' }),
       lastDelivery: seconds(lastDelivery),
+      halfDelivered: seconds(deliveredShare(target.delivered, shape.callbacks, 0.5)),
+      mostDelivered: seconds(deliveredShare(target.delivered, shape.callbacks, 0.95)),
       lastDead: seconds(lastDeadAt),
       allEnded: ended ? seconds(Math.max(lastDelivery ?? 0, lastDeadAt ?? 0)) : undefined,
     };
@@ -156,11 +161,18 @@ export async function outageRun(ctx: BenchContext, shape: OutageShape, isolation
 
 const secs = (value: number | undefined): string => (value === undefined ? '—' : fmt(value, 1));
 
+/** When `share` of `callbacks` had been delivered (the delivery times by callback); undefined if they never were. */
+function deliveredShare(delivered: Map<string, number>, callbacks: number, share: number): number | undefined {
+  const needed = Math.ceil(callbacks * share);
+  if (delivered.size < needed) return undefined;
+  return [...delivered.values()].sort((a, b) => a - b)[needed - 1];
+}
+
 /** A table of one shape: isolation on (the defaults) beside off. */
 export function outageTable(shape: OutageShape, runs: OutageRun[]): Table {
   return {
     title: `${shape.name}: ${shape.title}`,
-    headers: ['ISOLATION', 'delivered', 'dead-lettered (P.dead)', 'requests to X', 'attempts made', 'deferred (circuit open)', 'last delivery (s)', 'last dead-letter (s)', 'all ended (s)'],
+    headers: ['ISOLATION', 'delivered', 'dead-lettered (P.dead)', 'requests to X', 'attempts made', 'deferred (circuit open)', 'half delivered (s)', '95 % delivered (s)', 'last delivery (s)', 'last dead-letter (s)', 'all ended (s)'],
     rows: runs.map((run) => [
       run.isolation,
       `${run.delivered}/${run.callbacks}`,
@@ -168,6 +180,8 @@ export function outageTable(shape: OutageShape, runs: OutageRun[]): Table {
       String(run.requests),
       String(run.attempts),
       String(run.deferred),
+      secs(run.halfDelivered),
+      secs(run.mostDelivered),
       secs(run.lastDelivery),
       secs(run.lastDead),
       run.allEnded === undefined ? `cut off at ${fmt(shape.limitMs / 1000)}` : fmt(run.allEnded, 1),

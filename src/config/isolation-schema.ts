@@ -63,7 +63,7 @@ export const isolationSchema = {
     env: 'QUIET_PERIOD',
   },
   probeConcurrency: {
-    doc: 'Real attempts (probes) in flight per target whose circuit is open; its other due attempts are deferred, attempt kept, until an attempt would have timed out; then each is owed its real request, made while the target holds fewer than its share of slots, or, owed for a timeout already, while fewer than half the slots of the worker are taken (after 12 deferrals, regardless). No attempt is counted without a request.',
+    doc: 'Real attempts (probes) in flight per target whose circuit is open, not counting those past SLOW_THRESHOLD unanswered (each makes room for the next, so a receiver that hung is found back within a SLOW_THRESHOLD of its recovery); its other due attempts are deferred, attempt kept, until an attempt would have timed out; then each is owed its real request, made while the target holds fewer than its share of slots, or, owed for a timeout already, while fewer than half the slots of the worker are taken (after 16 deferrals, regardless). No attempt is counted without a request.',
     format: 'positive-int',
     default: 1,
     env: 'PROBE_CONCURRENCY',
@@ -76,7 +76,7 @@ export const isolationSchema = {
   },
   maxProbes: {
     defaultText: 'PREFETCH / 10, rounded up',
-    doc: 'Probes in flight over all targets whose circuit is open, so many bad targets cannot fill the worker.',
+    doc: 'Probes in flight over all targets whose circuit is open, those past SLOW_THRESHOLD included, so many bad targets cannot fill the worker.',
     format: 'optional-positive-int',
     default: null as number | null,
     env: 'MAX_PROBES',

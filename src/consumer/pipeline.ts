@@ -380,7 +380,7 @@ export function createPipeline(context: PipelineContext) {
       const slowAfterMs = scheduler.slowThresholdMs;
       const deadline = new AttemptDeadline(
         delivery.policy?.timeoutMs ?? context.deliver.timeoutMs,
-        slowAfterMs === undefined ? undefined : { afterMs: slowAfterMs, onSlow: () => apply(scheduler.overdue(target, clock())) },
+        slowAfterMs === undefined ? undefined : { afterMs: slowAfterMs, onSlow: () => apply(scheduler.overdue(target, clock(), kind)) },
       );
       // deliver never throws; the catch is a guarantee, not a path.
       outcome = await deliver(delivery, context.deliver, deadline, span?.context).catch((error: unknown) => ({ error: String(error), durationMs: clock() - startedAt }));

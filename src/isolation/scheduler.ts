@@ -64,7 +64,7 @@ export interface Scheduler<T> {
   /** How long until a target held back by its limit may start again (undefined: none is waiting on time). */
   wakeInMs?(nowMs: number): number | undefined;
   /** Called once a running attempt passes `slowThresholdMs` (never when that is undefined). */
-  overdue(target: string, nowMs: number): Effects<T>;
+  overdue(target: string, nowMs: number, kind: AttemptKind): Effects<T>;
   complete(target: string, kind: AttemptKind, outcome: DeliveryOutcome, nowMs: number, wasOverdue?: boolean): Effects<T>;
   abandon(target: string, kind: AttemptKind): void;
   drop(matches: (item: T) => boolean): T[];
@@ -87,8 +87,11 @@ export const NO_EFFECTS: Effects<never> = { transition: undefined, circuitOpen: 
 
 /** The first wait of a deferred attempt; each next one doubles (1 s is the delay levels' unit). */
 const FIRST_DEFER_MS = 1_000;
-/** Deferrals of one attempt at most, whatever the clocks say: a bound that is ours, not the broker's. */
-export const MAX_DEFERRALS = 12;
+/**
+ * Deferrals of one attempt at most, whatever the clocks say: a bound that is ours, not the broker's.
+ * With the waits of `circuitWait` an attempt is forced about eight attempt timeouts after it came due.
+ */
+export const MAX_DEFERRALS = 16;
 
 /**
  * What becomes of an attempt due while its target's circuit is open.
@@ -97,7 +100,8 @@ export const MAX_DEFERRALS = 12;
  * - `forced`: it was deferred `MAX_DEFERRALS` times: its request is made now, room or not;
  * - `mayBorrow`: it has been owed for an attempt timeout: it may take idle slots beyond its share;
  * - `defer`: otherwise (or when there is no room), the deferral that stores it again: until it is owed,
- *   as above; then for an attempt timeout, the time in which one of its target's slots frees.
+ *   as above; then for as long as it has been owed (1 s at least, an attempt timeout at most), so it
+ *   is looked at again soon after the circuit closes in a short outage, and seldom in a long one.
  */
 export interface CircuitWait {
   owed: boolean;
@@ -124,7 +128,7 @@ export function circuitWait(heldSince: number | undefined, deferrals: number, no
   const since = heldSince !== undefined && heldSince <= nowMs ? heldSince : nowMs;
   const left = since + attemptTimeoutMs - nowMs;
   const doubled = FIRST_DEFER_MS * 2 ** Math.min(deferrals, 20);
-  const delayMs = Math.max(FIRST_DEFER_MS, left > 0 ? Math.min(doubled, left) : attemptTimeoutMs);
+  const delayMs = Math.max(FIRST_DEFER_MS, left > 0 ? Math.min(doubled, left) : Math.min(-left, attemptTimeoutMs));
   const forced = deferrals >= MAX_DEFERRALS;
   return { owed: left <= 0 || forced, forced, mayBorrow: left <= -attemptTimeoutMs, defer: { delayMs, heldSince: since, deferrals: deferrals + 1 } };
 }

@@ -18,9 +18,12 @@ export function targetOf(url: string | URL, key: TargetKey): string {
 export interface IsolationPolicy extends HealthPolicy, FairSharePolicy {
   /** An attempt that takes this long is abnormal: it held a slot that others could have used. */
   slowThresholdMs: number;
-  /** Real attempts in flight (or about to start) per target whose circuit is open. */
+  /**
+   * Real attempts in flight (or about to start) per target whose circuit is open, but for those that
+   * have passed `slowThresholdMs` unanswered: each of those makes room for the next probe.
+   */
   probesPerTarget: number;
-  /** The same over all targets with an open circuit. */
+  /** Probes in flight over all targets with an open circuit, those past the slow threshold included. */
   maxProbes: number;
   /**
    * A target whose oldest waiting message has waited this long while it holds at least its initial
@@ -47,7 +50,9 @@ interface Waiting<T> {
  * included) count against it; a target that fails fast costs nothing, and one that answers slowly but
  * well is slow, not sick. While a circuit is open, a few probes per target are real attempts and every
  * other item is deferred without spending an attempt until it is owed its request (`circuitWait`,
- * `offerOwed`); the first success closes it.
+ * `offerOwed`); the first success closes it. A probe that passes the slow threshold unanswered makes
+ * room for the next one, so a receiver that hung is found back within a slow threshold of its
+ * recovery, not an attempt timeout (its hung attempts would otherwise hold every probe place).
  *
  * A target that keeps messages waiting while it holds its share of slots, and whose attempts take
  * much longer than a move, is busy: its waiting messages from the lanes move to the overflow queue
@@ -57,7 +62,10 @@ interface Waiting<T> {
 export class TargetIsolation<T> implements Scheduler<T> {
   private readonly health: EndpointHealth;
   private readonly share: FairShare<Waiting<T>>;
+  /** Probes in flight per target that have not passed the slow threshold yet (`probesPerTarget`). */
   private readonly probes = new Map<string, number>();
+  /** Probes in flight per target past the slow threshold: they count in `probesTotal` only. */
+  private readonly staleProbes = new Map<string, number>();
   private probesTotal = 0;
   /** Busy targets and until when they stay busy without a new sign of it. */
   private readonly busy = new Map<string, number>();
@@ -198,7 +206,11 @@ export class TargetIsolation<T> implements Scheduler<T> {
    * A target that has succeeded lately, however fast, loses its earned limit but the attempt is counted
    * only when it ends.
    */
-  overdue(target: string, nowMs: number): Effects<T> {
+  overdue(target: string, nowMs: number, kind: AttemptKind): Effects<T> {
+    if (kind === 'probe' && this.probes.has(target)) {
+      this.countDown(this.probes, target);
+      this.staleProbes.set(target, (this.staleProbes.get(target) ?? 0) + 1);
+    }
     if (this.health.worksSlowly(target, nowMs)) return NO_EFFECTS;
     this.share.slowed(target);
     // It answered lately: a machine or receiver slower than usual for a moment is no sign of a sick
@@ -221,7 +233,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
     this.lastDone.delete(target);
     this.lastDone.set(target, nowMs);
     this.recordAttemptTime(target, outcome.durationMs);
-    if (kind === 'probe') this.releaseProbe(target);
+    if (kind === 'probe') this.releaseProbe(target, wasOverdue);
     if (slow && succeeded) this.health.slowSuccess(target, nowMs);
     const counted = wasOverdue && this.takeProvisional(target);
     const effects = counted ? this.effects(target, succeeded ? this.health.amend(target, nowMs) : undefined) : this.effects(target, this.health.record(target, slow && !succeeded, nowMs, succeeded));
@@ -401,11 +413,19 @@ export class TargetIsolation<T> implements Scheduler<T> {
     return { transition, circuitOpen: taken.map((waiting) => waiting.item) };
   }
 
-  private releaseProbe(target: string): void {
-    const left = (this.probes.get(target) ?? 1) - 1;
-    if (left > 0) this.probes.set(target, left);
-    else this.probes.delete(target);
+  /** A probe ended (or never started); `wasOverdue`: it had passed the slow threshold, so it is a stale one. */
+  private releaseProbe(target: string, wasOverdue = false): void {
+    if (!(wasOverdue && this.countDown(this.staleProbes, target))) this.countDown(this.probes, target);
     this.probesTotal = Math.max(0, this.probesTotal - 1);
+  }
+
+  /** Takes one off `target`'s count, forgetting it at 0; false when there was none. */
+  private countDown(counts: Map<string, number>, target: string): boolean {
+    const count = counts.get(target) ?? 0;
+    if (count === 0) return false;
+    if (count > 1) counts.set(target, count - 1);
+    else counts.delete(target);
+    return true;
   }
 }
 

@@ -57,6 +57,24 @@ describeEachMode('isolation without side effects', (mode) => {
     expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
   });
 
+  it('a receiver that hung is found back while its hung requests still run: a probe past SLOW_THRESHOLD makes room for the next', async () => {
+    let hangUntil = 0;
+    const target = await startReceiver(() => (Date.now() < hangUntil ? 'hang' : { status: 200 }));
+    receivers = [target];
+    // HTTP_TIMEOUT 30 s: the requests made while it hung are still running when the check ends.
+    relay = await startRelay({ DELAY_MODE: mode, ...OUTAGE, HTTP_TIMEOUT: '30s' });
+    await relay.startWorker();
+    hangUntil = Date.now() + 2_000;
+    const published = await publishMany(target, 40, 'h');
+    const hung = (): Set<string> => ids(target.requests.filter((q) => q.at < hangUntil));
+    // Every callback but those whose request still hangs is delivered long before those time out.
+    await target.waitFor((r) => ids(r.filter((q) => q.at >= hangUntil)).size + hung().size >= published.length, 15_000);
+    expect(hung().size, 'few requests went to the receiver while it hung').toBeLessThan(published.length / 2);
+    expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
+    // Closed, the receiver ends the hung requests: the worker's stop need not wait for their timeout.
+    await target.close();
+  });
+
   it('a receiver that is slow but works (answers 200 after 1.2 s, SLOW_THRESHOLD 300 ms) has every callback delivered, at its first attempt', async () => {
     const target = await startReceiver(() => ({ status: 200, delayMs: 1_200 }));
     receivers = [target];

@@ -25,8 +25,16 @@ describe('circuitWait: an open circuit defers an attempt until a real one would 
     expect(now - 1_000_000).toBe(timeout);
   });
 
-  it('an owed attempt its target has no room for waits again an attempt timeout, and is forced after MAX_DEFERRALS', () => {
+  it('an owed attempt its target has no room for waits as long as it has been owed (1 s to an attempt timeout), and is forced after MAX_DEFERRALS', () => {
     expect(circuitWait(0, 4, 20_000, 10_000)).toEqual({ owed: true, forced: false, mayBorrow: true, defer: { delayMs: 10_000, heldSince: 0, deferrals: 5 } });
+    // Just owed: looked at again after 1 s, then 1 s, 2 s, 4 s, 8 s, 10 s …: soon after a short outage ends, seldom in a long one.
+    const waits: number[] = [];
+    for (let now = 10_000, deferrals = 4; waits.length < 7; deferrals += 1) {
+      const wait = circuitWait(0, deferrals, now, 10_000);
+      waits.push(wait.defer.delayMs);
+      now += wait.defer.delayMs;
+    }
+    expect(waits).toEqual([1_000, 1_000, 2_000, 4_000, 8_000, 10_000, 10_000]);
     // Owed, but for less than another attempt timeout: it may not borrow idle slots yet.
     expect(circuitWait(0, 3, 12_000, 10_000)).toMatchObject({ owed: true, mayBorrow: false });
     expect(circuitWait(0, 6, 200_000, 500).defer.delayMs).toBe(1_000);

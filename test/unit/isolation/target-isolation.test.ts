@@ -48,7 +48,7 @@ describe('TargetIsolation', () => {
     for (let i = 1; i <= 5; i += 1) iso.offer('busy', i, 'lane', 20);
     const running = [iso.next(), iso.next(), iso.next(), iso.next()];
     // Four attempts pass the threshold: not counted yet, and the target keeps its circuit closed.
-    for (let i = 0; i < running.length; i += 1) expect(iso.overdue('busy', 3_100 + i)).toEqual({ transition: undefined, circuitOpen: [] });
+    for (let i = 0; i < running.length; i += 1) expect(iso.overdue('busy', 3_100 + i, 'attempt')).toEqual({ transition: undefined, circuitOpen: [] });
     expect(iso.state('busy')).toBe('healthy');
     // They end in a success (amended nothing, no slow failure) or in timeouts, which count then.
     iso.complete('busy', running[0]!.kind, { status: 200, durationMs: 3_500 }, 3_600, true);
@@ -67,7 +67,7 @@ describe('TargetIsolation', () => {
     iso.complete('other', 'attempt', ok, 0);
     let failed: number[] = [];
     for (let i = 0; i < POLICY.degradeThreshold; i += 1) {
-      const effects = iso.overdue('a', i);
+      const effects = iso.overdue('a', i, 'attempt');
       if (effects.transition) {
         expect(effects.transition).toMatchObject({ target: 'a', from: 'healthy', to: 'degraded' });
         failed = effects.circuitOpen;
@@ -91,6 +91,27 @@ describe('TargetIsolation', () => {
     expect(probe).toMatchObject({ target: 'a', kind: 'probe' });
     iso.complete('a', 'probe', hang, 1_000);
     expect(iso.offer('a', 3, 'lane', 0)).toBe('queued');
+  });
+
+  it('a probe past the slow threshold makes room for the next one; MAX_PROBES still counts it until it ends', () => {
+    const iso = new TargetIsolation<number>(POLICY);
+    open(iso, 'a');
+    expect(iso.offer('a', 1, 'lane', 10_000)).toBe('queued');
+    expect(iso.next()).toMatchObject({ item: 1, kind: 'probe' });
+    expect(iso.offer('a', 2, 'lane', 11_000)).toBe('circuit-open');
+    // Unanswered at the slow threshold: the receiver still hangs, a new probe may find it back sooner.
+    iso.overdue('a', 13_000, 'probe');
+    expect(iso.offer('a', 2, 'lane', 13_000)).toBe('queued');
+    expect(iso.next()).toMatchObject({ item: 2, kind: 'probe' });
+    // Two probes in flight: MAX_PROBES (2) is reached whatever the targets, stale or not.
+    open(iso, 'b');
+    expect(iso.offer('b', 1, 'lane', 13_500)).toBe('circuit-open');
+    // The stale probe times out: its place over all targets frees, and a's own place stays taken by the fresh one.
+    iso.complete('a', 'probe', hang, 15_000, true);
+    expect(iso.offer('a', 3, 'lane', 15_000)).toBe('circuit-open');
+    expect(iso.offer('b', 1, 'lane', 15_000)).toBe('queued');
+    // The fresh probe succeeds: the circuit closes.
+    expect(iso.complete('a', 'probe', ok, 15_100).transition).toMatchObject({ to: 'healthy' });
   });
 
   it('closes the circuit on the first successful probe, however slow', () => {
@@ -148,7 +169,7 @@ describe('TargetIsolation', () => {
     for (let i = 0; i < 100; i += 1) {
       iso.offer('s', i, 'lane', i * 4_000);
       const next = iso.next();
-      if (i < 3) iso.overdue('s', i * 4_000 + 3_000);
+      if (i < 3) iso.overdue('s', i * 4_000 + 3_000, 'attempt');
       iso.complete('s', next!.kind, { status: 200, durationMs: 3_500 }, i * 4_000 + 3_500, i < 3);
       expect(iso.state('s')).toBe('healthy');
     }
@@ -158,13 +179,13 @@ describe('TargetIsolation', () => {
     const iso = new TargetIsolation<number>({ ...POLICY, degradeThreshold: 3 });
     for (let i = 0; i < 3; i += 1) iso.offer('s', i, 'lane', 0);
     const running = [iso.next(), iso.next()];
-    iso.overdue('s', 3_000);
-    expect(iso.overdue('s', 3_000).transition).toBeUndefined();
+    iso.overdue('s', 3_000, 'attempt');
+    expect(iso.overdue('s', 3_000, 'attempt').transition).toBeUndefined();
     // Third result: a slow success. The two overdue ones are amended as they succeed too.
     expect(iso.complete('s', running[0]!.kind, { status: 200, durationMs: 3_500 }, 3_500, true).transition).toBeUndefined();
     // Now the target is known to work slowly: an overdue attempt is not counted early.
     iso.offer('s', 9, 'lane', 3_500);
-    expect(iso.overdue('s', 6_500)).toEqual({ transition: undefined, circuitOpen: [] });
+    expect(iso.overdue('s', 6_500, 'attempt')).toEqual({ transition: undefined, circuitOpen: [] });
     expect(iso.state('s')).toBe('healthy');
   });
 
@@ -216,7 +237,7 @@ describe('TargetIsolation', () => {
     for (let i = 0; i < 2; i += 1) iso.offer('a', i, 'lane', 0);
     const running = [iso.next(), iso.next()];
     expect(running.every((r) => r?.target === 'a')).toBe(true);
-    for (let i = 0; i < POLICY.degradeThreshold; i += 1) iso.overdue('a', i);
+    for (let i = 0; i < POLICY.degradeThreshold; i += 1) iso.overdue('a', i, 'attempt');
     expect(iso.state('a')).toBe('degraded');
     expect(iso.offer('a', 99, 'lane', 0)).toBe('queued');
     expect(iso.next()).toBeUndefined();
