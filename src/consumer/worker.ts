@@ -174,6 +174,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       dueHold.hold(message.properties.headers, ch, release, () => giveBackHeld(ch, message));
     };
     if (topology.mode === 'plugin') dueMover = createDueMover(topology.names, consume.duePrefetch, logger, redeclare);
+    let declaredAtStart = true;
     manager = connectManager(config.amqpUrl);
     manager.on('connect', () => {
       // Registered before the channel's own listener, so this runs before the setup consumes again.
@@ -187,9 +188,11 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     channel = manager.createChannel({
       confirm: true,
       setup: async (ch: ConfirmChannel) => {
-        // One channel here (the start declared in parallel already): a setup that opened more on a
-        // connection being cut could wait forever.
-        await topology.declare(ch);
+        // The start declared the topology moments ago (in parallel; in queues mode with 8 lanes about
+        // 1,500 declarations, 0.4 s on 4.3 even when all exist), so the first setup does not declare it again; every
+        // later one does, on one channel: a setup that opened more on a connection being cut could wait forever.
+        if (declaredAtStart) declaredAtStart = false;
+        else await topology.declare(ch);
         if (stopping) return;
         // Events go on a channel of their own without confirms: best effort by design, and not a
         // confirm per callback for the broker to track on the channel that settles.
