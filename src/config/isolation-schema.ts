@@ -76,7 +76,7 @@ export const isolationSchema = {
   },
   maxProbes: {
     defaultText: 'PREFETCH / 10, rounded up',
-    doc: 'Probes in flight over all targets whose circuit is open, those past SLOW_THRESHOLD included, so many bad targets cannot fill the worker.',
+    doc: 'Probes in flight over all targets whose circuit is open, not counting those past SLOW_THRESHOLD unanswered (those hold slots an open circuit borrows: at most half the worker\'s), so many bad targets cannot fill the worker.',
     format: 'optional-positive-int',
     default: null as number | null,
     env: 'MAX_PROBES',

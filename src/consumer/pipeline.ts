@@ -485,6 +485,8 @@ export function createPipeline(context: PipelineContext) {
       if (!transition.shared) context.control?.broadcastHealth?.(transition.target, transition.to);
       logger.warn({ ...transition }, transition.to === 'degraded' ? 'target degraded: circuit open, attempts deferred but for probes' : 'target recovered: circuit closed');
       observer.transition(transition);
+      // An opened circuit kept its oldest waiting callback as its first probe: start it now.
+      if (transition.to === 'degraded') pump();
     }
   }
 

@@ -23,7 +23,11 @@ export interface IsolationPolicy extends HealthPolicy, FairSharePolicy {
    * have passed `slowThresholdMs` unanswered: each of those makes room for the next probe.
    */
   probesPerTarget: number;
-  /** Probes in flight over all targets with an open circuit, those past the slow threshold included. */
+  /**
+   * The same over all targets with an open circuit. Probes past the slow threshold are bounded by the
+   * slots an open circuit may borrow (half the worker's, FairShare), not by this: counted here, a few
+   * hung probes would keep every circuit from being probed until they time out.
+   */
   maxProbes: number;
   /**
    * A target whose oldest waiting message has waited this long while it holds at least its initial
@@ -51,8 +55,9 @@ interface Waiting<T> {
  * well is slow, not sick. While a circuit is open, a few probes per target are real attempts and every
  * other item is deferred without spending an attempt until it is owed its request (`circuitWait`,
  * `offerOwed`); the first success closes it. A probe that passes the slow threshold unanswered makes
- * room for the next one, so a receiver that hung is found back within a slow threshold of its
- * recovery, not an attempt timeout (its hung attempts would otherwise hold every probe place).
+ * room for the next one (in `probesPerTarget` and `maxProbes`), so a receiver that hung is found back
+ * within a slow threshold of its recovery, not an attempt timeout (its hung attempts would otherwise
+ * hold every probe place); the slots such probes hold are what an open circuit may borrow.
  *
  * A target that keeps messages waiting while it holds its share of slots, and whose attempts take
  * much longer than a move, is busy: its waiting messages from the lanes move to the overflow queue
@@ -64,7 +69,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
   private readonly share: FairShare<Waiting<T>>;
   /** Probes in flight per target that have not passed the slow threshold yet (`probesPerTarget`). */
   private readonly probes = new Map<string, number>();
-  /** Probes in flight per target past the slow threshold: they count in `probesTotal` only. */
+  /** Probes in flight per target past the slow threshold: they count in neither `probes` nor `probesTotal`. */
   private readonly staleProbes = new Map<string, number>();
   private probesTotal = 0;
   /** Busy targets and until when they stay busy without a new sign of it. */
@@ -207,8 +212,8 @@ export class TargetIsolation<T> implements Scheduler<T> {
    * only when it ends.
    */
   overdue(target: string, nowMs: number, kind: AttemptKind): Effects<T> {
-    if (kind === 'probe' && this.probes.has(target)) {
-      this.countDown(this.probes, target);
+    if (kind === 'probe' && this.countDown(this.probes, target)) {
+      this.probesTotal = Math.max(0, this.probesTotal - 1);
       this.staleProbes.set(target, (this.staleProbes.get(target) ?? 0) + 1);
     }
     if (this.health.worksSlowly(target, nowMs)) return NO_EFFECTS;
@@ -406,16 +411,27 @@ export class TargetIsolation<T> implements Scheduler<T> {
   }
 
   private effects(target: string, transition: Transition | undefined): Effects<T> {
-    // The circuit just opened: what waits for a slot would only wait for a failure; defer it now.
+    // The circuit just opened: what waits for a slot would only wait for a failure; defer it now. But
+    // the oldest stays as the circuit's first probe, so a receiver that is back already (a stall that
+    // ended as its held attempts timed out) is found now, not when a deferred callback comes back.
     if (transition?.to !== 'degraded') return { transition, circuitOpen: [] };
     const taken = this.share.takeWaiting(target);
     for (const waiting of taken) if (waiting.kind === 'probe') this.releaseProbe(target);
+    const first = taken[0];
+    if (first && (this.probes.get(target) ?? 0) < this.policy.probesPerTarget && this.probesTotal < this.policy.maxProbes) {
+      taken.shift();
+      this.probes.set(target, (this.probes.get(target) ?? 0) + 1);
+      this.probesTotal += 1;
+      this.share.push(target, { ...first, kind: 'probe' });
+      this.gate(target, this.lastNowMs);
+    }
     return { transition, circuitOpen: taken.map((waiting) => waiting.item) };
   }
 
   /** A probe ended (or never started); `wasOverdue`: it had passed the slow threshold, so it is a stale one. */
   private releaseProbe(target: string, wasOverdue = false): void {
-    if (!(wasOverdue && this.countDown(this.staleProbes, target))) this.countDown(this.probes, target);
+    if (wasOverdue && this.countDown(this.staleProbes, target)) return;
+    this.countDown(this.probes, target);
     this.probesTotal = Math.max(0, this.probesTotal - 1);
   }
 

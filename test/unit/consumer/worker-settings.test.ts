@@ -66,7 +66,8 @@ describe('isolationPolicy', () => {
     expect(iso.complete('t', 'attempt', { status: 503, durationMs: 100 }, 0).transition).toBeUndefined();
     const opened = iso.complete('t', 'attempt', { status: 503, durationMs: 100 }, 0);
     expect(opened.transition?.to).toBe('degraded');
-    expect(opened.circuitOpen).toEqual([2, 3, 4, 5]);
+    // The oldest waiting item (2) stays as the circuit's first probe.
+    expect(opened.circuitOpen).toEqual([3, 4, 5]);
   });
 });
 

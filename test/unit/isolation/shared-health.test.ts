@@ -44,9 +44,10 @@ describe('a circuit transition shared by another worker', () => {
     iso.offer(T, 2, 'lane', 0);
     const effects = iso.shareHealth(T, 'degraded', 0);
     expect(effects.transition?.shared).toBe(true);
-    expect(effects.circuitOpen).toEqual([1, 2]);
-    expect(iso.offer(T, 3, 'lane', 0)).toBe('queued'); // the one probe
-    expect(iso.offer(T, 4, 'lane', 0)).toBe('circuit-open');
+    // The oldest stays as the circuit's first probe; the other is deferred.
+    expect(effects.circuitOpen).toEqual([2]);
+    expect(iso.offer(T, 3, 'lane', 0)).toBe('circuit-open');
+    expect(iso.next()).toMatchObject({ item: 1, kind: 'probe' });
   });
 
   it('travels as a degraded or recovered marker naming its sender', () => {

@@ -58,7 +58,7 @@ describe('TargetIsolation', () => {
     expect(iso.complete('busy', running[3]!.kind, hang, 5_100, true).transition).toMatchObject({ to: 'degraded' });
   });
 
-  it('opens the circuit after DEGRADE_THRESHOLD slow results and fails what waits', () => {
+  it('opens the circuit after DEGRADE_THRESHOLD slow results and defers what waits, but for its first probe', () => {
     const iso = new TargetIsolation<number>(POLICY);
     for (let i = 0; i < 30; i += 1) iso.offer('a', i, 'lane', 0);
     iso.offer('other', 0, 'lane', 0);
@@ -73,7 +73,9 @@ describe('TargetIsolation', () => {
         failed = effects.circuitOpen;
       }
     }
-    expect(failed).toEqual(Array.from({ length: 28 }, (_, i) => i + 2));
+    // The oldest waiting item (2) stays as the circuit's first probe, at once.
+    expect(failed).toEqual(Array.from({ length: 27 }, (_, i) => i + 3));
+    expect(iso.next()).toMatchObject({ target: 'a', item: 2, kind: 'probe' });
     // Attempts already running finish; their results are not counted twice.
     expect(iso.complete('a', 'attempt', hang, 20, true).transition).toBeUndefined();
   });
@@ -93,7 +95,7 @@ describe('TargetIsolation', () => {
     expect(iso.offer('a', 3, 'lane', 0)).toBe('queued');
   });
 
-  it('a probe past the slow threshold makes room for the next one; MAX_PROBES still counts it until it ends', () => {
+  it('a probe past the slow threshold makes room for the next one, in PROBE_CONCURRENCY and in MAX_PROBES', () => {
     const iso = new TargetIsolation<number>(POLICY);
     open(iso, 'a');
     expect(iso.offer('a', 1, 'lane', 10_000)).toBe('queued');
@@ -103,13 +105,14 @@ describe('TargetIsolation', () => {
     iso.overdue('a', 13_000, 'probe');
     expect(iso.offer('a', 2, 'lane', 13_000)).toBe('queued');
     expect(iso.next()).toMatchObject({ item: 2, kind: 'probe' });
-    // Two probes in flight: MAX_PROBES (2) is reached whatever the targets, stale or not.
+    // Two probes in flight, one of them stale: MAX_PROBES (2) counts the fresh one only.
     open(iso, 'b');
-    expect(iso.offer('b', 1, 'lane', 13_500)).toBe('circuit-open');
-    // The stale probe times out: its place over all targets frees, and a's own place stays taken by the fresh one.
+    expect(iso.offer('b', 1, 'lane', 13_500)).toBe('queued');
+    open(iso, 'c');
+    expect(iso.offer('c', 1, 'lane', 13_600)).toBe('circuit-open');
+    // The stale probe times out: a's place stays taken by its fresh probe.
     iso.complete('a', 'probe', hang, 15_000, true);
     expect(iso.offer('a', 3, 'lane', 15_000)).toBe('circuit-open');
-    expect(iso.offer('b', 1, 'lane', 15_000)).toBe('queued');
     // The fresh probe succeeds: the circuit closes.
     expect(iso.complete('a', 'probe', ok, 15_100).transition).toMatchObject({ to: 'healthy' });
   });
