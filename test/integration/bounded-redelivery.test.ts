@@ -81,6 +81,10 @@ describe('no unbounded redelivery', () => {
     const receiver = await open.receiver(() => ({ status: 200 }));
     const relay = await open.relay({ DELAY_MODE: 'queues', PUBLISH_TIMEOUT: '2s' });
     await relay.startWorker();
+    // A first publish (to another receiver) waits until the publisher has declared its topology, which
+    // the refused P.paused below would otherwise make fail, as it would any declaration after it.
+    const other = await open.receiver(() => ({ status: 200 }));
+    await relay.publisher.publish({ url: `${other.origin}/warm-up`, body: {} });
     await cli(relay, ['target', 'pause', receiver.origin]);
     await sleep(500);
     // P.paused refuses every hold; the worker's redeclare of it fails (another queue holds the name).
