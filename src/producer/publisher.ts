@@ -129,14 +129,18 @@ export function createPublisher(
   const underWay = new Set<Promise<unknown>>();
   let closed = false;
 
-  async function publishConfirmed(content: Buffer, id: string, delayMs: number, bucket: number, trace: TraceContext | undefined): Promise<void> {
+  /** `dueAt`: when the callback is due (ms since the epoch), fixed when publish() was called. */
+  async function publishConfirmed(content: Buffer, id: string, dueAt: number, bucket: number, trace: TraceContext | undefined): Promise<void> {
     const timeout = (): RelayError => publishTimeoutError(config.publishTimeout);
     // The first declaration of the topology is not the publish's time (declaration-gate.ts).
     if (!gate.isDeclared) await gate.wait(config.publishTimeout, timeout);
     const deadline = Date.now() + config.publishTimeout;
     const lossesAtStart = losses;
     const resolved = resolvedTopology ?? (await withTimeout(topology, config.publishTimeout, timeout));
-    const route = deliveryRoute(resolved.names, resolved.mode, delayMs, bucket, Date.now());
+    // The delay left once the topology is declared: a first publish waits for that (a second or more
+    // on 4.3), and its callback must still fall due when the caller asked, not that much later.
+    const now = Date.now();
+    const route = deliveryRoute(resolved.names, resolved.mode, Math.max(0, dueAt - now), bucket, now);
     // Mandatory, so a lane or binding an operator deleted returns the callback instead of dropping it;
     // not with x-delay: the x-delayed-message exchange routes a delayed message to no queue at publish
     // time (https://github.com/rabbitmq/rabbitmq-delayed-message-exchange#limitations).
@@ -192,14 +196,15 @@ export function createPublisher(
     const tracer = tracerKnown ? knownTracer : await tracing;
     if (closed) throw new RelayError('CR_ERR_CLOSED', 'the publisher is closed; nothing was published');
     const { id, content, url } = encodeCallback(callback, config.maxPayloadBytes);
-    const delayMs = firstAttemptDelay(options, Date.now());
+    const calledAt = Date.now();
+    const delayMs = firstAttemptDelay(options, calledAt);
     const trace = traceOption(options);
     if (underWay.size >= config.publishBufferLimit) {
       throw new RelayError('CR_ERR_BUFFER_FULL', `${underWay.size} publishes are already waiting for the broker (PUBLISH_BUFFER_LIMIT=${config.publishBufferLimit}); nothing was published`);
     }
     const { origin } = url;
     const span = tracer?.startPublish(id, origin, delayMs, trace);
-    const settled = publishConfirmed(content, id, delayMs, laneBucket(origin), span ? span.context : trace);
+    const settled = publishConfirmed(content, id, calledAt + delayMs, laneBucket(origin), span ? span.context : trace);
     if (span) void settled.then(() => span.end(), (error: unknown) => span.end(error));
     const forget = (): void => void underWay.delete(tracked);
     const tracked: Promise<void> = settled.then(forget, forget);

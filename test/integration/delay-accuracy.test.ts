@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/logger.js';
+import { createPublisher } from '../../src/producer/publisher.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
 
 const open = openedInEachTest();
@@ -13,6 +15,8 @@ const median = (values: number[]): number => [...values].sort((a, b) => a - b)[M
  */
 const LATE_MEDIAN_MS = 250;
 const LATE_MS = 1_000;
+/** How late a new publisher's first delayed callback may arrive: its topology declaration is not in it. */
+const FIRST_PUBLISH_LATE_MS = 600;
 /** How early: never, but for the rounding of a timer to whole ms. */
 const EARLY_MS = 5;
 
@@ -68,10 +72,33 @@ describe('queues mode: on time to well under a second', () => {
     expect(median(lateness), `lateness ${lateness.join(', ')} ms`).toBeLessThanOrEqual(LATE_MEDIAN_MS);
   });
 
+  it('a publisher\'s first delayed publish falls due when asked, not later by its topology declaration', async () => {
+    const receiver = await open.receiver(() => ({ status: 200 }));
+    const relay = await open.relay({ DELAY_MODE: 'queues' });
+    await relay.startWorker();
+    // A new publisher declares the topology before its first publish goes out: a second or more on 4.3.
+    const publisher = createPublisher(relay.config, createLogger('silent'), Promise.resolve(undefined));
+    try {
+      const at = Date.now() + 1_500;
+      await publisher.publish({ url: `${receiver.origin}/first`, body: 0 }, { deliverAt: new Date(at) });
+      await receiver.waitFor((r) => r.length === 1, 10_000);
+      const late = (receiver.requests[0]?.at as number) - at;
+      expect(late).toBeGreaterThanOrEqual(-EARLY_MS);
+      // Counted from the end of the declaration, it came 1.2 s late on 4.3.
+      expect(late).toBeLessThan(FIRST_PUBLISH_LATE_MS);
+    } finally {
+      await publisher.close();
+    }
+  });
+
   it('a callback held until due by a worker that stops is delivered by the next one, on time', async () => {
     const receiver = await open.receiver(() => ({ status: 200 }));
     const relay = await open.relay({ DELAY_MODE: 'queues' });
     const first = await relay.startWorker();
+    // A first publish (to another receiver) waits for the publisher's topology declaration, a second or
+    // more on 4.3, and a deliverAt counts from the call: without it the callback could be due at once.
+    const other = await open.receiver(() => ({ status: 200 }));
+    await relay.publisher.publish({ url: `${other.origin}/warm-up`, body: 0 });
     const at = Date.now() + 1_200;
     // Under one level's worth: straight to the lane, where the first worker holds it, unacked.
     await relay.publisher.publish({ url: `${receiver.origin}/held`, body: 'held' }, { deliverAt: new Date(at) });
