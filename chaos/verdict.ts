@@ -1,6 +1,7 @@
 import { expectedOf, FATES, fateOf, idOf, successAttempt, successCertain, type Fate } from './fates.js';
 import type { Attempt } from './ledger.js';
 import type { DeadEntry } from './queues.js';
+import { CIRCUIT_OPEN } from '../src/reports.js';
 
 export interface FateRow {
   callbacks: number;
@@ -160,7 +161,9 @@ export function judge(input: VerdictInput): Verdict {
     }
     // Parked copies must carry the attempt count their reason implies.
     for (const entry of parked) {
-      if (entry.reason === 'exhausted' && entry.attempts !== input.maxAttempts) violate(id, `parked exhausted with x-callback-attempts ${entry.attempts}, not ${input.maxAttempts}`);
+      // Fewer only when its target's circuit stayed open to the end of its schedule (isolation.md#schedule-keeps-its-time).
+      const expired = entry.lastError?.split(':')[0] === CIRCUIT_OPEN && (entry.attempts ?? 0) < input.maxAttempts;
+      if (entry.reason === 'exhausted' && entry.attempts !== input.maxAttempts && !expired) violate(id, `parked exhausted with x-callback-attempts ${entry.attempts}, not ${input.maxAttempts}`);
       if (entry.reason === 'rejected' && fate === '4xx' && entry.attempts !== 1) violate(id, `parked rejected with x-callback-attempts ${entry.attempts}, not 1`);
     }
     if (successes.length > 0 && fate !== 'ok' && successes[0]!.attempt < successAttempt(fate)) violate(id, `answered 2xx at attempt ${successes[0]!.attempt}`);

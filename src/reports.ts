@@ -46,6 +46,18 @@ export interface HeldReport extends ReportedCallback {
   kind: 'held';
 }
 
+/**
+ * A callback whose target's circuit stayed open until its retry schedule would have ended with every
+ * attempt timing out, the target failing still: parked in P.dead as `exhausted` without another request.
+ */
+export interface ExpiredReport extends ReportedCallback {
+  kind: 'expired';
+  why: string;
+}
+
+/** The code an expired callback's last error starts with (`CIRCUIT_OPEN: …`), as `TIMEOUT: …` does a timed-out attempt's. */
+export const CIRCUIT_OPEN = 'CIRCUIT_OPEN';
+
 /** A message that is not a valid callback, parked in P.dead as `invalid`. */
 export interface InvalidReport {
   kind: 'invalid';
@@ -57,7 +69,7 @@ export interface InvalidReport {
  * What became of a message at one step, reported after it was carried out (so reports match what
  * the broker holds). Consumers branch on `kind`, never on an outcome's error text.
  */
-export type AttemptReport = TriedReport | CanceledReport | HeldReport | InvalidReport;
+export type AttemptReport = TriedReport | CanceledReport | HeldReport | ExpiredReport | InvalidReport;
 
 /**
  * What the pipeline tells the outside world: metrics and outcome events listen here, so the

@@ -63,7 +63,7 @@ export const isolationSchema = {
     env: 'QUIET_PERIOD',
   },
   probeConcurrency: {
-    doc: 'Real attempts (probes) in flight per target whose circuit is open, not counting those past SLOW_THRESHOLD unanswered (each makes room for the next, so a receiver that hung is found back within a SLOW_THRESHOLD of its recovery); its other due attempts are deferred, attempt kept, until an attempt would have timed out; then each is owed its real request, made while the target holds fewer than its share of slots, or, owed for a timeout already, while fewer than half the slots of the worker are taken (after 16 deferrals, regardless). No attempt is counted without a request.',
+    doc: 'Real attempts (probes) in flight per target whose circuit is open, not counting those past SLOW_THRESHOLD unanswered (each makes room for the next, so a receiver that hung is found back within a SLOW_THRESHOLD of its recovery); its other due attempts are deferred, attempt kept, until an attempt would have timed out; then each is owed its real request, made while the target holds fewer than its share of slots, or, owed for a timeout already, while fewer than half the slots of the worker are taken (after 16 deferrals, regardless). No attempt is counted without a request, and none outlasts its retry schedule: once the schedule would have ended with every attempt timing out, a callback whose target answered no request since the schedule began is dead-lettered as exhausted.',
     format: 'positive-int',
     default: 1,
     env: 'PROBE_CONCURRENCY',

@@ -3,13 +3,14 @@ import type { AutoPause } from '../control/auto-pause.js';
 import type { ControlView } from '../control/control-state.js';
 import type { DurableEvents } from '../events/durable-events.js';
 import type { HealthState } from '../isolation/health.js';
-import { circuitWait, type AttemptKind, type Effects, type Scheduler, type Source } from '../isolation/scheduler.js';
+import { circuitWait, type AttemptKind, type Effects, type ScheduleTime, type Scheduler, type Source } from '../isolation/scheduler.js';
 import { targetOf, type TargetKey } from '../isolation/target-isolation.js';
 import type { Logger } from '../logger.js';
 import { HEADER, readString } from '../message/headers.js';
 import type { DeliveryOutcome } from '../policy/classify-outcome.js';
 import { decide, type Decision, type RetryPolicy } from '../policy/decide.js';
 import type { Random } from '../policy/jitter.js';
+import { scheduleSpanMs } from '../policy/retry-schedule.js';
 import type { RetryPolicies } from '../policy/message-policy.js';
 import type { DelayMode } from '../topology/delay-levels.js';
 import { laneBucket, type TopologyNames } from '../topology/topology-names.js';
@@ -17,7 +18,7 @@ import type { AttemptSpan, Tracing } from '../tracing/tracing.js';
 import { AttemptDeadline } from './attempt-deadline.js';
 import { decode, type Decoded, type Delivery } from './decode.js';
 import { deliver, type DeliverOptions } from './deliver.js';
-import type { AttemptReport, Lane, PipelineObserver, TriedReport } from '../reports.js';
+import { CIRCUIT_OPEN, type AttemptReport, type Lane, type PipelineObserver, type TriedReport } from '../reports.js';
 import { sendBack, type ReturnRoute } from './send-back.js';
 import { settle, type AttemptRecord, type Settlement, type SettleContext, type SettleFallback, type StoreEvent } from './settle.js';
 
@@ -121,6 +122,12 @@ export function verdictOf(delivery: Delivery, outcome: DeliveryOutcome, startedA
   };
   return { decision, record };
 }
+
+/** The last error of a callback dead-lettered when its schedule ran out while its circuit was open. */
+const RAN_OUT = `${CIRCUIT_OPEN}: the target failed every request until the retry schedule ended`;
+
+/** A failed attempt past the end of its callback's schedule, its target failing throughout (`ranOut`): no retry, P.dead as `exhausted`. */
+const ranOutVerdict = ({ record }: Verdict): Verdict => ({ decision: { kind: 'dead', reason: 'exhausted', why: RAN_OUT }, record: { ...record, lastError: RAN_OUT } });
 
 /**
  * The per-message path, top to bottom: prepare (decode → admit) → attempt → conclude (decide →
@@ -239,6 +246,7 @@ export function createPipeline(context: PipelineContext) {
     const done = (): void => job.finish();
     if (control?.isCancelled(job.delivery.id, job.message.properties.headers)) void parkCanceled(job).then(done, job.finish);
     else if (control?.isPaused(job.origin)) void hold(job).then(done, job.finish);
+    else if (ranOut(job)) void expire(job);
     else offer(job, sourceOf(job));
   }
 
@@ -285,17 +293,21 @@ export function createPipeline(context: PipelineContext) {
    * Step 3 for a target whose circuit is open: the callback is deferred through the delay path, its
    * attempt kept, until the attempt would have ended (circuitWait). Then it is owed its request, made
    * as soon as its target has room (a forced one, or one whose deferral cannot be stored, at once): no
-   * attempt is ever counted without a request.
+   * attempt is ever counted without a request. But the schedule keeps its time: once the rest of it
+   * would have ended with every attempt timing out, the target failing throughout, the callback is
+   * dead-lettered (`expire`), no later than `ISOLATION=off` would have.
    */
   async function circuitOpen(job: Job): Promise<void> {
     if (givenBack) return giveBack(job);
+    const { delivery } = job;
     const headers = job.message.properties.headers;
     const heldSince = Date.parse(readString(headers, HEADER.heldSince) ?? '');
     const deferrals = Number(headers?.[HEADER.deferrals]);
-    const timeoutMs = job.delivery.policy?.timeoutMs ?? context.deliver.timeoutMs;
-    const wait = circuitWait(Number.isNaN(heldSince) ? undefined : heldSince, Number.isInteger(deferrals) && deferrals > 0 ? deferrals : 0, clock(), timeoutMs);
+    const timeoutMs = timeoutOf(delivery);
+    const wait = circuitWait(Number.isNaN(heldSince) ? undefined : heldSince, Number.isInteger(deferrals) && deferrals > 0 ? deferrals : 0, clock(), timeoutMs, scheduleOf(job));
+    if (wait.expired && scheduler.failedThroughout?.(job.target, wait.defer.scheduleSince, wait.giveUpAt - timeoutMs)) return expire(job);
     if (wait.owed && scheduler.offerOwed(job.target, job, sourceOf(job), clock(), wait) === 'queued') return pump();
-    const deferral = { [HEADER.heldSince]: new Date(wait.defer.heldSince).toISOString(), [HEADER.deferrals]: wait.defer.deferrals };
+    const deferral = { [HEADER.heldSince]: new Date(wait.defer.heldSince).toISOString(), [HEADER.deferrals]: wait.defer.deferrals, [HEADER.scheduleSince]: new Date(wait.defer.scheduleSince).toISOString() };
     try {
       if (await settle({ kind: 'move', delayMs: wait.defer.delayMs, headers: deferral }, { id: job.delivery.id }, moveContext(job))) {
         observer.moved('deferred');
@@ -310,6 +322,43 @@ export function createPipeline(context: PipelineContext) {
   }
 
   const sourceOf = (job: Job): Source => (job.lane === 'slow' ? 'overflow' : 'lane');
+  const timeoutOf = (delivery: Delivery): number => delivery.policy?.timeoutMs ?? context.deliver.timeoutMs;
+
+  /** A callback's schedule: from its first attempt, or from when that came due if the circuit deferred it; undefined before either. */
+  function scheduleOf({ delivery, message }: Job): ScheduleTime {
+    const since = Date.parse(readString(message.properties.headers, HEADER.scheduleSince) ?? delivery.firstAttemptAt ?? '');
+    const retry = delivery.policy?.retry ?? context.retry;
+    return { since: Number.isNaN(since) ? undefined : since, spanMs: scheduleSpanMs(retry.schedule, retry.maxAttempts, timeoutOf(delivery)) };
+  }
+
+  /**
+   * Whether a callback's schedule has ended, every attempt timing out, while its target failed
+   * throughout: its target must have answered no request since the schedule began (a receiver's answer
+   * may depend on the callback: a retry that finds its work done answers at once where the first
+   * attempt hung), and failed one when its last attempt would have been made, a timeout before the end.
+   * Asked before a retry is offered too, so that an open circuit does not make it a probe past its end.
+   */
+  function ranOut(job: Job): boolean {
+    if (!scheduler.failedThroughout || (job.delivery.firstAttemptAt === undefined && job.message.properties.headers?.[HEADER.scheduleSince] === undefined)) return false;
+    const { since, spanMs } = scheduleOf(job);
+    if (since === undefined) return false;
+    const end = since + spanMs;
+    return clock() >= end && scheduler.failedThroughout(job.target, since, end - timeoutOf(job.delivery));
+  }
+
+  /**
+   * A callback whose target's circuit stayed open to the end of its schedule's time, the target still
+   * failing: parked in P.dead as `exhausted`, where `ISOLATION=off` would have parked it by now after
+   * as many timeouts, without another request to a receiver that does not answer.
+   */
+  async function expire(job: Job): Promise<void> {
+    try {
+      await settleAndReport(job, { kind: 'dead', reason: 'exhausted', why: RAN_OUT }, ...unattempted(job, 'expired', RAN_OUT));
+      job.finish();
+    } catch (error) {
+      job.finish(error);
+    }
+  }
 
   /** A message that is not a valid callback: parked in P.dead as `invalid`, and the worker carries on. */
   async function parkInvalid({ id, attempt, error }: Extract<Decoded, { ok: false }>, message: ConsumeMessage, channel: ConfirmChannel): Promise<void> {
@@ -332,10 +381,11 @@ export function createPipeline(context: PipelineContext) {
   }
 
   /** The record and report of a callback parked or held before an attempt: the attempts made before count. */
-  function unattempted({ lane, delivery, target }: Job, kind: 'canceled' | 'held'): [AttemptRecord, AttemptReport] {
+  function unattempted({ lane, delivery, target }: Job, kind: 'canceled' | 'held' | 'expired', why?: string): [AttemptRecord, AttemptReport] {
     const attempts = delivery.attempt - 1;
-    const record: AttemptRecord = { id: delivery.id, attempts, firstAttemptAt: delivery.firstAttemptAt, lastAttemptAt: undefined, lastStatus: undefined, lastError: undefined, policy: delivery.policy };
-    return [record, { kind, id: delivery.id, url: delivery.callback.url, target, lane, attempt: attempts }];
+    const record: AttemptRecord = { id: delivery.id, attempts, firstAttemptAt: delivery.firstAttemptAt, lastAttemptAt: undefined, lastStatus: undefined, lastError: why, policy: delivery.policy };
+    const reported = { id: delivery.id, url: delivery.callback.url, target, lane, attempt: attempts };
+    return [record, kind === 'expired' ? { kind, ...reported, why: why ?? '' } : { kind, ...reported }];
   }
 
   /** Starts attempts while there are free slots and waiting jobs, until the worker stops. */
@@ -398,7 +448,9 @@ export function createPipeline(context: PipelineContext) {
     const { delivery, target, lane, finish } = job;
     let settling = false;
     try {
-      const { decision, record } = verdictOf(delivery, outcome, startedAt, context.retry, clock(), context.random);
+      const verdict = verdictOf(delivery, outcome, startedAt, context.retry, clock(), context.random);
+      // A probe made near the end of its callback's schedule: no retry past the end, as in expire.
+      const { decision, record } = verdict.decision.kind === 'retry' && ranOut(job) ? ranOutVerdict(verdict) : verdict;
       if (logger.isLevelEnabled('debug')) {
         logger.debug({ id: delivery.id, target, lane, attempt: delivery.attempt, status: outcome.status, error: outcome.error, ms: outcome.durationMs, decision: decision.kind }, 'attempt');
       }

@@ -101,6 +101,9 @@ export function outcomeEventOf(report: AttemptReport, worker: string, at: string
   if (report.kind === 'canceled') {
     return { type: 'canceled', id, url, attempt, status: undefined, error: 'canceled', nextAttemptAt: undefined, reason: 'canceled', durationMs: 0, worker, at };
   }
+  if (report.kind === 'expired') {
+    return { type: 'dead', id, url, attempt, status: undefined, error: report.why, nextAttemptAt: undefined, reason: 'exhausted', durationMs: 0, worker, at };
+  }
   const { decision, outcome } = report;
   return {
     type: outcomeTypeOf(report),
@@ -121,6 +124,7 @@ export function outcomeEventOf(report: AttemptReport, worker: string, at: string
 export function outcomeTypeOf(report: AttemptReport): OutcomeType {
   switch (report.kind) {
     case 'invalid':
+    case 'expired':
       return 'dead';
     case 'held':
       return 'paused';

@@ -49,6 +49,8 @@ interface TargetRecord {
   slowSuccessAt: number;
   /** When an attempt last succeeded, however fast. */
   successAt: number;
+  /** When an attempt last failed, or passed the slow threshold unanswered (or another worker opened the circuit). */
+  failureAt: number;
 }
 
 /** Successes in a row a flapping target needs at most to close its circuit. */
@@ -88,6 +90,7 @@ export class EndpointHealth {
       record.lastAbnormalAt = nowMs;
     }
     if (succeeded) record.successAt = nowMs;
+    else record.failureAt = nowMs;
     return this.decide(target, record, nowMs, succeeded);
   }
 
@@ -116,6 +119,12 @@ export class EndpointHealth {
   succeededLately(target: string, nowMs: number): boolean {
     const at = this.targets.get(target)?.successAt;
     return at !== undefined && nowMs - at < this.policy.quietPeriodMs;
+  }
+
+  /** Degraded, no attempt succeeded since `sinceMs`, and one failed (or went overdue) at `failedAfterMs` or later. */
+  failedThroughout(target: string, sinceMs: number, failedAfterMs: number): boolean {
+    const record = this.targets.get(target);
+    return record !== undefined && record.state === 'degraded' && record.successAt < sinceMs && record.failureAt >= failedAfterMs;
   }
 
   /** Succeeded slowly within the last quiet period: an attempt passing the threshold is no sign of trouble yet. */
@@ -165,6 +174,7 @@ export class EndpointHealth {
     if (state === 'degraded') {
       this.open(record, nowMs);
       record.lastAbnormalAt = nowMs;
+      record.failureAt = nowMs;
     } else this.close(record, nowMs, true);
     return { target, from, to: state, abnormal: record.abnormal, seen: record.results.length, shared: true };
   }
@@ -191,7 +201,7 @@ export class EndpointHealth {
     if (record) {
       this.targets.delete(target);
     } else {
-      record = { state: 'healthy', results: [], next: 0, abnormal: 0, lastAbnormalAt: Number.NEGATIVE_INFINITY, successes: 0, required: 1, closedAt: Number.NEGATIVE_INFINITY, slowSuccessAt: Number.NEGATIVE_INFINITY, successAt: Number.NEGATIVE_INFINITY };
+      record = { state: 'healthy', results: [], next: 0, abnormal: 0, lastAbnormalAt: Number.NEGATIVE_INFINITY, successes: 0, required: 1, closedAt: Number.NEGATIVE_INFINITY, slowSuccessAt: Number.NEGATIVE_INFINITY, successAt: Number.NEGATIVE_INFINITY, failureAt: Number.NEGATIVE_INFINITY };
       if (this.targets.size >= this.policy.maxTargets) this.evictOne();
     }
     this.targets.set(target, record);

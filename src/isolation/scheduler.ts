@@ -63,6 +63,11 @@ export interface Scheduler<T> {
   next(nowMs?: number): Next<T> | undefined;
   /** How long until a target held back by its limit may start again (undefined: none is waiting on time). */
   wakeInMs?(nowMs: number): number | undefined;
+  /**
+   * Whether `target`'s circuit is open, no request to it has succeeded since `sinceMs`, and one failed
+   * at `failedAfterMs` or later (absent when isolation is off).
+   */
+  failedThroughout?(target: string, sinceMs: number, failedAfterMs: number): boolean;
   /** Called once a running attempt passes `slowThresholdMs` (never when that is undefined). */
   overdue(target: string, nowMs: number, kind: AttemptKind): Effects<T>;
   complete(target: string, kind: AttemptKind, outcome: DeliveryOutcome, nowMs: number, wasOverdue?: boolean): Effects<T>;
@@ -87,6 +92,8 @@ export const NO_EFFECTS: Effects<never> = { transition: undefined, circuitOpen: 
 
 /** The first wait of a deferred attempt; each next one doubles (1 s is the delay levels' unit). */
 const FIRST_DEFER_MS = 1_000;
+/** The shortest wait of a deferral cut short by the end of its schedule. */
+const LAST_DEFER_MS = 100;
 /**
  * Deferrals of one attempt at most, whatever the clocks say: a bound that is ours, not the broker's.
  * With the waits of `circuitWait` an attempt is forced about eight attempt timeouts after it came due.
@@ -99,12 +106,19 @@ export const MAX_DEFERRALS = 16;
  *   target has room for it within its share of slots;
  * - `forced`: it was deferred `MAX_DEFERRALS` times: its request is made now, room or not;
  * - `mayBorrow`: it has been owed for an attempt timeout: it may take idle slots beyond its share;
+ *   Not when a request made now would end after `giveUpAt`: it waits for that instead;
+ * - `expired`: its schedule's time is over (`giveUpAt`): a receiver that never answered would have had
+ *   it dead-lettered by now with `ISOLATION=off`; if its target still fails (`failingSince`), it is;
  * - `defer`: otherwise (or when there is no room), the deferral that stores it again: until it is owed,
  *   as above; then for as long as it has been owed (1 s at least, an attempt timeout at most), so it
- *   is looked at again soon after the circuit closes in a short outage, and seldom in a long one.
+ *   is looked at again soon after the circuit closes in a short outage, and seldom in a long one;
+ *   never past `giveUpAt`.
  */
 export interface CircuitWait {
   owed: boolean;
+  expired: boolean;
+  /** When its schedule would have ended, every attempt timing out: `defer.scheduleSince` + the schedule's span. */
+  giveUpAt: number;
   forced: boolean;
   /**
    * Owed for an attempt timeout already (its target had no room then): it may borrow idle slots. Not
@@ -112,7 +126,13 @@ export interface CircuitWait {
    * moment later serves them.
    */
   mayBorrow: boolean;
-  defer: { delayMs: number; heldSince: number; deferrals: number };
+  defer: { delayMs: number; heldSince: number; deferrals: number; scheduleSince: number };
+}
+
+/** A callback's schedule: when it began (its first attempt came due or was made), and how long it lasts (`scheduleSpanMs`). */
+export interface ScheduleTime {
+  since: number | undefined;
+  spanMs: number;
 }
 
 /**
@@ -121,16 +141,27 @@ export interface CircuitWait {
  * closing. Once it has waited `attemptTimeoutMs` since it first came due (`heldSince`), the circuit
  * still open, it is owed its request: what `ISOLATION=off` would have sent by then. It is never spent
  * without a request: whether a receiver answers depends on the callback too (a retry that finds its
- * work done answers at once where the first attempt hung), so only a real attempt may count.
- * Pure: `heldSince` and `deferrals` travel in the message's headers.
+ * work done answers at once where the first attempt hung), so only a real attempt may count; but its
+ * schedule keeps its time: past its end with every attempt timing out (`schedule`, from its first
+ * attempt, or from when that first came due if the circuit deferred it), `ISOLATION=off` would have
+ * dead-lettered it if its receiver never answered, so the circuit may not keep it longer (`expired`).
+ * Pure: `heldSince`, `deferrals` and the schedule's start travel in the message's headers.
  */
-export function circuitWait(heldSince: number | undefined, deferrals: number, nowMs: number, attemptTimeoutMs: number): CircuitWait {
+export function circuitWait(heldSince: number | undefined, deferrals: number, nowMs: number, attemptTimeoutMs: number, schedule: ScheduleTime = { since: undefined, spanMs: Number.POSITIVE_INFINITY }): CircuitWait {
   const since = heldSince !== undefined && heldSince <= nowMs ? heldSince : nowMs;
+  const scheduleSince = schedule.since !== undefined && schedule.since <= since ? schedule.since : since;
+  const giveUpAt = scheduleSince + schedule.spanMs;
   const left = since + attemptTimeoutMs - nowMs;
   const doubled = FIRST_DEFER_MS * 2 ** Math.min(deferrals, 20);
-  const delayMs = Math.max(FIRST_DEFER_MS, left > 0 ? Math.min(doubled, left) : Math.min(-left, attemptTimeoutMs));
+  const wait = Math.max(FIRST_DEFER_MS, left > 0 ? Math.min(doubled, left) : Math.min(-left, attemptTimeoutMs));
+  const expired = nowMs >= giveUpAt;
+  // A request made now would end after the schedule's end: it waits for the end instead, when what its
+  // target did meanwhile decides (dead-lettered, or owed its request after all).
+  const tooLate = !expired && nowMs + attemptTimeoutMs > giveUpAt;
+  // Back by the end of its schedule: that is when it may be dead-lettered, not a deferral later.
+  const delayMs = expired ? wait : Math.max(LAST_DEFER_MS, Math.min(wait, giveUpAt - nowMs));
   const forced = deferrals >= MAX_DEFERRALS;
-  return { owed: left <= 0 || forced, forced, mayBorrow: left <= -attemptTimeoutMs, defer: { delayMs, heldSince: since, deferrals: deferrals + 1 } };
+  return { owed: (left <= 0 && !tooLate) || forced, forced, mayBorrow: left <= -attemptTimeoutMs, expired, giveUpAt, defer: { delayMs, heldSince: since, deferrals: deferrals + 1, scheduleSince } };
 }
 
 /**

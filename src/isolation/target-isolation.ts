@@ -106,10 +106,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
   /** A newly consumed item: queued for a slot (as an attempt or a probe), deferred, or moved to the overflow queue. */
   offer(target: string, item: T, source: Source, nowMs: number): Offered {
     if (this.health.state(target) === 'degraded') {
-      const probes = this.probes.get(target) ?? 0;
-      if (probes >= this.policy.probesPerTarget || this.probesTotal >= this.policy.maxProbes) return 'circuit-open';
-      this.probes.set(target, probes + 1);
-      this.probesTotal += 1;
+      if (!this.takeProbe(target)) return 'circuit-open';
       this.share.push(target, { item, kind: 'probe', at: nowMs, source });
       this.gate(target, nowMs);
       return 'queued';
@@ -243,6 +240,10 @@ export class TargetIsolation<T> implements Scheduler<T> {
     const counted = wasOverdue && this.takeProvisional(target);
     const effects = counted ? this.effects(target, succeeded ? this.health.amend(target, nowMs) : undefined) : this.effects(target, this.health.record(target, slow && !succeeded, nowMs, succeeded));
     return backoff ? { ...effects, backoff } : effects;
+  }
+
+  failedThroughout(target: string, sinceMs: number, failedAfterMs: number): boolean {
+    return this.health.failedThroughout(target, sinceMs, failedAfterMs);
   }
 
   /** Another worker's circuit transition (P.control): taken as this worker's own, effects included. */
@@ -418,14 +419,21 @@ export class TargetIsolation<T> implements Scheduler<T> {
     const taken = this.share.takeWaiting(target);
     for (const waiting of taken) if (waiting.kind === 'probe') this.releaseProbe(target);
     const first = taken[0];
-    if (first && (this.probes.get(target) ?? 0) < this.policy.probesPerTarget && this.probesTotal < this.policy.maxProbes) {
+    if (first && this.takeProbe(target)) {
       taken.shift();
-      this.probes.set(target, (this.probes.get(target) ?? 0) + 1);
-      this.probesTotal += 1;
       this.share.push(target, { ...first, kind: 'probe' });
       this.gate(target, this.lastNowMs);
     }
     return { transition, circuitOpen: taken.map((waiting) => waiting.item) };
+  }
+
+  /** A probe place of `target`, if it has one free (`probesPerTarget`) and so do all targets (`maxProbes`). */
+  private takeProbe(target: string): boolean {
+    const probes = this.probes.get(target) ?? 0;
+    if (probes >= this.policy.probesPerTarget || this.probesTotal >= this.policy.maxProbes) return false;
+    this.probes.set(target, probes + 1);
+    this.probesTotal += 1;
+    return true;
   }
 
   /** A probe ended (or never started); `wasOverdue`: it had passed the slow threshold, so it is a stale one. */

@@ -47,6 +47,11 @@ export const HEADER = {
    */
   heldSince: 'x-callback-held-since',
   deferrals: 'x-callback-deferrals',
+  /**
+   * On a callback whose first attempt a circuit deferred: when that came due (ISO time). Its schedule
+   * counts from then, not from the first request; retries and dead-letter copies carry it.
+   */
+  scheduleSince: 'x-callback-schedule-since',
 } as const;
 
 /** Per-publish headers: they belong to the one publish that set them, never to its copies. */

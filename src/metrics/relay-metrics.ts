@@ -94,6 +94,8 @@ export function createRelayMetrics(health: () => HealthSource | undefined): { re
       if (report.kind === 'held') return;
       // A canceled callback or an invalid message is parked without an attempt: only its outcome counts.
       if (report.kind === 'canceled' || report.kind === 'invalid') return void outcomes.inc({ outcome: 'dead', reason: report.kind });
+      // Expired: its circuit open to the end of its schedule, dead-lettered without another attempt.
+      if (report.kind === 'expired') return void outcomes.inc({ outcome: 'dead', reason: 'exhausted' });
       attempts.inc({ lane: report.lane, result: attemptResult(report) });
       duration.observe({ lane: report.lane }, report.outcome.durationMs / 1000);
       const { decision } = report;

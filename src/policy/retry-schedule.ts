@@ -10,3 +10,17 @@ export function scheduledDelay(schedule: readonly number[], failedAttempt: numbe
 
 /** Whether another attempt may follow `failedAttempt` when `maxAttempts` are allowed in all. */
 export const hasAttemptsLeft = (failedAttempt: number, maxAttempts: number): boolean => failedAttempt < maxAttempts;
+
+/**
+ * How long a callback's whole schedule lasts from its first attempt when every attempt takes its whole
+ * `attemptTimeoutMs` and fails: when a receiver that never answers has it dead-lettered as exhausted.
+ * Delays count as scheduled (jitter spreads them evenly around that).
+ */
+export function scheduleSpanMs(schedule: readonly number[], maxAttempts: number, attemptTimeoutMs: number): number {
+  let span = 0;
+  for (let attempt = 1; attempt <= maxAttempts; attempt += 1) {
+    span += attemptTimeoutMs;
+    if (hasAttemptsLeft(attempt, maxAttempts)) span += scheduledDelay(schedule, attempt);
+  }
+  return span;
+}

@@ -32,6 +32,12 @@ describe('outcomeEventOf', () => {
     });
   });
 
+  it('a callback whose circuit stayed open to the end of its schedule: a dead event, exhausted, with the attempts made', () => {
+    expect(outcomeEventOf({ ...callback, kind: 'expired', attempt: 1, why: 'CIRCUIT_OPEN: x' }, 'w/1', 'T')).toEqual({
+      type: 'dead', id: 'c1', url: 'https://a.example/h', attempt: 1, status: undefined, error: 'CIRCUIT_OPEN: x', nextAttemptAt: undefined, reason: 'exhausted', durationMs: 0, worker: 'w/1', at: 'T',
+    });
+  });
+
   it('a held callback: a paused event with the attempts made before, nothing else to tell', () => {
     expect(outcomeEventOf({ ...callback, kind: 'held', attempt: 1 }, 'w/1', 'T')).toEqual({
       type: 'paused', id: 'c1', url: 'https://a.example/h', attempt: 1, status: undefined, error: undefined, nextAttemptAt: undefined, reason: undefined, durationMs: undefined, worker: 'w/1', at: 'T',

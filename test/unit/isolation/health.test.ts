@@ -114,6 +114,32 @@ describe('EndpointHealth: degrading (seed 002 defaults)', () => {
   });
 });
 
+describe('EndpointHealth: failedThroughout (whether a callback whose schedule ran out may be dead-lettered)', () => {
+  it('holds while degraded, with no success since the time asked and a failure at or after the other', () => {
+    const h = degraded({}, 1_000);
+    expect(h.failedThroughout(T, 0, 1_000)).toBe(true);
+    expect(h.failedThroughout(T, 0, 1_001)).toBe(false);
+    // A fast failure counts too: a receiver that refuses fails whatever the callback.
+    h.record(T, false, 5_000);
+    expect(h.failedThroughout(T, 0, 5_000)).toBe(true);
+    expect(h.failedThroughout('https://other.example', 0, 0)).toBe(false);
+  });
+
+  it('does not hold once a request succeeded since, even if the circuit opened again, nor for a healthy target', () => {
+    const h = degraded({}, 1_000);
+    h.record(T, false, 2_000, true);
+    expect(h.state(T)).toBe('healthy');
+    expect(h.failedThroughout(T, 0, 0)).toBe(false);
+    feed(h, T, true, 10, 3_000);
+    expect(h.state(T)).toBe('degraded');
+    expect(h.failedThroughout(T, 1_500, 3_000)).toBe(false);
+    expect(h.failedThroughout(T, 2_500, 3_000)).toBe(true);
+    const shared = health();
+    shared.force(T, 'degraded', 3_000);
+    expect(shared.failedThroughout(T, 0, 3_000)).toBe(true);
+  });
+});
+
 describe('EndpointHealth: recovering', () => {
   it('does not recover before the quiet period even when fast results push the count down', () => {
     const h = degraded(); // 10 abnormal at t=0
