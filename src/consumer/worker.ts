@@ -81,7 +81,8 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   let control: ControlReader | undefined;
   let presence: FleetPresence | undefined;
   let pipeline: ReturnType<typeof createPipeline> | undefined;
-  const isolation = settings.isolation && new TargetIsolation<Job>(settings.isolation);
+  // From now on this worker sees its targets' results: what it knows of their successes starts here.
+  const isolation = settings.isolation && new TargetIsolation<Job>(settings.isolation, clock());
   const metrics = createRelayMetrics(() => isolation);
   const tracing = 'tracing' in deps ? deps.tracing : loadTracing(logger);
   /** Queues mode: messages the levels let out early wait here, unacked, until due (hold-until-due.ts). */

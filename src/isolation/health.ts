@@ -49,7 +49,7 @@ interface TargetRecord {
   slowSuccessAt: number;
   /** When an attempt last succeeded, however fast. */
   successAt: number;
-  /** When an attempt last failed, or passed the slow threshold unanswered (or another worker opened the circuit). */
+  /** When an attempt of this worker's last failed, or passed the slow threshold unanswered. */
   failureAt: number;
 }
 
@@ -69,7 +69,14 @@ export const MAX_REQUIRED_SUCCESSES = 16;
 export class EndpointHealth {
   private readonly targets = new Map<string, TargetRecord>();
 
-  constructor(private readonly policy: HealthPolicy) {}
+  /**
+   * `knownSince`: since when this worker has watched its targets' results (its start); moved on each
+   * time it forgets a target (`maxTargets`), whose successes before are then unknown.
+   */
+  constructor(
+    private readonly policy: HealthPolicy,
+    private knownSince = Number.NEGATIVE_INFINITY,
+  ) {}
 
   state(target: string): HealthState {
     return this.targets.get(target)?.state ?? 'healthy';
@@ -77,7 +84,7 @@ export class EndpointHealth {
 
   /** Remembers one result (`succeeded`: the receiver accepted the callback); returns the transition it caused, if any. */
   record(target: string, abnormal: boolean, nowMs: number, succeeded = false): Transition | undefined {
-    const record = this.touch(target);
+    const record = this.touch(target, nowMs);
     if (record.results.length < this.policy.window) {
       record.results.push(abnormal);
     } else {
@@ -99,7 +106,7 @@ export class EndpointHealth {
    * success after all: it counts as normal, and as a success.
    */
   amend(target: string, nowMs: number): Transition | undefined {
-    const record = this.touch(target);
+    const record = this.touch(target, nowMs);
     const at = record.results.lastIndexOf(true);
     if (at >= 0) {
       record.results[at] = false;
@@ -112,7 +119,7 @@ export class EndpointHealth {
 
   /** A success that took the slow threshold or more: the target works, slowly (see `worksSlowly`). */
   slowSuccess(target: string, nowMs: number): void {
-    this.touch(target).slowSuccessAt = nowMs;
+    this.touch(target, nowMs).slowSuccessAt = nowMs;
   }
 
   /** Succeeded within the last quiet period, however fast: an attempt passing the threshold is not counted before it ends. */
@@ -121,10 +128,15 @@ export class EndpointHealth {
     return at !== undefined && nowMs - at < this.policy.quietPeriodMs;
   }
 
-  /** Degraded, no attempt succeeded since `sinceMs`, and one failed (or went overdue) at `failedAfterMs` or later. */
+  /**
+   * Degraded, no attempt succeeded since `sinceMs`, and one of this worker's failed (or went overdue) at
+   * `failedAfterMs` or later. Only what this worker has seen counts, so it must have watched every
+   * target since `sinceMs`: one that started later, or forgot a target since, knows nothing of the
+   * successes before.
+   */
   failedThroughout(target: string, sinceMs: number, failedAfterMs: number): boolean {
     const record = this.targets.get(target);
-    return record !== undefined && record.state === 'degraded' && record.successAt < sinceMs && record.failureAt >= failedAfterMs;
+    return record !== undefined && record.state === 'degraded' && this.knownSince <= sinceMs && record.successAt < sinceMs && record.failureAt >= failedAfterMs;
   }
 
   /** Succeeded slowly within the last quiet period: an attempt passing the threshold is no sign of trouble yet. */
@@ -168,14 +180,17 @@ export class EndpointHealth {
    * older slow results here do not open it again at once.
    */
   force(target: string, state: HealthState, nowMs: number): Transition | undefined {
-    const record = this.touch(target);
+    const record = this.touch(target, nowMs);
     const from = record.state;
     if (from === state) return undefined;
     if (state === 'degraded') {
       this.open(record, nowMs);
       record.lastAbnormalAt = nowMs;
-      record.failureAt = nowMs;
-    } else this.close(record, nowMs, true);
+    } else {
+      this.close(record, nowMs, true);
+      // Closed by another worker's probes: the target answered there.
+      record.successAt = nowMs;
+    }
     return { target, from, to: state, abnormal: record.abnormal, seen: record.results.length, shared: true };
   }
 
@@ -196,13 +211,16 @@ export class EndpointHealth {
     return found;
   }
 
-  private touch(target: string): TargetRecord {
+  private touch(target: string, nowMs: number): TargetRecord {
     let record = this.targets.get(target);
     if (record) {
       this.targets.delete(target);
     } else {
       record = { state: 'healthy', results: [], next: 0, abnormal: 0, lastAbnormalAt: Number.NEGATIVE_INFINITY, successes: 0, required: 1, closedAt: Number.NEGATIVE_INFINITY, slowSuccessAt: Number.NEGATIVE_INFINITY, successAt: Number.NEGATIVE_INFINITY, failureAt: Number.NEGATIVE_INFINITY };
-      if (this.targets.size >= this.policy.maxTargets) this.evictOne();
+      if (this.targets.size >= this.policy.maxTargets) {
+        this.evictOne();
+        this.knownSince = Math.max(this.knownSince, nowMs);
+      }
     }
     this.targets.set(target, record);
     return record;

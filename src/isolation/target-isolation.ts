@@ -97,8 +97,12 @@ export class TargetIsolation<T> implements Scheduler<T> {
   /** How full the lanes' consumer windows are (none: every busy target's item from a lane moves). */
   private windows: Windows<T> | undefined;
 
-  constructor(private readonly policy: IsolationPolicy) {
-    this.health = new EndpointHealth(policy);
+  /** `startedAtMs`: when the worker began to watch its targets (see `failedThroughout`). */
+  constructor(
+    private readonly policy: IsolationPolicy,
+    startedAtMs = Number.NEGATIVE_INFINITY,
+  ) {
+    this.health = new EndpointHealth(policy, startedAtMs);
     // An open circuit's waiting items are probes and attempts owed their request (offerOwed).
     this.share = new FairShare(policy, (target) => this.health.state(target) === 'degraded');
   }

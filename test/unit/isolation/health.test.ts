@@ -134,9 +134,28 @@ describe('EndpointHealth: failedThroughout (whether a callback whose schedule ra
     expect(h.state(T)).toBe('degraded');
     expect(h.failedThroughout(T, 1_500, 3_000)).toBe(false);
     expect(h.failedThroughout(T, 2_500, 3_000)).toBe(true);
+    // Another worker's word opens the circuit, but only this worker's own failures count as failing.
     const shared = health();
     shared.force(T, 'degraded', 3_000);
-    expect(shared.failedThroughout(T, 0, 3_000)).toBe(true);
+    expect(shared.failedThroughout(T, 0, 0)).toBe(false);
+    shared.record(T, true, 4_000);
+    expect(shared.failedThroughout(T, 0, 4_000)).toBe(true);
+    // Closed by another worker: the target answered there.
+    shared.force(T, 'healthy', 5_000);
+    feed(shared, T, true, 10, 6_000);
+    expect(shared.failedThroughout(T, 4_500, 6_000)).toBe(false);
+    expect(shared.failedThroughout(T, 5_500, 6_000)).toBe(true);
+  });
+
+  it('knows nothing of what came before the worker started watching, or before it last forgot a target', () => {
+    const h = new EndpointHealth({ ...SEED_002, maxTargets: 2 }, 10_000);
+    feed(h, T, true, 10, 12_000);
+    expect(h.failedThroughout(T, 9_000, 12_000)).toBe(false);
+    expect(h.failedThroughout(T, 10_000, 12_000)).toBe(true);
+    h.record('https://b.example', false, 13_000, true);
+    h.record('https://c.example', false, 14_000, true);
+    expect(h.failedThroughout(T, 10_000, 12_000)).toBe(false);
+    expect(h.failedThroughout(T, 14_000, 12_000)).toBe(true);
   });
 });
 
