@@ -21,6 +21,10 @@ export interface Delivery {
   attempt: number;
   /** ISO time of attempt 1, when there was one. */
   firstAttemptAt: string | undefined;
+  /** Deferred by an open circuit: when this attempt first came due (ms since the epoch). */
+  heldSince?: number | undefined;
+  /** How long open circuits held its earlier attempts past their due times (ms, `x-callback-held-ms`); absent: never. */
+  heldMs?: number | undefined;
   /** The callback's named policy, resolved; `undefined` (no policy): the worker's own settings. */
   policy?: MessagePolicy | undefined;
   /** The trace context published with it (W3C `traceparent`/`tracestate` AMQP headers), carried through retries. */
@@ -77,7 +81,14 @@ export function decode(message: ConsumeMessage, maxPayloadBytes: number, policie
     }
   }
   const id = idOf(callback.id);
-  return { ok: true, delivery: { id, callback, url, payload, attempt, firstAttemptAt: readString(headers, HEADER.firstAttemptAt), policy, trace: readTraceContext(headers) } };
+  return { ok: true, delivery: { id, callback, url, payload, attempt, firstAttemptAt: readString(headers, HEADER.firstAttemptAt), ...heldOf(headers), policy, trace: readTraceContext(headers) } };
+}
+
+/** What open circuits' holds left in the headers: this attempt's start of hold, and the earlier ones' total. */
+function heldOf(headers: Record<string, unknown> | undefined): Pick<Delivery, 'heldSince' | 'heldMs'> {
+  const since = Date.parse(readString(headers, HEADER.heldSince) ?? '');
+  const ms = Number(headers?.[HEADER.heldMs]);
+  return { heldSince: Number.isNaN(since) ? undefined : since, heldMs: Number.isFinite(ms) && ms > 0 ? ms : undefined };
 }
 
 /**

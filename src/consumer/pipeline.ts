@@ -3,14 +3,14 @@ import type { AutoPause } from '../control/auto-pause.js';
 import type { ControlView } from '../control/control-state.js';
 import type { DurableEvents } from '../events/durable-events.js';
 import type { HealthState } from '../isolation/health.js';
-import { circuitWait, type AttemptKind, type Effects, type ScheduleTime, type Scheduler, type Source } from '../isolation/scheduler.js';
+import { circuitWait, type AttemptKind, type Effects, type ScheduleLeft, type Scheduler, type Source } from '../isolation/scheduler.js';
 import { targetOf, type TargetKey } from '../isolation/target-isolation.js';
 import type { Logger } from '../logger.js';
 import { HEADER, readString } from '../message/headers.js';
 import type { DeliveryOutcome } from '../policy/classify-outcome.js';
 import { decide, type Decision, type RetryPolicy } from '../policy/decide.js';
 import type { Random } from '../policy/jitter.js';
-import { scheduleSpanMs } from '../policy/retry-schedule.js';
+import { scheduleLeftMs } from '../policy/retry-schedule.js';
 import type { RetryPolicies } from '../policy/message-policy.js';
 import type { DelayMode } from '../topology/delay-levels.js';
 import { laneBucket, type TopologyNames } from '../topology/topology-names.js';
@@ -119,8 +119,16 @@ export function verdictOf(delivery: Delivery, outcome: DeliveryOutcome, startedA
     lastStatus: outcome.status,
     lastError: decision.kind === 'ack' ? undefined : (outcome.error ?? decision.why),
     policy: delivery.policy,
+    // A circuit held this attempt from when it came due until now: its schedule's end comes that much sooner.
+    heldMs: heldAfter(delivery, startedAtMs),
   };
   return { decision, record };
+}
+
+/** What circuits have held a callback past its attempts' due times once this attempt started (ms; undefined: never). */
+function heldAfter({ heldMs, heldSince }: Delivery, startedAtMs: number): number | undefined {
+  const held = (heldMs ?? 0) + (heldSince === undefined ? 0 : Math.max(0, startedAtMs - heldSince));
+  return held > 0 ? held : undefined;
 }
 
 /** The last error of a callback dead-lettered when its schedule ran out while its circuit was open. */
@@ -300,14 +308,13 @@ export function createPipeline(context: PipelineContext) {
   async function circuitOpen(job: Job): Promise<void> {
     if (givenBack) return giveBack(job);
     const { delivery } = job;
-    const headers = job.message.properties.headers;
-    const heldSince = Date.parse(readString(headers, HEADER.heldSince) ?? '');
-    const deferrals = Number(headers?.[HEADER.deferrals]);
+    const deferrals = Number(job.message.properties.headers?.[HEADER.deferrals]);
     const timeoutMs = timeoutOf(delivery);
-    const wait = circuitWait(Number.isNaN(heldSince) ? undefined : heldSince, Number.isInteger(deferrals) && deferrals > 0 ? deferrals : 0, clock(), timeoutMs, scheduleOf(job));
-    if (wait.expired && scheduler.failedThroughout?.(job.target, wait.defer.scheduleSince, wait.giveUpAt - timeoutMs)) return expire(job);
+    const left = scheduleOf(delivery);
+    const wait = circuitWait(delivery.heldSince, Number.isInteger(deferrals) && deferrals > 0 ? deferrals : 0, clock(), timeoutMs, left);
+    if (wait.expired && failedThroughout(job, wait.giveUpAt, left.leftMs)) return expire(job);
     if (wait.owed && scheduler.offerOwed(job.target, job, sourceOf(job), clock(), wait) === 'queued') return pump();
-    const deferral = { [HEADER.heldSince]: new Date(wait.defer.heldSince).toISOString(), [HEADER.deferrals]: wait.defer.deferrals, [HEADER.scheduleSince]: new Date(wait.defer.scheduleSince).toISOString() };
+    const deferral = { [HEADER.heldSince]: new Date(wait.defer.heldSince).toISOString(), [HEADER.deferrals]: wait.defer.deferrals };
     try {
       if (await settle({ kind: 'move', delayMs: wait.defer.delayMs, headers: deferral }, { id: job.delivery.id }, moveContext(job))) {
         observer.moved('deferred');
@@ -324,26 +331,43 @@ export function createPipeline(context: PipelineContext) {
   const sourceOf = (job: Job): Source => (job.lane === 'slow' ? 'overflow' : 'lane');
   const timeoutOf = (delivery: Delivery): number => delivery.policy?.timeoutMs ?? context.deliver.timeoutMs;
 
-  /** A callback's schedule: from its first attempt, or from when that came due if the circuit deferred it; undefined before either. */
-  function scheduleOf({ delivery, message }: Job): ScheduleTime {
-    const since = Date.parse(readString(message.properties.headers, HEADER.scheduleSince) ?? delivery.firstAttemptAt ?? '');
+  /** What is left of a callback's schedule from its attempt about to be made, and what circuits held it so far. */
+  function scheduleOf(delivery: Delivery): ScheduleLeft {
     const retry = delivery.policy?.retry ?? context.retry;
-    return { since: Number.isNaN(since) ? undefined : since, spanMs: scheduleSpanMs(retry.schedule, retry.maxAttempts, timeoutOf(delivery)) };
+    return { leftMs: scheduleLeftMs(retry.schedule, retry.maxAttempts, delivery.attempt, timeoutOf(delivery)), heldMs: delivery.heldMs ?? 0 };
   }
 
   /**
-   * Whether a callback's schedule has ended, every attempt timing out, while its target failed
-   * throughout: its target must have answered no request since the schedule began (a receiver's answer
-   * may depend on the callback: a retry that finds its work done answers at once where the first
-   * attempt hung), and failed one when its last attempt would have been made, a timeout before the end.
-   * Asked before a retry is offered too, so that an open circuit does not make it a probe past its end.
+   * Whether the schedule ending at `endsAt` (`leftMs` after its attempt came due, less what circuits held
+   * it) ran out with its target failing throughout: the target must have answered no request since the
+   * remaining attempts would have begun with `ISOLATION=off` (a receiver's answer may depend on the
+   * callback: a retry that finds its work done answers at once where the first attempt hung), and failed
+   * one when its last attempt would have been made, a timeout before the end.
+   */
+  function failedThroughout(job: Job, endsAt: number, leftMs: number): boolean {
+    return clock() >= endsAt && scheduler.failedThroughout !== undefined && scheduler.failedThroughout(job.target, endsAt - leftMs, endsAt - timeoutOf(job.delivery));
+  }
+
+  /**
+   * A callback a circuit held (now, or at earlier attempts) whose schedule ran out with its target
+   * failing throughout (`failedThroughout`), its attempt due now. Asked before a callback is offered, so
+   * that an open circuit does not make it a probe past its end. One never held has its whole rest ahead.
    */
   function ranOut(job: Job): boolean {
-    if (!scheduler.failedThroughout || (job.delivery.firstAttemptAt === undefined && job.message.properties.headers?.[HEADER.scheduleSince] === undefined)) return false;
-    const { since, spanMs } = scheduleOf(job);
-    if (since === undefined) return false;
-    const end = since + spanMs;
-    return clock() >= end && scheduler.failedThroughout(job.target, since, end - timeoutOf(job.delivery));
+    const { delivery } = job;
+    if (!scheduler.failedThroughout || (delivery.heldSince === undefined && !delivery.heldMs)) return false;
+    const { leftMs, heldMs } = scheduleOf(delivery);
+    return failedThroughout(job, Math.min(delivery.heldSince ?? clock(), clock()) + leftMs - heldMs, leftMs);
+  }
+
+  /**
+   * A failed attempt (a probe, or an owed request) of a callback circuits held so long that its retry
+   * would come due after its schedule's end, its target failing throughout: no retry is made.
+   */
+  function retryRunsOut(job: Job, retry: Extract<Decision, { kind: 'retry' }>, record: AttemptRecord): boolean {
+    if (!record.heldMs) return false;
+    const { leftMs } = scheduleOf({ ...job.delivery, attempt: retry.attempt });
+    return failedThroughout(job, clock() + retry.delayMs + leftMs - record.heldMs, leftMs);
   }
 
   /**
@@ -449,8 +473,7 @@ export function createPipeline(context: PipelineContext) {
     let settling = false;
     try {
       const verdict = verdictOf(delivery, outcome, startedAt, context.retry, clock(), context.random);
-      // A probe made near the end of its callback's schedule: no retry past the end, as in expire.
-      const { decision, record } = verdict.decision.kind === 'retry' && ranOut(job) ? ranOutVerdict(verdict) : verdict;
+      const { decision, record } = verdict.decision.kind === 'retry' && retryRunsOut(job, verdict.decision, verdict.record) ? ranOutVerdict(verdict) : verdict;
       if (logger.isLevelEnabled('debug')) {
         logger.debug({ id: delivery.id, target, lane, attempt: delivery.attempt, status: outcome.status, error: outcome.error, ms: outcome.durationMs, decision: decision.kind }, 'attempt');
       }

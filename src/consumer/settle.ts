@@ -21,6 +21,8 @@ export interface AttemptRecord {
   lastError: string | undefined;
   /** The callback's resolved policy, carried forward in the copy's headers; absent without one. */
   policy?: MessagePolicy | undefined;
+  /** How long open circuits held its attempts past their due times, this one included (ms); absent: as the message says. */
+  heldMs?: number | undefined;
 }
 /**
  * Hold a paused target's callback: move it, unattempted, to `queue` (P.paused; from P.paused.check,
@@ -265,6 +267,7 @@ function recordHeaders(message: ConsumeMessage, record: AttemptRecord): Record<s
   put(HEADER.lastAttemptAt, record.lastAttemptAt);
   put(HEADER.lastStatus, record.lastStatus);
   put(HEADER.lastError, record.lastError);
+  if (record.heldMs) headers[HEADER.heldMs] = record.heldMs;
   if (record.policy) Object.assign(headers, policyHeaders(record.policy));
   return headers;
 }

@@ -103,12 +103,13 @@ export const MAX_DEFERRALS = 16;
 /**
  * What becomes of an attempt due while its target's circuit is open.
  * - `owed`: it has waited as long as a real attempt would have taken: its request is made now, if its
- *   target has room for it within its share of slots;
+ *   target has room for it within its share of slots; not when that request would end after
+ *   `giveUpAt`: it waits for that instead;
  * - `forced`: it was deferred `MAX_DEFERRALS` times: its request is made now, room or not;
  * - `mayBorrow`: it has been owed for an attempt timeout: it may take idle slots beyond its share;
- *   Not when a request made now would end after `giveUpAt`: it waits for that instead;
  * - `expired`: its schedule's time is over (`giveUpAt`): a receiver that never answered would have had
- *   it dead-lettered by now with `ISOLATION=off`; if its target still fails (`failingSince`), it is;
+ *   it dead-lettered by now with `ISOLATION=off`; if its target failed throughout (the pipeline asks
+ *   `failedThroughout`), it is;
  * - `defer`: otherwise (or when there is no room), the deferral that stores it again: until it is owed,
  *   as above; then for as long as it has been owed (1 s at least, an attempt timeout at most), so it
  *   is looked at again soon after the circuit closes in a short outage, and seldom in a long one;
@@ -117,7 +118,7 @@ export const MAX_DEFERRALS = 16;
 export interface CircuitWait {
   owed: boolean;
   expired: boolean;
-  /** When its schedule would have ended, every attempt timing out: `defer.scheduleSince` + the schedule's span. */
+  /** When its schedule would have ended with every attempt timing out, less what circuits held it: `heldSince` + `leftMs` − `heldMs`. */
   giveUpAt: number;
   forced: boolean;
   /**
@@ -126,13 +127,17 @@ export interface CircuitWait {
    * moment later serves them.
    */
   mayBorrow: boolean;
-  defer: { delayMs: number; heldSince: number; deferrals: number; scheduleSince: number };
+  defer: { delayMs: number; heldSince: number; deferrals: number };
 }
 
-/** A callback's schedule: when it began (its first attempt came due or was made), and how long it lasts (`scheduleSpanMs`). */
-export interface ScheduleTime {
-  since: number | undefined;
-  spanMs: number;
+/**
+ * What is left of a callback's schedule: how long its attempts from the one due would take, every one
+ * timing out (retry-schedule.ts `scheduleLeftMs`), and how long open circuits held its earlier attempts
+ * past their due times (`x-callback-held-ms`).
+ */
+export interface ScheduleLeft {
+  leftMs: number;
+  heldMs: number;
 }
 
 /**
@@ -142,15 +147,16 @@ export interface ScheduleTime {
  * still open, it is owed its request: what `ISOLATION=off` would have sent by then. It is never spent
  * without a request: whether a receiver answers depends on the callback too (a retry that finds its
  * work done answers at once where the first attempt hung), so only a real attempt may count; but its
- * schedule keeps its time: past its end with every attempt timing out (`schedule`, from its first
- * attempt, or from when that first came due if the circuit deferred it), `ISOLATION=off` would have
- * dead-lettered it if its receiver never answered, so the circuit may not keep it longer (`expired`).
- * Pure: `heldSince`, `deferrals` and the schedule's start travel in the message's headers.
+ * schedule keeps its time: past its end with every attempt timing out (`schedule`: what is left of it,
+ * made shorter by what circuits held it before), `ISOLATION=off` would have dead-lettered it if its
+ * receiver never answered, so the circuit may not keep it longer (`expired`). Holds are what make
+ * the end sooner, not the clock: a callback that waited for a broker's restart or a worker's crash
+ * waited under `ISOLATION=off` too.
+ * Pure: `heldSince`, `deferrals` and `heldMs` travel in the message's headers.
  */
-export function circuitWait(heldSince: number | undefined, deferrals: number, nowMs: number, attemptTimeoutMs: number, schedule: ScheduleTime = { since: undefined, spanMs: Number.POSITIVE_INFINITY }): CircuitWait {
+export function circuitWait(heldSince: number | undefined, deferrals: number, nowMs: number, attemptTimeoutMs: number, schedule: ScheduleLeft = { leftMs: Number.POSITIVE_INFINITY, heldMs: 0 }): CircuitWait {
   const since = heldSince !== undefined && heldSince <= nowMs ? heldSince : nowMs;
-  const scheduleSince = schedule.since !== undefined && schedule.since <= since ? schedule.since : since;
-  const giveUpAt = scheduleSince + schedule.spanMs;
+  const giveUpAt = since + schedule.leftMs - schedule.heldMs;
   const left = since + attemptTimeoutMs - nowMs;
   const doubled = FIRST_DEFER_MS * 2 ** Math.min(deferrals, 20);
   const wait = Math.max(FIRST_DEFER_MS, left > 0 ? Math.min(doubled, left) : Math.min(-left, attemptTimeoutMs));
@@ -161,7 +167,7 @@ export function circuitWait(heldSince: number | undefined, deferrals: number, no
   // Back by the end of its schedule: that is when it may be dead-lettered, not a deferral later.
   const delayMs = expired ? wait : Math.max(LAST_DEFER_MS, Math.min(wait, giveUpAt - nowMs));
   const forced = deferrals >= MAX_DEFERRALS;
-  return { owed: (left <= 0 && !tooLate) || forced, forced, mayBorrow: left <= -attemptTimeoutMs, expired, giveUpAt, defer: { delayMs, heldSince: since, deferrals: deferrals + 1, scheduleSince } };
+  return { owed: (left <= 0 && !tooLate) || forced, forced, mayBorrow: left <= -attemptTimeoutMs, expired, giveUpAt, defer: { delayMs, heldSince: since, deferrals: deferrals + 1 } };
 }
 
 /**

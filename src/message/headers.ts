@@ -48,10 +48,11 @@ export const HEADER = {
   heldSince: 'x-callback-held-since',
   deferrals: 'x-callback-deferrals',
   /**
-   * On a callback whose first attempt a circuit deferred: when that came due (ISO time). Its schedule
-   * counts from then, not from the first request; retries and dead-letter copies carry it.
+   * How long open circuits have held the callback past the times its attempts came due, over all its
+   * attempts made so far (ms): the end of its schedule comes that much sooner, so holding it never makes
+   * it outlast the schedule. Retries and dead-letter copies carry it.
    */
-  scheduleSince: 'x-callback-schedule-since',
+  heldMs: 'x-callback-held-ms',
 } as const;
 
 /** Per-publish headers: they belong to the one publish that set them, never to its copies. */

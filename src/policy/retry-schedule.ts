@@ -12,15 +12,16 @@ export function scheduledDelay(schedule: readonly number[], failedAttempt: numbe
 export const hasAttemptsLeft = (failedAttempt: number, maxAttempts: number): boolean => failedAttempt < maxAttempts;
 
 /**
- * How long a callback's whole schedule lasts from its first attempt when every attempt takes its whole
- * `attemptTimeoutMs` and fails: when a receiver that never answers has it dead-lettered as exhausted.
- * Delays count as scheduled (jitter spreads them evenly around that).
+ * How long the rest of a callback's schedule lasts from the moment its attempt `attempt` comes due, if
+ * every attempt from there takes its whole `attemptTimeoutMs` and fails: after that long a receiver that
+ * never answers has it dead-lettered as exhausted. Delays count as scheduled (jitter spreads them evenly
+ * around that).
  */
-export function scheduleSpanMs(schedule: readonly number[], maxAttempts: number, attemptTimeoutMs: number): number {
-  let span = 0;
-  for (let attempt = 1; attempt <= maxAttempts; attempt += 1) {
-    span += attemptTimeoutMs;
-    if (hasAttemptsLeft(attempt, maxAttempts)) span += scheduledDelay(schedule, attempt);
+export function scheduleLeftMs(schedule: readonly number[], maxAttempts: number, attempt: number, attemptTimeoutMs: number): number {
+  let left = 0;
+  for (let at = Math.max(1, attempt); at <= maxAttempts; at += 1) {
+    left += attemptTimeoutMs;
+    if (hasAttemptsLeft(at, maxAttempts)) left += scheduledDelay(schedule, at);
   }
-  return span;
+  return left;
 }

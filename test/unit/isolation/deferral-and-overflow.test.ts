@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { circuitWait, MAX_DEFERRALS } from '../../../src/isolation/scheduler.js';
-import { scheduleSpanMs } from '../../../src/policy/retry-schedule.js';
+import { scheduleLeftMs } from '../../../src/policy/retry-schedule.js';
 import { TargetIsolation } from '../../../src/isolation/target-isolation.js';
 
 import { POLICY } from './isolation-policy.js';
@@ -27,7 +27,7 @@ describe('circuitWait: an open circuit defers an attempt until a real one would 
   });
 
   it('an owed attempt its target has no room for waits as long as it has been owed (1 s to an attempt timeout), and is forced after MAX_DEFERRALS', () => {
-    expect(circuitWait(0, 4, 20_000, 10_000)).toEqual({ owed: true, forced: false, mayBorrow: true, expired: false, giveUpAt: Number.POSITIVE_INFINITY, defer: { delayMs: 10_000, heldSince: 0, deferrals: 5, scheduleSince: 0 } });
+    expect(circuitWait(0, 4, 20_000, 10_000)).toEqual({ owed: true, forced: false, mayBorrow: true, expired: false, giveUpAt: Number.POSITIVE_INFINITY, defer: { delayMs: 10_000, heldSince: 0, deferrals: 5 } });
     // Just owed: looked at again after 1 s, then 1 s, 2 s, 4 s, 8 s, 10 s …: soon after a short outage ends, seldom in a long one.
     const waits: number[] = [];
     for (let now = 10_000, deferrals = 4; waits.length < 7; deferrals += 1) {
@@ -51,32 +51,35 @@ describe('circuitWait: an open circuit defers an attempt until a real one would 
 });
 
 describe('circuitWait: the schedule keeps its time while the circuit is open', () => {
-  // RETRY_SCHEDULE 1s,2s, MAX_ATTEMPTS 3, HTTP_TIMEOUT 5s: a first attempt at 0 ends the schedule at 5+1+5+2+5 = 18 s.
-  const span = scheduleSpanMs([1_000, 2_000], 3, 5_000);
+  // RETRY_SCHEDULE 1s,2s, MAX_ATTEMPTS 3, HTTP_TIMEOUT 5s: a first attempt due at 0 ends the schedule at 5+1+5+2+5 = 18 s.
+  const left = scheduleLeftMs([1_000, 2_000], 3, 1, 5_000);
 
-  it('spans every attempt timing out and every delay as scheduled', () => {
-    expect(span).toBe(18_000);
-    expect(scheduleSpanMs([1_000, 2_000], 1, 5_000)).toBe(5_000);
+  it('is left: every attempt from the one due timing out, every delay as scheduled', () => {
+    expect(left).toBe(18_000);
+    expect(scheduleLeftMs([1_000, 2_000], 3, 2, 5_000)).toBe(5_000 + 2_000 + 5_000);
+    expect(scheduleLeftMs([1_000, 2_000], 3, 3, 5_000)).toBe(5_000);
+    // Past its schedule (a policy changed under it): nothing left.
+    expect(scheduleLeftMs([1_000], 2, 5, 5_000)).toBe(0);
     // Past the schedule's end its last delay repeats (MAX_ATTEMPTS beyond it).
-    expect(scheduleSpanMs([1_000], 4, 1_000)).toBe(4 * 1_000 + 3 * 1_000);
+    expect(scheduleLeftMs([1_000], 4, 1, 1_000)).toBe(4 * 1_000 + 3 * 1_000);
   });
 
   it('is back by the end of its schedule, and expired from then on, waiting as usual if it is not dead-lettered', () => {
-    const schedule = { since: undefined, spanMs: span };
-    expect(circuitWait(0, 3, 16_000, 5_000, schedule)).toMatchObject({ expired: false, giveUpAt: 18_000, defer: { delayMs: 2_000, scheduleSince: 0 } });
+    const schedule = { leftMs: left, heldMs: 0 };
+    expect(circuitWait(0, 3, 16_000, 5_000, schedule)).toMatchObject({ expired: false, giveUpAt: 18_000, defer: { delayMs: 2_000 } });
     expect(circuitWait(0, 3, 17_950, 5_000, schedule)).toMatchObject({ expired: false, defer: { delayMs: 100 } });
-    // Owed at 14 s, a request would end after 18 s: it waits for the end instead.
-    expect(circuitWait(9_000, 4, 14_000, 5_000, { since: 0, spanMs: span })).toMatchObject({ owed: false, expired: false, defer: { delayMs: 1_000 } });
-    expect(circuitWait(8_000, 4, 13_000, 5_000, { since: 0, spanMs: span })).toMatchObject({ owed: true });
     expect(circuitWait(0, 4, 18_000, 5_000, schedule)).toMatchObject({ expired: true, owed: true, defer: { delayMs: 5_000 } });
   });
 
-  it('counts from the schedule\'s start when it is known (a retry, or a first attempt deferred before), else from when this attempt came due', () => {
-    // Attempt 2, due at 10 s, of a callback whose first attempt came due at 3 s: the schedule ends at 21 s.
-    expect(circuitWait(10_000, 2, 20_000, 5_000, { since: 3_000, spanMs: span })).toMatchObject({ expired: false, giveUpAt: 21_000, defer: { scheduleSince: 3_000, delayMs: 1_000 } });
-    expect(circuitWait(10_000, 3, 21_000, 5_000, { since: 3_000, spanMs: span })).toMatchObject({ expired: true });
-    // A start after this attempt came due (another worker's clock ahead) counts from when it came due.
-    expect(circuitWait(10_000, 0, 10_000, 5_000, { since: 12_000, spanMs: span })).toMatchObject({ giveUpAt: 28_000, defer: { scheduleSince: 10_000 } });
+  it('ends sooner by what circuits held its earlier attempts, not by time it waited otherwise', () => {
+    // Attempt 2 (12 s left) due at 20 s, its first attempt held 13 s before its request: ends at 19 s.
+    const held = { leftMs: scheduleLeftMs([1_000, 2_000], 3, 2, 5_000), heldMs: 13_000 };
+    expect(circuitWait(undefined, 0, 20_000, 5_000, held)).toMatchObject({ expired: true, giveUpAt: 19_000 });
+    // The same attempt never held before (say it waited out a broker's restart): its whole rest is ahead.
+    expect(circuitWait(undefined, 0, 20_000, 5_000, { ...held, heldMs: 0 })).toMatchObject({ expired: false, giveUpAt: 32_000 });
+    // Owed at 14 s, a request would end after the end at 18 s: it waits for the end instead.
+    expect(circuitWait(9_000, 4, 14_000, 5_000, { leftMs: left, heldMs: 9_000 })).toMatchObject({ owed: false, expired: false, giveUpAt: 18_000, defer: { delayMs: 1_000 } });
+    expect(circuitWait(8_000, 4, 13_000, 5_000, { leftMs: left, heldMs: 8_000 })).toMatchObject({ owed: true });
   });
 });
 

@@ -23,7 +23,7 @@ describe('HEADER', () => {
       successBody: 'x-callback-success-body',
       heldSince: 'x-callback-held-since',
       deferrals: 'x-callback-deferrals',
-      scheduleSince: 'x-callback-schedule-since',
+      heldMs: 'x-callback-held-ms',
     });
   });
 });
