@@ -65,7 +65,8 @@ export interface Scheduler<T> {
   wakeInMs?(nowMs: number): number | undefined;
   /**
    * Whether `target`'s circuit is open, no request to it has succeeded since `sinceMs`, and one failed
-   * at `failedAfterMs` or later (absent when isolation is off).
+   * at `failedAfterMs` or later, as far as this worker has seen it: false if it started watching after
+   * `sinceMs` (absent when isolation is off).
    */
   failedThroughout?(target: string, sinceMs: number, failedAfterMs: number): boolean;
   /** Called once a running attempt passes `slowThresholdMs` (never when that is undefined). */
