@@ -215,6 +215,8 @@ try {
   writeSummary(`${RESULTS}latest.json`, summary);
   if (canary) say(`\n${canary.check(judged).line}`);
   say(`\n${summary.passed ? 'PASS' : 'FAIL'}: lost ${lost}, undelivered ${undelivered}${eventErrors === undefined ? '' : `, final events missing or false ${eventErrors}`}${lostByDesign ? ` (and ${lostByDesign} by design, see above)` : ''} in ${summary.seconds} s; summary in chaos/results/latest.json, worker logs in chaos/results/logs/`);
+  // The scenarios' own lines may be far above the end of a long log: the undelivered are named here too.
+  for (const scenario of judged) for (const miss of scenario.verdict.undelivered.slice(0, 5)) say(`  undelivered in ${scenario.title}: ${miss.id}: ${miss.got}${miss.reachedSuccess ? '' : ' (the attempt scripted to succeed was never sent)'}`);
   exitCode = summary.passed ? 0 : 1;
 } finally {
   say('cleaning up (workers, receiver, broker nodes, data dirs)…');

@@ -136,7 +136,9 @@ export function judge(input: VerdictInput): Verdict {
       else row.deadAsExpected += 1;
     } else if (successCertain(fate, input.maxAttempts) && successes.length === 0) {
       row.undelivered += 1;
-      verdict.undelivered.push({ id, got, reachedSuccess: attempts.some((a) => a.attempt >= successAttempt(fate)) });
+      const entry = parked[0];
+      const detail = entry ? ` after ${entry.attempts ?? '?'} attempts, last error ${entry.lastError ?? 'none'}` : '';
+      verdict.undelivered.push({ id, got: `${got}${detail}`, reachedSuccess: attempts.some((a) => a.attempt >= successAttempt(fate)) });
     } else {
       row.otherOutcome += 1;
       verdict.otherOutcomes.push({ id, expected: want, got });

@@ -341,11 +341,14 @@ export function createPipeline(context: PipelineContext) {
    * Whether the schedule ending at `endsAt` (`leftMs` after its attempt came due, less what circuits held
    * it) ran out with its target failing throughout: the target must have answered no request since the
    * remaining attempts would have begun with `ISOLATION=off` (a receiver's answer may depend on the
-   * callback: a retry that finds its work done answers at once where the first attempt hung), and failed
-   * one when its last attempt would have been made, a timeout before the end.
+   * callback: a retry that finds its work done answers at once where the first attempt hung), failed
+   * one when its last attempt would have been made, a timeout before the end, and failed the latest
+   * request it got at each attempt number the callback has left (an answer may depend on the attempt:
+   * a receiver whose first attempts hang and whose second ones succeed is not failing at attempt 2).
    */
-  function failedThroughout(job: Job, endsAt: number, leftMs: number): boolean {
-    return clock() >= endsAt && scheduler.failedThroughout !== undefined && scheduler.failedThroughout(job.target, endsAt - leftMs, endsAt - timeoutOf(job.delivery));
+  function failedThroughout(job: Job, endsAt: number, leftMs: number, fromAttempt = job.delivery.attempt): boolean {
+    const attempts = { from: fromAttempt, to: (job.delivery.policy?.retry ?? context.retry).maxAttempts };
+    return clock() >= endsAt && scheduler.failedThroughout !== undefined && scheduler.failedThroughout(job.target, endsAt - leftMs, endsAt - timeoutOf(job.delivery), attempts);
   }
 
   /**
@@ -367,7 +370,7 @@ export function createPipeline(context: PipelineContext) {
   function retryRunsOut(job: Job, retry: Extract<Decision, { kind: 'retry' }>, record: AttemptRecord): boolean {
     if (!record.heldMs) return false;
     const { leftMs } = scheduleOf({ ...job.delivery, attempt: retry.attempt });
-    return failedThroughout(job, clock() + retry.delayMs + leftMs - record.heldMs, leftMs);
+    return failedThroughout(job, clock() + retry.delayMs + leftMs - record.heldMs, leftMs, retry.attempt);
   }
 
   /**
@@ -454,7 +457,7 @@ export function createPipeline(context: PipelineContext) {
       const slowAfterMs = scheduler.slowThresholdMs;
       const deadline = new AttemptDeadline(
         delivery.policy?.timeoutMs ?? context.deliver.timeoutMs,
-        slowAfterMs === undefined ? undefined : { afterMs: slowAfterMs, onSlow: () => apply(scheduler.overdue(target, clock(), kind)) },
+        slowAfterMs === undefined ? undefined : { afterMs: slowAfterMs, onSlow: () => apply(scheduler.overdue(target, clock(), kind, delivery.attempt)) },
       );
       // deliver never throws; the catch is a guarantee, not a path.
       outcome = await deliver(delivery, context.deliver, deadline, span?.context).catch((error: unknown) => ({ error: String(error), durationMs: clock() - startedAt }));
@@ -462,7 +465,7 @@ export function createPipeline(context: PipelineContext) {
       return { job, outcome, startedAt, span };
     } finally {
       // The slot is freed whatever happened; a throw above sends the message back to its queue (pump).
-      apply(scheduler.complete(target, kind, outcome, clock(), overdue));
+      apply(scheduler.complete(target, kind, outcome, clock(), overdue, delivery.attempt));
       pump();
     }
   }

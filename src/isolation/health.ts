@@ -51,6 +51,22 @@ interface TargetRecord {
   successAt: number;
   /** When an attempt of this worker's last failed, or passed the slow threshold unanswered. */
   failureAt: number;
+  /**
+   * Per attempt number (index 1 … MAX_TRACKED_ATTEMPT): whether the target's latest answer to a request
+   * of that attempt was a failure. A receiver's answer may depend on the attempt (a retry that finds its
+   * work done answers at once where the first attempt hung), so failures at attempt 1 say nothing of
+   * attempt 2.
+   */
+  failedAt: boolean[];
+}
+
+/** Attempt numbers tracked per target (memory stays bounded); a callback with more left is never judged to have failed throughout. */
+export const MAX_TRACKED_ATTEMPT = 64;
+
+/** Attempt numbers, inclusive: what is left of a callback's schedule. */
+export interface AttemptRange {
+  from: number;
+  to: number;
 }
 
 /** Successes in a row a flapping target needs at most to close its circuit. */
@@ -83,8 +99,9 @@ export class EndpointHealth {
   }
 
   /** Remembers one result (`succeeded`: the receiver accepted the callback); returns the transition it caused, if any. */
-  record(target: string, abnormal: boolean, nowMs: number, succeeded = false): Transition | undefined {
+  record(target: string, abnormal: boolean, nowMs: number, succeeded = false, attempt?: number): Transition | undefined {
     const record = this.touch(target, nowMs);
+    noteAttempt(record, attempt, !succeeded);
     if (record.results.length < this.policy.window) {
       record.results.push(abnormal);
     } else {
@@ -105,8 +122,9 @@ export class EndpointHealth {
    * An abnormal result recorded early (an attempt still running passed the slow threshold) ended in a
    * success after all: it counts as normal, and as a success.
    */
-  amend(target: string, nowMs: number): Transition | undefined {
+  amend(target: string, nowMs: number, attempt?: number): Transition | undefined {
     const record = this.touch(target, nowMs);
+    noteAttempt(record, attempt, false);
     const at = record.results.lastIndexOf(true);
     if (at >= 0) {
       record.results[at] = false;
@@ -129,14 +147,17 @@ export class EndpointHealth {
   }
 
   /**
-   * Degraded, no attempt succeeded since `sinceMs`, and one of this worker's failed (or went overdue) at
-   * `failedAfterMs` or later. Only what this worker has seen counts, so it must have watched every
-   * target since `sinceMs`: one that started later, or forgot a target since, knows nothing of the
-   * successes before.
+   * Degraded, no attempt succeeded since `sinceMs`, one of this worker's failed (or went overdue) at
+   * `failedAfterMs` or later, and the latest request at every attempt number in `attempts` failed. Only
+   * what this worker has seen counts, so it must have watched every target since `sinceMs`: one that
+   * started later, or forgot a target since, knows nothing of the successes before.
    */
-  failedThroughout(target: string, sinceMs: number, failedAfterMs: number): boolean {
+  failedThroughout(target: string, sinceMs: number, failedAfterMs: number, attempts: AttemptRange): boolean {
     const record = this.targets.get(target);
-    return record !== undefined && record.state === 'degraded' && this.knownSince <= sinceMs && record.successAt < sinceMs && record.failureAt >= failedAfterMs;
+    if (record === undefined || record.state !== 'degraded' || this.knownSince > sinceMs || record.successAt >= sinceMs || record.failureAt < failedAfterMs) return false;
+    if (attempts.to > MAX_TRACKED_ATTEMPT) return false;
+    for (let attempt = Math.max(1, attempts.from); attempt <= attempts.to; attempt += 1) if (record.failedAt[attempt] !== true) return false;
+    return true;
   }
 
   /** Succeeded slowly within the last quiet period: an attempt passing the threshold is no sign of trouble yet. */
@@ -216,7 +237,7 @@ export class EndpointHealth {
     if (record) {
       this.targets.delete(target);
     } else {
-      record = { state: 'healthy', results: [], next: 0, abnormal: 0, lastAbnormalAt: Number.NEGATIVE_INFINITY, successes: 0, required: 1, closedAt: Number.NEGATIVE_INFINITY, slowSuccessAt: Number.NEGATIVE_INFINITY, successAt: Number.NEGATIVE_INFINITY, failureAt: Number.NEGATIVE_INFINITY };
+      record = { state: 'healthy', results: [], next: 0, abnormal: 0, lastAbnormalAt: Number.NEGATIVE_INFINITY, successes: 0, required: 1, closedAt: Number.NEGATIVE_INFINITY, slowSuccessAt: Number.NEGATIVE_INFINITY, successAt: Number.NEGATIVE_INFINITY, failureAt: Number.NEGATIVE_INFINITY, failedAt: [] };
       if (this.targets.size >= this.policy.maxTargets) {
         this.evictOne();
         this.knownSince = Math.max(this.knownSince, nowMs);
@@ -242,4 +263,9 @@ export class EndpointHealth {
     }
     if (victim !== undefined) this.targets.delete(victim);
   }
+}
+
+/** Remembers the latest answer at `attempt` (none known: nothing to remember). */
+function noteAttempt(record: TargetRecord, attempt: number | undefined, failed: boolean): void {
+  if (attempt !== undefined && Number.isInteger(attempt) && attempt >= 1 && attempt <= MAX_TRACKED_ATTEMPT) record.failedAt[attempt] = failed;
 }

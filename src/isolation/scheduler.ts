@@ -1,6 +1,6 @@
 import type { DeliveryOutcome } from '../policy/classify-outcome.js';
 import { FairShare, type Started } from './fair-share.js';
-import type { HealthState, Transition } from './health.js';
+import type { AttemptRange, HealthState, Transition } from './health.js';
 import type { Backoff } from './target-limits.js';
 
 /*
@@ -64,14 +64,14 @@ export interface Scheduler<T> {
   /** How long until a target held back by its limit may start again (undefined: none is waiting on time). */
   wakeInMs?(nowMs: number): number | undefined;
   /**
-   * Whether `target`'s circuit is open, no request to it has succeeded since `sinceMs`, and one failed
-   * at `failedAfterMs` or later, as far as this worker has seen it: false if it started watching after
-   * `sinceMs` (absent when isolation is off).
+   * Whether `target`'s circuit is open, no request to it has succeeded since `sinceMs`, one failed at
+   * `failedAfterMs` or later, and its latest request at each attempt number in `attempts` failed, as far
+   * as this worker has seen it: false if it started watching after `sinceMs` (absent when isolation is off).
    */
-  failedThroughout?(target: string, sinceMs: number, failedAfterMs: number): boolean;
-  /** Called once a running attempt passes `slowThresholdMs` (never when that is undefined). */
-  overdue(target: string, nowMs: number, kind: AttemptKind): Effects<T>;
-  complete(target: string, kind: AttemptKind, outcome: DeliveryOutcome, nowMs: number, wasOverdue?: boolean): Effects<T>;
+  failedThroughout?(target: string, sinceMs: number, failedAfterMs: number, attempts: AttemptRange): boolean;
+  /** Called once a running attempt passes `slowThresholdMs` (never when that is undefined); `attempt`: the callback's attempt number. */
+  overdue(target: string, nowMs: number, kind: AttemptKind, attempt?: number): Effects<T>;
+  complete(target: string, kind: AttemptKind, outcome: DeliveryOutcome, nowMs: number, wasOverdue?: boolean, attempt?: number): Effects<T>;
   abandon(target: string, kind: AttemptKind): void;
   drop(matches: (item: T) => boolean): T[];
   /**

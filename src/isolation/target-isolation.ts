@@ -3,7 +3,7 @@ import type { DeliveryOutcome } from '../policy/classify-outcome.js';
 import { parseRetryAfter } from '../policy/retry-after.js';
 import { FairShare, type FairSharePolicy } from './fair-share.js';
 import type { Fleet } from './fleet-share.js';
-import { EndpointHealth, type HealthPolicy, type HealthState, type Transition } from './health.js';
+import { EndpointHealth, type AttemptRange, type HealthPolicy, type HealthState, type Transition } from './health.js';
 import { NO_EFFECTS, type AttemptKind, type CircuitWait, type Effects, type Next, type Offered, type Scheduler, type Source, type Windows } from './scheduler.js';
 import { TargetLimits, type Backoff } from './target-limits.js';
 
@@ -212,7 +212,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
    * A target that has succeeded lately, however fast, loses its earned limit but the attempt is counted
    * only when it ends.
    */
-  overdue(target: string, nowMs: number, kind: AttemptKind): Effects<T> {
+  overdue(target: string, nowMs: number, kind: AttemptKind, attempt?: number): Effects<T> {
     if (kind === 'probe' && this.countDown(this.probes, target)) {
       this.probesTotal = Math.max(0, this.probesTotal - 1);
       this.staleProbes.set(target, (this.staleProbes.get(target) ?? 0) + 1);
@@ -224,11 +224,11 @@ export class TargetIsolation<T> implements Scheduler<T> {
     // loaded machine and deferred its callbacks for nothing. Such an attempt counts when it ends.
     if (this.health.succeededLately(target, nowMs)) return NO_EFFECTS;
     this.provisional.set(target, (this.provisional.get(target) ?? 0) + 1);
-    return this.effects(target, this.health.record(target, true, nowMs));
+    return this.effects(target, this.health.record(target, true, nowMs, false, attempt));
   }
 
   /** An attempt ended. One already counted when it was overdue is amended if it succeeded, never counted twice. */
-  complete(target: string, kind: AttemptKind, outcome: DeliveryOutcome, nowMs: number, wasOverdue = false): Effects<T> {
+  complete(target: string, kind: AttemptKind, outcome: DeliveryOutcome, nowMs: number, wasOverdue = false, attempt?: number): Effects<T> {
     const slow = wasOverdue || outcome.durationMs >= this.policy.slowThresholdMs;
     const succeeded = outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;
     this.share.done(target, !slow ? 'fast' : succeeded ? 'slow-success' : 'slow');
@@ -242,12 +242,12 @@ export class TargetIsolation<T> implements Scheduler<T> {
     if (kind === 'probe') this.releaseProbe(target, wasOverdue);
     if (slow && succeeded) this.health.slowSuccess(target, nowMs);
     const counted = wasOverdue && this.takeProvisional(target);
-    const effects = counted ? this.effects(target, succeeded ? this.health.amend(target, nowMs) : undefined) : this.effects(target, this.health.record(target, slow && !succeeded, nowMs, succeeded));
+    const effects = counted ? this.effects(target, succeeded ? this.health.amend(target, nowMs, attempt) : undefined) : this.effects(target, this.health.record(target, slow && !succeeded, nowMs, succeeded, attempt));
     return backoff ? { ...effects, backoff } : effects;
   }
 
-  failedThroughout(target: string, sinceMs: number, failedAfterMs: number): boolean {
-    return this.health.failedThroughout(target, sinceMs, failedAfterMs);
+  failedThroughout(target: string, sinceMs: number, failedAfterMs: number, attempts: AttemptRange): boolean {
+    return this.health.failedThroughout(target, sinceMs, failedAfterMs, attempts);
   }
 
   /** Another worker's circuit transition (P.control): taken as this worker's own, effects included. */

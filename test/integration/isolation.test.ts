@@ -123,6 +123,25 @@ describeEachMode('target isolation', (mode) => {
     expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
   });
 
+  it('a steady stream whose first attempts hang and whose retries answer: every callback delivered, though the probes are first attempts that hang', async () => {
+    // New callbacks keep coming, so the circuit's oldest waiting callbacks (its probes) are mostly first
+    // attempts, which hang: the target fails every request the circuit lets through while the held
+    // retries' schedules run out. Their second attempt would succeed, so none may be dead-lettered.
+    const target = await startReceiver((request) => (request.nth === 1 ? 'hang' : { status: 200 }));
+    receivers = [target];
+    relay = await startRelay({ DELAY_MODE: mode, LANES: String(LANES), ...SHORT_HANGS });
+    await relay.startWorker();
+    const published: { id: string }[] = [];
+    for (let round = 0; round < 40; round += 1) {
+      const batch = Array.from({ length: 6 }, (_, k) => relay!.publisher.publish({ url: `${target.origin}/s/${round}/${k}`, body: k }));
+      published.push(...(await Promise.all(batch)));
+      await sleep(250);
+    }
+    await target.waitFor((r) => ids(r.filter((q) => q.nth >= 2)).size === published.length, 90_000);
+    await sleep(1_000);
+    expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
+  });
+
   it('a circuit opens, defers attempts, probes, and closes once the target answers again, with nothing dead-lettered', async () => {
     let hang = true;
     const target = await startReceiver(() => (hang ? 'hang' : { status: 200 }));

@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { EndpointHealth, type HealthPolicy, type HealthState, type Transition } from '../../../src/isolation/health.js';
+import { EndpointHealth, MAX_TRACKED_ATTEMPT, type HealthPolicy, type HealthState, type Transition } from '../../../src/isolation/health.js';
 import { mulberry32, randomInt } from '../../support/prng.js';
 
 /** Seed 002 defaults: 10 abnormal of the last 20 degrade; back at ≤ 5 after a 30s quiet period. */
@@ -115,47 +115,70 @@ describe('EndpointHealth: degrading (seed 002 defaults)', () => {
 });
 
 describe('EndpointHealth: failedThroughout (whether a callback whose schedule ran out may be dead-lettered)', () => {
+  /** No attempt number asked about: the target's failures alone decide (the per-attempt rule is tested below). */
+  const NO_ATTEMPT = { from: 1, to: 0 };
+
   it('holds while degraded, with no success since the time asked and a failure at or after the other', () => {
     const h = degraded({}, 1_000);
-    expect(h.failedThroughout(T, 0, 1_000)).toBe(true);
-    expect(h.failedThroughout(T, 0, 1_001)).toBe(false);
+    expect(h.failedThroughout(T, 0, 1_000, NO_ATTEMPT)).toBe(true);
+    expect(h.failedThroughout(T, 0, 1_001, NO_ATTEMPT)).toBe(false);
     // A fast failure counts too: a receiver that refuses fails whatever the callback.
     h.record(T, false, 5_000);
-    expect(h.failedThroughout(T, 0, 5_000)).toBe(true);
-    expect(h.failedThroughout('https://other.example', 0, 0)).toBe(false);
+    expect(h.failedThroughout(T, 0, 5_000, NO_ATTEMPT)).toBe(true);
+    expect(h.failedThroughout('https://other.example', 0, 0, NO_ATTEMPT)).toBe(false);
   });
 
   it('does not hold once a request succeeded since, even if the circuit opened again, nor for a healthy target', () => {
     const h = degraded({}, 1_000);
     h.record(T, false, 2_000, true);
     expect(h.state(T)).toBe('healthy');
-    expect(h.failedThroughout(T, 0, 0)).toBe(false);
+    expect(h.failedThroughout(T, 0, 0, NO_ATTEMPT)).toBe(false);
     feed(h, T, true, 10, 3_000);
     expect(h.state(T)).toBe('degraded');
-    expect(h.failedThroughout(T, 1_500, 3_000)).toBe(false);
-    expect(h.failedThroughout(T, 2_500, 3_000)).toBe(true);
+    expect(h.failedThroughout(T, 1_500, 3_000, NO_ATTEMPT)).toBe(false);
+    expect(h.failedThroughout(T, 2_500, 3_000, NO_ATTEMPT)).toBe(true);
     // Another worker's word opens the circuit, but only this worker's own failures count as failing.
     const shared = health();
     shared.force(T, 'degraded', 3_000);
-    expect(shared.failedThroughout(T, 0, 0)).toBe(false);
+    expect(shared.failedThroughout(T, 0, 0, NO_ATTEMPT)).toBe(false);
     shared.record(T, true, 4_000);
-    expect(shared.failedThroughout(T, 0, 4_000)).toBe(true);
+    expect(shared.failedThroughout(T, 0, 4_000, NO_ATTEMPT)).toBe(true);
     // Closed by another worker: the target answered there.
     shared.force(T, 'healthy', 5_000);
     feed(shared, T, true, 10, 6_000);
-    expect(shared.failedThroughout(T, 4_500, 6_000)).toBe(false);
-    expect(shared.failedThroughout(T, 5_500, 6_000)).toBe(true);
+    expect(shared.failedThroughout(T, 4_500, 6_000, NO_ATTEMPT)).toBe(false);
+    expect(shared.failedThroughout(T, 5_500, 6_000, NO_ATTEMPT)).toBe(true);
   });
 
   it('knows nothing of what came before the worker started watching, or before it last forgot a target', () => {
     const h = new EndpointHealth({ ...SEED_002, maxTargets: 2 }, 10_000);
     feed(h, T, true, 10, 12_000);
-    expect(h.failedThroughout(T, 9_000, 12_000)).toBe(false);
-    expect(h.failedThroughout(T, 10_000, 12_000)).toBe(true);
+    expect(h.failedThroughout(T, 9_000, 12_000, NO_ATTEMPT)).toBe(false);
+    expect(h.failedThroughout(T, 10_000, 12_000, NO_ATTEMPT)).toBe(true);
     h.record('https://b.example', false, 13_000, true);
     h.record('https://c.example', false, 14_000, true);
-    expect(h.failedThroughout(T, 10_000, 12_000)).toBe(false);
-    expect(h.failedThroughout(T, 14_000, 12_000)).toBe(true);
+    expect(h.failedThroughout(T, 10_000, 12_000, NO_ATTEMPT)).toBe(false);
+    expect(h.failedThroughout(T, 14_000, 12_000, NO_ATTEMPT)).toBe(true);
+  });
+
+  it('asks the latest answer at every attempt number the callback has left: a target whose first attempts hang and whose second ones succeed is not failing at 2', () => {
+    const h = health();
+    // Attempt 2 succeeded once, then attempt-1 requests hang and open the circuit.
+    h.record(T, false, 500, true, 2);
+    feed(h, T, true, 10, 1_000);
+    for (let i = 0; i < 10; i += 1) h.record(T, true, 1_000, false, 1);
+    expect(h.state(T)).toBe('degraded');
+    expect(h.failedThroughout(T, 600, 1_000, { from: 1, to: 1 })).toBe(true);
+    expect(h.failedThroughout(T, 600, 1_000, { from: 1, to: 3 })).toBe(false);
+    expect(h.failedThroughout(T, 600, 1_000, { from: 2, to: 3 })).toBe(false);
+    // Attempts 2 and 3 fail later: every attempt left has failed at its latest request.
+    h.record(T, true, 2_000, false, 2);
+    expect(h.failedThroughout(T, 600, 2_000, { from: 1, to: 3 })).toBe(false);
+    h.record(T, true, 3_000, false, 3);
+    expect(h.failedThroughout(T, 600, 3_000, { from: 1, to: 3 })).toBe(true);
+    expect(h.failedThroughout(T, 600, 3_000, { from: 3, to: 3 })).toBe(true);
+    // More attempts left than are tracked: never judged.
+    expect(h.failedThroughout(T, 0, 0, { from: 1, to: MAX_TRACKED_ATTEMPT + 1 })).toBe(false);
   });
 });
 
