@@ -121,6 +121,7 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
     const limitMs = Math.max(120_000, (3 * perBusy * shape.busy * BUSY_ANSWER_MS) / (PREFETCH * shape.workers));
     const done = (targets: Target[], each: number): boolean => targets.every((target) => target.delivered.size >= each);
     await waitUntil(() => done(quiet, QUIET_CALLBACKS) && done(busy, perBusy), limitMs, started);
+    if (!(done(quiet, QUIET_CALLBACKS) && done(busy, perBusy))) await logCutOff(ctx, tap, names, busy, perBusy);
     const last = (target: Target): number => Math.max(...target.delivered.values());
     const quietDone = quiet.filter((target) => target.delivered.size >= QUIET_CALLBACKS).map((target) => (last(target) - publishedAt.get(target)!) / 1000);
     const delivered = (targets: Target[]): number => targets.reduce((sum, target) => sum + target.delivered.size, 0);
@@ -152,6 +153,22 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
     );
     return run;
   });
+}
+
+/**
+ * A run cut off with callbacks not delivered: where they are. Ready messages per queue (a callback a
+ * worker holds unacked counts in none), and the busy targets' missing paths, so a stuck callback can be
+ * told from a late one.
+ */
+async function logCutOff(ctx: BenchContext, tap: BrokerTap, names: ReturnType<typeof topologyNames>, busy: Target[], perBusy: number): Promise<void> {
+  const queues = [...names.workQueues, names.slowQueue, names.deadQueue];
+  const counts: string[] = [];
+  for (const queue of queues) counts.push(`${queue.slice(queue.lastIndexOf('.') + 1)} ${await tap.messageCount(queue)}`);
+  const missing = busy.map((target) => {
+    const paths = Array.from({ length: perBusy }, (_, i) => `/t/${i}`).filter((path) => !target.delivered.has(path));
+    return `${target.origin}: ${paths.length} missing${paths.length ? ` (${paths.slice(0, 5).join(', ')})` : ''}`;
+  });
+  ctx.log(`cut off: ready messages ${counts.join(', ')}; ${missing.join('; ')}`);
 }
 
 /** Deliveries to `targets` per TIMELINE_BIN_MS since `startMs`. */
