@@ -121,7 +121,7 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
     const limitMs = Math.max(120_000, (3 * perBusy * shape.busy * BUSY_ANSWER_MS) / (PREFETCH * shape.workers));
     const done = (targets: Target[], each: number): boolean => targets.every((target) => target.delivered.size >= each);
     await waitUntil(() => done(quiet, QUIET_CALLBACKS) && done(busy, perBusy), limitMs, started);
-    if (!(done(quiet, QUIET_CALLBACKS) && done(busy, perBusy))) await logCutOff(ctx, tap, names, busy, perBusy);
+    if (!(done(quiet, QUIET_CALLBACKS) && done(busy, perBusy))) await logCutOff(ctx, tap, names, busy, perBusy, ports);
     const last = (target: Target): number => Math.max(...target.delivered.values());
     const quietDone = quiet.filter((target) => target.delivered.size >= QUIET_CALLBACKS).map((target) => (last(target) - publishedAt.get(target)!) / 1000);
     const delivered = (targets: Target[]): number => targets.reduce((sum, target) => sum + target.delivered.size, 0);
@@ -160,7 +160,7 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
  * worker holds unacked counts in none), and the busy targets' missing paths, so a stuck callback can be
  * told from a late one.
  */
-async function logCutOff(ctx: BenchContext, tap: BrokerTap, names: ReturnType<typeof topologyNames>, busy: Target[], perBusy: number): Promise<void> {
+async function logCutOff(ctx: BenchContext, tap: BrokerTap, names: ReturnType<typeof topologyNames>, busy: Target[], perBusy: number, ports: number[]): Promise<void> {
   const queues = [...names.workQueues, names.slowQueue, names.deadQueue];
   const counts: string[] = [];
   for (const queue of queues) counts.push(`${queue.slice(queue.lastIndexOf('.') + 1)} ${await tap.messageCount(queue)}`);
@@ -168,7 +168,9 @@ async function logCutOff(ctx: BenchContext, tap: BrokerTap, names: ReturnType<ty
     const paths = Array.from({ length: perBusy }, (_, i) => `/t/${i}`).filter((path) => !target.delivered.has(path));
     return `${target.origin}: ${paths.length} missing${paths.length ? ` (${paths.slice(0, 5).join(', ')})` : ''}`;
   });
-  ctx.log(`cut off: ready messages ${counts.join(', ')}; ${missing.join('; ')}`);
+  const retryable = await workerMetric(ports, 'callback_relay_attempts_total', { result: 'retryable' });
+  const inFlight = await workerMetric(ports, 'callback_relay_in_flight');
+  ctx.log(`cut off: ready messages ${counts.join(', ')}; the workers' failed attempts (retryable) ${retryable}, in flight ${inFlight}; ${missing.join('; ')}`);
 }
 
 /** Deliveries to `targets` per TIMELINE_BIN_MS since `startMs`. */
