@@ -160,6 +160,14 @@ export class EndpointHealth {
     return true;
   }
 
+  /**
+   * Whether this worker has an answer of `target` to a request at `attempt` (past MAX_TRACKED_ATTEMPT:
+   * true, there is nothing to learn there).
+   */
+  heardAt(target: string, attempt: number): boolean {
+    return attempt > MAX_TRACKED_ATTEMPT || this.targets.get(target)?.failedAt[attempt] !== undefined;
+  }
+
   /** Succeeded slowly within the last quiet period: an attempt passing the threshold is no sign of trouble yet. */
   worksSlowly(target: string, nowMs: number): boolean {
     const at = this.targets.get(target)?.slowSuccessAt;

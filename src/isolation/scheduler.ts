@@ -69,6 +69,8 @@ export interface Scheduler<T> {
    * as this worker has seen it: false if it started watching after `sinceMs` (absent when isolation is off).
    */
   failedThroughout?(target: string, sinceMs: number, failedAfterMs: number, attempts: AttemptRange): boolean;
+  /** Whether this worker has seen `target` answer a request at attempt number `attempt` (absent when isolation is off). */
+  heardAt?(target: string, attempt: number): boolean;
   /** Called once a running attempt passes `slowThresholdMs` (never when that is undefined); `attempt`: the callback's attempt number. */
   overdue(target: string, nowMs: number, kind: AttemptKind, attempt?: number): Effects<T>;
   complete(target: string, kind: AttemptKind, outcome: DeliveryOutcome, nowMs: number, wasOverdue?: boolean, attempt?: number): Effects<T>;

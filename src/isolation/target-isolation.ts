@@ -250,6 +250,10 @@ export class TargetIsolation<T> implements Scheduler<T> {
     return this.health.failedThroughout(target, sinceMs, failedAfterMs, attempts);
   }
 
+  heardAt(target: string, attempt: number): boolean {
+    return this.health.heardAt(target, attempt);
+  }
+
   /** Another worker's circuit transition (P.control): taken as this worker's own, effects included. */
   shareHealth(target: string, state: HealthState, nowMs: number): Effects<T> {
     return this.effects(target, this.health.force(target, state, nowMs));

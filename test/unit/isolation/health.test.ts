@@ -177,6 +177,10 @@ describe('EndpointHealth: failedThroughout (whether a callback whose schedule ra
     h.record(T, true, 3_000, false, 3);
     expect(h.failedThroughout(T, 600, 3_000, { from: 1, to: 3 })).toBe(true);
     expect(h.failedThroughout(T, 600, 3_000, { from: 3, to: 3 })).toBe(true);
+    expect(h.heardAt(T, 3)).toBe(true);
+    expect(h.heardAt(T, 4)).toBe(false);
+    expect(h.heardAt('https://other.example', 1)).toBe(false);
+    expect(h.heardAt(T, MAX_TRACKED_ATTEMPT + 1)).toBe(true);
     // More attempts left than are tracked: never judged.
     expect(h.failedThroughout(T, 0, 0, { from: 1, to: MAX_TRACKED_ATTEMPT + 1 })).toBe(false);
   });
