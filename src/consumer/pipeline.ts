@@ -302,7 +302,7 @@ export function createPipeline(context: PipelineContext) {
    * attempt kept, until the attempt would have ended (circuitWait). Then it is owed its request, made
    * as soon as its target has room (a forced one, or one whose deferral cannot be stored, at once): no
    * attempt is ever counted without a request; one at an attempt number the target has not answered
-   * here yet is owed its request at once. But the schedule keeps its time: once the rest of it
+   * here yet gets its request at once (offerOwed). But the schedule keeps its time: once the rest of it
    * would have ended with every attempt timing out, the target failing throughout, the callback is
    * dead-lettered (`expire`), no later than `ISOLATION=off` would have.
    */
@@ -314,11 +314,7 @@ export function createPipeline(context: PipelineContext) {
     const left = scheduleOf(delivery);
     const wait = circuitWait(delivery.heldSince, Number.isInteger(deferrals) && deferrals > 0 ? deferrals : 0, clock(), timeoutMs, left);
     if (wait.expired && failedThroughout(job, wait.giveUpAt, left.leftMs)) return expire(job);
-    // At an attempt number the target has not answered here yet, the request is owed now, room given: a
-    // schedule runs out only on a failure at every attempt number it has left (failedThroughout), so the
-    // failed probes' retries must reach each number as soon as they would with ISOLATION=off.
-    const unheard = scheduler.heardAt?.(job.target, delivery.attempt) === false;
-    if ((wait.owed || unheard) && scheduler.offerOwed(job.target, job, sourceOf(job), clock(), wait) === 'queued') return pump();
+    if (scheduler.offerOwed(job.target, job, sourceOf(job), clock(), wait, delivery.attempt) === 'queued') return pump();
     const deferral = { [HEADER.heldSince]: new Date(wait.defer.heldSince).toISOString(), [HEADER.deferrals]: wait.defer.deferrals };
     try {
       if (await settle({ kind: 'move', delayMs: wait.defer.delayMs, headers: deferral }, { id: job.delivery.id }, moveContext(job))) {
@@ -329,7 +325,7 @@ export function createPipeline(context: PipelineContext) {
       return job.finish(error);
     }
     if (givenBack) return giveBack(job);
-    scheduler.offerOwed(job.target, job, sourceOf(job), clock(), { forced: true, mayBorrow: false });
+    scheduler.offerOwed(job.target, job, sourceOf(job), clock(), { owed: true, forced: true, mayBorrow: false });
     pump();
   }
 

@@ -58,7 +58,7 @@ export interface Scheduler<T> {
    * An item deferred while its target's circuit was open, now owed its real attempt (`circuitWait`):
    * queued if its target has room within its share of slots, or `forced`; else left to be deferred again.
    */
-  offerOwed(target: string, item: T, source: Source, nowMs: number, wait: Pick<CircuitWait, 'forced' | 'mayBorrow'>): 'queued' | 'circuit-open';
+  offerOwed(target: string, item: T, source: Source, nowMs: number, wait: Pick<CircuitWait, 'owed' | 'forced' | 'mayBorrow'>, attempt?: number): 'queued' | 'circuit-open';
   /** `nowMs`: for limits; without it, the latest time the scheduler was given. */
   next(nowMs?: number): Next<T> | undefined;
   /** How long until a target held back by its limit may start again (undefined: none is waiting on time). */
@@ -69,8 +69,6 @@ export interface Scheduler<T> {
    * as this worker has seen it: false if it started watching after `sinceMs` (absent when isolation is off).
    */
   failedThroughout?(target: string, sinceMs: number, failedAfterMs: number, attempts: AttemptRange): boolean;
-  /** Whether this worker has seen `target` answer a request at attempt number `attempt` (absent when isolation is off). */
-  heardAt?(target: string, attempt: number): boolean;
   /** Called once a running attempt passes `slowThresholdMs` (never when that is undefined); `attempt`: the callback's attempt number. */
   overdue(target: string, nowMs: number, kind: AttemptKind, attempt?: number): Effects<T>;
   complete(target: string, kind: AttemptKind, outcome: DeliveryOutcome, nowMs: number, wasOverdue?: boolean, attempt?: number): Effects<T>;

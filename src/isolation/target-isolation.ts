@@ -94,6 +94,8 @@ export class TargetIsolation<T> implements Scheduler<T> {
   private lastNowMs = 0;
   /** Since the metrics last took them: how long limited targets' items waited here (ms), and their starts per target. */
   private limitStats: LimitStats = { waitsMs: [], starts: new Map() };
+  /** Per target: attempt numbers asked about by an owed request under way, and since when (`mayAsk`). */
+  private readonly asks = new Map<string, Map<number, number>>();
   /** How full the lanes' consumer windows are (none: every busy target's item from a lane moves). */
   private windows: Windows<T> | undefined;
 
@@ -129,12 +131,33 @@ export class TargetIsolation<T> implements Scheduler<T> {
    * is not held to its own share while the slots sit idle; forced, it waits anyway.
    * A forced one from a lane may still move to the overflow queue if its target turns busy.
    */
-  offerOwed(target: string, item: T, source: Source, nowMs: number, { forced, mayBorrow }: Pick<CircuitWait, 'forced' | 'mayBorrow'>): 'queued' | 'circuit-open' {
+  offerOwed(target: string, item: T, source: Source, nowMs: number, { owed, forced, mayBorrow }: Pick<CircuitWait, 'owed' | 'forced' | 'mayBorrow'>, attempt?: number): 'queued' | 'circuit-open' {
+    const asks = attempt !== undefined && this.mayAsk(target, attempt, nowMs);
     const full = this.share.inFlight(target) + this.share.waiting(target) >= this.share.limit(target);
-    if (!forced && full && !(mayBorrow && this.share.hasIdleRoom())) return 'circuit-open';
+    if (!forced && !asks && !(owed && (!full || (mayBorrow && this.share.hasIdleRoom())))) return 'circuit-open';
+    if (asks) this.asking(target).set(attempt, nowMs);
     this.share.push(target, { item, kind: 'attempt', at: nowMs, source });
     this.gate(target, nowMs);
     return 'queued';
+  }
+
+  /**
+   * Whether an item at `attempt` asks its target for an answer at that attempt number: this worker has
+   * none (`heardAt`), and no such request is under way (or one has been for ASK_STALE_MS: its item may
+   * have gone back to the broker with its channel). A schedule runs out only on failures at every
+   * attempt number it has left, so these requests, one at a time per attempt number, are what let a
+   * never-answering target's callbacks reach P.dead when they would with ISOLATION=off.
+   */
+  private mayAsk(target: string, attempt: number, nowMs: number): boolean {
+    if (this.health.heardAt(target, attempt)) return false;
+    const since = this.asks.get(target)?.get(attempt);
+    return since === undefined || nowMs - since >= ASK_STALE_MS;
+  }
+
+  private asking(target: string): Map<number, number> {
+    let asking = this.asks.get(target);
+    if (!asking) this.asks.set(target, (asking = new Map()));
+    return asking;
   }
 
   /**
@@ -240,6 +263,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
     this.lastDone.set(target, nowMs);
     this.recordAttemptTime(target, outcome.durationMs);
     if (kind === 'probe') this.releaseProbe(target, wasOverdue);
+    if (attempt !== undefined) this.answeredAt(target, attempt);
     if (slow && succeeded) this.health.slowSuccess(target, nowMs);
     const counted = wasOverdue && this.takeProvisional(target);
     const effects = counted ? this.effects(target, succeeded ? this.health.amend(target, nowMs, attempt) : undefined) : this.effects(target, this.health.record(target, slow && !succeeded, nowMs, succeeded, attempt));
@@ -250,8 +274,10 @@ export class TargetIsolation<T> implements Scheduler<T> {
     return this.health.failedThroughout(target, sinceMs, failedAfterMs, attempts);
   }
 
-  heardAt(target: string, attempt: number): boolean {
-    return this.health.heardAt(target, attempt);
+  /** The request asking `target` about `attempt` (if any) ended: the answer is in health now. */
+  private answeredAt(target: string, attempt: number): void {
+    const asking = this.asks.get(target);
+    if (asking?.delete(attempt) && asking.size === 0) this.asks.delete(target);
   }
 
   /** Another worker's circuit transition (P.control): taken as this worker's own, effects included. */
@@ -286,6 +312,10 @@ export class TargetIsolation<T> implements Scheduler<T> {
     this.loopBusy.average += (loopBusy - this.loopBusy.average) * MOVING_AVERAGE_WEIGHT;
     const moved: T[] = [];
     for (const [target, until] of this.busy) if (until <= nowMs) this.busy.delete(target);
+    for (const [target, asking] of this.asks) {
+      for (const [attempt, since] of asking) if (nowMs - since >= ASK_STALE_MS) asking.delete(attempt);
+      if (asking.size === 0) this.asks.delete(target);
+    }
     for (const [target, at] of this.lastDone) {
       if (nowMs - at < this.policy.overflowAfterMs) break;
       this.lastDone.delete(target);
@@ -495,6 +525,8 @@ export interface LimitStats {
 
 /** Samples (and targets) kept between two scrapes at most; the rest are not counted. */
 const MAX_LIMIT_SAMPLES = 10_000;
+/** An owed request asking about an attempt number that has not ended after this long is taken as gone (`mayAsk`). */
+const ASK_STALE_MS = 60_000;
 
 /** A target's backlog is worth moving when its mean attempt takes this many times a move. */
 const MOVE_WORTH = 3;

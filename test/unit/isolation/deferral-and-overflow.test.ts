@@ -95,19 +95,44 @@ function openedByTwoTimeouts(): TargetIsolation<number> {
 }
 
 describe('TargetIsolation: an owed attempt of a target whose circuit is open', () => {
+  it('a deferred callback at an attempt number the target has not answered here gets its request at once, one such request at a time per attempt number', () => {
+    const iso = new TargetIsolation<number>({ ...POLICY, degradeThreshold: 2, slowThresholdMs: 100 });
+    iso.offer('t', 1, 'lane', 0);
+    iso.offer('t', 2, 'lane', 0);
+    for (let next = iso.next(); next; next = iso.next());
+    iso.complete('t', 'attempt', { error: 'timeout', durationMs: 1_000 }, 1_000, false, 1);
+    iso.complete('t', 'attempt', { error: 'timeout', durationMs: 1_000 }, 1_000, false, 1);
+    expect(iso.state('t')).toBe('degraded');
+    const notOwed = { owed: false, forced: false, mayBorrow: false };
+    // Attempt 1 was answered (it failed): not owed yet, it waits.
+    expect(iso.offerOwed('t', 3, 'lane', 1_500, notOwed, 1)).toBe('circuit-open');
+    // Attempt 2 never was: one request asks, at once; a second waits while it is under way.
+    expect(iso.offerOwed('t', 4, 'lane', 1_500, notOwed, 2)).toBe('queued');
+    expect(iso.offerOwed('t', 5, 'lane', 1_500, notOwed, 2)).toBe('circuit-open');
+    expect(iso.next()).toMatchObject({ item: 4, kind: 'attempt' });
+    iso.complete('t', 'attempt', { error: 'timeout', durationMs: 1_000 }, 2_500, false, 2);
+    // Answered now (a failure): attempt 2 asks no more; attempt 3 may.
+    expect(iso.offerOwed('t', 5, 'lane', 2_600, notOwed, 2)).toBe('circuit-open');
+    expect(iso.offerOwed('t', 6, 'lane', 2_600, notOwed, 3)).toBe('queued');
+    // A request that never ended (its channel closed) stops counting as under way after a minute.
+    expect(iso.offerOwed('t', 7, 'lane', 2_700, notOwed, 3)).toBe('circuit-open');
+    expect(iso.offerOwed('t', 7, 'lane', 62_600, notOwed, 3)).toBe('queued');
+  });
+
+
   it('waits for a slot while the target holds fewer than its limit, and its success closes the circuit', () => {
     const iso = openedByTwoTimeouts();
     expect(iso.state('t')).toBe('degraded');
     // Its limit is the initial share (2): two owed attempts are queued, a third waits again unless forced.
-    const owed = { forced: false, mayBorrow: false };
+    const owed = { owed: true, forced: false, mayBorrow: false };
     expect(iso.offerOwed('t', 3, 'lane', 2_000, owed)).toBe('queued');
     expect(iso.offerOwed('t', 4, 'lane', 2_000, owed)).toBe('queued');
     expect(iso.offerOwed('t', 5, 'lane', 2_000, owed)).toBe('circuit-open');
     // Owed for an attempt timeout already, it may borrow the idle slots while fewer than half the
     // worker's 10 are taken or waited for (5).
-    for (let item = 5; item <= 7; item += 1) expect(iso.offerOwed('t', item, 'lane', 2_000, { forced: false, mayBorrow: true })).toBe('queued');
-    expect(iso.offerOwed('t', 8, 'lane', 2_000, { forced: false, mayBorrow: true })).toBe('circuit-open');
-    expect(iso.offerOwed('t', 9, 'overflow', 2_000, { forced: true, mayBorrow: false })).toBe('queued');
+    for (let item = 5; item <= 7; item += 1) expect(iso.offerOwed('t', item, 'lane', 2_000, { owed: true, forced: false, mayBorrow: true })).toBe('queued');
+    expect(iso.offerOwed('t', 8, 'lane', 2_000, { owed: true, forced: false, mayBorrow: true })).toBe('circuit-open');
+    expect(iso.offerOwed('t', 9, 'overflow', 2_000, { owed: true, forced: true, mayBorrow: false })).toBe('queued');
     expect(iso.sweep(60_000)).toEqual([]);
     const started = iso.next();
     expect(started).toMatchObject({ item: 3, kind: 'attempt' });
@@ -117,7 +142,7 @@ describe('TargetIsolation: an owed attempt of a target whose circuit is open', (
 
   it('lends an open circuit\'s owed attempts idle slots up to half the worker, never the other half', () => {
     const iso = openedByTwoTimeouts();
-    for (let item = 3; item <= 20; item += 1) iso.offerOwed('t', item, 'lane', 2_000, { forced: true, mayBorrow: false });
+    for (let item = 3; item <= 20; item += 1) iso.offerOwed('t', item, 'lane', 2_000, { owed: true, forced: true, mayBorrow: false });
     const started: number[] = [];
     for (let next = iso.next(); next; next = iso.next()) started.push(next.item);
     // 5 of 10 slots: the target's limit (2), then idle slots while fewer than half are taken.
