@@ -55,8 +55,9 @@ export interface Windows<T> {
 export interface Scheduler<T> {
   offer(target: string, item: T, source: Source, nowMs: number): Offered;
   /**
-   * An item deferred while its target's circuit was open, now owed its real attempt (`circuitWait`):
-   * queued if its target has room within its share of slots, or `forced`; else left to be deferred again.
+   * An item deferred while its target's circuit was open, back while it still is: queued if it is owed
+   * its real attempt (`circuitWait`) and its target has room within its share of slots, if `forced`, or
+   * if it is the one request asking the target about its `attempt` number; else left to be deferred again.
    */
   offerOwed(target: string, item: T, source: Source, nowMs: number, wait: Pick<CircuitWait, 'owed' | 'forced' | 'mayBorrow'>, attempt?: number): 'queued' | 'circuit-open';
   /** `nowMs`: for limits; without it, the latest time the scheduler was given. */

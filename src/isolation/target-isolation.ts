@@ -124,8 +124,9 @@ export class TargetIsolation<T> implements Scheduler<T> {
   }
 
   /**
-   * A deferred item owed its real attempt while the circuit is still open: it waits for a slot like any
-   * attempt (its success closes the circuit) as long as its target holds, and waits for, fewer than its
+   * A deferred item while the circuit is still open. Not `owed` yet, it is deferred again, unless it asks
+   * its target about an attempt number this worker has no answer at (`mayAsk`): then it waits for a slot
+   * at once, room or not. Owed its real attempt, it waits for a slot like any attempt (its success closes the circuit) as long as its target holds, and waits for, fewer than its
    * limit, or (`mayBorrow`: owed for an attempt timeout already) the worker has idle slots it may borrow
    * (fewer than half taken), so a target that does not answer never takes others' share, yet its backlog
    * is not held to its own share while the slots sit idle; forced, it waits anyway.
