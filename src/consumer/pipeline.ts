@@ -330,11 +330,13 @@ export function createPipeline(context: PipelineContext) {
   }
 
   const sourceOf = (job: Job): Source => (job.lane === 'slow' ? 'overflow' : 'lane');
+  // A callback with a named policy follows it; any other, the worker's defaults.
   const timeoutOf = (delivery: Delivery): number => delivery.policy?.timeoutMs ?? context.deliver.timeoutMs;
+  const retryOf = (delivery: Delivery): RetryPolicy => delivery.policy?.retry ?? context.retry;
 
   /** What is left of a callback's schedule from its attempt about to be made, and what circuits held it so far. */
   function scheduleOf(delivery: Delivery): ScheduleLeft {
-    const retry = delivery.policy?.retry ?? context.retry;
+    const retry = retryOf(delivery);
     return { leftMs: scheduleLeftMs(retry.schedule, retry.maxAttempts, delivery.attempt, timeoutOf(delivery)), heldMs: delivery.heldMs ?? 0 };
   }
 
@@ -348,7 +350,7 @@ export function createPipeline(context: PipelineContext) {
    * a receiver whose first attempts hang and whose second ones succeed is not failing at attempt 2).
    */
   function failedThroughout(job: Job, endsAt: number, leftMs: number, fromAttempt = job.delivery.attempt): boolean {
-    const attempts = { from: fromAttempt, to: (job.delivery.policy?.retry ?? context.retry).maxAttempts };
+    const attempts = { from: fromAttempt, to: retryOf(job.delivery).maxAttempts };
     return clock() >= endsAt && scheduler.failedThroughout !== undefined && scheduler.failedThroughout(job.target, endsAt - leftMs, endsAt - timeoutOf(job.delivery), attempts);
   }
 
@@ -457,7 +459,7 @@ export function createPipeline(context: PipelineContext) {
       const span = context.tracing?.startAttempt(delivery);
       const slowAfterMs = scheduler.slowThresholdMs;
       const deadline = new AttemptDeadline(
-        delivery.policy?.timeoutMs ?? context.deliver.timeoutMs,
+        timeoutOf(delivery),
         slowAfterMs === undefined ? undefined : { afterMs: slowAfterMs, onSlow: () => apply(scheduler.overdue(target, clock(), kind, delivery.attempt)) },
       );
       // deliver never throws; the catch is a guarantee, not a path.
@@ -466,7 +468,7 @@ export function createPipeline(context: PipelineContext) {
       return { job, outcome, startedAt, span };
     } finally {
       // The slot is freed whatever happened; a throw above sends the message back to its queue (pump).
-      apply(scheduler.complete(target, kind, outcome, clock(), overdue, delivery.attempt));
+      apply(scheduler.complete(target, kind, outcome, clock(), { wasOverdue: overdue, attempt: delivery.attempt }));
       pump();
     }
   }

@@ -12,6 +12,12 @@ import type { Backoff } from './target-limits.js';
 /** How a started item is attempted: a normal attempt, or a probe of a target whose circuit is open. */
 export type AttemptKind = 'attempt' | 'probe';
 
+/** How an attempt ended, besides its outcome: reported overdue while it ran, and at which attempt number. */
+export interface AttemptEnded {
+  wasOverdue?: boolean;
+  attempt?: number;
+}
+
 export interface Next<T> extends Started<T> {
   kind: AttemptKind;
 }
@@ -72,7 +78,8 @@ export interface Scheduler<T> {
   failedThroughout?(target: string, sinceMs: number, failedAfterMs: number, attempts: AttemptRange): boolean;
   /** Called once a running attempt passes `slowThresholdMs` (never when that is undefined); `attempt`: the callback's attempt number. */
   overdue(target: string, nowMs: number, kind: AttemptKind, attempt?: number): Effects<T>;
-  complete(target: string, kind: AttemptKind, outcome: DeliveryOutcome, nowMs: number, wasOverdue?: boolean, attempt?: number): Effects<T>;
+  /** An attempt ended: `ended.wasOverdue` if it was reported overdue; `ended.attempt`, the callback's attempt number. */
+  complete(target: string, kind: AttemptKind, outcome: DeliveryOutcome, nowMs: number, ended?: AttemptEnded): Effects<T>;
   abandon(target: string, kind: AttemptKind): void;
   drop(matches: (item: T) => boolean): T[];
   /**

@@ -4,7 +4,7 @@ import { parseRetryAfter } from '../policy/retry-after.js';
 import { FairShare, type FairSharePolicy } from './fair-share.js';
 import type { Fleet } from './fleet-share.js';
 import { EndpointHealth, type AttemptRange, type HealthPolicy, type HealthState, type Transition } from './health.js';
-import { NO_EFFECTS, type AttemptKind, type CircuitWait, type Effects, type Next, type Offered, type Scheduler, type Source, type Windows } from './scheduler.js';
+import { NO_EFFECTS, type AttemptEnded, type AttemptKind, type CircuitWait, type Effects, type Next, type Offered, type Scheduler, type Source, type Windows } from './scheduler.js';
 import { TargetLimits, type Backoff } from './target-limits.js';
 
 export type TargetKey = 'origin' | 'host';
@@ -252,7 +252,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
   }
 
   /** An attempt ended. One already counted when it was overdue is amended if it succeeded, never counted twice. */
-  complete(target: string, kind: AttemptKind, outcome: DeliveryOutcome, nowMs: number, wasOverdue = false, attempt?: number): Effects<T> {
+  complete(target: string, kind: AttemptKind, outcome: DeliveryOutcome, nowMs: number, { wasOverdue = false, attempt }: AttemptEnded = {}): Effects<T> {
     const slow = wasOverdue || outcome.durationMs >= this.policy.slowThresholdMs;
     const succeeded = outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;
     this.share.done(target, !slow ? 'fast' : succeeded ? 'slow-success' : 'slow');

@@ -100,8 +100,8 @@ describe('TargetIsolation: an owed attempt of a target whose circuit is open', (
     iso.offer('t', 1, 'lane', 0);
     iso.offer('t', 2, 'lane', 0);
     for (let next = iso.next(); next; next = iso.next());
-    iso.complete('t', 'attempt', { error: 'timeout', durationMs: 1_000 }, 1_000, false, 1);
-    iso.complete('t', 'attempt', { error: 'timeout', durationMs: 1_000 }, 1_000, false, 1);
+    iso.complete('t', 'attempt', { error: 'timeout', durationMs: 1_000 }, 1_000, { attempt: 1 });
+    iso.complete('t', 'attempt', { error: 'timeout', durationMs: 1_000 }, 1_000, { attempt: 1 });
     expect(iso.state('t')).toBe('degraded');
     const notOwed = { owed: false, forced: false, mayBorrow: false };
     // Attempt 1 was answered (it failed): not owed yet, it waits.
@@ -110,7 +110,7 @@ describe('TargetIsolation: an owed attempt of a target whose circuit is open', (
     expect(iso.offerOwed('t', 4, 'lane', 1_500, notOwed, 2)).toBe('queued');
     expect(iso.offerOwed('t', 5, 'lane', 1_500, notOwed, 2)).toBe('circuit-open');
     expect(iso.next()).toMatchObject({ item: 4, kind: 'attempt' });
-    iso.complete('t', 'attempt', { error: 'timeout', durationMs: 1_000 }, 2_500, false, 2);
+    iso.complete('t', 'attempt', { error: 'timeout', durationMs: 1_000 }, 2_500, { attempt: 2 });
     // Answered now (a failure): attempt 2 asks no more; attempt 3 may.
     expect(iso.offerOwed('t', 5, 'lane', 2_600, notOwed, 2)).toBe('circuit-open');
     expect(iso.offerOwed('t', 6, 'lane', 2_600, notOwed, 3)).toBe('queued');

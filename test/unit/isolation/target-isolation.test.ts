@@ -51,11 +51,11 @@ describe('TargetIsolation', () => {
     for (let i = 0; i < running.length; i += 1) expect(iso.overdue('busy', 3_100 + i, 'attempt')).toEqual({ transition: undefined, circuitOpen: [] });
     expect(iso.state('busy')).toBe('healthy');
     // They end in a success (amended nothing, no slow failure) or in timeouts, which count then.
-    iso.complete('busy', running[0]!.kind, { status: 200, durationMs: 3_500 }, 3_600, true);
-    iso.complete('busy', running[1]!.kind, hang, 5_100, true);
-    iso.complete('busy', running[2]!.kind, hang, 5_100, true);
+    iso.complete('busy', running[0]!.kind, { status: 200, durationMs: 3_500 }, 3_600, { wasOverdue: true });
+    iso.complete('busy', running[1]!.kind, hang, 5_100, { wasOverdue: true });
+    iso.complete('busy', running[2]!.kind, hang, 5_100, { wasOverdue: true });
     expect(iso.state('busy')).toBe('healthy');
-    expect(iso.complete('busy', running[3]!.kind, hang, 5_100, true).transition).toMatchObject({ to: 'degraded' });
+    expect(iso.complete('busy', running[3]!.kind, hang, 5_100, { wasOverdue: true }).transition).toMatchObject({ to: 'degraded' });
   });
 
   it('opens the circuit after DEGRADE_THRESHOLD slow results and defers what waits, but for its first probe', () => {
@@ -77,7 +77,7 @@ describe('TargetIsolation', () => {
     expect(failed).toEqual(Array.from({ length: 27 }, (_, i) => i + 3));
     expect(iso.next()).toMatchObject({ target: 'a', item: 2, kind: 'probe' });
     // Attempts already running finish; their results are not counted twice.
-    expect(iso.complete('a', 'attempt', hang, 20, true).transition).toBeUndefined();
+    expect(iso.complete('a', 'attempt', hang, 20, { wasOverdue: true }).transition).toBeUndefined();
   });
 
   it('while open: PROBE_CONCURRENCY probes per target, MAX_PROBES over all, every other item is deferred', () => {
@@ -111,7 +111,7 @@ describe('TargetIsolation', () => {
     open(iso, 'c');
     expect(iso.offer('c', 1, 'lane', 13_600)).toBe('circuit-open');
     // The stale probe times out: a's place stays taken by its fresh probe.
-    iso.complete('a', 'probe', hang, 15_000, true);
+    iso.complete('a', 'probe', hang, 15_000, { wasOverdue: true });
     expect(iso.offer('a', 3, 'lane', 15_000)).toBe('circuit-open');
     // The fresh probe succeeds: the circuit closes.
     expect(iso.complete('a', 'probe', ok, 15_100).transition).toMatchObject({ to: 'healthy' });
@@ -173,7 +173,7 @@ describe('TargetIsolation', () => {
       iso.offer('s', i, 'lane', i * 4_000);
       const next = iso.next();
       if (i < 3) iso.overdue('s', i * 4_000 + 3_000, 'attempt');
-      iso.complete('s', next!.kind, { status: 200, durationMs: 3_500 }, i * 4_000 + 3_500, i < 3);
+      iso.complete('s', next!.kind, { status: 200, durationMs: 3_500 }, i * 4_000 + 3_500, { wasOverdue: i < 3 });
       expect(iso.state('s')).toBe('healthy');
     }
   });
@@ -185,7 +185,7 @@ describe('TargetIsolation', () => {
     iso.overdue('s', 3_000, 'attempt');
     expect(iso.overdue('s', 3_000, 'attempt').transition).toBeUndefined();
     // Third result: a slow success. The two overdue ones are amended as they succeed too.
-    expect(iso.complete('s', running[0]!.kind, { status: 200, durationMs: 3_500 }, 3_500, true).transition).toBeUndefined();
+    expect(iso.complete('s', running[0]!.kind, { status: 200, durationMs: 3_500 }, 3_500, { wasOverdue: true }).transition).toBeUndefined();
     // Now the target is known to work slowly: an overdue attempt is not counted early.
     iso.offer('s', 9, 'lane', 3_500);
     expect(iso.overdue('s', 6_500, 'attempt')).toEqual({ transition: undefined, circuitOpen: [] });
@@ -245,7 +245,7 @@ describe('TargetIsolation', () => {
     expect(iso.offer('a', 99, 'lane', 0)).toBe('queued');
     expect(iso.next()).toBeUndefined();
     expect(iso.drop((item) => item === 99)).toEqual([99]);
-    for (const r of running) iso.complete('a', r!.kind, hang, 20, true);
+    for (const r of running) iso.complete('a', r!.kind, hang, 20, { wasOverdue: true });
     expect(iso.offer('a', 100, 'lane', 0)).toBe('queued');
     expect(iso.next()?.kind).toBe('probe');
   });
