@@ -86,6 +86,9 @@ export interface OutageRun {
   /** Seconds from the first publish by which half, and 95 %, of all the callbacks were delivered (undefined: never). */
   halfDelivered: number | undefined;
   mostDelivered: number | undefined;
+  /** Seconds from the first publish by which half, and 95 %, of all the callbacks were in P.dead (undefined: never; polled every 250 ms). */
+  halfDead: number | undefined;
+  mostDead: number | undefined;
   lastDead: number | undefined;
   /** Every callback delivered or in P.dead; undefined: cut off at the shape's limit. */
   allEnded: number | undefined;
@@ -129,10 +132,13 @@ export async function outageRun(ctx: BenchContext, shape: OutageShape, isolation
     await publishTo(publisher, target, 'x', shape.callbacks);
     let dead = 0;
     let lastDeadAt: number | undefined;
+    // When the dead-lettered count first reached a share of the callbacks: a tail of a few late ones shows apart from the bulk.
+    const deadShareAt = new Map<number, number>();
     while (Date.now() - t0 < shape.limitMs) {
       const now = await tap.messageCount(deadQueue);
       if (now > dead) lastDeadAt = Date.now();
       dead = now;
+      for (const share of [0.5, 0.95]) if (!deadShareAt.has(share) && dead >= Math.ceil(shape.callbacks * share)) deadShareAt.set(share, Date.now());
       if (target.delivered.size + dead >= shape.callbacks) break;
       await sleep(250);
     }
@@ -151,6 +157,8 @@ export async function outageRun(ctx: BenchContext, shape: OutageShape, isolation
       lastDelivery: seconds(lastDelivery),
       halfDelivered: seconds(deliveredShare(target.delivered, shape.callbacks, 0.5)),
       mostDelivered: seconds(deliveredShare(target.delivered, shape.callbacks, 0.95)),
+      halfDead: seconds(deadShareAt.get(0.5)),
+      mostDead: seconds(deadShareAt.get(0.95)),
       lastDead: seconds(lastDeadAt),
       allEnded: ended ? seconds(Math.max(lastDelivery ?? 0, lastDeadAt ?? 0)) : undefined,
     };
@@ -172,7 +180,7 @@ function deliveredShare(delivered: Map<string, number>, callbacks: number, share
 export function outageTable(shape: OutageShape, runs: OutageRun[]): Table {
   return {
     title: `${shape.name}: ${shape.title}`,
-    headers: ['ISOLATION', 'delivered', 'dead-lettered (P.dead)', 'requests to X', 'attempts made', 'deferred (circuit open)', 'half delivered (s)', '95 % delivered (s)', 'last delivery (s)', 'last dead-letter (s)', 'all ended (s)'],
+    headers: ['ISOLATION', 'delivered', 'dead-lettered (P.dead)', 'requests to X', 'attempts made', 'deferred (circuit open)', 'half delivered (s)', '95 % delivered (s)', 'last delivery (s)', 'half dead-lettered (s)', '95 % dead-lettered (s)', 'last dead-letter (s)', 'all ended (s)'],
     rows: runs.map((run) => [
       run.isolation,
       `${run.delivered}/${run.callbacks}`,
@@ -183,6 +191,8 @@ export function outageTable(shape: OutageShape, runs: OutageRun[]): Table {
       secs(run.halfDelivered),
       secs(run.mostDelivered),
       secs(run.lastDelivery),
+      secs(run.halfDead),
+      secs(run.mostDead),
       secs(run.lastDead),
       run.allEnded === undefined ? `cut off at ${fmt(shape.limitMs / 1000)}` : fmt(run.allEnded, 1),
     ]),
