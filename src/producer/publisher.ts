@@ -98,15 +98,19 @@ export function createPublisher(
       const { declare, mode, names } = await topology;
       // One channel: a setup that opened more on a connection being cut could wait forever, and
       // close() waits for the setup (the unbinding below opens its own, so it gives up after 5 s).
-      // Before the first delayed publish, an earlier version's levels, still bound, are unbound: they
-      // would deliver it twice. Counted as declaring, like the declaration (PUBLISH_TIMEOUT).
+      // Before the first delayed publish, on channels of their own and given up after a few seconds,
+      // both counted as declaring, like the declaration (PUBLISH_TIMEOUT): queues mode unbinds an
+      // earlier version's levels, still bound, which would deliver it twice; plugin mode declares P.due,
+      // because the plugin drops a message that falls due with no queue bound, and on a topology no
+      // worker has run on yet a short delay could fall due before P.due's bindings were made.
       let held: EarlierLevelsHeld | undefined;
-      const retire = async (): Promise<void> => {
-        if (mode === 'queues' && manager.connection) held = await retireEarlierLevelsAside(manager.connection, names);
+      const aside = async (): Promise<void> => {
+        if (!manager.connection) return;
+        if (mode === 'queues') held = await retireEarlierLevelsAside(manager.connection, names);
+        else await declareDueQueueAside(manager.connection, names, 5_000);
       };
-      await gate.track(declare(ch).then(retire));
+      await gate.track(declare(ch).then(aside));
       if (held) logger.info({ messages: held.messages, queues: held.levels.join(', ') }, 'delay levels of an earlier version: unbound from the entry exchange; they drain on their own (docs/delay-modes.md)');
-      if (mode === 'plugin' && manager.connection) void declareDueQueueAside(manager.connection, names);
     },
   });
   channel.on('error', (err) => {

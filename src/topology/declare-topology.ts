@@ -5,6 +5,7 @@
  */
 import type { Channel } from 'amqplib';
 import { openChannel } from '../amqp/connect.js';
+import { withTimeout } from '../util/with-timeout.js';
 import { controlStream } from '../control/declare-control.js';
 import { pausedQueues } from '../control/declare-paused.js';
 import { RelayError } from '../errors.js';
@@ -156,15 +157,19 @@ export const declareDueQueue = (channel: Channel, names: TopologyNames): Promise
 
 /**
  * Declares P.due on a short-lived channel of `connection`, best effort: false while its node is down
- * (the workers' movers keep trying). Publishers and `npm run topology` do this too, so that delayed
+ * (the workers' movers keep trying), or when it took longer than `withinMs` (a connection being cut can
+ * leave a channel open unanswered). Publishers and `npm run topology` do this too, so that delayed
  * callbacks published before any worker ran find P.due when they fall due.
  */
-export async function declareDueQueueAside(connection: { createChannel(): Promise<Channel> }, names: TopologyNames): Promise<boolean> {
-  try {
+export async function declareDueQueueAside(connection: { createChannel(): Promise<Channel> }, names: TopologyNames, withinMs?: number): Promise<boolean> {
+  const declared = (async () => {
     const channel = await openChannel(connection);
     await declareDueQueue(channel, names);
     await channel.close();
     return true;
+  })().catch(() => false);
+  try {
+    return await (withinMs === undefined ? declared : withTimeout(declared, withinMs, () => new Error('gave up')));
   } catch {
     return false;
   }
