@@ -97,7 +97,7 @@ export function createPublisher(
       });
       const { declare, mode, names } = await topology;
       // One channel: a setup that opened more on a connection being cut could wait forever, and
-      // close() waits for the setup (the unbinding below opens its own, so it gives up after 5 s).
+      // close() waits for the setup (what runs aside below opens channels of its own, so it gives up after 5 s).
       // Before the first delayed publish, on channels of their own and given up after a few seconds,
       // both counted as declaring, like the declaration (PUBLISH_TIMEOUT): queues mode unbinds an
       // earlier version's levels, still bound, which would deliver it twice; plugin mode declares P.due,
