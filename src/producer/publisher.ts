@@ -43,7 +43,11 @@ export interface CallbackPublisher {
    * or, outcome unknown, `CR_ERR_PUBLISH_TIMEOUT` / `CR_ERR_OUTCOME_UNKNOWN` (cancel it again).
    */
   cancel(id: string): Promise<void>;
-  /** Whether the connection to the broker is up now (a readiness probe; a publish may still wait for it). */
+  /**
+   * Whether a publish goes straight to the broker now: the connection is up and its channel has declared
+   * the topology (a readiness probe; after a reconnect that takes seconds in queues mode, and a publish
+   * made meanwhile waits for it within its PUBLISH_TIMEOUT).
+   */
   connected(): boolean;
   /** Stops accepting publishes, lets those under way settle (each within PUBLISH_TIMEOUT), then closes the connection. */
   close(): Promise<void>;
@@ -77,8 +81,11 @@ export function createPublisher(
   let losses = 0;
   const manager = connectManager(config.amqpUrl);
   const gate = new DeclarationGate();
+  // Set once a channel's setup has declared the topology, cleared when the channel or connection goes.
+  let channelReady = false;
   manager.on('disconnect', ({ err }) => {
     losses += 1;
+    channelReady = false;
     logger.warn({ err: err?.message }, 'producer disconnected from the broker');
   });
   // Tokens of mandatory publishes waiting for their confirm, and those the broker returned: it sends
@@ -90,7 +97,10 @@ export function createPublisher(
     setup: async (ch: Parameters<ResolvedTopology['declare']>[0]) => {
       // amqplib fails the unconfirmed publishes of a closing channel before this listener runs, and
       // their callers resume only after it: they see the loss.
-      ch.once('close', () => (losses += 1));
+      ch.once('close', () => {
+        losses += 1;
+        channelReady = false;
+      });
       ch.on('return', (message: { properties: { headers?: Record<string, unknown> } }) => {
         const token = readString(message.properties.headers, RETURN_TOKEN_HEADER);
         if (token !== undefined && pending.has(token)) returned.add(token);
@@ -110,6 +120,7 @@ export function createPublisher(
         else await declareDueQueueAside(manager.connection, names, 5_000);
       };
       await gate.track(declare(ch).then(aside));
+      channelReady = true;
       if (held) logger.info({ messages: held.messages, queues: held.levels.join(', ') }, 'delay levels of an earlier version: unbound from the entry exchange; they drain on their own (docs/delay-modes.md)');
     },
   });
@@ -245,7 +256,7 @@ export function createPublisher(
     await (await tracing)?.shutdown().catch(() => {});
   }
 
-  return { publish, cancel, close, connected: () => manager.isConnected() };
+  return { publish, cancel, close, connected: () => channelReady && manager.isConnected() };
 }
 
 /** Past our own deadline, so that the channel's timeout never answers first (its error carries no code). */

@@ -39,11 +39,19 @@ async function post(origin: string, path: string, payload: unknown, headers: Rec
   return { status: res.status, body: (await res.json()) as Record<string, any> };
 }
 
-/** POSTs a callback, and again (the same request) after each 503, as a client told to send it again does; at most 5 times. */
-async function postUntilAccepted(origin: string, payload: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, any> }> {
+/**
+ * POSTs a callback, and again (the same request) after each 503, as a client told to send it again does;
+ * at most 5 times. `refusals` holds each 503's code and message, for the assertion's message.
+ */
+async function postUntilAccepted(origin: string, payload: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, any>; refusals: string }> {
+  const refusals: string[] = [];
   let answer = await post(origin, '/v1/callbacks', payload, headers);
-  for (let tries = 1; answer.status === 503 && tries < 5; tries += 1) answer = await post(origin, '/v1/callbacks', payload, headers);
-  return answer;
+  for (let tries = 1; answer.status === 503 && tries < 5; tries += 1) {
+    refusals.push(`${answer.body.code}: ${answer.body.message}`);
+    await sleep(500);
+    answer = await post(origin, '/v1/callbacks', payload, headers);
+  }
+  return { ...answer, refusals: refusals.join('; ') };
 }
 
 async function waitReady(origin: string, ready: boolean): Promise<void> {
@@ -138,9 +146,9 @@ describe('HTTP ingest', () => {
     // Sent again as the 503 says. A loaded broker may confirm the first publish after a reconnect later
     // than this test's short PUBLISH_TIMEOUT: then the answer is 503 again and the client sends it again.
     const again = await postUntilAccepted(origin, payload, { 'idempotency-key': 'while-down' });
-    expect([again.status, again.body.id]).toEqual([202, 'while-down']);
+    expect([again.status, again.body.id], again.refusals).toEqual([202, 'while-down']);
     const kept = await postUntilAccepted(origin, { ...payload, id: unkeyed.body.id });
-    expect([kept.status, kept.body.id]).toEqual([202, unkeyed.body.id]);
+    expect([kept.status, kept.body.id], kept.refusals).toEqual([202, unkeyed.body.id]);
     // A 503 after a timeout leaves the outcome unknown: a copy may be stored besides the accepted one.
     expect(await queueDepth(relay.names.workQueue)).toBeGreaterThanOrEqual(2);
   });
