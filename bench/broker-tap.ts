@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import amqplib, { type Channel, type ChannelModel, type ConfirmChannel } from 'amqplib';
+import { execInContainer } from '../test/support/container-broker.js';
 
 /**
  * What the bench reads straight off the broker, without the management plugin: messages in a queue,
@@ -25,6 +26,13 @@ export function localBrokerCtl(broker: object): ((args: string[]) => Promise<str
         error ? reject(new Error(`rabbitmqctl ${args.join(' ')}: ${(stderr || error.message).trim()}`)) : resolve(stdout),
       );
     });
+}
+
+/** `rabbitmqctl ARGS…` on a local throwaway node or in a harness container (diagnostics only). */
+export function brokerInspect(broker: object): ((args: string[]) => Promise<string>) | undefined {
+  const { id } = broker as { id?: unknown };
+  if (typeof id === 'string') return (args) => execInContainer(id, ['rabbitmqctl', ...args]);
+  return localBrokerCtl(broker);
 }
 
 /** One AMQP connection of the bench's own, for inspection and raw publishes. */
@@ -56,38 +64,32 @@ export class BrokerTap {
     }
   }
 
-  /** Waits until `exchange` exists (a library publisher or worker declared the topology). */
-  async waitForExchange(exchange: string, limitMs = 30_000): Promise<void> {
-    const deadline = Date.now() + limitMs;
-    for (;;) {
-      const channel = await this.connection.createChannel();
-      channel.on('error', () => {});
-      try {
-        await channel.checkExchange(exchange);
-        await channel.close().catch(() => {});
-        return;
-      } catch (error) {
-        if (Date.now() > deadline) throw new Error(`exchange ${exchange} not declared within ${limitMs} ms: ${(error as Error).message}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  }
-
   /**
    * Publishes callbacks as docs/wire-contract.md describes for another language, to `exchange` with
    * routing key `routingKey` (plain `deliver`: no bucket computed), confirmed, `batch` at a time.
+   * Mandatory: the broker confirms an unroutable message and drops it (a binding not made yet), so
+   * one it returns fails the run instead of showing up as a callback the relay never delivered.
    */
   async publishRaw(exchange: string, routingKey: string, callbacks: Array<{ id: string; url: string; body: unknown }>, batch = 500): Promise<void> {
-    for (let start = 0; start < callbacks.length; start += batch) {
-      for (const callback of callbacks.slice(start, start + batch)) {
-        this.confirm.publish(exchange, routingKey, Buffer.from(JSON.stringify({ url: callback.url, body: callback.body })), {
-          contentType: 'application/json',
-          deliveryMode: 2,
-          messageId: callback.id,
-        });
+    const returned: string[] = [];
+    const onReturn = (message: { properties: { messageId?: string } }): void => void returned.push(message.properties.messageId ?? '?');
+    this.confirm.on('return', onReturn);
+    try {
+      for (let start = 0; start < callbacks.length; start += batch) {
+        for (const callback of callbacks.slice(start, start + batch)) {
+          this.confirm.publish(exchange, routingKey, Buffer.from(JSON.stringify({ url: callback.url, body: callback.body })), {
+            contentType: 'application/json',
+            deliveryMode: 2,
+            messageId: callback.id,
+            mandatory: true,
+          });
+        }
+        await this.confirm.waitForConfirms();
       }
-      await this.confirm.waitForConfirms();
+    } finally {
+      this.confirm.off('return', onReturn);
     }
+    if (returned.length) throw new Error(`the broker returned ${returned.length} raw publishes to ${exchange} with key ${routingKey} as unroutable (first: ${returned[0]}): is the topology declared?`);
   }
 
   async close(): Promise<void> {

@@ -11,6 +11,8 @@ export interface BenchContext {
     beamPid: number | undefined;
     /** `rabbitmqctl -n NODE ARGS…` on a throwaway local node (broker-tap.ts); undefined for a container or AMQP_URL. */
     ctl: ((args: string[]) => Promise<string>) | undefined;
+    /** `rabbitmqctl ARGS…` on a local node or in the container, for diagnostics (a cut-off run); undefined for AMQP_URL. */
+    inspect: ((args: string[]) => Promise<string>) | undefined;
   };
   /** Set by earlier scenarios for later ones: the relay's max rate from `throughput`. */
   shared: { relayRate?: number };

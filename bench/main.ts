@@ -10,7 +10,7 @@ import { inspectBroker } from '../src/topology/connect-topology.js';
 import type { BenchContext, Scenario } from './context.js';
 import { removeBenchBuild } from './bench-build.js';
 import { findBeamPid, killAllChildren } from './processes.js';
-import { localBrokerCtl } from './broker-tap.js';
+import { brokerInspect, localBrokerCtl } from './broker-tap.js';
 import { machineInfo, markdownScenario, writeReport, type BenchReport } from './results.js';
 import { backlog } from './scenarios/backlog.js';
 import { fairness } from './scenarios/fairness.js';
@@ -90,7 +90,7 @@ try {
   const ctx: BenchContext = {
     url: broker.url,
     quick: values.quick,
-    broker: { version: info.version, hasPlugin: info.hasDelayedPlugin, source: broker.source, beamPid: isLoopback(broker.url) ? findBeamPid(port) : undefined, ctl: localBrokerCtl(broker) },
+    broker: { version: info.version, hasPlugin: info.hasDelayedPlugin, source: broker.source, beamPid: isLoopback(broker.url) ? findBeamPid(port) : undefined, ctl: localBrokerCtl(broker), inspect: brokerInspect(broker) },
     shared: {},
     options: {
       profile: values.profile,

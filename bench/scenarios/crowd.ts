@@ -5,6 +5,7 @@ import type { BenchContext, Table } from '../context.js';
 import { benchPublisher } from '../publish.js';
 import { withScope } from '../scope.js';
 import { fmt, summarize, type Summary } from '../stats.js';
+import type { BenchChild } from '../processes.js';
 import { LANES, sleep, startConsumers, startTarget, waitUntil, workerMetric, workerPublishes, type Target } from './fair-targets.js';
 
 /**
@@ -51,6 +52,8 @@ export const CROWD_SHAPES: CrowdShape[] = [1, 3].flatMap((busy) =>
 export interface CrowdRun {
   shape: string;
   isolation: 'on' | 'off';
+  /** The quiet targets alone, no busy backlog: how long this machine takes for them at best. */
+  alone?: boolean;
   busyCallbacks: number;
   /** Per quiet target: seconds from its publish to its last delivery (targets not done are left out). */
   quietDone: Summary;
@@ -73,15 +76,24 @@ export interface CrowdRun {
 }
 
 /**
+ * Whether a shape also runs its quiet targets alone: with 400 of them, 2,000 deliveries to new
+ * receivers take a loaded 2-core machine seconds on their own, which the 2 s goal does not allow for.
+ */
+export function runsAlone(shape: CrowdShape): boolean {
+  return shape.quiet >= 400;
+}
+
+/**
  * One run: backlogs queued first, then the workers, then 0.5 s later the quiet targets' callbacks.
+ * `alone`: no backlog, the quiet targets only (the floor a busy target's presence is measured from).
  * `firehose`: the tracer, on for every crowd run (a rabbitmqctl call can take half a minute on a
  * loaded machine), reset here.
  */
-export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 'on' | 'off', firehose: PublishTap | undefined): Promise<CrowdRun> {
+export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 'on' | 'off', firehose: PublishTap | undefined, alone = false): Promise<CrowdRun> {
   const perBusy = ctx.quick ? QUICK_BUSY_CALLBACKS : BUSY_CALLBACKS;
   return withScope(ctx.url, async (scope) => {
     const busy: Target[] = [];
-    for (let i = 0; i < shape.busy; i += 1) busy.push(await startTarget(scope, () => ({ status: 200, delayMs: BUSY_ANSWER_MS })));
+    for (let i = 0; i < (alone ? 0 : shape.busy); i += 1) busy.push(await startTarget(scope, () => ({ status: 200, delayMs: BUSY_ANSWER_MS })));
     const quiet: Target[] = [];
     for (let i = 0; i < shape.quiet; i += 1) quiet.push(await startTarget(scope, () => ({ status: 200, delayMs: 0 })));
     const prefix = scope.prefix('crowd');
@@ -100,14 +112,16 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
         await Promise.all(jobs.slice(start, start + 500).map(({ target, path, i }) => publisher.publish({ url: `${target.origin}${path}`, body: i })));
       }
     };
-    // The library publisher declares the topology; a raw producer relies on it existing.
-    await tap.waitForExchange(names.exchange);
+    // The library publisher declares the topology; a raw producer relies on it existing, bindings
+    // included (the exchange alone is not enough: a message it cannot route yet is dropped).
+    if (!(await waitUntil(() => publisher.connected(), 60_000, Date.now()))) throw new Error('the publisher did not declare the topology within 60 s');
     // Busy backlogs interleaved, so every busy target has work from the start.
-    await send(Array.from({ length: perBusy * shape.busy }, (_, n) => ({ target: busy[n % shape.busy]!, path: `/t/${Math.floor(n / shape.busy)}`, i: n })));
+    await send(Array.from({ length: perBusy * busy.length }, (_, n) => ({ target: busy[n % busy.length]!, path: `/t/${Math.floor(n / busy.length)}`, i: n })));
     // The workers are compiled once per bench run: not on the clock of the first run.
     benchBuild();
     const started = Date.now();
-    const ports = await startConsumers(ctx, scope, prefix, { kind: 'relay', workers: shape.workers, env: { ISOLATION: isolation }, processes: true }, { PREFETCH: String(PREFETCH) });
+    const workers: BenchChild[] = [];
+    const ports = await startConsumers(ctx, scope, prefix, { kind: 'relay', workers: shape.workers, env: { ISOLATION: isolation }, processes: true }, { PREFETCH: String(PREFETCH) }, workers);
     const workersReady = (Date.now() - started) / 1000;
     await sleep(500);
     const publishedAt = new Map<Target, number>();
@@ -121,26 +135,27 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
     const limitMs = Math.max(120_000, (3 * perBusy * shape.busy * BUSY_ANSWER_MS) / (PREFETCH * shape.workers));
     const done = (targets: Target[], each: number): boolean => targets.every((target) => target.delivered.size >= each);
     await waitUntil(() => done(quiet, QUIET_CALLBACKS) && done(busy, perBusy), limitMs, started);
-    if (!(done(quiet, QUIET_CALLBACKS) && done(busy, perBusy))) await logCutOff(ctx, tap, names, busy, perBusy, ports);
+    if (!(done(quiet, QUIET_CALLBACKS) && done(busy, perBusy))) await logCutOff(ctx, tap, names, busy, perBusy, ports, workers);
     const last = (target: Target): number => Math.max(...target.delivered.values());
     const quietDone = quiet.filter((target) => target.delivered.size >= QUIET_CALLBACKS).map((target) => (last(target) - publishedAt.get(target)!) / 1000);
     const delivered = (targets: Target[]): number => targets.reduce((sum, target) => sum + target.delivered.size, 0);
     const origins = (targets: Target[]): string[] => targets.map((target) => target.origin);
-    const allPublished = perBusy * shape.busy + QUIET_CALLBACKS * shape.quiet;
+    const allPublished = perBusy * busy.length + QUIET_CALLBACKS * shape.quiet;
     const overflowMoves = await workerMetric(ports, 'callback_relay_moves_total', { kind: 'overflow' });
     const deferrals = await workerMetric(ports, 'callback_relay_moves_total', { kind: 'deferred' });
     await sleep(firehose ? 300 : 0);
     const run: CrowdRun = {
       shape: shape.name,
       isolation,
+      ...(alone && { alone }),
       busyCallbacks: perBusy,
       quietDone: summarize(quietDone),
       quietNotDone: shape.quiet - quietDone.length,
       quietOverGoal: quietDone.filter((seconds) => seconds > QUIET_GOAL_S).length,
-      busyDrained: done(busy, perBusy) ? (Math.max(...busy.map(last)) - started) / 1000 : undefined,
+      busyDrained: busy.length && done(busy, perBusy) ? (Math.max(...busy.map(last)) - started) / 1000 : undefined,
       workersReady,
       quietPublishes: firehose ? firehose.count(origins(quiet)) / delivered(quiet) : undefined,
-      busyPublishes: firehose ? firehose.count(origins(busy)) / delivered(busy) : undefined,
+      busyPublishes: firehose && busy.length ? firehose.count(origins(busy)) / delivered(busy) : undefined,
       // Every broker publish: the producers', the workers' retry and dead-letter copies, and their moves.
       allPublishes: (allPublished + (await workerPublishes(ports)) + overflowMoves + deferrals) / (delivered(quiet) + delivered(busy)),
       overflowMoves,
@@ -148,7 +163,7 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
       timeline: { binMs: TIMELINE_BIN_MS, busy: perBin(busy, started), quiet: perBin(quiet, started), quietPublishedAt: (Math.min(...publishedAt.values()) - started) / 1000 },
     };
     ctx.log(
-      `fairness ${shape.name}, ISOLATION=${isolation}: quiet p50 ${fmt(run.quietDone.p50, 2)} s, max ${fmt(run.quietDone.max, 2)} s, ` +
+      `fairness ${shape.name}, ISOLATION=${isolation}${alone ? ', quiet targets alone' : ''}: quiet p50 ${fmt(run.quietDone.p50, 2)} s, max ${fmt(run.quietDone.max, 2)} s, ` +
         `${run.quietOverGoal} over ${QUIET_GOAL_S} s, ${run.quietNotDone} not done; busy drained ${fmt(run.busyDrained ?? NaN, 1)} s; workers ready in ${fmt(workersReady, 2)} s`,
     );
     return run;
@@ -157,10 +172,12 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
 
 /**
  * A run cut off with callbacks not delivered: where they are. Ready messages per queue (a callback a
- * worker holds unacked counts in none), and the busy targets' missing paths, so a stuck callback can be
- * told from a late one.
+ * worker holds unacked counts in none), and, where rabbitmqctl can be run, every queue of the prefix
+ * with its ready and unacknowledged messages and its consumers; the busy targets' missing paths, so a
+ * stuck callback can be told from a late one; each worker's counters (attempts by result, moves,
+ * consumers the broker cancelled, in flight) and its warnings and errors.
  */
-async function logCutOff(ctx: BenchContext, tap: BrokerTap, names: ReturnType<typeof topologyNames>, busy: Target[], perBusy: number, ports: number[]): Promise<void> {
+async function logCutOff(ctx: BenchContext, tap: BrokerTap, names: ReturnType<typeof topologyNames>, busy: Target[], perBusy: number, ports: number[], workers: BenchChild[]): Promise<void> {
   const queues = [...names.workQueues, names.slowQueue, names.deadQueue];
   const counts: string[] = [];
   for (const queue of queues) counts.push(`${queue.slice(queue.lastIndexOf('.') + 1)} ${await tap.messageCount(queue)}`);
@@ -171,6 +188,19 @@ async function logCutOff(ctx: BenchContext, tap: BrokerTap, names: ReturnType<ty
   const retryable = await workerMetric(ports, 'callback_relay_attempts_total', { result: 'retryable' });
   const inFlight = await workerMetric(ports, 'callback_relay_in_flight');
   ctx.log(`cut off: ready messages ${counts.join(', ')}; the workers' failed attempts (retryable) ${retryable}, in flight ${inFlight}; ${missing.join('; ')}`);
+  if (ctx.broker.inspect) {
+    const listed = await ctx.broker.inspect(['list_queues', '-q', 'name', 'messages_ready', 'messages_unacknowledged', 'consumers']).catch((error: Error) => error.message);
+    const ours = listed.split('\n').filter((line) => line.startsWith(names.exchange) && !/\s0\s+0\s+\d+\s*$/.test(line));
+    ctx.log(`cut off, the broker's queues of the prefix with messages (name, ready, unacked, consumers):\n  ${ours.join('\n  ') || '(none)'}`);
+    const channels = await ctx.broker.inspect(['list_channels', '-q', 'pid', 'consumer_count', 'messages_unacknowledged', 'prefetch_count']).catch((error: Error) => error.message);
+    ctx.log(`cut off, channels holding unacked messages (pid, consumers, unacked, prefetch):\n  ${channels.split('\n').filter((line) => /\s[1-9]\d*\s+\d+\s*$/.test(line)).join('\n  ') || '(none)'}`);
+  }
+  for (const [index, port] of ports.entries()) {
+    const text = await fetch(`http://127.0.0.1:${port}/metrics`).then((res) => res.text(), (error: Error) => `unreachable: ${error.message}`);
+    const counters = text.split('\n').filter((line) => /^callback_relay_(attempts_total|moves_total|consumer_cancelled_total|in_flight|callbacks_total|settle_fallbacks_total)/.test(line));
+    const noisy = (workers[index]?.output() ?? '').split('\n').filter((line) => /"level":(40|50|60)/.test(line)).slice(-20);
+    ctx.log(`cut off, worker ${index + 1} (exited: ${await Promise.race([workers[index]?.exited.then((code) => String(code)), sleep(0).then(() => 'no')])}):\n  ${counters.join('\n  ')}\n  warnings and errors, the last 20:\n  ${noisy.join('\n  ') || '(none)'}`);
+  }
 }
 
 /** Deliveries to `targets` per TIMELINE_BIN_MS since `startMs`. */
@@ -187,7 +217,7 @@ function perBin(targets: Target[], startMs: number): number[] {
 
 /** A table of one shape: isolation on (the defaults) beside off, with the drain ratio on / off. */
 export function crowdTable(shape: CrowdShape, runs: CrowdRun[]): Table {
-  const off = runs.find((run) => run.isolation === 'off');
+  const off = runs.find((run) => run.isolation === 'off' && !run.alone);
   const perBusy = runs[0]?.busyCallbacks ?? BUSY_CALLBACKS;
   return {
     title:
@@ -195,12 +225,12 @@ export function crowdTable(shape: CrowdShape, runs: CrowdRun[]): Table {
       `${shape.routing === 'bucket' ? 'deliver.<bucket> (library publisher)' : 'plain `deliver` (raw AMQP)'}, ${shape.workers} worker${shape.workers > 1 ? 's' : ''}, PREFETCH ${PREFETCH}`,
     headers: ['ISOLATION', 'quiet done p50 (s)', 'p99 (s)', 'max (s)', `quiet over ${QUIET_GOAL_S} s`, 'busy drained (s)', '× off', 'workers ready (s)', '× off, from ready', 'publishes / delivered: quiet', 'busy', 'all (metrics)', 'moved to P.slow', 'deferred (circuit open)'],
     rows: runs.map((run) => [
-      run.isolation,
+      run.alone ? `${run.isolation}, quiet alone` : run.isolation,
       fmt(run.quietDone.p50, 2),
       fmt(run.quietDone.p99, 2),
       fmt(run.quietDone.max, 2),
       `${run.quietOverGoal}/${shape.quiet}${run.quietNotDone ? ` (${run.quietNotDone} not done)` : ''}`,
-      run.busyDrained === undefined ? 'cut off' : fmt(run.busyDrained, 1),
+      run.busyDrained === undefined ? (run.alone ? '—' : 'cut off') : fmt(run.busyDrained, 1),
       run.busyDrained !== undefined && off?.busyDrained !== undefined ? fmt(run.busyDrained / off.busyDrained, 2) : '—',
       run.workersReady === undefined ? '—' : fmt(run.workersReady, 2),
       run.busyDrained !== undefined && off?.busyDrained !== undefined ? fmt((run.busyDrained - run.workersReady) / (off.busyDrained - off.workersReady), 2) : '—',

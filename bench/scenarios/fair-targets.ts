@@ -6,7 +6,7 @@ import type { createPublisher } from '../../src/producer/publisher.js';
 import { laneBucket, laneOf, topologyNames } from '../../src/topology/topology-names.js';
 import type { BenchContext } from '../context.js';
 import { freePort, Scope } from '../scope.js';
-import { scrapeMetric, spawnBenchScript, spawnRelayWorker } from '../processes.js';
+import { scrapeMetric, spawnBenchScript, spawnRelayWorker, type BenchChild } from '../processes.js';
 
 /** How a target answers one request: a status after `delayMs`, or null: never (until the client gives up). */
 export type Reply = { status: number; delayMs: number } | null;
@@ -88,7 +88,8 @@ export type Consumer = { kind: 'relay'; workers: number; env: Record<string, str
  * Starts the consumers of a run (relay workers in this process, LANES 8 unless `env` says otherwise);
  * returns the metrics ports of the relay workers.
  */
-export async function startConsumers(ctx: BenchContext, scope: Scope, prefix: string, consumer: Consumer, base: Record<string, string>): Promise<number[]> {
+/** `children`, when given, gets the worker processes (consumer.processes), for their output. */
+export async function startConsumers(ctx: BenchContext, scope: Scope, prefix: string, consumer: Consumer, base: Record<string, string>, children?: BenchChild[]): Promise<number[]> {
   if (consumer.kind === 'minimal') {
     const child = scope.add(spawnBenchScript('minimal-consumer', { AMQP_URL: ctx.url, QUEUES: topologyNames(prefix, LANES).workQueues.join(','), PREFETCH: base.PREFETCH ?? '50' }));
     await child.ready;
@@ -98,8 +99,9 @@ export async function startConsumers(ctx: BenchContext, scope: Scope, prefix: st
   if (consumer.processes) {
     const env = { LANES: String(LANES), ...base, ...consumer.env, AMQP_URL: ctx.url, TOPOLOGY_PREFIX: prefix };
     for (let i = 0; i < consumer.workers; i += 1) ports.push(await freePort());
-    const children = ports.map((port) => scope.add(spawnRelayWorker({ ...env, METRICS_PORT: String(port) })));
-    await Promise.all(children.map((child) => child.ready));
+    const started = ports.map((port) => scope.add(spawnRelayWorker({ ...env, METRICS_PORT: String(port) })));
+    children?.push(...started);
+    await Promise.all(started.map((child) => child.ready));
     return ports;
   }
   for (let i = 0; i < consumer.workers; i += 1) {

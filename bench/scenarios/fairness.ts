@@ -5,7 +5,7 @@ import { PublishTap } from '../broker-tap.js';
 import type { BenchContext, ChartPanel, Scenario, Table } from '../context.js';
 import { withScope } from '../scope.js';
 import { fmt } from '../stats.js';
-import { CROWD_SHAPES, crowdRun, crowdTable, QUIET_GOAL_S, type CrowdRun } from './crowd.js';
+import { CROWD_SHAPES, crowdRun, crowdTable, QUIET_GOAL_S, runsAlone, type CrowdRun } from './crowd.js';
 import { laneOfTarget, LANES, publishTo, startConsumers, startTarget, startTargetInLane, waitUntil, workerPublishes, type Consumer, type Target } from './fair-targets.js';
 import { runIsolation, type IsolationRun } from './isolation.js';
 import { OUTAGE_SHAPES, outageRun, outageTable, type OutageRun } from './outage.js';
@@ -233,6 +233,7 @@ export const fairness: Scenario = {
       for (const shape of crowdShapes) {
         try {
           const runs = [await crowdRun(ctx, shape, 'on', firehose), await crowdRun(ctx, shape, 'off', firehose)];
+          if (runsAlone(shape)) runs.push(await crowdRun(ctx, shape, 'on', firehose, true));
           crowdRuns.push(...runs);
           tables.push(crowdTable(shape, runs));
         } catch (error) {
@@ -257,7 +258,7 @@ export const fairness: Scenario = {
     }
     if (crowdRuns.length) {
       notes.push(
-        `crowd-*: backlogs queued before the workers start, quiet callbacks published 0.5 s after; quiet done: per quiet target, its first publish → its last delivery (goal ≤ ${QUIET_GOAL_S} s). Busy drained: workers' start → last busy delivery; × off: over the ISOLATION=off run of the same shape; from ready: both counted from the time every worker consumed. The results file holds each run's deliveries per 250 ms (timeline).`,
+        `crowd-*: backlogs queued before the workers start, quiet callbacks published 0.5 s after; quiet done: per quiet target, its first publish → its last delivery (goal ≤ ${QUIET_GOAL_S} s). Busy drained: workers' start → last busy delivery; × off: over the ISOLATION=off run of the same shape; from ready: both counted from the time every worker consumed. "on, quiet alone" (shapes with 400 quiet targets): the same quiet callbacks with no busy backlog at all, the time this machine takes for them at best. The results file holds each run's deliveries per 250 ms (timeline).`,
         ctx.broker.ctl
           ? 'Publishes / delivered for quiet and busy targets: every client publish carrying that target\'s callback (producer, retry, dead-letter and any other copy a worker makes), counted through the firehose tracer (rabbitmqctl trace_on), over the callbacks delivered to it. All (metrics): producer publishes plus the retry and dead copies and the moves (to P.slow, and deferrals) the workers report, over every delivered callback.'
           : 'Publishes per target need rabbitmqctl on the broker (a local throwaway node: TEST_BROKER=local); this broker gives only the all-targets figure from the workers\' metrics (producer publishes, retry and dead copies, moves to P.slow and deferrals, over every delivered callback).',
