@@ -72,7 +72,7 @@ export interface CrowdRun {
   overflowMoves: number;
   deferrals: number;
   /** Deliveries per TIMELINE_BIN_MS from the consumers' start, busy and quiet targets apart; and when the quiet ones were published (s). */
-  timeline: { binMs: number; busy: number[]; quiet: number[]; quietPublishedAt: number };
+  timeline: { binMs: number; busy: number[]; quiet: number[]; quietPublishedAt: number; moved: number[] };
 }
 
 /**
@@ -123,6 +123,13 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
     const workers: BenchChild[] = [];
     const ports = await startConsumers(ctx, scope, prefix, { kind: 'relay', workers: shape.workers, env: { ISOLATION: isolation }, processes: true }, { PREFETCH: String(PREFETCH) }, workers);
     const workersReady = (Date.now() - started) / 1000;
+    // The workers' moves to P.slow, scraped per bin from their start: how fast a busy backlog leaves the lanes.
+    const movedSoFar: number[] = [];
+    const sampler = setInterval(() => {
+      const bin = Math.floor((Date.now() - started) / TIMELINE_BIN_MS);
+      void workerMetric(ports, 'callback_relay_moves_total', { kind: 'overflow' }).then((count) => (movedSoFar[bin] = Math.max(movedSoFar[bin] ?? 0, count)), () => {});
+    }, TIMELINE_BIN_MS);
+    scope.defer(async () => clearInterval(sampler));
     await sleep(500);
     const publishedAt = new Map<Target, number>();
     const quietJobs = quiet.flatMap((target) => Array.from({ length: QUIET_CALLBACKS }, (_, i) => ({ target, path: `/q/${i}`, i })));
@@ -141,6 +148,7 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
     const delivered = (targets: Target[]): number => targets.reduce((sum, target) => sum + target.delivered.size, 0);
     const origins = (targets: Target[]): string[] => targets.map((target) => target.origin);
     const allPublished = perBusy * busy.length + QUIET_CALLBACKS * shape.quiet;
+    clearInterval(sampler);
     const overflowMoves = await workerMetric(ports, 'callback_relay_moves_total', { kind: 'overflow' });
     const deferrals = await workerMetric(ports, 'callback_relay_moves_total', { kind: 'deferred' });
     await sleep(firehose ? 300 : 0);
@@ -160,7 +168,7 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
       allPublishes: (allPublished + (await workerPublishes(ports)) + overflowMoves + deferrals) / (delivered(quiet) + delivered(busy)),
       overflowMoves,
       deferrals,
-      timeline: { binMs: TIMELINE_BIN_MS, busy: perBin(busy, started), quiet: perBin(quiet, started), quietPublishedAt: (Math.min(...publishedAt.values()) - started) / 1000 },
+      timeline: { binMs: TIMELINE_BIN_MS, busy: perBin(busy, started), quiet: perBin(quiet, started), quietPublishedAt: (Math.min(...publishedAt.values()) - started) / 1000, moved: movesPerBin(movedSoFar) },
     };
     ctx.log(
       `fairness ${shape.name}, ISOLATION=${isolation}${alone ? ', quiet targets alone' : ''}: quiet p50 ${fmt(run.quietDone.p50, 2)} s, max ${fmt(run.quietDone.max, 2)} s, ` +
@@ -201,6 +209,17 @@ async function logCutOff(ctx: BenchContext, tap: BrokerTap, names: ReturnType<ty
     const noisy = (workers[index]?.output() ?? '').split('\n').filter((line) => /"level":(40|50|60)/.test(line)).slice(-20);
     ctx.log(`cut off, worker ${index + 1} (exited: ${await Promise.race([workers[index]?.exited.then((code) => String(code)), sleep(0).then(() => 'no')])}):\n  ${counters.join('\n  ')}\n  warnings and errors, the last 20:\n  ${noisy.join('\n  ') || '(none)'}`);
   }
+}
+
+/** Moves per bin from the cumulative counts sampled (a bin without a sample moved nothing new). */
+function movesPerBin(cumulative: number[]): number[] {
+  let before = 0;
+  return Array.from(cumulative, (count) => {
+    if (count === undefined) return 0;
+    const moved = count - before;
+    before = count;
+    return moved;
+  });
 }
 
 /** Deliveries to `targets` per TIMELINE_BIN_MS since `startMs`. */
