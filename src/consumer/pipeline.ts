@@ -10,7 +10,7 @@ import { HEADER, readString } from '../message/headers.js';
 import type { DeliveryOutcome } from '../policy/classify-outcome.js';
 import { decide, type Decision, type RetryPolicy } from '../policy/decide.js';
 import type { Random } from '../policy/jitter.js';
-import { scheduleLeftMs } from '../policy/retry-schedule.js';
+import { delayWithinSchedule, scheduleLeftMs } from '../policy/retry-schedule.js';
 import type { RetryPolicies } from '../policy/message-policy.js';
 import type { DelayMode } from '../topology/delay-levels.js';
 import { laneBucket, type TopologyNames } from '../topology/topology-names.js';
@@ -377,6 +377,19 @@ export function createPipeline(context: PipelineContext) {
   }
 
   /**
+   * A retry of a callback circuits held longer than the rest of its schedule comes back at the
+   * schedule's end, not a whole delay after it (delayWithinSchedule): parked then if its target is
+   * still failing throughout, as `ISOLATION=off` would park it by then; attempted if not.
+   */
+  function withinSchedule(job: Job, verdict: Verdict): Verdict {
+    const { decision, record } = verdict;
+    if (decision.kind !== 'retry' || !record.heldMs) return verdict;
+    const { leftMs } = scheduleOf({ ...job.delivery, attempt: decision.attempt });
+    const delayMs = delayWithinSchedule(decision.delayMs, leftMs, record.heldMs);
+    return delayMs === decision.delayMs ? verdict : { decision: { ...decision, delayMs }, record };
+  }
+
+  /**
    * A callback whose target's circuit stayed open to the end of its schedule's time, the target still
    * failing: parked in P.dead as `exhausted`, where `ISOLATION=off` would have parked it by now after
    * as many timeouts, without another request to a receiver that does not answer.
@@ -479,7 +492,7 @@ export function createPipeline(context: PipelineContext) {
     let settling = false;
     try {
       const verdict = verdictOf(delivery, outcome, startedAt, context.retry, clock(), context.random);
-      const { decision, record } = verdict.decision.kind === 'retry' && retryRunsOut(job, verdict.decision, verdict.record) ? ranOutVerdict(verdict) : verdict;
+      const { decision, record } = withinSchedule(job, verdict.decision.kind === 'retry' && retryRunsOut(job, verdict.decision, verdict.record) ? ranOutVerdict(verdict) : verdict);
       if (logger.isLevelEnabled('debug')) {
         logger.debug({ id: delivery.id, target, lane, attempt: delivery.attempt, status: outcome.status, error: outcome.error, ms: outcome.durationMs, decision: decision.kind }, 'attempt');
       }

@@ -25,3 +25,14 @@ export function scheduleLeftMs(schedule: readonly number[], maxAttempts: number,
   }
   return left;
 }
+
+/**
+ * The delay of a retry whose callback circuits held `heldMs` past its due times, so that it comes back
+ * by its schedule's end: that end is `delayMs + leftMs - heldMs` from now (`leftMs`: scheduleLeftMs from
+ * the retry's attempt on). Held longer than the rest of its schedule, the retry would otherwise wait
+ * out its whole delay after the end and be found run out only then, later than `ISOLATION=off` parks
+ * it. Never earlier than off would make that attempt (`delayMs - heldMs`), since `leftMs` ≥ 0.
+ */
+export function delayWithinSchedule(delayMs: number, leftMs: number, heldMs: number): number {
+  return Math.min(delayMs, Math.max(0, delayMs + leftMs - heldMs));
+}
