@@ -367,24 +367,18 @@ export function createPipeline(context: PipelineContext) {
   }
 
   /**
-   * A failed attempt (a probe, or an owed request) of a callback circuits held so long that its retry
-   * would come due after its schedule's end, its target failing throughout: no retry is made.
+   * The retry of a callback circuits held (`record.heldMs`), decided against its schedule's end, worked
+   * out once: its retry would come due after that end, its target failing throughout, so no retry is
+   * made (a probe, or an owed request, that failed past it); or, held longer than the rest of its
+   * schedule, its retry comes back at that end, not a whole delay after it (delayWithinSchedule):
+   * parked then if its target is still failing throughout, as `ISOLATION=off` would park it by then;
+   * attempted if not. Any other verdict is left as it is.
    */
-  function retryRunsOut(job: Job, retry: Extract<Decision, { kind: 'retry' }>, record: AttemptRecord): boolean {
-    if (!record.heldMs) return false;
-    const { leftMs } = scheduleOf({ ...job.delivery, attempt: retry.attempt });
-    return failedThroughout(job, clock() + retry.delayMs + leftMs - record.heldMs, leftMs, retry.attempt);
-  }
-
-  /**
-   * A retry of a callback circuits held longer than the rest of its schedule comes back at the
-   * schedule's end, not a whole delay after it (delayWithinSchedule): parked then if its target is
-   * still failing throughout, as `ISOLATION=off` would park it by then; attempted if not.
-   */
-  function withinSchedule(job: Job, verdict: Verdict): Verdict {
+  function heldRetry(job: Job, verdict: Verdict): Verdict {
     const { decision, record } = verdict;
     if (decision.kind !== 'retry' || !record.heldMs) return verdict;
     const { leftMs } = scheduleOf({ ...job.delivery, attempt: decision.attempt });
+    if (failedThroughout(job, clock() + decision.delayMs + leftMs - record.heldMs, leftMs, decision.attempt)) return ranOutVerdict(verdict);
     const delayMs = delayWithinSchedule(decision.delayMs, leftMs, record.heldMs);
     return delayMs === decision.delayMs ? verdict : { decision: { ...decision, delayMs }, record };
   }
@@ -492,7 +486,7 @@ export function createPipeline(context: PipelineContext) {
     let settling = false;
     try {
       const verdict = verdictOf(delivery, outcome, startedAt, context.retry, clock(), context.random);
-      const { decision, record } = withinSchedule(job, verdict.decision.kind === 'retry' && retryRunsOut(job, verdict.decision, verdict.record) ? ranOutVerdict(verdict) : verdict);
+      const { decision, record } = heldRetry(job, verdict);
       if (logger.isLevelEnabled('debug')) {
         logger.debug({ id: delivery.id, target, lane, attempt: delivery.attempt, status: outcome.status, error: outcome.error, ms: outcome.durationMs, decision: decision.kind }, 'attempt');
       }
