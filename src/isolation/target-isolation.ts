@@ -332,7 +332,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
       const oldest = this.share.head(target);
       if (!oldest || nowMs - oldest.at < this.policy.overflowAfterMs) continue;
       // Waiting for its limit is reason enough: those callbacks would hold their lane for nothing.
-      if (!this.share.isHeld(target) && (!this.holdsShare(target) || !this.worthMoving(target))) continue;
+      if (!this.share.isHeld(target) && (!(this.stillBusy(target, nowMs) || this.holdsShare(target)) || !this.worthMoving(target))) continue;
       this.busy.delete(target);
       this.busy.set(target, nowMs + BUSY_FOR * this.policy.overflowAfterMs);
       // The newest leave first: the oldest are attempted from here as soon as the busy target has a slot.
@@ -386,10 +386,20 @@ export class TargetIsolation<T> implements Scheduler<T> {
     return this.health.degradedTargets(limit);
   }
 
-  /** Busy, and holding its share: a target that gets no slot is waiting for the others, not busy itself. */
-  private isBusy(target: string, nowMs: number): boolean {
+  /**
+   * Found busy (holding its share, or limited) within the last BUSY_FOR × `overflowAfterMs`. It stays
+   * busy while its callbacks keep waiting, even once others take its slots: a flood of quiet targets
+   * in the other lanes took a 300 ms receiver's slots, its backlog stopped moving, and the quiet
+   * targets queued behind it in its own lane waited until the flood was served (docs/isolation.md).
+   */
+  private stillBusy(target: string, nowMs: number): boolean {
     const until = this.busy.get(target);
-    return until !== undefined && until > nowMs && (this.limited(target) || this.holdsShare(target));
+    return until !== undefined && until > nowMs;
+  }
+
+  /** Busy, and holding its share or keeping callbacks waiting: its callbacks offered from a lane leave it (as its window allows). */
+  private isBusy(target: string, nowMs: number): boolean {
+    return this.stillBusy(target, nowMs) && (this.limited(target) || this.holdsShare(target) || this.share.waiting(target) > 0);
   }
 
   /**

@@ -324,12 +324,18 @@ describe('TargetIsolation: a busy target\'s excess overflows', () => {
     expect(iso.waiting('cold')).toBe(17);
   });
 
-  it('many quiet targets waiting for a slot each are not busy: only the one that holds the most slots moves', () => {
+  /** 50 slots; 'busy' (300 ms answers) earned 40 of them and has 200 callbacks (1,000 on) in, all its slots taken. */
+  const busyWithBacklog = () => {
     const iso = new TargetIsolation<number>({ ...POLICY, capacity: 50, perTarget: 50, initialPerTarget: 5 });
     for (let i = 0; i < 40; i += 1) iso.offer('busy', i, 'lane', 0);
     for (let i = 0; i < 40; i += 1) iso.complete('busy', iso.next()!.kind, { status: 200, durationMs: 300 }, 0);
     for (let i = 0; i < 200; i += 1) iso.offer('busy', 1_000 + i, 'lane', 0);
     while (iso.next());
+    return iso;
+  };
+
+  it('many quiet targets waiting for a slot each are not busy: only the one that holds the most slots moves', () => {
+    const iso = busyWithBacklog();
     for (let q = 0; q < 40; q += 1) for (let i = 0; i < 5; i += 1) iso.offer(`quiet-${q}`, q * 10 + i, 'lane', 0);
     // Ten busy attempts end: their slots go to quiet targets, one each.
     for (let i = 0; i < 10; i += 1) iso.complete('busy', 'attempt', { status: 200, durationMs: 300 }, 300);
@@ -338,5 +344,21 @@ describe('TargetIsolation: a busy target\'s excess overflows', () => {
     expect(moved.length).toBeGreaterThan(100);
     expect(moved.every((item) => item >= 1_000)).toBe(true);
     expect(iso.waiting('quiet-0')).toBe(4);
+  });
+
+  it('a busy target whose slots a flood of quiet targets took stays busy while its callbacks wait: its backlog keeps leaving the lane', () => {
+    const iso = busyWithBacklog();
+    expect(iso.sweep(400).length).toBeGreaterThan(100);
+    // Sixty quiet targets arrive; every busy attempt ends and the freed slots all go to them.
+    for (let q = 0; q < 60; q += 1) for (let i = 0; i < 5; i += 1) iso.offer(`quiet-${q}`, 10_000 + q * 10 + i, 'lane', 400);
+    while (iso.inFlight('busy') > 0) iso.complete('busy', 'attempt', { status: 200, durationMs: 300 }, 450);
+    while (iso.next());
+    expect(iso.inFlight('busy')).toBe(0);
+    // More of its backlog comes in from its lane: it waits behind the flood, so it leaves the lane
+    // (the first one offered waits: nothing of it was waiting yet) ...
+    const offered = Array.from({ length: 10 }, (_, i) => iso.offer('busy', 2_000 + i, 'lane', 500));
+    expect(offered.filter((how) => how === 'overflow')).toHaveLength(9);
+    // ... and what waits of it moves at the next sweep, while the flood holds the slots.
+    expect(iso.sweep(800)).toEqual([2_000]);
   });
 });
