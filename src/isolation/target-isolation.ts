@@ -306,7 +306,8 @@ export class TargetIsolation<T> implements Scheduler<T> {
    * Its waiting items from a lane whose window is over its line (`watchWindows`) are returned to be
    * moved to the overflow queue, as many as the window's excess, and so is every item of it offered
    * from such a lane while it stays busy; a limited target's, whatever its window. A target that waits
-   * because others hold the slots is not busy: it is the one that others must not hold up.
+   * because others hold the slots is not busy: it is the one that others must not hold up. One found
+   * busy stays so while its callbacks wait, slots or not (`stillBusy`).
    */
   sweep(nowMs: number, loopBusy = 0): T[] {
     this.loopBusy.latest = loopBusy;
