@@ -346,19 +346,36 @@ describe('TargetIsolation: a busy target\'s excess overflows', () => {
     expect(iso.waiting('quiet-0')).toBe(4);
   });
 
-  it('a busy target whose slots a flood of quiet targets took stays busy while its callbacks wait: its backlog keeps leaving the lane', () => {
+  /**
+   * 'busy' (300 ms answers) was found busy; then sixty other targets, whose attempts take `othersMs`,
+   * take every slot, and 'busy' holds none. Ten more of its callbacks come in from its lane at 500.
+   */
+  const floodTakesSlots = (othersMs: number) => {
     const iso = busyWithBacklog();
     expect(iso.sweep(400).length).toBeGreaterThan(100);
-    // Sixty quiet targets arrive; every busy attempt ends and the freed slots all go to them.
-    for (let q = 0; q < 60; q += 1) for (let i = 0; i < 5; i += 1) iso.offer(`quiet-${q}`, 10_000 + q * 10 + i, 'lane', 400);
+    for (let q = 0; q < 60; q += 1) for (let i = 0; i < 6; i += 1) iso.offer(`other-${q}`, 10_000 + q * 10 + i, 'lane', 400);
     while (iso.inFlight('busy') > 0) iso.complete('busy', 'attempt', { status: 200, durationMs: 300 }, 450);
     while (iso.next());
+    for (let q = 0; q < 60; q += 1) if (iso.inFlight(`other-${q}`) > 0) iso.complete(`other-${q}`, 'attempt', { status: 200, durationMs: othersMs }, 460);
+    while (iso.next());
     expect(iso.inFlight('busy')).toBe(0);
-    // More of its backlog comes in from its lane: it waits behind the flood, so it leaves the lane
-    // (the first one offered waits: nothing of it was waiting yet) ...
     const offered = Array.from({ length: 10 }, (_, i) => iso.offer('busy', 2_000 + i, 'lane', 500));
-    expect(offered.filter((how) => how === 'overflow')).toHaveLength(9);
+    return { iso, overflowed: offered.filter((how) => how === 'overflow').length };
+  };
+
+  it('a busy target whose slots a flood of quiet targets took stays busy while its callbacks wait: its backlog keeps leaving the lane', () => {
+    // The quiet targets answer in 10 ms: 'busy' is slow by itself. The first callback offered waits
+    // (nothing of it was waiting yet), the rest leave the lane ...
+    const { iso, overflowed } = floodTakesSlots(10);
+    expect(overflowed).toBe(9);
     // ... and what waits of it moves at the next sweep, while the flood holds the slots.
     expect(iso.sweep(800)).toEqual([2_000]);
+  });
+
+  it('equal targets through a loaded worker are not kept busy once others take their slots: their backlogs stay in the lanes', () => {
+    // Every target's attempts take 300 ms: the worker is what they all wait for, not 'busy''s receiver.
+    const { iso, overflowed } = floodTakesSlots(300);
+    expect(overflowed).toBe(0);
+    expect(iso.sweep(800)).toEqual([]);
   });
 });
