@@ -309,7 +309,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
    * moved to the overflow queue, as many as the window's excess, and so is every item of it offered
    * from such a lane while it stays busy; a limited target's, whatever its window. A target that waits
    * because others hold the slots is not busy: it is the one that others must not hold up. One found
-   * busy stays so while its callbacks wait, slots or not (`stillBusy`).
+   * busy whose receiver is slow by itself stays so while its callbacks wait, slots or not (`stillBusy`).
    */
   sweep(nowMs: number, loopBusy = 0): T[] {
     this.loopBusy.latest = loopBusy;
@@ -402,7 +402,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
    * quiet targets in the other lanes took a 300 ms receiver's slots, its backlog stopped moving, and
    * the quiet targets queued behind it in its own lane waited until the flood was served
    * (docs/isolation.md). Not so equal targets through a loaded worker: each waits for the others
-   * there, and kept busy their backlogs moved for nothing (900 of 50,000 in a throughput run).
+   * there, and kept busy their backlogs moved for nothing (about 900 of 50,000 in throughput runs).
    */
   private stillBusy(target: string, nowMs: number): boolean {
     if (!this.foundBusy(target, nowMs)) return false;
