@@ -80,9 +80,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
   private busyLine = Number.POSITIVE_INFINITY;
   /** Each target's mean attempt time (ms, moving average), the most recently finished last; bounded. */
   private readonly attemptMs = new Map<string, number>();
-  /** While the worker is saturated: the median of the targets' mean attempt times, else 0; worked out once per sweep that asks (undefined until then). */
-  private typicalAttemptMs: number | undefined;
-  /** The median of the targets' mean attempt times, saturated or not; worked out once per sweep that asks. */
+  /** The median of the targets' mean attempt times; worked out once per sweep that asks (undefined until then). */
   private medianAttemptMs: number | undefined;
   /** What a move to the overflow queue takes (ms, moving average); 0 until one was measured. */
   private moveMs = 0;
@@ -325,7 +323,6 @@ export class TargetIsolation<T> implements Scheduler<T> {
       this.lastDone.delete(target);
     }
     const waiting = [...this.share.waitingTargets()];
-    this.typicalAttemptMs = undefined;
     this.medianAttemptMs = undefined;
     const mayLeave = windowBudget(this.windows);
     // Max-min fairness caps those that hold the most: half the largest holding among the waiting is the line.
@@ -406,8 +403,11 @@ export class TargetIsolation<T> implements Scheduler<T> {
    */
   private stillBusy(target: string, nowMs: number): boolean {
     if (!this.foundBusy(target, nowMs)) return false;
-    this.medianAttemptMs ??= median(this.attemptMs);
-    return (this.attemptMs.get(target) ?? 0) - this.medianAttemptMs >= ALWAYS_WORTH_MS;
+    return (this.attemptMs.get(target) ?? 0) - this.medianMs() >= ALWAYS_WORTH_MS;
+  }
+
+  private medianMs(): number {
+    return (this.medianAttemptMs ??= median(this.attemptMs));
   }
 
   /** Busy, and holding its share, or still busy with callbacks waiting: its callbacks offered from a lane leave it (as its window allows). */
@@ -446,8 +446,8 @@ export class TargetIsolation<T> implements Scheduler<T> {
   private worthMoving(target: string): boolean {
     if (this.share.inFlight(target) >= this.share.limit(target) && !this.lastDone.has(target)) return true;
     const attemptMs = this.attemptMs.get(target) ?? 0;
-    this.typicalAttemptMs ??= this.saturated() ? median(this.attemptMs) : 0;
-    if (attemptMs <= MOVE_WORTH * this.typicalAttemptMs) return false;
+    const typicalAttemptMs = this.saturated() ? this.medianMs() : 0;
+    if (attemptMs <= MOVE_WORTH * typicalAttemptMs) return false;
     if (this.moveMs > 0 && attemptMs >= MOVE_WORTH * this.moveMs) return true;
     // Until a move has been timed its cost is unknown: only attempts that are slow by any measure.
     return attemptMs >= ALWAYS_WORTH_MS && !this.saturated();
