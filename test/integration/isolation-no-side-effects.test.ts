@@ -2,6 +2,7 @@ import { afterEach, expect, it } from 'vitest';
 import { laneBucket, laneOf } from '../../src/topology/topology-names.js';
 import { freePort } from '../support/free-port.js';
 import { describeEachMode } from '../support/modes.js';
+import { openedInEachTest } from '../support/opened-in-each-test.js';
 import { startReceiver, type Answer, type ReceivedRequest, type Receiver } from '../support/receiver.js';
 import { startRelay, type RelayFixture } from '../support/relay.js';
 
@@ -17,6 +18,8 @@ afterEach(async () => {
   relay = undefined;
   receivers = [];
 });
+// Registered after the hook above, so it runs first: worker processes stop before their relay's teardown.
+const open = openedInEachTest();
 
 const LANES = 8;
 const ids = (requests: ReceivedRequest[]): Set<string> => new Set(requests.map((r) => String(r.headers['webhook-id'])));
@@ -40,6 +43,14 @@ async function receiverInLaneOf(other: Receiver, script: (request: ReceivedReque
     if (lane(receiver) === lane(other)) return receiver;
     await receiver.close();
   }
+}
+
+/**
+ * A worker as its own process, as a container runs it: its event loop then holds its own work only, not
+ * this test's publishes and receivers, whose load it would take for its own and stop moving (saturated).
+ */
+async function ownProcess(fixture: RelayFixture): Promise<void> {
+  await open.worker(fixture.config).consuming;
 }
 
 const OUTAGE = { LANES: String(LANES), PREFETCH: '20', HTTP_TIMEOUT: '1s', SLOW_THRESHOLD: '300ms', DEGRADE_THRESHOLD: '3', RETRY_SCHEDULE: '1s,1s,1s', MAX_ATTEMPTS: '4' };
@@ -98,7 +109,7 @@ describeEachMode('isolation without side effects', (mode) => {
     const quiet = await receiverInLaneOf(busy, () => ({ status: 200 }));
     receivers = [busy, quiet];
     relay = await startRelay({ DELAY_MODE: mode, LANES: String(LANES), PREFETCH: '20' });
-    await relay.startWorker();
+    await ownProcess(relay);
     const backlog = await publishMany(busy, 600, 'b');
     const quietIds = await publishMany(quiet, 10, 'q');
     await quiet.waitFor((r) => ids(r).size === quietIds.length, 20_000);
@@ -131,7 +142,7 @@ describeEachMode('isolation without side effects', (mode) => {
     const quiet = await startReceiver(() => ({ status: 200 }));
     receivers = [busy, quiet];
     relay = await startRelay({ DELAY_MODE: mode, LANES: String(LANES), PREFETCH: '20' });
-    await relay.startWorker();
+    await ownProcess(relay);
     publishPlain(busy, 600, 'pb');
     publishPlain(quiet, 10, 'pq');
     await quiet.waitFor((r) => ids(r).size === 10, 20_000);
