@@ -446,11 +446,15 @@ export class TargetIsolation<T> implements Scheduler<T> {
   private worthMoving(target: string): boolean {
     if (this.share.inFlight(target) >= this.share.limit(target) && !this.lastDone.has(target)) return true;
     const attemptMs = this.attemptMs.get(target) ?? 0;
-    const typicalAttemptMs = this.saturated() ? this.medianMs() : 0;
+    const saturated = this.saturated();
+    const typicalAttemptMs = saturated ? this.medianMs() : 0;
     if (attemptMs <= MOVE_WORTH * typicalAttemptMs) return false;
     if (this.moveMs > 0 && attemptMs >= MOVE_WORTH * this.moveMs) return true;
-    // Until a move has been timed its cost is unknown: only attempts that are slow by any measure.
-    return attemptMs >= ALWAYS_WORTH_MS && !this.saturated();
+    // Until a move has been timed its cost is unknown: only attempts that are slow by any measure. While
+    // saturated, the worker's own wait is in every target's attempts, so only ALWAYS_WORTH_MS beyond the
+    // median target's is: else a saturated worker that had not moved yet, or whose moves' confirms queued
+    // up, kept a 300 ms receiver's backlog in its lane for as long as it stayed saturated.
+    return attemptMs - typicalAttemptMs >= ALWAYS_WORTH_MS && (typicalAttemptMs > 0 || !saturated);
   }
 
   /** Saturated as soon as one sweep's sample says so (a pre-filled queue at start), and until the average falls well below. */

@@ -271,9 +271,9 @@ describe('TargetIsolation: a busy target\'s excess overflows', () => {
 
   it('a saturated worker moves no backlog of a target whose attempts take about what every target\'s take; a slow one among fast ones still moves', () => {
     /** Target t with a backlog and `attemptMs` attempts beside targets whose attempts took `others`, moves timed at 20 ms: what a sweep moves. */
-    const busyAmong = (attemptMs: number, others: number[], loopBusy = 1) => {
+    const busyAmong = (attemptMs: number, others: number[], loopBusy = 1, moveMs = 20) => {
       const iso = new TargetIsolation<number>(POLICY);
-      iso.moveTook(20);
+      if (moveMs > 0) iso.moveTook(moveMs);
       others.forEach((ms, i) => {
         iso.offer(`o${i}`, 100 + i, 'lane', 0);
         const started = iso.next()!;
@@ -292,6 +292,12 @@ describe('TargetIsolation: a busy target\'s excess overflows', () => {
     expect(busyAmong(1_000, [40, 40, 40])).toBeGreaterThan(0);
     // The rule is for a saturated worker: with its loop idle, the same 300 ms target moves.
     expect(busyAmong(300, [150, 200, 250, 280], 0)).toBeGreaterThan(0);
+    // Slower than the others by far, it moves though no move was timed yet, or moves take long now.
+    expect(busyAmong(300, [10, 10, 20], 1, 0)).toBeGreaterThan(0);
+    expect(busyAmong(300, [10, 10, 20], 1, 400)).toBeGreaterThan(0);
+    // Not by ALWAYS_WORTH_MS more than the median, or with no other target to compare: it stays.
+    expect(busyAmong(100, [10, 10, 20], 1, 0)).toBe(0);
+    expect(busyAmong(300, [], 1, 0)).toBe(0);
   });
 
   it('a quiet target is served before a busy one, and a busy target stops being busy once it stops waiting', () => {
