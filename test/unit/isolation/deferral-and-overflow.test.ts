@@ -270,7 +270,7 @@ describe('TargetIsolation: a busy target\'s excess overflows', () => {
   });
 
   it('a saturated worker moves no backlog of a target whose attempts take about what every target\'s take; a slow one among fast ones still moves', () => {
-    /** Target t with a backlog and `attemptMs` attempts beside targets whose attempts took `others`, moves timed at 20 ms: what a sweep moves. */
+    /** Target t with a backlog and `attemptMs` attempts beside targets whose attempts took `others`, moves timed at `moveMs` (0: none timed yet): what a sweep moves. */
     const busyAmong = (attemptMs: number, others: number[], loopBusy = 1, moveMs = 20) => {
       const iso = new TargetIsolation<number>(POLICY);
       if (moveMs > 0) iso.moveTook(moveMs);
