@@ -398,11 +398,16 @@ export class TargetIsolation<T> implements Scheduler<T> {
    * Such a target stays busy while its callbacks wait, even once others take its slots: a flood of
    * quiet targets in the other lanes took a 300 ms receiver's slots, its backlog stopped moving, and
    * the quiet targets queued behind it in its own lane waited until the flood was served
-   * (docs/isolation.md). Not so equal targets through a loaded worker: each waits for the others
-   * there, and kept busy their backlogs moved for nothing (about 900 of 50,000 in throughput runs).
+   * (docs/isolation-journal.md#stays-busy-43). Not so equal targets through a loaded worker: each
+   * waits for the others there, and kept busy their backlogs moved for nothing (about 900 of 50,000 in
+   * throughput runs).
    */
   private stillBusy(target: string, nowMs: number): boolean {
-    if (!this.foundBusy(target, nowMs)) return false;
+    return this.foundBusy(target, nowMs) && this.slowByItself(target);
+  }
+
+  /** Its attempts take ALWAYS_WORTH_MS longer than the median target's (than nothing, with fewer than two targets timed). */
+  private slowByItself(target: string): boolean {
     return (this.attemptMs.get(target) ?? 0) - this.medianMs() >= ALWAYS_WORTH_MS;
   }
 
@@ -441,20 +446,21 @@ export class TargetIsolation<T> implements Scheduler<T> {
    * while saturated, a target whose attempts take no more than MOVE_WORTH times the median target's
    * is not worth a move either, whatever a move takes: ten equally fast targets through a saturated
    * worker moved up to a fifth of their callbacks, each move two broker operations more
-   * (docs/isolation.md); a 300 ms receiver among fast ones still moves.
+   * (docs/isolation-journal.md); a 300 ms receiver among fast ones still moves.
    */
   private worthMoving(target: string): boolean {
     if (this.share.inFlight(target) >= this.share.limit(target) && !this.lastDone.has(target)) return true;
     const attemptMs = this.attemptMs.get(target) ?? 0;
-    const saturated = this.saturated();
-    const typicalAttemptMs = saturated ? this.medianMs() : 0;
-    if (attemptMs <= MOVE_WORTH * typicalAttemptMs) return false;
-    if (this.moveMs > 0 && attemptMs >= MOVE_WORTH * this.moveMs) return true;
-    // Until a move has been timed its cost is unknown: only attempts that are slow by any measure. While
-    // saturated, the worker's own wait is in every target's attempts, so only ALWAYS_WORTH_MS beyond the
-    // median target's is: else a saturated worker that had not moved yet, or whose moves' confirms queued
-    // up, kept a 300 ms receiver's backlog in its lane for as long as it stayed saturated.
-    return attemptMs - typicalAttemptMs >= ALWAYS_WORTH_MS && (typicalAttemptMs > 0 || !saturated);
+    const worthItsMove = this.moveMs > 0 && attemptMs >= MOVE_WORTH * this.moveMs;
+    // Until a move has been timed its cost is unknown: only attempts that are slow by any measure.
+    if (!this.saturated()) return worthItsMove || attemptMs >= ALWAYS_WORTH_MS;
+    // Saturated, the worker's own wait is in every target's attempts, so only ALWAYS_WORTH_MS beyond the
+    // median target's is slow, whatever a move takes: else a saturated worker that had not moved yet, or
+    // whose moves' confirms queued up, kept a 300 ms receiver's backlog in its lane for as long as it
+    // stayed saturated. With fewer than two targets timed there is no median to measure against.
+    const medianMs = this.medianMs();
+    if (attemptMs <= MOVE_WORTH * medianMs) return false;
+    return worthItsMove || (medianMs > 0 && this.slowByItself(target));
   }
 
   /** Saturated as soon as one sweep's sample says so (a pre-filled queue at start), and until the average falls well below. */
