@@ -428,9 +428,13 @@ export class TargetIsolation<T> implements Scheduler<T> {
    */
   private holdsShare(target: string): boolean {
     const inFlight = this.share.inFlight(target);
-    if (inFlight === 0) return false;
-    if (inFlight >= this.busyLine) return true;
-    return inFlight >= this.share.limit(target) && !this.lastDone.has(target);
+    return (inFlight > 0 && inFlight >= this.busyLine) || this.stuckAtLimit(target);
+  }
+
+  /** Holds all its limit allows and none of its attempts ended within `overflowAfterMs`: it hangs. */
+  private stuckAtLimit(target: string): boolean {
+    const inFlight = this.share.inFlight(target);
+    return inFlight > 0 && inFlight >= this.share.limit(target) && !this.lastDone.has(target);
   }
 
   /**
@@ -449,7 +453,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
    * (docs/isolation-journal.md); a 300 ms receiver among fast ones still moves.
    */
   private worthMoving(target: string): boolean {
-    if (this.share.inFlight(target) >= this.share.limit(target) && !this.lastDone.has(target)) return true;
+    if (this.stuckAtLimit(target)) return true;
     const attemptMs = this.attemptMs.get(target) ?? 0;
     const worthItsMove = this.moveMs > 0 && attemptMs >= MOVE_WORTH * this.moveMs;
     // Until a move has been timed its cost is unknown: only attempts that are slow by any measure.
