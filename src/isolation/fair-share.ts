@@ -50,6 +50,7 @@ export interface Started<T> {
  * is found out. The limit is a priority, not a cap: a slot that no target below its limit wants is
  * lent to the waiting target with fewest in flight among those that have earned more than the initial
  * limit, so a target proven fast uses every idle slot (only `perTarget`, off by default, is a hard cap).
+ * The owner may name targets that keep up to half the slots between them ahead of that order (`keep`).
  *
  * Pure bookkeeping, no clock: O(1) per operation but for a scan over in-flight counts, which stop at
  * the first non-empty one.
@@ -63,6 +64,8 @@ export class FairShare<T> {
   private readonly limits = new Map<string, number>();
   /** Targets held back whatever their place (an operator's limit, a back-off): never picked while here. */
   private readonly held = new Set<string>();
+  /** Targets that keep up to half the slots between them, ahead of max-min order (`keep`). */
+  private keeping: ReadonlySet<string> = new Set();
   private inFlightTotal = 0;
   private waitingTotal = 0;
 
@@ -116,6 +119,8 @@ export class FairShare<T> {
    * dead-letter queue tens of times later than without isolation, with the slots idle meanwhile.
    */
   private pick(): string | undefined {
+    const kept = this.keptPick();
+    if (kept !== undefined) return kept;
     for (const bucket of this.ready) if (bucket && bucket.size > 0) return bucket.values().next().value as string;
     let best: string | undefined;
     let fewest = Number.POSITIVE_INFINITY;
@@ -127,7 +132,35 @@ export class FairShare<T> {
     return best;
   }
 
-  /** Below this many slots in flight, idle slots are lent to the targets of `mayBorrowIdle` (see pick). */
+  /**
+   * The target of `keep` below its own limit with fewest in flight, while those targets hold fewer
+   * than half the slots between them.
+   */
+  private keptPick(): string | undefined {
+    if (this.keeping.size === 0) return undefined;
+    let held = 0;
+    let best: string | undefined;
+    let fewest = Number.POSITIVE_INFINITY;
+    for (const target of this.keeping) {
+      const queue = this.targets.get(target);
+      if (!queue) continue;
+      held += queue.inFlight;
+      if (queue.inFlight < fewest && this.ready[queue.inFlight]?.has(target)) [best, fewest] = [target, queue.inFlight];
+    }
+    return held < this.lendLine() ? best : undefined;
+  }
+
+  /**
+   * These targets keep up to half the slots between them (the fewest in flight first): a freed slot
+   * goes to one of them, below its own limit, before max-min order is asked. The owner decides when
+   * that is fair (TargetIsolation: backlogs on a worker whose attempts wait for its machine, not for
+   * slots); the rest of the slots are shared max-min as ever, these targets included.
+   */
+  keep(targets: ReadonlySet<string>): void {
+    this.keeping = targets;
+  }
+
+  /** Below this many slots in flight, idle slots are lent to the targets of `mayBorrowIdle` (see pick); also what those of `keep` may keep. */
   private lendLine(): number {
     return Math.floor(this.policy.capacity / 2);
   }

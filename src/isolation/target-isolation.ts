@@ -340,7 +340,28 @@ export class TargetIsolation<T> implements Scheduler<T> {
       const limited = this.limited(target);
       for (const waiting of this.share.takeWaiting(target, (w) => w.source === 'lane' && w.kind === 'attempt' && (limited || mayLeave(w.item)), true)) moved.push(waiting.item);
     }
+    this.share.keep(this.backlogsKept());
     return moved;
+  }
+
+  /**
+   * The targets that keep up to half the worker's slots between them (FairShare.keep): each with a
+   * backlog here (half the worker's slots waiting, or more) whose pace the machine sets
+   * (`pacedByMachine`). Then the other targets' attempts wait for the worker's CPU as much as for
+   * slots, and max-min by slots would give each of a flood of new targets a slot before the backlog's
+   * next one, for no gain to them: with four workers on two cores, 400 new targets took a 300 ms
+   * receiver's every slot for the 2.5 s their 2,000 callbacks took, and it drained 1.3–1.4 times as
+   * long as with ISOLATION=off, which went on serving it meanwhile (docs/isolation.md#kept-slots).
+   * A receiver slower than the machine by itself is not kept: with one worker its attempts took
+   * 1 s against the others' 50–140 ms, and half the slots would have halved the flood's pace.
+   */
+  private backlogsKept(): Set<string> {
+    const kept = new Set<string>();
+    for (const target of this.share.waitingTargets()) {
+      if (this.share.waiting(target) * 2 < this.policy.capacity || this.limited(target) || this.health.state(target) === 'degraded') continue;
+      if (this.pacedByMachine(target)) kept.add(target);
+    }
+    return kept;
   }
 
   watchWindows(windows: Windows<T>): void {
@@ -462,9 +483,21 @@ export class TargetIsolation<T> implements Scheduler<T> {
     // median target's is slow, whatever a move takes: else a saturated worker that had not moved yet, or
     // whose moves' confirms queued up, kept a 300 ms receiver's backlog in its lane for as long as it
     // stayed saturated. With fewer than two targets timed there is no median to measure against.
+    if (this.pacedByMachine(target)) return false;
+    return worthItsMove || (this.medianMs() > 0 && this.slowByItself(target));
+  }
+
+  /**
+   * The worker is saturated and the target's attempts take no more than MOVE_WORTH times the median
+   * target's (timed, with another target to compare): its own wait for the worker, not its receiver,
+   * sets their pace. Its backlog is not worth a move then (`worthMoving`), and it keeps its slots
+   * (`backlogsKept`).
+   */
+  private pacedByMachine(target: string): boolean {
+    if (!this.saturated()) return false;
     const medianMs = this.medianMs();
-    if (attemptMs <= MOVE_WORTH * medianMs) return false;
-    return worthItsMove || (medianMs > 0 && this.slowByItself(target));
+    const attemptMs = this.attemptMs.get(target);
+    return medianMs > 0 && attemptMs !== undefined && attemptMs <= MOVE_WORTH * medianMs;
   }
 
   /** Saturated as soon as one sweep's sample says so (a pre-filled queue at start), and until the average falls well below. */

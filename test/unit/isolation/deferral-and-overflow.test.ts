@@ -384,4 +384,37 @@ describe('TargetIsolation: a busy target\'s excess overflows', () => {
     expect(overflowed).toBe(0);
     expect(iso.sweep(800)).toEqual([]);
   });
+
+  /**
+   * 'busy' (its backlog waiting) loses every slot to sixty other targets; its attempts took `busyMs`,
+   * theirs `othersMs`. After a sweep with the loop busy `loopBusy`, thirty of theirs end: how many of
+   * the slots 'busy' holds then.
+   */
+  const keptAfterFlood = (busyMs: number, othersMs: number, loopBusy: number) => {
+    const iso = busyWithBacklog();
+    for (let q = 0; q < 60; q += 1) for (let i = 0; i < 6; i += 1) iso.offer(`other-${q}`, 10_000 + q * 10 + i, 'lane', 400);
+    while (iso.inFlight('busy') > 0) iso.complete('busy', 'attempt', { status: 200, durationMs: busyMs }, 450);
+    while (iso.next());
+    for (let q = 0; q < 60; q += 1) if (iso.inFlight(`other-${q}`) > 0) iso.complete(`other-${q}`, 'attempt', { status: 200, durationMs: othersMs }, 460);
+    while (iso.next());
+    expect(iso.inFlight('busy')).toBeLessThanOrEqual(1);
+    expect(iso.sweep(500, loopBusy)).toEqual([]);
+    let ended = 0;
+    for (let q = 0; q < 60 && ended < 30; q += 1) {
+      if (iso.inFlight(`other-${q}`) === 0) continue;
+      iso.complete(`other-${q}`, 'attempt', { status: 200, durationMs: othersMs }, 520);
+      ended += 1;
+    }
+    while (iso.next());
+    return iso.inFlight('busy');
+  };
+
+  it('a backlog whose pace the saturated worker sets keeps up to half the slots through a flood of new targets; not one slow by itself, nor on an idle worker', () => {
+    // Four workers on two cores: the backlog's attempts take 600 ms, the new targets' 250 ms.
+    expect(keptAfterFlood(600, 250, 1)).toBe(25);
+    // Its receiver is slow by itself (1 s against 60 ms): the slots go to the new targets, one each.
+    expect(keptAfterFlood(1_000, 60, 1)).toBeLessThanOrEqual(2);
+    // The worker is not saturated: max-min as ever.
+    expect(keptAfterFlood(600, 250, 0)).toBeLessThanOrEqual(2);
+  });
 });

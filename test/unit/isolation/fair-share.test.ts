@@ -202,4 +202,30 @@ describe('FairShare: a target that works, slowly', () => {
       expect(running, result).toBe(started);
     }
   });
+
+  it('lets the targets of keep hold up to half the slots between them ahead of max-min order, fewest in flight first', () => {
+    const share = new FairShare<number>(policy({ capacity: 10, initialPerTarget: 10 }));
+    for (let i = 0; i < 100; i += 1) share.push('backlog', i);
+    expect(startAll(share)).toHaveLength(10);
+    for (let q = 0; q < 20; q += 1) share.push(`new-${q}`, q);
+    // Max-min: every freed slot goes to a new target (none in flight) before the backlog's next.
+    for (let i = 0; i < 6; i += 1) share.done('backlog', 'fast');
+    expect(startAll(share)).toEqual(['new-0', 'new-1', 'new-2', 'new-3', 'new-4', 'new-5']);
+    expect(share.inFlight('backlog')).toBe(4);
+    // Kept, it takes freed slots until it holds half of them; the rest go max-min again.
+    share.keep(new Set(['backlog']));
+    for (let q = 0; q < 3; q += 1) share.done(`new-${q}`, 'fast');
+    expect(startAll(share)).toEqual(['backlog', 'new-6', 'new-7']);
+    expect(share.inFlight('backlog')).toBe(5);
+    // Two kept targets share the half: the one with fewer in flight first.
+    for (let i = 0; i < 50; i += 1) share.push('other', i);
+    share.keep(new Set(['backlog', 'other']));
+    share.done('backlog', 'fast');
+    share.done('new-3', 'fast');
+    expect(startAll(share)).toEqual(['other', 'new-8']);
+    // No longer kept: max-min as before.
+    share.keep(new Set());
+    share.done('new-4', 'fast');
+    expect(startAll(share)).toEqual(['new-9']);
+  });
 });
