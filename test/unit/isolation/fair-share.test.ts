@@ -202,7 +202,9 @@ describe('FairShare: a target that works, slowly', () => {
       expect(running, result).toBe(started);
     }
   });
+});
 
+describe('FairShare: kept slots', () => {
   it('lets the targets of keep hold up to half the slots between them ahead of max-min order, fewest in flight first', () => {
     const share = new FairShare<number>(policy({ capacity: 10, initialPerTarget: 10 }));
     for (let i = 0; i < 100; i += 1) share.push('backlog', i);
