@@ -10,6 +10,8 @@ export interface BenchChild {
   pid: number;
   /** Resolves once the child printed its ready marker; rejects if it exits first. */
   ready: Promise<void>;
+  /** When (Date.now()) it printed its ready marker; undefined until then. */
+  readyAt(): number | undefined;
   exited: Promise<number | null>;
   /** The last 64 KiB of its stdout and stderr. */
   output(): string;
@@ -23,12 +25,16 @@ export function spawnNode(args: string[], env: Record<string, string>, readyMark
   const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   live.add(child);
   let output = '';
+  let readyAt: number | undefined;
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   void exited.then(() => live.delete(child));
   const ready = new Promise<void>((resolve, reject) => {
     const onData = (chunk: Buffer): void => {
       output = (output + chunk.toString()).slice(-65_536);
-      if (output.includes(readyMarker)) resolve();
+      if (readyAt === undefined && output.includes(readyMarker)) {
+        readyAt = Date.now();
+        resolve();
+      }
     };
     child.stdout?.on('data', onData);
     child.stderr?.on('data', onData);
@@ -38,6 +44,7 @@ export function spawnNode(args: string[], env: Record<string, string>, readyMark
   return {
     pid: child.pid as number,
     ready,
+    readyAt: () => readyAt,
     exited,
     output: () => output,
     async stop(graceMs = 20_000) {

@@ -69,6 +69,11 @@ export interface CrowdRun {
   allDone: number | undefined;
   /** Seconds from the consumers' start until every worker consumed (process start, topology, presence). */
   workersReady: number;
+  /**
+   * … until the first one did (each worker its own process). The spread shows what a worker that
+   * starts work at once costs its siblings still starting on the same cores.
+   */
+  firstReady: number | undefined;
   /** Broker publishes per delivered callback, from the firehose (undefined without rabbitmqctl). */
   quietPublishes: number | undefined;
   busyPublishes: number | undefined;
@@ -129,6 +134,8 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
     const workers: BenchChild[] = [];
     const ports = await startConsumers(ctx, scope, prefix, { kind: 'relay', workers: shape.workers, env: { ISOLATION: isolation }, processes: true }, { PREFETCH: String(PREFETCH) }, workers);
     const workersReady = (Date.now() - started) / 1000;
+    const readyTimes = workers.map((worker) => worker.readyAt()).filter((at) => at !== undefined);
+    const firstReady = readyTimes.length ? (Math.min(...readyTimes) - started) / 1000 : undefined;
     // The workers' moves to P.slow, scraped per bin from their start: how fast a busy backlog leaves the lanes.
     const movedSoFar: number[] = [];
     const sampler = setInterval(() => {
@@ -169,6 +176,7 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
       busyDrained: busy.length && done(busy, perBusy) ? (Math.max(...busy.map(last)) - started) / 1000 : undefined,
       allDone: quietDone.length === shape.quiet && (busy.length === 0 || done(busy, perBusy)) ? (Math.max(...busy.map(last), ...quiet.map(last)) - started) / 1000 : undefined,
       workersReady,
+      firstReady,
       quietPublishes: firehose ? firehose.count(origins(quiet)) / delivered(quiet) : undefined,
       busyPublishes: firehose && busy.length ? firehose.count(origins(busy)) / delivered(busy) : undefined,
       // Every broker publish: the producers', the workers' retry and dead-letter copies, and their moves.
@@ -249,7 +257,7 @@ export function crowdTable(shape: CrowdShape, runs: CrowdRun[]): Table {
     title:
       `${shape.name}: ${shape.busy} busy target${shape.busy > 1 ? 's' : ''} (${perBusy} callbacks each, ${BUSY_ANSWER_MS} ms), ${shape.quiet} quiet ones (${QUIET_CALLBACKS} instant callbacks each), ` +
       `${shape.routing === 'bucket' ? 'deliver.<bucket> (library publisher)' : 'plain `deliver` (raw AMQP)'}, ${shape.workers} worker${shape.workers > 1 ? 's' : ''}, PREFETCH ${PREFETCH}`,
-    headers: ['ISOLATION', 'quiet done p50 (s)', 'p99 (s)', 'max (s)', `quiet over ${QUIET_GOAL_S} s`, 'busy drained (s)', '× off', 'workers ready (s)', '× off, from ready', 'everything delivered (s)', '× off', 'publishes / delivered: quiet', 'busy', 'all (metrics)', 'moved to P.slow', 'deferred (circuit open)'],
+    headers: ['ISOLATION', 'quiet done p50 (s)', 'p99 (s)', 'max (s)', `quiet over ${QUIET_GOAL_S} s`, 'busy drained (s)', '× off', 'first worker ready (s)', 'all ready (s)', '× off, from first ready', 'from all ready', 'everything delivered (s)', '× off', 'publishes / delivered: quiet', 'busy', 'all (metrics)', 'moved to P.slow', 'deferred (circuit open)'],
     rows: runs.map((run) => [
       run.alone ? `${run.isolation}, quiet alone` : run.isolation,
       fmt(run.quietDone.p50, 2),
@@ -258,7 +266,9 @@ export function crowdTable(shape: CrowdShape, runs: CrowdRun[]): Table {
       `${run.quietOverGoal}/${shape.quiet}${run.quietNotDone ? ` (${run.quietNotDone} not done)` : ''}`,
       run.busyDrained === undefined ? (run.alone ? '—' : 'cut off') : fmt(run.busyDrained, 1),
       run.busyDrained !== undefined && off?.busyDrained !== undefined ? fmt(run.busyDrained / off.busyDrained, 2) : '—',
+      run.firstReady === undefined ? '—' : fmt(run.firstReady, 2),
       run.workersReady === undefined ? '—' : fmt(run.workersReady, 2),
+      run.busyDrained !== undefined && off?.busyDrained !== undefined && run.firstReady !== undefined && off.firstReady !== undefined ? fmt((run.busyDrained - run.firstReady) / (off.busyDrained - off.firstReady), 2) : '—',
       run.busyDrained !== undefined && off?.busyDrained !== undefined ? fmt((run.busyDrained - run.workersReady) / (off.busyDrained - off.workersReady), 2) : '—',
       run.allDone === undefined ? '—' : fmt(run.allDone, 1),
       !run.alone && run.allDone !== undefined && off?.allDone !== undefined ? fmt(run.allDone / off.allDone, 2) : '—',

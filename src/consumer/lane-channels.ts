@@ -28,9 +28,9 @@ import type { Lane } from './pipeline.js';
 export interface LaneChannels {
   /**
    * Opens a channel per queue on `connection` and consumes the queue on it, `prefetch` unacked
-   * messages at most (basic.qos per consumer: https://www.rabbitmq.com/docs/consumer-prefetch).
+   * messages at most, or the queue's own (basic.qos per consumer: https://www.rabbitmq.com/docs/consumer-prefetch).
    */
-  open(connection: ChannelModel, queues: ReadonlyArray<readonly [queue: string, lane: Lane]>, prefetch: number): Promise<void>;
+  open(connection: ChannelModel, queues: ReadonlyArray<readonly [queue: string, lane: Lane, prefetch?: number]>, prefetch: number): Promise<void>;
   /** Cancels every consumer, so nothing more arrives (the worker's stop); the channels stay open to settle. */
   cancel(): Promise<void>;
   /** Every queue of the latest `open()` has its consumer (what readiness needs besides the connection). */
@@ -139,8 +139,8 @@ export function createLaneChannels(options: LaneChannelOptions): LaneChannels {
       connection.once('close', () => (open = false));
       expected = queues.length;
       // A lane that fails here is opened again later (reopenLater): the others are consumed meanwhile.
-      for (const [queue, lane] of queues) {
-        await consume(connection, queue, lane, prefetch, mine, () => open).catch((error: Error) => logger.warn({ lane, err: error.message }, 'could not consume a lane; trying again shortly'));
+      for (const [queue, lane, own] of queues) {
+        await consume(connection, queue, lane, own ?? prefetch, mine, () => open).catch((error: Error) => logger.warn({ lane, err: error.message }, 'could not consume a lane; trying again shortly'));
       }
     },
     async cancel() {

@@ -207,7 +207,9 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
         // https://www.rabbitmq.com/docs/consumer-prefetch
         const connection = manager?.connection;
         if (!connection) throw new Error('the connection closed during the setup');
-        await lanes.open(connection, [...topology.names.workQueues.map((queue, lane): [string, Lane] => [queue, String(lane)]), [topology.names.slowQueue, 'slow']], window);
+        // P.slow holds no message until due (what moves there was due already), so it gets no room for
+        // holds: with it, the first worker up took 500 of a busy backlog there while its siblings started.
+        await lanes.open(connection, [...topology.names.workQueues.map((queue, lane): [string, Lane] => [queue, String(lane)]), [topology.names.slowQueue, 'slow', consume.queuePrefetch]], window);
         // Plugin mode: messages whose delay ended are moved from P.due into their lanes (move-due.ts).
         if (manager?.connection) dueMover?.attach(manager.connection);
         ready = true;

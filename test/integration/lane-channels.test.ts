@@ -71,16 +71,17 @@ async function until(done: () => boolean, ms = 10_000): Promise<void> {
   }
 }
 
-it('consumes each queue on a channel of its own, with the prefetch asked for', async () => {
+it('consumes each queue on a channel of its own, with the prefetch asked for, or the queue\'s own', async () => {
   const channels = lanes();
-  await channels.open(connection, queues, 3);
+  // The worker gives P.slow a window of its own (no room for holds): here lane 1.
+  await channels.open(connection, [queues[0]!, [...queues[1]!, 2] as const], 3);
   expect(channels.consuming()).toBe(true);
   for (let i = 0; i < 5; i += 1) for (const [queue] of queues) await publish(queue, `${queue}/${i}`);
-  await until(() => received.length >= 6);
+  await until(() => received.length >= 5);
   await new Promise((resolve) => setTimeout(resolve, 300));
   // Unacked, each consumer holds its prefetch and no more.
   expect(received.filter((r) => r.lane === '0')).toHaveLength(3);
-  expect(received.filter((r) => r.lane === '1')).toHaveLength(3);
+  expect(received.filter((r) => r.lane === '1')).toHaveLength(2);
   const [zero, one] = ['0', '1'].map((lane) => new Set(received.filter((r) => r.lane === lane).map((r) => r.channel)));
   expect(zero!.size).toBe(1);
   expect(one!.size).toBe(1);
