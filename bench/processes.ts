@@ -12,6 +12,8 @@ export interface BenchChild {
   ready: Promise<void>;
   /** When (Date.now()) it printed its ready marker; undefined until then. */
   readyAt(): number | undefined;
+  /** The output line that held the ready marker; undefined until then. */
+  readyLine(): string | undefined;
   exited: Promise<number | null>;
   /** The last 64 KiB of its stdout and stderr. */
   output(): string;
@@ -26,6 +28,7 @@ export function spawnNode(args: string[], env: Record<string, string>, readyMark
   live.add(child);
   let output = '';
   let readyAt: number | undefined;
+  let readyLine: string | undefined;
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   void exited.then(() => live.delete(child));
   const ready = new Promise<void>((resolve, reject) => {
@@ -33,6 +36,8 @@ export function spawnNode(args: string[], env: Record<string, string>, readyMark
       output = (output + chunk.toString()).slice(-65_536);
       if (readyAt === undefined && output.includes(readyMarker)) {
         readyAt = Date.now();
+        const at = output.indexOf(readyMarker);
+        readyLine = output.slice(output.lastIndexOf('\n', at) + 1, output.includes('\n', at) ? output.indexOf('\n', at) : undefined);
         resolve();
       }
     };
@@ -45,6 +50,7 @@ export function spawnNode(args: string[], env: Record<string, string>, readyMark
     pid: child.pid as number,
     ready,
     readyAt: () => readyAt,
+    readyLine: () => readyLine,
     exited,
     output: () => output,
     async stop(graceMs = 20_000) {

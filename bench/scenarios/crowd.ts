@@ -74,6 +74,8 @@ export interface CrowdRun {
    * starts work at once costs its siblings still starting on the same cores.
    */
   firstReady: number | undefined;
+  /** Per worker: when it consumed (s from the consumers' start) and its own start steps (ms, its "consuming" log line). */
+  workerStarts?: Array<{ readyS?: number; steps?: Record<string, number> }>;
   /** Broker publishes per delivered callback, from the firehose (undefined without rabbitmqctl). */
   quietPublishes: number | undefined;
   busyPublishes: number | undefined;
@@ -132,6 +134,11 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
     benchBuild();
     const started = Date.now();
     const workers: BenchChild[] = [];
+    const startSteps = (worker: BenchChild): { readyS?: number; steps?: Record<string, number> } => {
+      const at = worker.readyAt();
+      const steps = startOf(worker.readyLine());
+      return { ...(at !== undefined && { readyS: (at - started) / 1000 }), ...(steps && { steps }) };
+    };
     const ports = await startConsumers(ctx, scope, prefix, { kind: 'relay', workers: shape.workers, env: { ISOLATION: isolation }, processes: true }, { PREFETCH: String(PREFETCH) }, workers);
     const workersReady = (Date.now() - started) / 1000;
     const readyTimes = workers.map((worker) => worker.readyAt()).filter((at) => at !== undefined);
@@ -177,6 +184,7 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
       allDone: quietDone.length === shape.quiet && (busy.length === 0 || done(busy, perBusy)) ? (Math.max(...busy.map(last), ...quiet.map(last)) - started) / 1000 : undefined,
       workersReady,
       firstReady,
+      workerStarts: workers.map(startSteps),
       quietPublishes: firehose ? firehose.count(origins(quiet)) / delivered(quiet) : undefined,
       busyPublishes: firehose && busy.length ? firehose.count(origins(busy)) / delivered(busy) : undefined,
       // Every broker publish: the producers', the workers' retry and dead-letter copies, and their moves.
@@ -187,7 +195,8 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
     };
     ctx.log(
       `fairness ${shape.name}, ISOLATION=${isolation}${alone ? ', quiet targets alone' : ''}: quiet p50 ${fmt(run.quietDone.p50, 2)} s, max ${fmt(run.quietDone.max, 2)} s, ` +
-        `${run.quietOverGoal} over ${QUIET_GOAL_S} s, ${run.quietNotDone} not done; busy drained ${fmt(run.busyDrained ?? NaN, 1)} s; workers ready in ${fmt(workersReady, 2)} s`,
+        `${run.quietOverGoal} over ${QUIET_GOAL_S} s, ${run.quietNotDone} not done; busy drained ${fmt(run.busyDrained ?? NaN, 1)} s; workers ready in ${fmt(workersReady, 2)} s ` +
+        `(${run.workerStarts?.map(({ readyS, steps }) => `${fmt(readyS ?? NaN, 2)} s: ${Object.entries(steps ?? {}).map(([step, ms]) => `${step.replace(/Ms$/, '')} ${ms}`).join(', ')}`).join('; ')})`,
     );
     return run;
   });
@@ -279,4 +288,13 @@ export function crowdTable(shape: CrowdShape, runs: CrowdRun[]): Table {
       String(run.deferrals),
     ]),
   };
+}
+
+/** The start steps a worker's "consuming" line reports (src/consumer/worker.ts), if it parses. */
+function startOf(line: string | undefined): Record<string, number> | undefined {
+  try {
+    return line ? (JSON.parse(line) as { start?: Record<string, number> }).start : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -107,6 +107,8 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   async function start(): Promise<void> {
     // Probes answer from the start: alive while waiting for the broker, ready only once consuming.
     if (consume.metricsPort > 0) server = await startMetricsServer(consume.metricsPort, metrics.registry, { ready: isReady });
+    // How long each step of the start took, logged with "consuming": a slow start names its step.
+    const steps = startSteps(clock);
     const topology = await connectTopology(config, logger, abort.signal);
     redeclare = createRedeclare(topology, settings.publishTimeoutMs);
     const applied = await applyTopology(topology.url, topology, {
@@ -117,6 +119,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       const { messages, levels } = applied.earlierLevels;
       logger.info({ messages, queues: levels.join(', ') }, 'delay levels of an earlier version: unbound from the entry exchange; they drain on their own, delete them once empty (docs/delay-modes.md)');
     }
+    steps.done('topologyMs');
     // A stop during start: open nothing more (stop() closes what exists).
     if (stopping) return;
     // The broker's own AMQP, management and Prometheus endpoints are never dialled, whatever TARGET_ALLOW says.
@@ -128,6 +131,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     // Cancels and pauses: read P.control up to the present before the first message is consumed.
     control = await startControlReader({ urls: amqpUrls(config.amqpUrl), names: topology.names, logger, clock, moveHeld: { timeoutMs: settings.publishTimeoutMs } });
     if (stopping) return void (await control.close());
+    steps.done('controlMs');
     // Limits: the file's and the control stream's, then each worker's share of them (docs/limits.md).
     const limitsChanged = (): void => pipeline?.limitsChanged();
     const limitsAtStart = settings.targetLimits.size > 0 || control.originLimits().some(({ limit }) => limit !== null);
@@ -138,6 +142,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       followFleet(isolation, presence, clock, limitsChanged);
       // A stop during the start closed the control reader but found no presence yet.
       if (stopping) return void (await presence.close());
+      steps.done('presenceMs');
     } else if (limitsAtStart) {
       logger.warn('target limits are not applied with ISOLATION=off');
     }
@@ -208,12 +213,12 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
         const connection = manager?.connection;
         if (!connection) throw new Error('the connection closed during the setup');
         // P.slow holds no message until due (what moves there was due already), so it gets no room for
-        // holds: with it, the first worker up took 500 of a busy backlog there while its siblings started.
+        // holds: with it, the first worker up could take 500 of a busy backlog there while its siblings started.
         await lanes.open(connection, [...topology.names.workQueues.map((queue, lane): [string, Lane] => [queue, String(lane)]), [topology.names.slowQueue, 'slow', consume.queuePrefetch]], window);
         // Plugin mode: messages whose delay ended are moved from P.due into their lanes (move-due.ts).
         if (manager?.connection) dueMover?.attach(manager.connection);
         ready = true;
-        logger.info({ lanes: topology.names.workQueues.length, prefetch: consume.prefetch, isolation: isolation ? 'on' : 'off' }, 'consuming');
+        logger.info({ lanes: topology.names.workQueues.length, prefetch: consume.prefetch, isolation: isolation ? 'on' : 'off', start: steps.last('consumeMs') }, 'consuming');
       },
     });
     channel.on('error', (error: Error & { code?: string }) => logger.error({ err: error.message, code: error.code }, 'channel setup failed'));
@@ -336,5 +341,28 @@ function pipelineContext(settings: WorkerSettings, parts: PipelineParts): Pipeli
     laneExcess: parts.laneExcess,
     autoPause: settings.autoPauseAfterMs > 0 ? new AutoPause(settings.autoPauseAfterMs) : undefined,
     durableEvents: settings.events === 'durable' ? createDurableEvents(topology.names.eventsExchange, clock, settings.publishTimeoutMs) : undefined,
+  };
+}
+
+/**
+ * Milliseconds each named step of a start took, each counted from the end of the one before; `last`
+ * ends the final step and returns them all, once (a reconnect's setup logs no start).
+ */
+function startSteps(clock: () => number) {
+  let since = clock();
+  let taken: Record<string, number> | undefined = {};
+  const done = (step: string): void => {
+    const now = clock();
+    if (taken) taken[step] = now - since;
+    since = now;
+  };
+  return {
+    done,
+    last(step: string): Record<string, number> | undefined {
+      done(step);
+      const all = taken;
+      taken = undefined;
+      return all;
+    },
   };
 }

@@ -135,6 +135,10 @@ describe('hostile input (queues mode)', () => {
     expect(worker.child.exitCode).toBeNull();
     expect(worker.child.signalCode).toBeNull();
     expect(lines(output, /"msg":"consuming"/)).toHaveLength(1);
+    // Its one consuming line tells how long each step of the start took (docs/operations.md#logs).
+    const start = (JSON.parse(lines(output, /"msg":"consuming"/)[0] as string) as { start: Record<string, number> }).start;
+    expect(Object.keys(start)).toEqual(['topologyMs', 'controlMs', 'presenceMs', 'consumeMs']);
+    for (const ms of Object.values(start)) expect(ms).toBeGreaterThanOrEqual(0);
     expect(lines(output, /"level":(50|60)|uncaught|unhandled|could not settle|disconnected|FATAL|RangeError|TypeError/i)).toEqual([]);
     expect(lines(output, /"reason":"invalid"/)).toHaveLength(bad.size);
     worker.child.kill('SIGTERM');
