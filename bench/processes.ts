@@ -37,7 +37,8 @@ export function spawnNode(args: string[], env: Record<string, string>, readyMark
       if (readyAt === undefined && output.includes(readyMarker)) {
         readyAt = Date.now();
         const at = output.indexOf(readyMarker);
-        readyLine = output.slice(output.lastIndexOf('\n', at) + 1, output.includes('\n', at) ? output.indexOf('\n', at) : undefined);
+        const end = output.indexOf('\n', at);
+        readyLine = output.slice(output.lastIndexOf('\n', at) + 1, end === -1 ? undefined : end);
         resolve();
       }
     };

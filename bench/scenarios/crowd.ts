@@ -134,7 +134,7 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
     benchBuild();
     const started = Date.now();
     const workers: BenchChild[] = [];
-    const startSteps = (worker: BenchChild): { readyS?: number; steps?: Record<string, number> } => {
+    const workerStart = (worker: BenchChild): { readyS?: number; steps?: Record<string, number> } => {
       const at = worker.readyAt();
       const steps = startOf(worker.readyLine());
       return { ...(at !== undefined && { readyS: (at - started) / 1000 }), ...(steps && { steps }) };
@@ -184,7 +184,7 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
       allDone: quietDone.length === shape.quiet && (busy.length === 0 || done(busy, perBusy)) ? (Math.max(...busy.map(last), ...quiet.map(last)) - started) / 1000 : undefined,
       workersReady,
       firstReady,
-      workerStarts: workers.map(startSteps),
+      workerStarts: workers.map(workerStart),
       quietPublishes: firehose ? firehose.count(origins(quiet)) / delivered(quiet) : undefined,
       busyPublishes: firehose && busy.length ? firehose.count(origins(busy)) / delivered(busy) : undefined,
       // Every broker publish: the producers', the workers' retry and dead-letter copies, and their moves.
@@ -196,7 +196,7 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
     ctx.log(
       `fairness ${shape.name}, ISOLATION=${isolation}${alone ? ', quiet targets alone' : ''}: quiet p50 ${fmt(run.quietDone.p50, 2)} s, max ${fmt(run.quietDone.max, 2)} s, ` +
         `${run.quietOverGoal} over ${QUIET_GOAL_S} s, ${run.quietNotDone} not done; busy drained ${fmt(run.busyDrained ?? NaN, 1)} s; workers ready in ${fmt(workersReady, 2)} s ` +
-        `(${run.workerStarts?.map(({ readyS, steps }) => `${fmt(readyS ?? NaN, 2)} s: ${Object.entries(steps ?? {}).map(([step, ms]) => `${step.replace(/Ms$/, '')} ${ms}`).join(', ')}`).join('; ')})`,
+        `(${run.workerStarts?.map(describeStart).join('; ')})`,
     );
     return run;
   });
@@ -288,6 +288,11 @@ export function crowdTable(shape: CrowdShape, runs: CrowdRun[]): Table {
       String(run.deferrals),
     ]),
   };
+}
+
+/** One worker's start for the log: "3.41 s: topology 2156, control 171, presence 1, consume 222". */
+function describeStart({ readyS, steps }: { readyS?: number; steps?: Record<string, number> }): string {
+  return `${fmt(readyS ?? NaN, 2)} s: ${Object.entries(steps ?? {}).map(([step, ms]) => `${step.replace(/Ms$/, '')} ${ms}`).join(', ')}`;
 }
 
 /** The start steps a worker's "consuming" line reports (src/consumer/worker.ts), if it parses. */
