@@ -5,7 +5,7 @@
  */
 const BOTTOM = '^src/(config|policy|isolation|formats)/';
 const IO_PACKAGES = 'node_modules/(amqplib|amqp-connection-manager|undici|pino|fastify|prom-client|@opentelemetry)/';
-const ABOVE = '^src/(amqp|cli|consumer|control|dlq|events|history|http|ingest|metrics|producer|signing|topology|tracing)/';
+const ABOVE = '^src/(amqp|cli|consumer|control|dlq|events|history|http|ingest|metrics|producer|settle|signing|topology|tracing)/';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -31,6 +31,13 @@ module.exports = {
       comment: 'Not even indirectly: a bottom-layer module must load without amqplib, undici, pino, fastify, prom-client or OpenTelemetry.',
       from: { path: BOTTOM },
       to: { path: IO_PACKAGES, reachable: true },
+    },
+    {
+      name: 'only-the-consumer-imports-the-consumer',
+      severity: 'error',
+      comment: 'src/consumer drives the rest (worker, pipeline), and only the package entry (src/index.ts) exports it; what it drives sits below it: the ports they share are in src/reports.ts, the settle in src/settle.',
+      from: { path: '^src/', pathNot: '^src/(consumer/|index\.ts$)' },
+      to: { path: '^src/consumer/' },
     },
   ],
   options: {

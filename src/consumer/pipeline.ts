@@ -19,8 +19,8 @@ import { AttemptDeadline } from './attempt-deadline.js';
 import { decode, type Decoded, type Delivery } from './decode.js';
 import { deliver, type DeliverOptions } from './deliver.js';
 import { CIRCUIT_OPEN, type AttemptReport, type Lane, type PipelineObserver, type TriedReport } from '../reports.js';
-import { sendBack, type ReturnRoute } from './send-back.js';
-import { settle, type AttemptRecord, type Settlement, type SettleContext, type SettleFallback, type StoreEvent } from './settle.js';
+import { sendBack, type ReturnRoute } from '../settle/send-back.js';
+import { settle, type AttemptRecord, type Settlement, type SettleContext, type SettleFallback, type StoreEvent } from '../settle/settle.js';
 
 export type { Lane };
 
@@ -214,7 +214,7 @@ export function createPipeline(context: PipelineContext) {
 
   /**
    * Something failed before a decision reached settle: the message goes back to its own queue, never
-   * left unacked, a bounded number of times (send-back.ts), then to P.dead as `unsettled`.
+   * left unacked, a bounded number of times (settle/send-back.ts), then to P.dead as `unsettled`.
    */
   function requeue({ message, channel, lane, finish, delivery }: Pick<Job, 'message' | 'channel' | 'lane' | 'finish'> & { delivery?: Delivery }, error: unknown): void {
     const err = error instanceof Error ? error.message : String(error);
@@ -548,7 +548,7 @@ export function createPipeline(context: PipelineContext) {
   }
 
   /**
-   * An outcome's event the broker did not store: its callback was settled all the same (settle.ts),
+   * An outcome's event the broker did not store: its callback was settled all the same (settle/settle.ts),
    * and this line, with the event's facts, is what remains of it (docs/events-and-history.md).
    */
   function onEventLost(report: AttemptReport, error: Error, final: boolean): void {
@@ -591,7 +591,7 @@ export function createPipeline(context: PipelineContext) {
 
   /**
    * The worker stops, before it cancels its consumers: no attempt starts any more, no sweep moves
-   * anything, and a message held for a wait before it goes back to its queue (send-back.ts) goes back
+   * anything, and a message held for a wait before it goes back to its queue (settle/send-back.ts) goes back
    * now. What runs (attempts, settles, moves, holds, deferrals) finishes; what waits for a slot stays
    * waiting until `giveBackWaiting`.
    */

@@ -15,7 +15,7 @@ export const HOLD_RECHECK_MS = 10_000;
  *
  * P.paused is never consumed: its messages only expire, so no delivery limit can apply to it.
  * P.paused.check is consumed, and a held callback passes through it every HOLD_RECHECK_MS for as long
- * as its origin is paused. A move that fails goes back with a count of ours (consumer/send-back.ts),
+ * as its origin is paused. A move that fails goes back with a count of ours (settle/send-back.ts),
  * never by requeue; but a channel that dies holding it (HELD_PREFETCH at a time) returns it, and that
  * counts toward a quorum queue's delivery limit, which RabbitMQ 4 sets to 20 when none is given,
  * dropping the message past it without a dead-letter target. So P.paused.check states a limit as

@@ -1,13 +1,13 @@
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
-import { settle } from '../consumer/settle.js';
+import { settle } from '../settle/settle.js';
 import { laneBucket, laneOf, type TopologyNames } from '../topology/topology-names.js';
 
 /**
  * Moves a message consumed from P.paused.check to `queue` as settle holds a paused target's callback
- * (consumer/settle.ts): a confirmed copy with the callback's headers, attempt count included, then
+ * (settle/settle.ts): a confirmed copy with the callback's headers, attempt count included, then
  * the ack. A returned or nacked copy is published once more (after `redeclare`, when given); one that
  * still cannot be stored goes back to P.paused.check a bounded number of times, then to P.dead as
- * `unsettled` (consumer/send-back.ts): never dropped, never requeued without a count of ours. Either
+ * `unsettled` (settle/send-back.ts): never dropped, never requeued without a count of ours. Either
  * way it is always in a queue, or unacked on this channel. `stopping` (the reader closes) sends it
  * back without the send-back's wait.
  */

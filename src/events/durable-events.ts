@@ -1,8 +1,8 @@
 import type { ConfirmChannel } from 'amqplib';
 import type { AttemptReport } from '../reports.js';
 import { publishConfirmed } from '../amqp/publish-confirmed.js';
-import { copyResult, type CopyResult } from '../consumer/publish-copy.js';
-import type { StoreEvent } from '../consumer/settle.js';
+import { copyResult, type CopyResult } from '../settle/publish-copy.js';
+import type { StoreEvent } from '../settle/settle.js';
 import { eventMessageId, outcomeEventOf, workerName, type OutcomeEvent } from './outcome-events.js';
 
 /** The `reason` of the `dead` event of a message no copy could be stored for, rejected to P.dead instead. */

@@ -26,7 +26,7 @@ export const HEADER = {
   delay: 'x-delay',
   /**
    * On a message a worker sent back to its own queue because it could not settle it: how many times
-   * (send-back.ts). The relay's own count: from RabbitMQ 4.3 a requeue no longer counts toward a
+   * (settle/send-back.ts). The relay's own count: from RabbitMQ 4.3 a requeue no longer counts toward a
    * quorum queue's delivery limit, and classic queues have none.
    */
   returns: 'x-callback-returns',

@@ -1,6 +1,6 @@
 import { RelayError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { Delivery } from '../consumer/decode.js';
+import type { CallbackMethod } from '../message/callback.js';
 import type { TriedReport } from '../reports.js';
 import type { TraceContext } from './trace-context.js';
 
@@ -20,12 +20,23 @@ export interface AttemptSpan extends TracedSpan {
   end(report: TriedReport): void;
 }
 
+/** What an attempt's span says of it: the consumer's decoded delivery carries all of it. */
+export interface TracedAttempt {
+  id: string;
+  url: URL;
+  /** The number of the attempt (1-based). */
+  attempt: number;
+  callback: { method?: CallbackMethod | undefined };
+  /** The trace context the message carries, if any: the span's parent. */
+  trace?: TraceContext | undefined;
+}
+
 /** Spans for the relay's two hops, exported by the OpenTelemetry SDK. */
 export interface Tracing {
   /** A producer span, child of `parent` (else of the caller's active OpenTelemetry context). */
   startPublish(id: string, origin: string, delayMs: number, parent: TraceContext | undefined): PublishSpan;
   /** A client span for one attempt, child of the context the message carries (else a new trace). */
-  startAttempt(delivery: Delivery): AttemptSpan;
+  startAttempt(attempt: TracedAttempt): AttemptSpan;
   /** Exports the spans still buffered and stops. */
   shutdown(): Promise<void>;
 }

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import { describe, expect, it, vi } from 'vitest';
-import { settle, type HoldContext, type SettleContext, type SettleFallback } from '../../../src/consumer/settle.js';
+import { settle, type HoldContext, type SettleContext, type SettleFallback } from '../../../src/settle/settle.js';
 import { createDurableEvents } from '../../../src/events/durable-events.js';
 import { isRelayError } from '../../../src/errors.js';
 import { topologyNames } from '../../../src/topology/topology-names.js';
