@@ -5,7 +5,7 @@ import type { BenchContext, Table } from '../context.js';
 import { benchPublisher } from '../publish.js';
 import { withScope } from '../scope.js';
 import { fmt, summarize, type Summary } from '../stats.js';
-import type { BenchChild } from '../processes.js';
+import { cpuSeconds, type BenchChild } from '../processes.js';
 import { LANES, sleep, startConsumers, startTarget, waitUntil, workerMetric, workerPublishes, type Target } from './fair-targets.js';
 
 /**
@@ -84,6 +84,11 @@ export interface CrowdRun {
   /** The workers' moves: to P.slow (a busy target's excess), and deferrals of an open circuit. */
   overflowMoves: number;
   deferrals: number;
+  /**
+   * CPU seconds until the last delivery: the workers' whole processes, and the broker's VM from the
+   * workers' start (undefined where its process cannot be read). What isolation adds to the work.
+   */
+  cpuS?: { workers: number | undefined; broker: number | undefined };
   /** Deliveries per TIMELINE_BIN_MS from the consumers' start, busy and quiet targets apart; and when the quiet ones were published (s). */
   timeline: { binMs: number; busy: number[]; quiet: number[]; quietPublishedAt: number; moved: number[] };
 }
@@ -132,6 +137,8 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
     await send(Array.from({ length: perBusy * busy.length }, (_, n) => ({ target: busy[n % busy.length]!, path: `/t/${Math.floor(n / busy.length)}`, i: n })));
     // The workers are compiled once per bench run: not on the clock of the first run.
     benchBuild();
+    const brokerCpu = (): number | undefined => (ctx.broker.beamPid === undefined ? undefined : cpuSeconds(ctx.broker.beamPid));
+    const brokerBefore = brokerCpu();
     const started = Date.now();
     const workers: BenchChild[] = [];
     const workerStart = (worker: BenchChild): { readyS?: number; steps?: Record<string, number> } => {
@@ -169,6 +176,12 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
     const origins = (targets: Target[]): string[] => targets.map((target) => target.origin);
     const allPublished = perBusy * busy.length + QUIET_CALLBACKS * shape.quiet;
     clearInterval(sampler);
+    const brokerAfter = brokerCpu();
+    const workersCpu = workers.map((worker) => cpuSeconds(worker.pid));
+    const cpuS = {
+      workers: workersCpu.every((seconds) => seconds !== undefined) ? workersCpu.reduce<number>((sum, seconds) => sum + (seconds ?? 0), 0) : undefined,
+      broker: brokerBefore !== undefined && brokerAfter !== undefined ? brokerAfter - brokerBefore : undefined,
+    };
     const overflowMoves = await workerMetric(ports, 'callback_relay_moves_total', { kind: 'overflow' });
     const deferrals = await workerMetric(ports, 'callback_relay_moves_total', { kind: 'deferred' });
     await sleep(firehose ? 300 : 0);
@@ -191,11 +204,13 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
       allPublishes: (allPublished + (await workerPublishes(ports)) + overflowMoves + deferrals) / (delivered(quiet) + delivered(busy)),
       overflowMoves,
       deferrals,
+      cpuS,
       timeline: { binMs: TIMELINE_BIN_MS, busy: perBin(busy, started), quiet: perBin(quiet, started), quietPublishedAt: (Math.min(...publishedAt.values()) - started) / 1000, moved: movesPerBin(movedSoFar) },
     };
     ctx.log(
       `fairness ${shape.name}, ISOLATION=${isolation}${alone ? ', quiet targets alone' : ''}: quiet p50 ${fmt(run.quietDone.p50, 2)} s, max ${fmt(run.quietDone.max, 2)} s, ` +
-        `${run.quietOverGoal} over ${QUIET_GOAL_S} s, ${run.quietNotDone} not done; busy drained ${fmt(run.busyDrained ?? NaN, 1)} s; workers ready in ${fmt(workersReady, 2)} s ` +
+        `${run.quietOverGoal} over ${QUIET_GOAL_S} s, ${run.quietNotDone} not done; busy drained ${fmt(run.busyDrained ?? NaN, 1)} s; ` +
+        `CPU ${fmt(cpuS.workers ?? NaN, 1)} s workers, ${fmt(cpuS.broker ?? NaN, 1)} s broker; workers ready in ${fmt(workersReady, 2)} s ` +
         `(${run.workerStarts?.map(describeStart).join('; ')})`,
     );
     return run;
@@ -266,7 +281,7 @@ export function crowdTable(shape: CrowdShape, runs: CrowdRun[]): Table {
     title:
       `${shape.name}: ${shape.busy} busy target${shape.busy > 1 ? 's' : ''} (${perBusy} callbacks each, ${BUSY_ANSWER_MS} ms), ${shape.quiet} quiet ones (${QUIET_CALLBACKS} instant callbacks each), ` +
       `${shape.routing === 'bucket' ? 'deliver.<bucket> (library publisher)' : 'plain `deliver` (raw AMQP)'}, ${shape.workers} worker${shape.workers > 1 ? 's' : ''}, PREFETCH ${PREFETCH}`,
-    headers: ['ISOLATION', 'quiet done p50 (s)', 'p99 (s)', 'max (s)', `quiet over ${QUIET_GOAL_S} s`, 'busy drained (s)', '× off', 'first worker ready (s)', 'all ready (s)', '× off, from first ready', 'from all ready', 'everything delivered (s)', '× off', 'publishes / delivered: quiet', 'busy', 'all (metrics)', 'moved to P.slow', 'deferred (circuit open)'],
+    headers: ['ISOLATION', 'quiet done p50 (s)', 'p99 (s)', 'max (s)', `quiet over ${QUIET_GOAL_S} s`, 'busy drained (s)', '× off', 'first worker ready (s)', 'all ready (s)', '× off, from first ready', 'from all ready', 'everything delivered (s)', '× off', 'CPU s: workers', 'broker', 'publishes / delivered: quiet', 'busy', 'all (metrics)', 'moved to P.slow', 'deferred (circuit open)'],
     rows: runs.map((run) => [
       run.alone ? `${run.isolation}, quiet alone` : run.isolation,
       fmt(run.quietDone.p50, 2),
@@ -281,6 +296,8 @@ export function crowdTable(shape: CrowdShape, runs: CrowdRun[]): Table {
       run.busyDrained !== undefined && off?.busyDrained !== undefined ? fmt((run.busyDrained - run.workersReady) / (off.busyDrained - off.workersReady), 2) : '—',
       run.allDone === undefined ? '—' : fmt(run.allDone, 1),
       !run.alone && run.allDone !== undefined && off?.allDone !== undefined ? fmt(run.allDone / off.allDone, 2) : '—',
+      fmt(run.cpuS?.workers, 1),
+      fmt(run.cpuS?.broker, 1),
       fmt(run.quietPublishes, 3),
       fmt(run.busyPublishes, 3),
       fmt(run.allPublishes, 3),
