@@ -36,7 +36,7 @@ module.exports = {
       name: 'only-the-consumer-imports-the-consumer',
       severity: 'error',
       comment: 'src/consumer drives the rest (worker, pipeline), and only the package entry (src/index.ts) exports it; what it drives sits below it: the ports they share are in src/reports.ts, the settle in src/settle.',
-      from: { path: '^src/', pathNot: '^src/(consumer/|index\.ts$)' },
+      from: { path: '^src/', pathNot: '^src/(consumer/|index\\.ts$)' },
       to: { path: '^src/consumer/' },
     },
   ],

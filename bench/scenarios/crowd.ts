@@ -85,8 +85,9 @@ export interface CrowdRun {
   overflowMoves: number;
   deferrals: number;
   /**
-   * CPU seconds until the last delivery: the workers' whole processes, and the broker's VM from the
-   * workers' start (undefined where its process cannot be read). What isolation adds to the work.
+   * CPU seconds until the last delivery (or the cut-off): the workers' whole processes, and the
+   * broker's VM from the workers' start (undefined where its process cannot be read). What isolation
+   * adds to the work.
    */
   cpuS?: { workers: number | undefined; broker: number | undefined };
   /** Deliveries per TIMELINE_BIN_MS from the consumers' start, busy and quiet targets apart; and when the quiet ones were published (s). */
@@ -169,6 +170,13 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
     const limitMs = Math.max(120_000, (3 * perBusy * shape.busy * BUSY_ANSWER_MS) / (PREFETCH * shape.workers));
     const done = (targets: Target[], each: number): boolean => targets.every((target) => target.delivered.size >= each);
     await waitUntil(() => done(quiet, QUIET_CALLBACKS) && done(busy, perBusy), limitMs, started);
+    // Read before a cut-off's report, whose rabbitmqctl calls cost the broker too.
+    const brokerAfter = brokerCpu();
+    const workersCpu = workers.map((worker) => cpuSeconds(worker.pid));
+    const cpuS = {
+      workers: workersCpu.every((seconds) => seconds !== undefined) ? workersCpu.reduce<number>((sum, seconds) => sum + (seconds ?? 0), 0) : undefined,
+      broker: brokerBefore !== undefined && brokerAfter !== undefined ? brokerAfter - brokerBefore : undefined,
+    };
     if (!(done(quiet, QUIET_CALLBACKS) && done(busy, perBusy))) await logCutOff(ctx, tap, names, busy, perBusy, ports, workers);
     const last = (target: Target): number => Math.max(...target.delivered.values());
     const quietDone = quiet.filter((target) => target.delivered.size >= QUIET_CALLBACKS).map((target) => (last(target) - publishedAt.get(target)!) / 1000);
@@ -176,12 +184,6 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
     const origins = (targets: Target[]): string[] => targets.map((target) => target.origin);
     const allPublished = perBusy * busy.length + QUIET_CALLBACKS * shape.quiet;
     clearInterval(sampler);
-    const brokerAfter = brokerCpu();
-    const workersCpu = workers.map((worker) => cpuSeconds(worker.pid));
-    const cpuS = {
-      workers: workersCpu.every((seconds) => seconds !== undefined) ? workersCpu.reduce<number>((sum, seconds) => sum + (seconds ?? 0), 0) : undefined,
-      broker: brokerBefore !== undefined && brokerAfter !== undefined ? brokerAfter - brokerBefore : undefined,
-    };
     const overflowMoves = await workerMetric(ports, 'callback_relay_moves_total', { kind: 'overflow' });
     const deferrals = await workerMetric(ports, 'callback_relay_moves_total', { kind: 'deferred' });
     await sleep(firehose ? 300 : 0);

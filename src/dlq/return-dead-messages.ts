@@ -1,6 +1,6 @@
 import type { GetMessage } from 'amqplib';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { publishConfirmed } from '../amqp/publish-confirmed.js';
+import { sleep, withTimeout } from '../util/with-timeout.js';
 import type { DeadQueueSession } from './dead-queue-session.js';
 import { needsRefresh, refreshPublishOptions } from './needs-refresh.js';
 
@@ -18,25 +18,43 @@ export const RETURN_VISIBLE_WITHIN_MS = 2_000;
  * confirmed, then acked (see needs-refresh.ts); it moves to the tail. Returns how many were.
  *
  * A nack has no reply, and a quorum queue applies it after the channel has moved on: a command that
- * exited at once could leave P.dead short in the next `dlq list` or the management UI. So this waits,
- * bounded, until the ready count has grown by the messages nacked. Another reader taking messages
- * meanwhile can only make the wait end at its bound, never lose a message.
+ * exited at once left P.dead short in the `dlq list` run right after it. So this then waits, best
+ * effort and bounded, until the ready count has grown by one per message (a nack or a fresh copy).
  */
 export async function returnDeadMessages(session: DeadQueueSession, messages: GetMessage[]): Promise<number> {
   const { channel, names } = session;
-  const held: GetMessage[] = [];
+  if (messages.length === 0) return 0;
+  const readyBefore = await readyCount(session);
+  let refreshed = 0;
   for (const message of messages) {
     if (needsRefresh(message.properties.headers)) {
       await publishConfirmed(channel, { exchange: '', routingKey: names.deadQueue }, message.content, refreshPublishOptions(message.properties), session.publishTimeoutMs);
       channel.ack(message);
+      refreshed += 1;
     } else {
-      held.push(message);
+      channel.nack(message, false, true);
     }
   }
-  if (held.length === 0) return messages.length;
-  const readyBefore = (await channel.checkQueue(names.deadQueue)).messageCount;
-  for (const message of held) channel.nack(message, false, true);
+  if (readyBefore !== undefined) await untilReady(session, readyBefore + messages.length);
+  return refreshed;
+}
+
+/** Waits until P.dead holds `count` ready messages, at most RETURN_VISIBLE_WITHIN_MS; never throws. */
+async function untilReady(session: DeadQueueSession, count: number): Promise<void> {
   const deadline = Date.now() + RETURN_VISIBLE_WITHIN_MS;
-  while ((await channel.checkQueue(names.deadQueue)).messageCount < readyBefore + held.length && Date.now() < deadline) await sleep(20);
-  return messages.length - held.length;
+  while (Date.now() < deadline) {
+    const ready = await readyCount(session, deadline - Date.now());
+    if (ready === undefined || ready >= count) return;
+    await sleep(20);
+  }
+}
+
+/** P.dead's ready messages; undefined if the broker does not say within `withinMs` (or the channel is gone). */
+async function readyCount(session: DeadQueueSession, withinMs = RETURN_VISIBLE_WITHIN_MS): Promise<number | undefined> {
+  try {
+    const ok = await withTimeout(session.channel.checkQueue(session.names.deadQueue), Math.max(1, withinMs), () => new Error('checkQueue timed out'));
+    return ok.messageCount;
+  } catch {
+    return undefined;
+  }
 }
