@@ -1,9 +1,8 @@
-import type { RelayConfig } from '../config/load-config.js';
 import { amqpUrls } from '../config/amqp-urls.js';
 import { connectFirst } from '../amqp/connect.js';
 import { originOf, type ControlMarker } from '../control/control-markers.js';
 import { cancelMarker, fixedChannel, publishMarkers } from '../control/publish-markers.js';
-import { openDeadQueueSession } from '../dlq/dead-queue-session.js';
+import { openDeadQueueSession, type DeadQueueSettings } from '../dlq/dead-queue-session.js';
 import { peekDead, type PeekedDead } from '../dlq/list-dead.js';
 import { purgeFirst } from '../dlq/purge-dead.js';
 import { replayDead, type ReplayResult } from '../dlq/replay-dead.js';
@@ -31,7 +30,7 @@ export interface ConsoleActions {
  * `cancel` write it (confirmed), then applied to this replica's view at once so its next page shows
  * it; the other replicas read it from the stream.
  */
-export function consoleActions(config: RelayConfig, names: TopologyNames, logger: Logger, view: ControlView, clock: () => number = Date.now): ConsoleActions {
+export function consoleActions(config: DeadQueueSettings, names: TopologyNames, logger: Logger, view: ControlView, clock: () => number = Date.now): ConsoleActions {
   const log = (action: string, by: string, touched: number, details: Record<string, unknown>): void => logger.info({ action, by, touched, ...details }, `console: ${action} by ${by}`);
 
   const writeMarkers = async (markers: ControlMarker[]): Promise<void> => {

@@ -26,7 +26,7 @@ export interface LiveState {
  * Both live only in memory: every replica builds its own from the streams, so replicas need no
  * shared state and a restart loses nothing.
  */
-export function startLiveState(config: RelayConfig, names: TopologyNames, logger: Logger, clock: () => number = Date.now): LiveState {
+export function startLiveState(config: Pick<RelayConfig, 'amqpUrl' | 'consoleWindow' | 'consoleMaxTargets'>, names: TopologyNames, logger: Logger, clock: () => number = Date.now): LiveState {
   const limits = { windowMs: config.consoleWindow, maxTargets: config.consoleMaxTargets };
   const events = new EventWindow(limits, clock);
   const control = new ControlView(limits, clock, CONTROL_MAX_AGE_MS);

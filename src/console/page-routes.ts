@@ -20,7 +20,7 @@ import { shownBody } from './shown-body.js';
 import { healthKeys, targetRows } from './target-rows.js';
 
 export interface ConsoleContext {
-  config: RelayConfig;
+  config: Pick<RelayConfig, 'amqpUrl' | 'consoleDeadScan' | 'consoleWindow'>;
   names: TopologyNames;
   live: LiveState;
   actions: ConsoleActions;

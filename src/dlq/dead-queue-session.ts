@@ -8,6 +8,9 @@ import { resolveDelayMode, type DelayMode } from '../topology/delay-levels.js';
 import { inspectBroker } from '../topology/connect-topology.js';
 import { topologyNames, type TopologyNames } from '../topology/topology-names.js';
 
+/** The settings a DLQ session reads: where the broker is, the prefix, the publish timeout, the delay mode. */
+export type DeadQueueSettings = Pick<RelayConfig, 'amqpUrl' | 'topologyPrefix' | 'publishTimeout' | 'delayMode'>;
+
 /** A connection to the broker with a confirm channel, for one DLQ command. */
 export interface DeadQueueSession {
   names: TopologyNames;
@@ -30,7 +33,7 @@ export interface DeadQueueSession {
  * queue or exchange is a channel error (404) that would close the working channel. Errors never
  * carry AMQP_URL's password.
  */
-export async function openDeadQueueSession(config: RelayConfig): Promise<DeadQueueSession> {
+export async function openDeadQueueSession(config: DeadQueueSettings): Promise<DeadQueueSession> {
   const names = topologyNames(config.topologyPrefix);
   const { connection, url } = await connectFirst(amqpUrls(config.amqpUrl));
   try {
