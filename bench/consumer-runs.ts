@@ -207,7 +207,8 @@ async function listenToEvents(url: string, exchange: string): Promise<{ close():
   return { close: () => connection.close() };
 }
 
-const beamCpu = (ctx: BenchContext): number | undefined => (ctx.broker.beamPid === undefined ? undefined : cpuSeconds(ctx.broker.beamPid));
+/** CPU seconds the broker's VM has used so far; undefined where its process cannot be read (a remote broker). */
+export const beamCpu = (ctx: BenchContext): number | undefined => (ctx.broker.beamPid === undefined ? undefined : cpuSeconds(ctx.broker.beamPid));
 
 function usPerCallback(pid: number | undefined, cpuBefore: number | undefined, count: number): number | undefined {
   const cpuAfter = pid === undefined ? undefined : cpuSeconds(pid);

@@ -5,6 +5,7 @@ import type { BenchContext, Table } from '../context.js';
 import { benchPublisher } from '../publish.js';
 import { withScope } from '../scope.js';
 import { fmt, summarize, type Summary } from '../stats.js';
+import { beamCpu } from '../consumer-runs.js';
 import { cpuSeconds, type BenchChild } from '../processes.js';
 import { LANES, sleep, startConsumers, startTarget, waitUntil, workerMetric, workerPublishes, type Target } from './fair-targets.js';
 
@@ -138,8 +139,7 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
     await send(Array.from({ length: perBusy * busy.length }, (_, n) => ({ target: busy[n % busy.length]!, path: `/t/${Math.floor(n / busy.length)}`, i: n })));
     // The workers are compiled once per bench run: not on the clock of the first run.
     benchBuild();
-    const brokerCpu = (): number | undefined => (ctx.broker.beamPid === undefined ? undefined : cpuSeconds(ctx.broker.beamPid));
-    const brokerBefore = brokerCpu();
+    const brokerBefore = beamCpu(ctx);
     const started = Date.now();
     const workers: BenchChild[] = [];
     const workerStart = (worker: BenchChild): { readyS?: number; steps?: Record<string, number> } => {
@@ -171,7 +171,7 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
     const done = (targets: Target[], each: number): boolean => targets.every((target) => target.delivered.size >= each);
     await waitUntil(() => done(quiet, QUIET_CALLBACKS) && done(busy, perBusy), limitMs, started);
     // Read before a cut-off's report, whose rabbitmqctl calls cost the broker too.
-    const brokerAfter = brokerCpu();
+    const brokerAfter = beamCpu(ctx);
     const workersCpu = workers.map((worker) => cpuSeconds(worker.pid));
     const cpuS = {
       workers: workersCpu.every((seconds) => seconds !== undefined) ? workersCpu.reduce<number>((sum, seconds) => sum + (seconds ?? 0), 0) : undefined,
