@@ -42,6 +42,12 @@ export interface TopologyNames {
   pausedCheckQueue: string;
   /** Dead-letter queue operators inspect and replay from. */
   deadQueue: string;
+  /**
+   * An exchange nothing is published to: made after a complete declaration of the topology, its
+   * arguments a digest of what was declared, so that a worker's start can skip declaring it again
+   * (declared-marker.ts).
+   */
+  declaredMarker: string;
   /** Queues mode: entry exchange of the delay levels (topic; routing key = the delay's bits). */
   delayExchange: string;
   /**
@@ -88,6 +94,7 @@ export function topologyNames(prefix: string, lanes = DEFAULT_LANES): TopologyNa
     dueQueue: `${prefix}.due`,
     dueRoutingKey: 'due',
     deadQueue: `${prefix}.dead`,
+    declaredMarker: `${prefix}.declared`,
     eventsExchange: `${prefix}.events`,
     historyQueue: `${prefix}.history`,
     controlQueue: `${prefix}.control`,
