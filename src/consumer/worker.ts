@@ -195,10 +195,9 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     channel = manager.createChannel({
       confirm: true,
       setup: async (ch: ConfirmChannel) => {
-        // The start declared the topology moments ago, or found it in place (in queues mode with 8 lanes
-        // about 1,500 declarations, 0.6 s of an idle 4.3 broker even when all exist), so the first setup does
-        // not declare it again; every later one does, whatever the marker says, on one channel: a setup that
-        // opened more on a connection being cut could wait forever.
+        // The start declared the topology moments ago, or found it in place (docs/operations.md), so the
+        // first setup does not declare it again; every later one does, whatever the markers say, on one
+        // channel: a setup that opened more on a connection being cut could wait forever.
         if (declaredAtStart) declaredAtStart = false;
         else await topology.declare(ch);
         if (stopping) return;

@@ -111,9 +111,9 @@ export function createPublisher(
       const { declare, inPlace, markDeclared, mode, names } = await topology;
       // One channel: a setup that opened more on a connection being cut could wait forever, and
       // close() waits for the setup (what runs aside below opens channels of its own, so it gives up after 5 s).
-      // At the first connect, a topology that a complete declaration left in place (declared-marker.ts) is
-      // not declared again: on one channel, queues mode's 1,561 declarations take seconds on RabbitMQ 4.x,
-      // reading the marker 0.05 s. Every reconnect declares the whole list, as a worker's does.
+      // At the first connect, a topology declared in full before (declared-marker.ts) is not declared
+      // again: on one channel, queues mode's declarations take seconds on RabbitMQ 4.x. Every reconnect
+      // declares the whole list, as a worker's does, and marks it declared.
       // Before the first delayed publish, on channels of their own and given up after a few seconds,
       // both counted as declaring, like the declaration (PUBLISH_TIMEOUT): queues mode unbinds an
       // earlier version's levels, still bound, which would deliver it twice; plugin mode declares P.due,

@@ -59,7 +59,10 @@ export async function connectTopology(config: TopologySettings, logger: Logger, 
     url: broker.url,
     declare: (channel, openChannel) => declareTopology(channel, options, openChannel),
     inPlace: (openChannel) => topologyInPlace(options, openChannel),
-    markDeclared: (openChannel) => markTopologyDeclared(options, openChannel),
+    markDeclared: (openChannel) =>
+      markTopologyDeclared(options, openChannel, (error) =>
+        logger.warn({ code: replyCode(error) }, `could not mark the topology declared (exchanges ${names.declaredMarkers.complete}, ${names.declaredMarkers.digest}): the next start declares it again`),
+      ),
   };
 }
 

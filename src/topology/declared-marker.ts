@@ -1,72 +1,93 @@
 /*
  * Whether a topology is in place already, so that a worker's start, or a publisher's first connect,
- * need not declare it again: a complete declaration leaves a marker, the exchange P.declared, whose
- * `alternate-exchange` argument is a digest of the declare list. Declaring what exists is a no-op for
- * the broker's data, not for its work: on RabbitMQ 4.x every binding declared is a metadata-store
- * transaction, so queues mode's 1,461 bindings took 0.6–0.7 s of an idle broker each time (1.6–3.3 s
- * with four workers starting at once), where reading the marker and the 100 queues and exchanges takes
- * about 0.05 s.
+ * need not declare it again. Declaring what exists changes none of the broker's data, but it is work:
+ * on RabbitMQ 4.x each binding declared is a metadata-store transaction (docs/operations.md has the
+ * figures), where reading a few names is a fraction of it.
  *
- * The marker is made only after every declaration succeeded, and read back only with the same digest:
- * a start cut short, another version's list or other settings (LANES, QUEUE_TYPE, …) leave no marker
- * that matches, and the list is declared in full. A queue or an exchange deleted since (its bindings go
- * with it) is found missing by name, and the list is declared in full again. A binding alone removed by
- * hand is not seen: reconnects, a publish the broker returns as unroutable and `npm run topology`
- * declare the whole list, whatever the marker says.
+ * Two exchanges nothing is published to say it: P.declared.digest, whose `alternate-exchange` argument
+ * is a digest of the declare list last declared in full, and P.declared, which exists only while that
+ * declaration is complete. Every full declaration deletes P.declared before its first step, and makes
+ * it again only after its last one and after P.declared.digest holds its own digest: a declaration cut
+ * short leaves no P.declared. A reader reads P.declared before and after it compares the digest, so a
+ * declaration that began in between is seen (the comparison itself is a declaration that may make
+ * P.declared.digest, never P.declared). Another version's list, or other settings (LANES, QUEUE_TYPE,
+ * HISTORY, …), have another digest. A queue or an exchange deleted since (its bindings go with it) is
+ * missing by name. What this cannot see is a binding removed by hand with its queue and exchange still
+ * there: `npm run topology` declares the whole list, whatever the markers say.
  */
 import { createHash } from 'node:crypto';
 import type { Channel } from 'amqplib';
 import { declaredNames, type Declaration, type OpenChannel } from './declare-list.js';
 
+/** The two marker exchanges of a prefix. */
+export interface Markers {
+  /** Exists while the list of `digest` is declared in full. */
+  complete: string;
+  /** Its `alternate-exchange` argument is the digest of the list declared last. */
+  digest: string;
+}
+
 /**
- * The digest of a declare list: its declarations in order, arguments included. An exchange's
- * `alternate-exchange` argument is one the broker compares when the exchange is declared again
- * (any other is ignored), so a marker with another digest is refused with 406 PRECONDITION_FAILED:
- * https://www.rabbitmq.com/docs/ae
+ * The digest of a declare list: its declarations in order, arguments included. `alternate-exchange`
+ * is an argument the broker compares when an exchange is declared again (no other one is), so a
+ * declaration with another digest is refused (406 PRECONDITION_FAILED): https://www.rabbitmq.com/docs/ae
  */
 export function listDigest(declarations: readonly Declaration[]): string {
   return createHash('sha256').update(JSON.stringify(declarations)).digest('hex').slice(0, 32);
 }
 
-const markerOptions = (digest: string) => ({ durable: true, arguments: { 'alternate-exchange': `declared-list.${digest}` } });
+const digestOptions = (declarations: readonly Declaration[]) => ({ durable: true, arguments: { 'alternate-exchange': `declared-list.${listDigest(declarations)}` } });
 
 /**
- * True when the marker `marker` says `declarations` were all made, and every queue and exchange of the
- * list still exists; false otherwise, or on any error (a channel that a missing name closed, a broker
- * that went away): the caller then declares the list.
+ * True when `declarations` were declared in full, nothing has begun to declare them again since, and
+ * every queue and exchange of the list still exists; false otherwise, or on any error (a missing name
+ * or another digest closes the channel; a broker that went away): the caller then declares the list.
  */
-export function declaredAlready(openChannel: OpenChannel, marker: string, declarations: readonly Declaration[]): Promise<boolean> {
+export function declaredAlready(openChannel: OpenChannel, markers: Markers, declarations: readonly Declaration[]): Promise<boolean> {
   return onChannelOfItsOwn(openChannel, false, async (channel) => {
-    // Passive first: an active declaration would make a marker that no complete declaration made.
-    await channel.checkExchange(marker);
-    await channel.assertExchange(marker, 'fanout', markerOptions(listDigest(declarations)));
+    await channel.checkExchange(markers.complete);
+    await channel.assertExchange(markers.digest, 'fanout', digestOptions(declarations));
+    await channel.checkExchange(markers.complete);
     const { queues, exchanges } = declaredNames(declarations);
-    // One round trip for all: the broker answers a channel's methods in order, the first 404 closes it.
     await Promise.all([...queues.map((name) => channel.checkQueue(name)), ...exchanges.map((name) => channel.checkExchange(name))]);
     return true;
   });
 }
 
 /**
- * Leaves the marker of a complete declaration of `declarations`: the one there (another digest, or
- * the same) is deleted first. Best effort: without a marker the next start declares the list again
- * (another process marking it with another digest in between, a broker that went away).
+ * Before a full declaration, on the channel that makes it: no longer complete. Deleting an exchange
+ * that does not exist is no error, so this never closes the channel.
  */
-export function markDeclared(openChannel: OpenChannel, marker: string, declarations: readonly Declaration[]): Promise<void> {
-  return onChannelOfItsOwn(openChannel, undefined, async (channel) => {
-    await channel.deleteExchange(marker);
-    await channel.assertExchange(marker, 'fanout', markerOptions(listDigest(declarations)));
-  });
+export async function unmarkDeclared(channel: Channel, markers: Markers): Promise<void> {
+  await channel.deleteExchange(markers.complete);
+}
+
+/**
+ * After a full declaration of `declarations`: its digest, then P.declared. Refused (another process
+ * wrote another digest in between, or may not configure these names), it leaves P.declared absent, and
+ * `onFailure` hears why; the next start then declares the list again.
+ */
+export function markDeclared(openChannel: OpenChannel, markers: Markers, declarations: readonly Declaration[], onFailure: (error: unknown) => void): Promise<void> {
+  return onChannelOfItsOwn(
+    openChannel,
+    undefined,
+    async (channel) => {
+      await channel.deleteExchange(markers.digest);
+      await channel.assertExchange(markers.digest, 'fanout', digestOptions(declarations));
+      await channel.assertExchange(markers.complete, 'fanout', { durable: true });
+    },
+    onFailure,
+  );
 }
 
 /** Runs `use` on a channel of its own, closed after; `otherwise` on any error (a refusal closes the channel). */
-async function onChannelOfItsOwn<T>(openChannel: OpenChannel, otherwise: T, use: (channel: Channel) => Promise<T>): Promise<T> {
+async function onChannelOfItsOwn<T>(openChannel: OpenChannel, otherwise: T, use: (channel: Channel) => Promise<T>, onFailure?: (error: unknown) => void): Promise<T> {
   let channel: Channel | undefined;
   try {
     channel = await openChannel();
-    channel.on('error', () => {});
     return await use(channel);
-  } catch {
+  } catch (error) {
+    onFailure?.(error);
     return otherwise;
   } finally {
     await channel?.close().catch(() => {});
