@@ -1,6 +1,5 @@
 import type { ChannelWrapper } from 'amqp-connection-manager';
-import type { Channel } from 'amqplib';
-import { connectManager, openChannel } from '../amqp/connect.js';
+import { connectManager } from '../amqp/connect.js';
 import { RETURN_TOKEN_HEADER, returnToken } from '../amqp/publish-confirmed.js';
 import { loadConfig, type RelayConfig } from '../config/load-config.js';
 import { RelayError, isRelayError } from '../errors.js';
@@ -84,8 +83,6 @@ export function createPublisher(
   const gate = new DeclarationGate();
   // Set once a channel's setup has declared the topology, cleared when the channel or connection goes.
   let channelReady = false;
-  // Whether a setup ran before: only the first may find the topology in place instead of declaring it.
-  let connectedBefore = false;
   manager.on('disconnect', ({ err }) => {
     losses += 1;
     channelReady = false;
@@ -108,12 +105,9 @@ export function createPublisher(
         const token = readString(message.properties.headers, RETURN_TOKEN_HEADER);
         if (token !== undefined && pending.has(token)) returned.add(token);
       });
-      const { declare, inPlace, markDeclared, mode, names } = await topology;
+      const { declare, mode, names } = await topology;
       // One channel: a setup that opened more on a connection being cut could wait forever, and
       // close() waits for the setup (what runs aside below opens channels of its own, so it gives up after 5 s).
-      // At the first connect, a topology declared in full before (declared-marker.ts) is not declared
-      // again: on one channel, queues mode's declarations take seconds on RabbitMQ 4.x. Every reconnect
-      // declares the whole list, as a worker's does, and marks it declared.
       // Before the first delayed publish, on channels of their own and given up after a few seconds,
       // both counted as declaring, like the declaration (PUBLISH_TIMEOUT): queues mode unbinds an
       // earlier version's levels, still bound, which would deliver it twice; plugin mode declares P.due,
@@ -125,20 +119,7 @@ export function createPublisher(
         if (mode === 'queues') held = await retireEarlierLevelsAside(manager.connection, names);
         else await declareDueQueueAside(manager.connection, names, 5_000);
       };
-      // Reading the marker, and leaving it after a declaration, go on channels of their own too.
-      const onAnother = <T>(step: (open: () => Promise<Channel>) => Promise<T>, otherwise: T): Promise<T> => {
-        const connection = manager.connection;
-        if (!connection) return Promise.resolve(otherwise);
-        return withTimeout(step(() => openChannel(connection)), 5_000, () => new Error('gave up')).catch(() => otherwise);
-      };
-      const first = !connectedBefore;
-      connectedBefore = true;
-      const declareUnlessInPlace = async (): Promise<void> => {
-        if (first && (await onAnother(inPlace, false))) return;
-        await declare(ch);
-        await onAnother(markDeclared, undefined);
-      };
-      await gate.track(declareUnlessInPlace().then(aside));
+      await gate.track(declare(ch).then(aside));
       channelReady = true;
       if (held) logger.info({ messages: held.messages, queues: held.levels.join(', ') }, 'delay levels of an earlier version: unbound from the entry exchange; they drain on their own (docs/delay-modes.md)');
     },

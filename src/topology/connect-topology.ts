@@ -14,7 +14,7 @@ import { RelayError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { sleep, withTimeout } from '../util/with-timeout.js';
 import { brokerFeatures, type OpenChannel, type BrokerFeatures } from './declare-list.js';
-import { declareTopology, declareDueQueueAside, markTopologyDeclared, topologyInPlace } from './declare-topology.js';
+import { declareTopology, declareDueQueueAside } from './declare-topology.js';
 import { resolveDelayMode, type DelayMode } from './delay-levels.js';
 import { retireEarlierLevels, type EarlierLevelsHeld } from './retire-earlier-levels.js';
 import { topologyNames, type TopologyNames } from './topology-names.js';
@@ -30,10 +30,6 @@ export interface ResolvedTopology {
    * reconnect. With `openChannel` the bindings go on several channels at once (declare-list.ts).
    */
   declare: (channel: Channel, openChannel?: OpenChannel) => Promise<void>;
-  /** Whether a complete declaration of this topology is in place, read on channels of `openChannel` (declared-marker.ts). */
-  inPlace: (openChannel: OpenChannel) => Promise<boolean>;
-  /** After a complete declaration: leaves the marker that `inPlace` reads, on a channel of `openChannel`; best effort. */
-  markDeclared: (openChannel: OpenChannel) => Promise<void>;
 }
 
 /** The settings the topology is derived from. */
@@ -52,18 +48,7 @@ export async function connectTopology(config: TopologySettings, logger: Logger, 
   );
   const history = config.history === 'on' ? { maxAge: config.historyMaxAge } : undefined;
   const options = { names, mode, broker, queueType: config.queueType, deliveryLimit: config.deliveryLimit, history };
-  return {
-    names,
-    mode,
-    broker,
-    url: broker.url,
-    declare: (channel, openChannel) => declareTopology(channel, options, openChannel),
-    inPlace: (openChannel) => topologyInPlace(options, openChannel),
-    markDeclared: (openChannel) =>
-      markTopologyDeclared(options, openChannel, (error) =>
-        logger.warn({ code: replyCode(error) }, `could not mark the topology declared (exchanges ${names.declaredMarkers.complete}, ${names.declaredMarkers.digest}): the next start declares it again`),
-      ),
-  };
+  return { names, mode, broker, url: broker.url, declare: (channel, openChannel) => declareTopology(channel, options, openChannel) };
 }
 
 export interface BrokerInfo extends BrokerFeatures {
@@ -129,15 +114,11 @@ export async function waitForBroker(
  * connection dropped) is tried again too, with a growing pause, until the signal aborts: a worker
  * starting while the broker restarts waits for it as it waits for a broker not up yet, instead of
  * exiting. A refusal (a conflicting queue, access refused) still fails at once.
- *
- * With `unlessDeclared` (a worker's start), a topology that a complete declaration left in place
- * (declared-marker.ts) is not declared again.
  */
-export async function applyTopology(url: string, topology: ResolvedTopology, options: ApplyOptions = {}): Promise<AppliedTopology> {
-  const { untilBroker } = options;
+export async function applyTopology(url: string, topology: ResolvedTopology, untilBroker?: { signal: AbortSignal; onRetry: (error: Error) => void }): Promise<AppliedTopology> {
   for (let attempt = 1, pauseMs = 1_000; ; attempt += 1) {
     try {
-      return await applyTopologyOnce(url, topology, options.unlessDeclared === true);
+      return await applyTopologyOnce(url, topology);
     } catch (error) {
       if (queueNotStartedYet(error) && attempt < DECLARE_ATTEMPTS) {
         await sleep(attempt * 500);
@@ -150,11 +131,6 @@ export async function applyTopology(url: string, topology: ResolvedTopology, opt
       }
     }
   }
-}
-
-export interface ApplyOptions {
-  untilBroker?: { signal: AbortSignal; onRetry: (error: Error) => void };
-  unlessDeclared?: boolean;
 }
 
 const DECLARE_ATTEMPTS = 5;
@@ -181,25 +157,18 @@ export function queueNotStartedYet(error: unknown): boolean {
 
 /** What a start-time declaration found. */
 export interface AppliedTopology {
-  /** Whether the list was declared: false when a complete declaration was found in place (`unlessDeclared`). */
-  declared: boolean;
   /** Queues mode: the delay levels of earlier versions the prefix still has, unbound now, and what they hold. */
   earlierLevels?: EarlierLevelsHeld | undefined;
 }
 
-async function applyTopologyOnce(url: string, topology: ResolvedTopology, unlessDeclared: boolean): Promise<AppliedTopology> {
+async function applyTopologyOnce(url: string, topology: ResolvedTopology): Promise<AppliedTopology> {
   const connection = await openConnection(url);
   try {
-    const another = (): Promise<Channel> => openChannel(connection);
-    const declared = !(unlessDeclared && (await topology.inPlace(another)));
-    if (declared) {
-      const channel = await another();
-      await topology.declare(channel, another);
-      await channel.close();
-      await topology.markDeclared(another);
-    }
+    const channel = await openChannel(connection);
+    await topology.declare(channel, () => openChannel(connection));
+    await channel.close();
     if (topology.mode === 'plugin') await declareDueQueueAside(connection, topology.names);
-    return { declared, ...(topology.mode === 'queues' && { earlierLevels: await retireEarlierLevels(connection, topology.names) }) };
+    return topology.mode === 'queues' ? { earlierLevels: await retireEarlierLevels(connection, topology.names) } : {};
   } finally {
     await connection.close().catch(() => {});
   }

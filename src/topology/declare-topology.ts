@@ -11,7 +11,6 @@ import { pausedQueues } from '../control/declare-paused.js';
 import { RelayError } from '../errors.js';
 import { historyStream } from '../history/declare-history.js';
 import { applyDeclarations, binding, DEAD_QUEUE_DELIVERY_LIMIT, exchange, queue, queueArguments, type BrokerFeatures, type Declaration, type OpenChannel } from './declare-list.js';
-import { declaredAlready, markDeclared, unmarkDeclared } from './declared-marker.js';
 import { DELAY_LEVELS, DIGITS, levelTtlMs, type DelayMode } from './delay-levels.js';
 import { lowestFirst, type LevelLayout } from './level-layouts.js';
 import { LANE_BUCKETS, laneOf, laneRoutingKey, type TopologyNames } from './topology-names.js';
@@ -51,8 +50,6 @@ export function topologyDeclarations(options: TopologyOptions): Declaration[] {
  */
 export async function declareTopology(channel: Channel, options: TopologyOptions, openChannel?: OpenChannel): Promise<void> {
   try {
-    // Not complete until the last step: a declaration cut short must leave no marker that says it is.
-    await unmarkDeclared(channel, options.names.declaredMarkers);
     await applyDeclarations(channel, topologyDeclarations(options), openChannel);
   } catch (error) {
     throw new RelayError(
@@ -63,14 +60,6 @@ export async function declareTopology(channel: Channel, options: TopologyOptions
     );
   }
 }
-
-/** Whether a complete declaration of this topology is in place (declared-marker.ts), read on channels of `openChannel`. */
-export const topologyInPlace = (options: TopologyOptions, openChannel: OpenChannel): Promise<boolean> =>
-  declaredAlready(openChannel, options.names.declaredMarkers, topologyDeclarations(options));
-
-/** After a complete declaration of this topology: marks it so (declared-marker.ts), best effort; `onFailure` hears why not. */
-export const markTopologyDeclared = (options: TopologyOptions, openChannel: OpenChannel, onFailure: (error: unknown) => void): Promise<void> =>
-  markDeclared(openChannel, options.names.declaredMarkers, topologyDeclarations(options), onFailure);
 
 export interface DeliveryPathOptions {
   mode: DelayMode;

@@ -7,8 +7,8 @@ import type { TopologyNames } from './topology-names.js';
 /**
  * Every queue and exchange a prefix can have, whatever its delay mode and options: the declare list
  * of each variant, P.due, what earlier builds declared (the topic exchange P.lanes, the delay levels
- * of one bit each and those of radix 16 visited highest digit first), the workers' heartbeat
- * exchange P.presence and the markers of a complete declaration, P.declared and P.declared.digest.
+ * of one bit each and those of radix 16 visited highest digit first), and the workers' heartbeat
+ * exchange P.presence.
  */
 export function teardownNames(names: TopologyNames): { queues: string[]; exchanges: string[] } {
   const every = { names, queueType: 'quorum', deliveryLimit: 1, broker: brokerFeatures('3.13.0'), history: { maxAge: '1D' } } as const;
@@ -20,7 +20,7 @@ export function teardownNames(names: TopologyNames): { queues: string[]; exchang
   const earlier = [names.binaryLevels, names.highFirstLevels];
   return {
     queues: [...queues, ...earlier.flatMap((levels) => levels.queues)],
-    exchanges: [...exchanges, ...earlier.flatMap((levels) => levels.exchanges), names.lanesExchange, names.presenceExchange, names.declaredMarkers.complete, names.declaredMarkers.digest],
+    exchanges: [...exchanges, ...earlier.flatMap((levels) => levels.exchanges), names.lanesExchange, names.presenceExchange],
   };
 }
 

@@ -5,7 +5,6 @@
  */
 import { DEFAULT_LANES, LANE_BUCKETS } from '../formats/limits.js';
 import { HEADER } from '../message/headers.js';
-import type { Markers } from './declared-marker.js';
 import { DELAY_BITS, DELAY_LEVELS, DIGIT_BITS, DIGITS, delayRoutingKey, levelDelaySeconds, type DelayMode } from './delay-levels.js';
 
 /** Every exchange and queue name, derived from the one prefix P. */
@@ -43,12 +42,6 @@ export interface TopologyNames {
   pausedCheckQueue: string;
   /** Dead-letter queue operators inspect and replay from. */
   deadQueue: string;
-  /**
-   * Two exchanges nothing is published to, P.declared and P.declared.digest: they say that the
-   * topology was declared in full, and which list, so that a start can skip declaring it again
-   * (declared-marker.ts).
-   */
-  declaredMarkers: Markers;
   /** Queues mode: entry exchange of the delay levels (topic; routing key = the delay's bits). */
   delayExchange: string;
   /**
@@ -95,7 +88,6 @@ export function topologyNames(prefix: string, lanes = DEFAULT_LANES): TopologyNa
     dueQueue: `${prefix}.due`,
     dueRoutingKey: 'due',
     deadQueue: `${prefix}.dead`,
-    declaredMarkers: { complete: `${prefix}.declared`, digest: `${prefix}.declared.digest` },
     eventsExchange: `${prefix}.events`,
     historyQueue: `${prefix}.history`,
     controlQueue: `${prefix}.control`,

@@ -4,10 +4,8 @@ import amqplib, { type Channel, type ChannelModel } from 'amqplib';
 import { afterEach, expect, inject, it } from 'vitest';
 import { isNotFound } from '../../src/amqp/broker-errors.js';
 import { createLogger } from '../../src/logger.js';
-import { createPublisher } from '../../src/producer/publisher.js';
-import { applyTopology, connectTopology, declareOnce } from '../../src/topology/connect-topology.js';
-import { applyDeclarations, declaredNames } from '../../src/topology/declare-list.js';
-import { unmarkDeclared } from '../../src/topology/declared-marker.js';
+import { declareOnce } from '../../src/topology/connect-topology.js';
+import { declaredNames } from '../../src/topology/declare-list.js';
 import { topologyDeclarations } from '../../src/topology/declare-topology.js';
 import { deleteTopologyAt, teardownNames } from '../../src/topology/teardown.js';
 import { topologyNames, type TopologyNames } from '../../src/topology/topology-names.js';
@@ -69,63 +67,6 @@ describeEachMode('topology declare and teardown', (mode) => {
 
     expect(teardownNames(topology.names).queues).toEqual(expect.arrayContaining(queues));
     await expectNothingLeft(topology.names);
-  });
-});
-
-describeEachMode('a start that finds the topology in place', (mode) => {
-  it('declares nothing again after a complete declaration; a queue deleted, other settings or no marker, and it declares the whole list', async () => {
-    const config = testConfig({ DELAY_MODE: mode, LANES: '3' });
-    const logger = createLogger('silent');
-    const resolve = (settings: typeof config) => connectTopology(settings, logger, AbortSignal.timeout(30_000));
-    const topology = await resolve(config);
-    const start = async (resolved = topology): Promise<boolean> => (await applyTopology(resolved.url, resolved, { unlessDeclared: true })).declared;
-    const { names } = topology;
-    expect(await start()).toBe(true);
-    expect(await start()).toBe(false);
-
-    // A lane deleted takes its bindings with it: the next start declares it, and it is routed to again.
-    connection = await amqplib.connect(topology.url);
-    const channel = await connection.createConfirmChannel();
-    const lane = names.workQueues[1] as string;
-    await channel.deleteQueue(lane);
-    expect(await start()).toBe(true);
-    // Bucket 1 lands in lane 1 of 3.
-    channel.publish(names.exchange, 'deliver.1', Buffer.from('{}'), { mandatory: true });
-    await channel.waitForConfirms();
-    await expect.poll(async () => (await channel.checkQueue(lane)).messageCount).toBe(1);
-
-    // Other settings (HISTORY=on adds a stream and its binding) find another digest, and so does the
-    // first again afterwards: each declares its whole list.
-    const withHistory = await resolve(testConfig({ DELAY_MODE: mode, LANES: '3', TOPOLOGY_PREFIX: config.topologyPrefix, HISTORY: 'on' }));
-    expect(await start(withHistory)).toBe(true);
-    expect(await start(withHistory)).toBe(false);
-    expect(await start()).toBe(true);
-
-    // A declaration cut short (a reconnect's, the broker gone after its queues and before its
-    // bindings): marked before, it is not complete now, and the next start declares the whole list.
-    const declarations = topologyDeclarations({ names, mode: topology.mode, queueType: config.queueType, deliveryLimit: config.deliveryLimit, broker: topology.broker });
-    const cutShort = await connection.createChannel();
-    await unmarkDeclared(cutShort, names.declaredMarkers);
-    await applyDeclarations(cutShort, declarations.filter((step) => step.kind !== 'binding'));
-    await cutShort.close();
-    expect(await start()).toBe(true);
-    expect(await start()).toBe(false);
-
-    await deleteTopologyAt(topology.url, names);
-    await expectNothingLeft(names);
-  });
-
-  it('a publisher\'s declaration marks the topology declared too: a worker that starts after it finds the topology in place', async () => {
-    const config = testConfig({ DELAY_MODE: mode, LANES: '2' });
-    const publisher = createPublisher(config, createLogger('silent'));
-    try {
-      await publisher.publish({ url: 'http://127.0.0.1:9/first', body: 1 });
-    } finally {
-      await publisher.close();
-    }
-    const topology = await connectTopology(config, createLogger('silent'), AbortSignal.timeout(30_000));
-    expect((await applyTopology(topology.url, topology, { unlessDeclared: true })).declared).toBe(false);
-    await deleteTopologyAt(topology.url, topology.names);
   });
 });
 

@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Channel } from 'amqplib';
 import { describe, expect, it } from 'vitest';
-import { declareDueQueue, declareTopology, topologyDeclarations, type TopologyOptions } from '../../../src/topology/declare-topology.js';
+import { declareDueQueue, topologyDeclarations, type TopologyOptions } from '../../../src/topology/declare-topology.js';
 import { applyDeclarations, BINDING_CHANNELS, brokerFeatures } from '../../../src/topology/declare-list.js';
-import { listDigest } from '../../../src/topology/declared-marker.js';
 import { deleteTopology, teardownNames } from '../../../src/topology/teardown.js';
 import { topologyNames } from '../../../src/topology/topology-names.js';
 
@@ -112,7 +111,7 @@ describe('the topology a prefix declares', () => {
     }
   });
 
-  it('the teardown deletes every queue and exchange any variant declares, the earlier versions\' delay levels, the legacy P.lanes, the workers\' P.presence and the markers P.declared and P.declared.digest', async () => {
+  it('the teardown deletes every queue and exchange any variant declares, the earlier versions\' delay levels, the legacy P.lanes and the workers\' P.presence', async () => {
     const names = topologyNames('p', 2);
     const everything = [...(await declared({ history: { maxAge: '7D' } })), ...(await declared({ mode: 'plugin' }))];
     const { channel, calls } = recorder();
@@ -121,7 +120,7 @@ describe('the topology a prefix declares', () => {
     const made = (method: string) => new Set(everything.filter(([m]) => m === method).map(([, name]) => name));
     const earlier = [names.binaryLevels, names.highFirstLevels];
     expect(deleted('deleteQueue')).toEqual(new Set([...made('assertQueue'), ...earlier.flatMap((levels) => levels.queues)]));
-    expect(deleted('deleteExchange')).toEqual(new Set([...made('assertExchange'), ...earlier.flatMap((levels) => levels.exchanges), names.lanesExchange, names.presenceExchange, 'p.declared', 'p.declared.digest']));
+    expect(deleted('deleteExchange')).toEqual(new Set([...made('assertExchange'), ...earlier.flatMap((levels) => levels.exchanges), names.lanesExchange, names.presenceExchange]));
     // The lanes, P.slow, P.due, P.dead, P.history, P.control, P.paused, P.paused.check, the delay levels and the two earlier versions'.
     expect(teardownNames(names).queues).toHaveLength(names.workQueues.length + 7 + names.delayLevels.length + 22 + 78);
     expect(deleted('deleteExchange')).toContain('p.delay.below.16s');
@@ -147,22 +146,5 @@ describe('applyDeclarations with more channels', () => {
     expect(bindings).toHaveLength(declarations.length - nonBindings);
     expect(new Set(bindings.map((call) => JSON.stringify(call))).size).toBe(bindings.length);
     expect(extra.every(({ calls }) => calls.length > 0 && calls.every(([method]) => method === 'bindQueue'))).toBe(true);
-  });
-});
-
-describe('the digest a complete declaration marks', () => {
-  it('a full declaration first says the topology is no longer declared in full, before any other step', async () => {
-    const { channel, calls } = recorder();
-    await declareTopology(channel, options({}));
-    expect(calls[0]).toEqual(['deleteExchange', 'p.declared']);
-    expect(calls.slice(1).some(([method]) => method === 'deleteExchange')).toBe(false);
-  });
-
-  it('is the same for the same list, and another for any other settings or layout', () => {
-    const digest = (variant: Partial<TopologyOptions>): string => listDigest(topologyDeclarations(options(variant)));
-    expect(digest({})).toBe(digest({}));
-    expect(digest({})).toMatch(/^[0-9a-f]{32}$/);
-    const others = [digest({ mode: 'plugin' }), digest({ deliveryLimit: 6 }), digest({ queueType: 'classic' }), digest({ history: { maxAge: '7D' } }), digest({ names: topologyNames('p', 3) }), digest({ broker: brokerFeatures('3.9.0') })];
-    expect(new Set([digest({}), ...others]).size).toBe(others.length + 1);
   });
 });
