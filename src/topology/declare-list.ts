@@ -17,7 +17,7 @@ export const exchange = (name: string, type: string, args?: Record<string, unkno
 export const queue = (name: string, args: Record<string, unknown>): Declaration => ({ kind: 'queue', name, arguments: args });
 export const binding = (queueName: string, exchangeName: string, key: string): Declaration => ({ kind: 'binding', queue: queueName, exchange: exchangeName, key });
 
-/** Channels that declare bindings side by side (see applyDeclarations). */
+/** Channels that declare bindings side by side, at most (see applyDeclarations). */
 export const BINDING_CHANNELS = 32;
 
 /** Opens another channel on the same connection, for declaring bindings in parallel. */
@@ -41,7 +41,10 @@ export async function applyDeclarations(channel: Channel, declarations: readonly
   }
   const bindings = declarations.filter((step) => step.kind === 'binding');
   for (const step of declarations) if (step.kind !== 'binding') await declare(channel, step);
-  const extra = await Promise.all(Array.from({ length: BINDING_CHANNELS - 1 }, openChannel));
+  // Whatever channels open: a broker whose channel_max is lower (or amqplib's "No channels left to
+  // allocate") costs time, never the declaration.
+  const opening = await Promise.allSettled(Array.from({ length: BINDING_CHANNELS - 1 }, openChannel));
+  const extra = opening.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
   try {
     const channels = [channel, ...extra];
     await Promise.all(channels.map(async (ch, i) => {

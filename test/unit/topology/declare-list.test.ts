@@ -147,4 +147,24 @@ describe('applyDeclarations with more channels', () => {
     expect(new Set(bindings.map((call) => JSON.stringify(call))).size).toBe(bindings.length);
     expect(extra.every(({ calls }) => calls.length > 0 && calls.every(([method]) => method === 'bindQueue'))).toBe(true);
   });
+
+  it('declares every binding on the channels that opened when the broker allows fewer, and closes those', async () => {
+    const first = recorder();
+    const extra: ReturnType<typeof recorder>[] = [];
+    let closed = 0;
+    let asked = 0;
+    const declarations = topologyDeclarations(options({}));
+    await applyDeclarations(first.channel, declarations, async () => {
+      asked += 1;
+      if (asked > 2) throw new Error('No channels left to allocate');
+      const more = recorder();
+      extra.push(more);
+      return Object.assign(more.channel, { close: async () => void (closed += 1) });
+    });
+    expect(extra).toHaveLength(2);
+    expect(closed).toBe(2);
+    const bindings = [first, ...extra].flatMap(({ calls }) => calls.filter(([method]) => method === 'bindQueue'));
+    expect(bindings).toHaveLength(declarations.filter((step) => step.kind === 'binding').length);
+    expect(new Set(bindings.map((call) => JSON.stringify(call))).size).toBe(bindings.length);
+  });
 });
