@@ -104,6 +104,8 @@ export function createLaneChannels(options: LaneChannelOptions): LaneChannels {
       { noAck: false },
     );
     consumers.set(lane, { channel, tag: consumerTag, acks });
+    // The worker's stop began while this consumer was being registered: cancel() has been and gone.
+    if (options.stopping()) await channel.cancel(consumerTag).catch(() => {});
   }
 
   function reopenLater(connection: ChannelModel, queue: string, lane: Lane, prefetch: number, mine: number, alive: () => boolean): void {
