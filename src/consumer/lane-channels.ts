@@ -142,8 +142,8 @@ export function createLaneChannels(options: LaneChannelOptions): LaneChannels {
       expected = queues.length;
       // All at once: a quorum queue registers a consumer through its log, behind what the queue is busy
       // with (a sibling's moves into P.slow, say), and one after another a worker's start added up those
-      // waits. A lane that fails here is opened again later
-      // (reopenLater): the others are consumed meanwhile.
+      // waits. A lane that fails here is opened again later (reopenLater): the others are consumed
+      // meanwhile.
       await Promise.all(
         queues.map(([queue, lane, own]) =>
           consume(connection, queue, lane, own ?? prefetch, mine, () => open).catch((error: Error) => logger.warn({ lane, err: error.message }, 'could not consume a lane; trying again shortly')),
