@@ -169,13 +169,8 @@ export function createPipeline(context: PipelineContext) {
   const moving = new Map<Lane, number>();
   const { laneExcess } = context;
   if (laneExcess) scheduler.watchWindows?.({ of: (job) => job.lane, excess: (lane) => Math.max(0, laneExcess(lane as Lane) - (moving.get(lane as Lane) ?? 0)) });
-  let lastSweep = clock();
   const sweeper = setInterval(() => {
-    const now = clock();
-    // How late the timer fired: what the worker's own wait adds to every attempt (target-isolation.ts).
-    const lagMs = Math.max(0, now - lastSweep - SWEEP_EVERY_MS);
-    lastSweep = now;
-    for (const job of scheduler.sweep(now, loopBusy(), lagMs)) void overflow(job);
+    for (const job of scheduler.sweep(clock(), loopBusy())) void overflow(job);
   }, SWEEP_EVERY_MS);
   sweeper.unref();
   /** Lane buckets of the origins seen lately (a hash of the origin's bytes each, else); cleared when it grows past BUCKET_CACHE. */

@@ -85,9 +85,8 @@ export interface Scheduler<T> {
   /**
    * Waiting items of busy targets to move to the overflow queue now (called every few tens of ms).
    * `loopBusy`: the share of the time since the last sweep that the worker's event loop was busy (0–1).
-   * `lagMs`: how late this sweep's timer fired, what the worker's own wait adds to every attempt's time.
    */
-  sweep(nowMs: number, loopBusy?: number, lagMs?: number): T[];
+  sweep(nowMs: number, loopBusy?: number): T[];
   /** A move to the overflow queue took this long, publish to ack: what moving costs right now. */
   moveTook(durationMs: number): void;
   /** How full the windows items come in through are: a busy target's items move only out of one over its line (none given: always). */

@@ -80,19 +80,12 @@ export class TargetIsolation<T> implements Scheduler<T> {
   private busyLine = Number.POSITIVE_INFINITY;
   /** Each target's mean attempt time (ms, moving average), the most recently finished last; bounded. */
   private readonly attemptMs = new Map<string, number>();
-  /**
-   * Each target's fastest recent attempt (ms), rising slowly towards slower ones, and how many attempts
-   * it is of (up to FLOOR_SAMPLES); bounded with `attemptMs`.
-   */
-  private readonly floor = new Map<string, { ms: number; of: number }>();
   /** The median of the targets' mean attempt times; worked out once per sweep that asks (undefined until then). */
   private medianAttemptMs: number | undefined;
   /** What a move to the overflow queue takes (ms, moving average); 0 until one was measured. */
   private moveMs = 0;
   /** How busy the worker's event loop is (0–1): the latest sweep's sample, and their moving average. */
   private loopBusy = { latest: 0, average: 0 };
-  /** How late the sweeps' timer fires (ms, moving average): the worker's own wait in an attempt's time. */
-  private lagMs = 0;
   /** Running attempts counted abnormal early (overdue) per target: amended if they succeed. */
   private readonly provisional = new Map<string, number>();
   /** Operators' limits and receivers' back-offs: a target held back by them gets no slot (target-limits.ts). */
@@ -316,10 +309,9 @@ export class TargetIsolation<T> implements Scheduler<T> {
    * because others hold the slots is not busy: it is the one that others must not hold up. One found
    * busy whose receiver is slow by itself stays so while its callbacks wait, slots or not (`stillBusy`).
    */
-  sweep(nowMs: number, loopBusy = 0, lagMs = 0): T[] {
+  sweep(nowMs: number, loopBusy = 0): T[] {
     this.loopBusy.latest = loopBusy;
     this.loopBusy.average += (loopBusy - this.loopBusy.average) * MOVING_AVERAGE_WEIGHT;
-    this.lagMs += (lagMs - this.lagMs) * MOVING_AVERAGE_WEIGHT;
     const moved: T[] = [];
     for (const [target, until] of this.busy) if (until <= nowMs) this.busy.delete(target);
     for (const [target, asking] of this.asks) {
@@ -479,8 +471,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
    * while saturated, a target whose attempts take no more than MOVE_WORTH times the median target's
    * is not worth a move either, whatever a move takes: ten equally fast targets through a saturated
    * worker moved up to a fifth of their callbacks, each move two broker operations more
-   * (docs/isolation-journal.md); a 300 ms receiver among fast ones still moves. So does one whose
-   * fastest recent attempts take ALWAYS_WORTH_MS beyond the worker's own lag (`slowEvenAtBest`).
+   * (docs/isolation-journal.md); a 300 ms receiver among fast ones still moves.
    */
   private worthMoving(target: string): boolean {
     if (this.stuckAtLimit(target)) return true;
@@ -492,22 +483,8 @@ export class TargetIsolation<T> implements Scheduler<T> {
     // median target's is slow, whatever a move takes: else a saturated worker that had not moved yet, or
     // whose moves' confirms queued up, kept a 300 ms receiver's backlog in its lane for as long as it
     // stayed saturated. With fewer than two targets timed there is no median to measure against.
-    // A receiver whose fastest recent attempt, less the worker's own wait, still takes ALWAYS_WORTH_MS
-    // is slow by itself however busy the worker: even where every target is as slow (three busy 300 ms
-    // receivers, the median theirs) and their moves keep the worker saturated (docs/isolation.md#slow-at-best).
-    if (this.slowEvenAtBest(target)) return true;
     if (this.pacedByMachine(target)) return false;
     return worthItsMove || (this.medianMs() > 0 && this.slowByItself(target));
-  }
-
-  /**
-   * Its fastest of FLOOR_SAMPLES recent attempts took ALWAYS_WORTH_MS beyond LAG_TURNS of the worker's
-   * lag: a saturated worker delays every attempt by a few turns of its event loop, so an instantly
-   * answering receiver's fastest attempts take no more than those turns.
-   */
-  private slowEvenAtBest(target: string): boolean {
-    const floor = this.floor.get(target);
-    return floor !== undefined && floor.of >= FLOOR_SAMPLES && floor.ms - LAG_TURNS * this.lagMs >= ALWAYS_WORTH_MS;
   }
 
   /**
@@ -532,16 +509,8 @@ export class TargetIsolation<T> implements Scheduler<T> {
     const before = this.attemptMs.get(target);
     this.attemptMs.delete(target);
     this.attemptMs.set(target, before === undefined ? durationMs : before + (durationMs - before) * MOVING_AVERAGE_WEIGHT);
-    const floor = this.floor.get(target);
-    this.floor.delete(target);
-    if (floor === undefined) this.floor.set(target, { ms: durationMs, of: 1 });
-    else this.floor.set(target, { ms: durationMs <= floor.ms ? durationMs : floor.ms + (durationMs - floor.ms) * FLOOR_RISE, of: Math.min(FLOOR_SAMPLES, floor.of + 1) });
     // The least recently finished target is forgotten first: its average is rebuilt by its next attempts.
-    if (this.attemptMs.size > this.policy.maxTargets) {
-      const oldest = this.attemptMs.keys().next().value as string;
-      this.attemptMs.delete(oldest);
-      this.floor.delete(oldest);
-    }
+    if (this.attemptMs.size > this.policy.maxTargets) this.attemptMs.delete(this.attemptMs.keys().next().value as string);
   }
 
   private takeProvisional(target: string): boolean {
@@ -635,12 +604,6 @@ const ASK_STALE_MS = 60_000;
 const MOVE_WORTH = 3;
 /** Attempts this long are worth a move whatever a move takes now (a busy worker's instant answers take 30–60 ms). */
 const ALWAYS_WORTH_MS = 150;
-/** A target's fastest attempt is taken over at least this many of its attempts (`slowEvenAtBest`). */
-const FLOOR_SAMPLES = 16;
-/** How fast a target's fastest attempt rises towards a slower one: a receiver that turns fast is seen at once, one that turns from instant to 300 ms within some 30 attempts. */
-const FLOOR_RISE = 0.02;
-/** The turns of a saturated worker's event loop an attempt waits at most, answered at once (`slowEvenAtBest`). */
-const LAG_TURNS = 3;
 /** An event loop busy this share of the time is saturated: its attempt times say little of its receivers. */
 const SATURATED_LOOP = 0.8;
 /** … and stays saturated while the moving average of its samples is this high (about three idle sweeps after a busy stretch). */
