@@ -69,7 +69,7 @@ export const isolationSchema = {
     env: 'PROBE_CONCURRENCY',
   },
   overflowAfter: {
-    doc: 'A target whose oldest waiting callback has waited this long in a worker while it holds its fair share of slots (or sits at its own limit with no attempt ending) is busy: while its lane\'s consumer window is over half full (a limited target\'s: always), its waiting callbacks move from the lane to the overflow queue P.slow (once each, the newest first), so other targets queued behind them are not held up.',
+    doc: 'A target whose oldest waiting callback has waited this long in a worker while it holds its fair share of slots (or sits at its own limit with no attempt ending: in a worker whose event loop is saturated, for five times this long) is busy: while its lane\'s consumer window is over half full (a limited target\'s: always), its waiting callbacks move from the lane to the overflow queue P.slow (once each, the newest first), so other targets queued behind them are not held up.',
     format: 'positive-duration',
     default: 200,
     env: 'OVERFLOW_AFTER',

@@ -74,8 +74,10 @@ export class TargetIsolation<T> implements Scheduler<T> {
   private probesTotal = 0;
   /** Busy targets and until when they stay busy without a new sign of it. */
   private readonly busy = new Map<string, number>();
-  /** When each target last finished an attempt, for the last `overflowAfterMs` (pruned by `sweep`). */
+  /** When each target last finished an attempt, for the last HANG_SATURATED × `overflowAfterMs` (pruned by `sweep`). */
   private readonly lastDone = new Map<string, number>();
+  /** Per target with attempts in flight: since when it has had some without a pause (`stuckAtLimit`). */
+  private readonly runningSince = new Map<string, number>();
   /** A target holding this many slots is among those that hold the most (worked out by each sweep). */
   private busyLine = Number.POSITIVE_INFINITY;
   /** Each target's mean attempt time (ms, moving average), the most recently finished last; bounded. */
@@ -170,6 +172,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
     if (this.share.heldCount > 0) for (const target of [...this.share.heldTargets()]) this.gate(target, nowMs);
     const started = this.share.next();
     if (!started) return undefined;
+    if (!this.runningSince.has(started.target)) this.runningSince.set(started.target, nowMs);
     if (this.limits.governs(started.target)) {
       this.limits.started(started.target, nowMs);
       this.gate(started.target, nowMs);
@@ -256,6 +259,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
     const slow = wasOverdue || outcome.durationMs >= this.policy.slowThresholdMs;
     const succeeded = outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;
     this.share.done(target, !slow ? 'fast' : succeeded ? 'slow-success' : 'slow');
+    if (this.share.inFlight(target) === 0) this.runningSince.delete(target);
     // Only a 429 or a 503 asks to slow down: no other answer's Retry-After is read here.
     const asksToWait = outcome.status === 429 || outcome.status === 503;
     const backoff = this.limits.answered(target, { status: outcome.status, retryAfterMs: asksToWait ? parseRetryAfter(outcome.retryAfter, nowMs) : undefined, fast: !slow }, nowMs);
@@ -289,6 +293,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
   /** A started item that was not attempted after all (its channel closed): its slot is freed. */
   abandon(target: string, kind: AttemptKind): void {
     this.share.done(target, 'none');
+    if (this.share.inFlight(target) === 0) this.runningSince.delete(target);
     if (kind === 'probe') this.releaseProbe(target);
   }
 
@@ -318,8 +323,9 @@ export class TargetIsolation<T> implements Scheduler<T> {
       for (const [attempt, since] of asking) if (nowMs - since >= ASK_STALE_MS) asking.delete(attempt);
       if (asking.size === 0) this.asks.delete(target);
     }
+    this.lastNowMs = Math.max(this.lastNowMs, nowMs);
     for (const [target, at] of this.lastDone) {
-      if (nowMs - at < this.policy.overflowAfterMs) break;
+      if (nowMs - at < HANG_SATURATED * this.policy.overflowAfterMs) break;
       this.lastDone.delete(target);
     }
     const waiting = [...this.share.waitingTargets()];
@@ -452,10 +458,17 @@ export class TargetIsolation<T> implements Scheduler<T> {
     return (inFlight > 0 && inFlight >= this.busyLine) || this.stuckAtLimit(target);
   }
 
-  /** Holds all its limit allows and none of its attempts ended within `overflowAfterMs`: it hangs. */
+  /**
+   * Holds all its limit allows, and none of its attempts ended for `overflowAfterMs` while it had some
+   * running: it hangs. In a saturated worker HANG_SATURATED times as long: a pre-filled queue's first
+   * attempts, to receivers that answer at once, took 200–400 ms there, and every target counted as
+   * hanging until its first ended; sweeps moved 900–1,350 of them at once (docs/isolation-journal.md#hang-saturated).
+   */
   private stuckAtLimit(target: string): boolean {
     const inFlight = this.share.inFlight(target);
-    return inFlight > 0 && inFlight >= this.share.limit(target) && !this.lastDone.has(target);
+    if (inFlight === 0 || inFlight < this.share.limit(target)) return false;
+    const since = Math.max(this.lastDone.get(target) ?? Number.NEGATIVE_INFINITY, this.runningSince.get(target) ?? this.lastNowMs);
+    return this.lastNowMs - since >= (this.saturated() ? HANG_SATURATED : 1) * this.policy.overflowAfterMs;
   }
 
   /**
@@ -623,6 +636,9 @@ function median(values: Map<string, number>): number {
   sample.sort((a, b) => a - b);
   return sample.length < 2 ? 0 : (sample[Math.floor((sample.length - 1) / 2)] as number);
 }
+
+/** A saturated worker takes a target for hanging after this many `overflowAfterMs` without an attempt ending (`stuckAtLimit`). */
+const HANG_SATURATED = 5;
 
 /** A busy target stays busy this many `overflowAfterMs` after the last sign of it. */
 const BUSY_FOR = 4;

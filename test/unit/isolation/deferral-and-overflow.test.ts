@@ -262,11 +262,18 @@ describe('TargetIsolation: a busy target\'s excess overflows', () => {
     const busyStretch = Array<number>(10).fill(1);
     expect(busyWith(300, [...busyStretch, 0])).toBe(0);
     expect(busyWith(300, [...busyStretch, 0, 0, 0, 0])).toBeGreaterThan(0);
-    // A target that hangs at its limit is worth moving however busy the loop.
+    // A target that hangs at its limit is worth moving however busy the loop: in a saturated worker
+    // once none of its attempts ended for five times OVERFLOW_AFTER (a pre-filled queue's first attempts
+    // take a while there, to any receiver).
     const hanging = new TargetIsolation<number>(POLICY);
     for (let i = 0; i < 12; i += 1) hanging.offer('h', i, 'lane', 0);
-    while (hanging.next());
-    expect(hanging.sweep(400, 1).length).toBeGreaterThan(0);
+    while (hanging.next(0));
+    expect(hanging.sweep(400, 1).length).toBe(0);
+    expect(hanging.sweep(1_000, 1).length).toBeGreaterThan(0);
+    const idle = new TargetIsolation<number>(POLICY);
+    for (let i = 0; i < 12; i += 1) idle.offer('h', i, 'lane', 0);
+    while (idle.next(0));
+    expect(idle.sweep(200, 0).length).toBeGreaterThan(0);
   });
 
   it('a saturated worker moves no backlog of a target whose attempts take about what every target\'s take; a slow one among fast ones still moves', () => {
