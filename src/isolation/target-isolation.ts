@@ -74,10 +74,11 @@ export class TargetIsolation<T> implements Scheduler<T> {
   private probesTotal = 0;
   /** Busy targets and until when they stay busy without a new sign of it. */
   private readonly busy = new Map<string, number>();
-  /** When each target last finished an attempt, for the last HANG_SATURATED × `overflowAfterMs` (pruned by `sweep`). */
-  private readonly lastDone = new Map<string, number>();
-  /** Per target with attempts in flight: since when it has had some without a pause (`stuckAtLimit`). */
-  private readonly runningSince = new Map<string, number>();
+  /**
+   * Per target with attempts in flight: its last sign of life, the latest of its first start since it
+   * had none running and its last attempt to end (`stuckAtLimit`).
+   */
+  private readonly lastSign = new Map<string, number>();
   /** A target holding this many slots is among those that hold the most (worked out by each sweep). */
   private busyLine = Number.POSITIVE_INFINITY;
   /** Each target's mean attempt time (ms, moving average), the most recently finished last; bounded. */
@@ -172,7 +173,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
     if (this.share.heldCount > 0) for (const target of [...this.share.heldTargets()]) this.gate(target, nowMs);
     const started = this.share.next();
     if (!started) return undefined;
-    if (!this.runningSince.has(started.target)) this.runningSince.set(started.target, nowMs);
+    if (!this.lastSign.has(started.target)) this.lastSign.set(started.target, nowMs);
     if (this.limits.governs(started.target)) {
       this.limits.started(started.target, nowMs);
       this.gate(started.target, nowMs);
@@ -259,13 +260,12 @@ export class TargetIsolation<T> implements Scheduler<T> {
     const slow = wasOverdue || outcome.durationMs >= this.policy.slowThresholdMs;
     const succeeded = outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;
     this.share.done(target, !slow ? 'fast' : succeeded ? 'slow-success' : 'slow');
-    if (this.share.inFlight(target) === 0) this.runningSince.delete(target);
+    if (this.share.inFlight(target) === 0) this.lastSign.delete(target);
+    else this.lastSign.set(target, nowMs);
     // Only a 429 or a 503 asks to slow down: no other answer's Retry-After is read here.
     const asksToWait = outcome.status === 429 || outcome.status === 503;
     const backoff = this.limits.answered(target, { status: outcome.status, retryAfterMs: asksToWait ? parseRetryAfter(outcome.retryAfter, nowMs) : undefined, fast: !slow }, nowMs);
     this.gate(target, nowMs);
-    this.lastDone.delete(target);
-    this.lastDone.set(target, nowMs);
     this.recordAttemptTime(target, outcome.durationMs);
     if (kind === 'probe') this.releaseProbe(target, wasOverdue);
     if (attempt !== undefined) this.answeredAt(target, attempt);
@@ -293,7 +293,7 @@ export class TargetIsolation<T> implements Scheduler<T> {
   /** A started item that was not attempted after all (its channel closed): its slot is freed. */
   abandon(target: string, kind: AttemptKind): void {
     this.share.done(target, 'none');
-    if (this.share.inFlight(target) === 0) this.runningSince.delete(target);
+    if (this.share.inFlight(target) === 0) this.lastSign.delete(target);
     if (kind === 'probe') this.releaseProbe(target);
   }
 
@@ -324,10 +324,6 @@ export class TargetIsolation<T> implements Scheduler<T> {
       if (asking.size === 0) this.asks.delete(target);
     }
     this.lastNowMs = Math.max(this.lastNowMs, nowMs);
-    for (const [target, at] of this.lastDone) {
-      if (nowMs - at < HANG_SATURATED * this.policy.overflowAfterMs) break;
-      this.lastDone.delete(target);
-    }
     const waiting = [...this.share.waitingTargets()];
     this.medianAttemptMs = undefined;
     const mayLeave = windowBudget(this.windows);
@@ -467,8 +463,8 @@ export class TargetIsolation<T> implements Scheduler<T> {
   private stuckAtLimit(target: string): boolean {
     const inFlight = this.share.inFlight(target);
     if (inFlight === 0 || inFlight < this.share.limit(target)) return false;
-    const since = Math.max(this.lastDone.get(target) ?? Number.NEGATIVE_INFINITY, this.runningSince.get(target) ?? this.lastNowMs);
-    return this.lastNowMs - since >= (this.saturated() ? HANG_SATURATED : 1) * this.policy.overflowAfterMs;
+    const quietMs = this.lastNowMs - (this.lastSign.get(target) ?? this.lastNowMs);
+    return quietMs >= (this.saturated() ? HANG_SATURATED : 1) * this.policy.overflowAfterMs;
   }
 
   /**
