@@ -4,6 +4,7 @@ import type { Socket } from 'node:net';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { RelayError, isRelayError } from '../errors.js';
 import type { Logger } from '../logger.js';
+import { metricNames, metricsText } from '../metrics/registry.js';
 import type { CallbackPublisher } from '../producer/publisher.js';
 import { batchIds, singleId } from './callback-ids.js';
 import { checkPublishJob, idempotencyKey, toPublishJob, type Envelope, type PublishJob } from './envelope.js';
@@ -154,7 +155,7 @@ export function buildIngestServer(options: IngestOptions, deps: IngestDeps): Ing
     const ready = !draining && publisher.connected();
     return reply.code(ready ? 200 : 503).send(ready ? 'ready\n' : 'not ready\n');
   });
-  app.get('/metrics', async (_request, reply) => reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()));
+  app.get('/metrics', async (request, reply) => reply.type(metrics.registry.contentType).send(await metricsText(metrics.registry, metricNames(request.url))));
   app.get('/openapi.json', async () => document);
 
   const failures = { 400: schemas.error, 401: schemas.error, 413: schemas.error, 415: schemas.error };

@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { Registry } from 'prom-client';
+import { metricNames, metricsText } from './registry.js';
 
 export interface Probes {
   /** Connected to the broker and consuming. */
@@ -7,14 +8,14 @@ export interface Probes {
 }
 
 /**
- * `/metrics` (Prometheus), `/healthz` (the process answers) and `/readyz` (connected and consuming),
+ * `/metrics` (Prometheus; `?name=` picks metrics, see metricsText), `/healthz` (the process answers) and `/readyz` (connected and consuming),
  * on one small server for container probes and scraping.
  */
 export async function startMetricsServer(port: number, registry: Registry, probes: Probes): Promise<Server> {
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/metrics') {
-      registry.metrics().then(
+      metricsText(registry, metricNames(req.url)).then(
         (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
         (error: Error) => res.writeHead(500).end(error.message),
       );

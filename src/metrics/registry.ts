@@ -9,3 +9,22 @@ export function createRegistry(): Registry {
   collectDefaultMetrics({ register: registry });
   return registry;
 }
+
+/**
+ * The registry's text for a `/metrics` request: every metric, or only those named by its `name`
+ * query parameters (`/metrics?name=callback_relay_moves_total&name=…`; a name it does not hold adds
+ * nothing). Why: a whole scrape also computes Node's default metrics (the event-loop lag histogram's
+ * percentiles, memory, open file descriptors), a cost a poller that wants one counter several times a
+ * second should not put on a busy worker.
+ */
+export async function metricsText(registry: Registry, names: readonly string[] = []): Promise<string> {
+  if (names.length === 0) return registry.metrics();
+  const known = [...new Set(names)].filter((name) => registry.getSingleMetric(name) !== undefined);
+  const texts = await Promise.all(known.map((name) => registry.getSingleMetricAsString(name)));
+  return texts.map((text) => `${text}\n`).join('');
+}
+
+/** The `name` parameters of a request's URL (`/metrics?name=a&name=b`). */
+export function metricNames(url: string | undefined): string[] {
+  return new URL(url ?? '/', 'http://localhost').searchParams.getAll('name');
+}

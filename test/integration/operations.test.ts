@@ -48,6 +48,13 @@ describe('operations', () => {
     expect(sample(text, 'callback_relay_degraded_targets')).toBe(0);
     expect(text).toContain('process_cpu_user_seconds_total');
     expect(text).not.toContain(receiver.origin);
+    // ?name= picks metrics: a poller's cheap read, without Node's default metrics.
+    const picked = await get(port, '/metrics?name=callback_relay_callbacks_total&name=callback_relay_in_flight&name=no_such_metric');
+    expect(picked.status).toBe(200);
+    expect(sample(picked.text, 'callback_relay_callbacks_total{outcome="delivered",reason=""}')).toBe(1);
+    expect(sample(picked.text, 'callback_relay_in_flight')).toBe(0);
+    expect(picked.text).not.toContain('process_cpu_user_seconds_total');
+    expect(picked.text).not.toContain('callback_relay_attempts_total');
     expect(await get(port, '/healthz')).toEqual({ status: 200, text: 'ok\n' });
     expect(await get(port, '/readyz')).toEqual({ status: 200, text: 'ready\n' });
   });

@@ -242,6 +242,8 @@ describe('probes, metrics, OpenAPI', () => {
     expect(text).toContain('callback_relay_ingest_requests_total{route="unmatched",status="404"} 1');
     expect(text).toContain('callback_relay_ingest_request_duration_seconds_count{route="/v1/callbacks"} 1');
     expect(text).toContain('callback_relay_ingest_accepted_total 1');
+    const picked = (await inject('/metrics?name=callback_relay_ingest_accepted_total')).body;
+    expect(picked).toBe(text.split('\n\n').find((block) => block.includes('# TYPE callback_relay_ingest_accepted_total'))! + '\n');
   });
 
   it('/openapi.json is docs/openapi.json (regenerate: npm run docs:openapi -- --write)', async () => {
