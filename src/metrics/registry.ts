@@ -24,7 +24,8 @@ export async function metricsText(registry: Registry, names: readonly string[] =
   return texts.map((text) => `${text}\n`).join('');
 }
 
-/** The `name` parameters of a request's URL (`/metrics?name=a&name=b`). */
+/** The `name` parameters of a request's URL (`/metrics?name=a&name=b`); none from one that does not parse (never a throw in a request handler). */
 export function metricNames(url: string | undefined): string[] {
+  if (!URL.canParse(url ?? '/', 'http://localhost')) return [];
   return new URL(url ?? '/', 'http://localhost').searchParams.getAll('name');
 }

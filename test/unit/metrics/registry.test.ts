@@ -32,5 +32,6 @@ describe('metricNames', () => {
     expect(metricNames('/metrics?name=a&name=b%5Fc&other=x')).toEqual(['a', 'b_c']);
     expect(metricNames('/metrics')).toEqual([]);
     expect(metricNames(undefined)).toEqual([]);
+    expect(metricNames('http://[')).toEqual([]);
   });
 });
