@@ -4,7 +4,7 @@ import { benchBuild } from '../bench-build.js';
 import type { BenchContext, Table } from '../context.js';
 import { benchPublisher } from '../publish.js';
 import { withScope } from '../scope.js';
-import { fmt, summarize, type Summary } from '../stats.js';
+import { fmt, percentile, summarize, type Summary } from '../stats.js';
 import { beamCpu } from '../consumer-runs.js';
 import { cpuSeconds, type BenchChild } from '../processes.js';
 import { LANES, sleep, startConsumers, startTarget, waitUntil, workerMetric, workerPublishes, type Target } from './fair-targets.js';
@@ -55,6 +55,8 @@ export interface CrowdRun {
   isolation: 'on' | 'off';
   /** The quiet targets alone, no busy backlog: how long this machine takes for them at best. */
   alone?: boolean;
+  /** Which on/off pair of the shape this run belongs to (`--repeat`; undefined: alone). */
+  round?: number;
   busyCallbacks: number;
   /** Per quiet target: seconds from its publish to its last delivery (targets not done are left out). */
   quietDone: Summary;
@@ -277,36 +279,63 @@ function perBin(targets: Target[], startMs: number): number[] {
 
 /** A table of one shape: isolation on (the defaults) beside off, with the drain ratio on / off. */
 export function crowdTable(shape: CrowdShape, runs: CrowdRun[]): Table {
-  const off = runs.find((run) => run.isolation === 'off' && !run.alone);
+  const pairs = new Set(runs.filter((run) => !run.alone).map((run) => run.round)).size;
   const perBusy = runs[0]?.busyCallbacks ?? BUSY_CALLBACKS;
+  const rows = runs.map((run) => {
+    // Each on run against the off run of its own pair; the alone run against the first pair's.
+    const off = runs.find((other) => other.isolation === 'off' && !other.alone && (run.alone || other.round === run.round));
+    const label = run.alone ? `${run.isolation}, quiet alone` : pairs > 1 ? `${run.isolation}, pair ${run.round}` : run.isolation;
+    return crowdRow(label, run, off, shape);
+  });
+  if (pairs > 1) rows.push(medianRow(runs));
   return {
     title:
       `${shape.name}: ${shape.busy} busy target${shape.busy > 1 ? 's' : ''} (${perBusy} callbacks each, ${BUSY_ANSWER_MS} ms), ${shape.quiet} quiet ones (${QUIET_CALLBACKS} instant callbacks each), ` +
       `${shape.routing === 'bucket' ? 'deliver.<bucket> (library publisher)' : 'plain `deliver` (raw AMQP)'}, ${shape.workers} worker${shape.workers > 1 ? 's' : ''}, PREFETCH ${PREFETCH}`,
     headers: ['ISOLATION', 'quiet done p50 (s)', 'p99 (s)', 'max (s)', `quiet over ${QUIET_GOAL_S} s`, 'busy drained (s)', '× off', 'first worker ready (s)', 'all ready (s)', '× off, from first ready', 'from all ready', 'everything delivered (s)', '× off', 'CPU s: workers', 'broker', 'publishes / delivered: quiet', 'busy', 'all (metrics)', 'moved to P.slow', 'deferred (circuit open)'],
-    rows: runs.map((run) => [
-      run.alone ? `${run.isolation}, quiet alone` : run.isolation,
-      fmt(run.quietDone.p50, 2),
-      fmt(run.quietDone.p99, 2),
-      fmt(run.quietDone.max, 2),
-      `${run.quietOverGoal}/${shape.quiet}${run.quietNotDone ? ` (${run.quietNotDone} not done)` : ''}`,
-      run.busyDrained === undefined ? (run.alone ? '—' : 'cut off') : fmt(run.busyDrained, 1),
-      run.busyDrained !== undefined && off?.busyDrained !== undefined ? fmt(run.busyDrained / off.busyDrained, 2) : '—',
-      run.firstReady === undefined ? '—' : fmt(run.firstReady, 2),
-      run.workersReady === undefined ? '—' : fmt(run.workersReady, 2),
-      run.busyDrained !== undefined && off?.busyDrained !== undefined && run.firstReady !== undefined && off.firstReady !== undefined ? fmt((run.busyDrained - run.firstReady) / (off.busyDrained - off.firstReady), 2) : '—',
-      run.busyDrained !== undefined && off?.busyDrained !== undefined ? fmt((run.busyDrained - run.workersReady) / (off.busyDrained - off.workersReady), 2) : '—',
-      run.allDone === undefined ? '—' : fmt(run.allDone, 1),
-      !run.alone && run.allDone !== undefined && off?.allDone !== undefined ? fmt(run.allDone / off.allDone, 2) : '—',
-      fmt(run.cpuS?.workers, 1),
-      fmt(run.cpuS?.broker, 1),
-      fmt(run.quietPublishes, 3),
-      fmt(run.busyPublishes, 3),
-      fmt(run.allPublishes, 3),
-      String(run.overflowMoves),
-      String(run.deferrals),
-    ]),
+    rows,
   };
+}
+
+function crowdRow(label: string, run: CrowdRun, off: CrowdRun | undefined, shape: CrowdShape): string[] {
+  return [
+    label,
+    fmt(run.quietDone.p50, 2),
+    fmt(run.quietDone.p99, 2),
+    fmt(run.quietDone.max, 2),
+    `${run.quietOverGoal}/${shape.quiet}${run.quietNotDone ? ` (${run.quietNotDone} not done)` : ''}`,
+    run.busyDrained === undefined ? (run.alone ? '—' : 'cut off') : fmt(run.busyDrained, 1),
+    run.busyDrained !== undefined && off?.busyDrained !== undefined ? fmt(run.busyDrained / off.busyDrained, 2) : '—',
+    run.firstReady === undefined ? '—' : fmt(run.firstReady, 2),
+    run.workersReady === undefined ? '—' : fmt(run.workersReady, 2),
+    run.busyDrained !== undefined && off?.busyDrained !== undefined && run.firstReady !== undefined && off.firstReady !== undefined ? fmt((run.busyDrained - run.firstReady) / (off.busyDrained - off.firstReady), 2) : '—',
+    run.busyDrained !== undefined && off?.busyDrained !== undefined ? fmt((run.busyDrained - run.workersReady) / (off.busyDrained - off.workersReady), 2) : '—',
+    run.allDone === undefined ? '—' : fmt(run.allDone, 1),
+    !run.alone && run.allDone !== undefined && off?.allDone !== undefined ? fmt(run.allDone / off.allDone, 2) : '—',
+    fmt(run.cpuS?.workers, 1),
+    fmt(run.cpuS?.broker, 1),
+    fmt(run.quietPublishes, 3),
+    fmt(run.busyPublishes, 3),
+    fmt(run.allPublishes, 3),
+    String(run.overflowMoves),
+    String(run.deferrals),
+  ];
+}
+
+/** The on runs of every pair: the median of their quiet p50s and maxes, the worst max, and the median (range) of their drains over their pair's off. */
+function medianRow(runs: CrowdRun[]): string[] {
+  const on = runs.filter((run) => run.isolation === 'on' && !run.alone);
+  const ratios = on.flatMap((run) => {
+    const off = runs.find((other) => other.isolation === 'off' && !other.alone && other.round === run.round);
+    return run.busyDrained !== undefined && off?.busyDrained !== undefined ? [run.busyDrained / off.busyDrained] : [];
+  });
+  const row = new Array<string>(20).fill('—');
+  row[0] = `on, median of ${on.length} pairs`;
+  row[1] = fmt(percentile(on.map((run) => run.quietDone.p50), 50), 2);
+  row[3] = `${fmt(percentile(on.map((run) => run.quietDone.max), 50), 2)} (worst ${fmt(Math.max(...on.map((run) => run.quietDone.max)), 2)})`;
+  row[4] = `${on.filter((run) => run.quietOverGoal > 0).length} of ${on.length} runs with a target over`;
+  if (ratios.length) row[6] = `${fmt(percentile(ratios, 50), 2)} (${fmt(Math.min(...ratios), 2)}–${fmt(Math.max(...ratios), 2)})`;
+  return row;
 }
 
 /** One worker's start for the log: "3.41 s: topology 2156, control 171, presence 1, consume 222". */

@@ -228,11 +228,20 @@ export const fairness: Scenario = {
     }
     const crowdRuns: CrowdRun[] = [];
     const crowdShapes = CROWD_SHAPES.filter((s) => shapes.has(s.name));
+    const rounds = Math.max(1, ctx.options.repeat ?? 1);
     const firehose = crowdShapes.length ? await PublishTap.start(ctx.url, ctx.broker.ctl) : undefined;
     try {
       for (const shape of crowdShapes) {
         try {
-          const runs = [await crowdRun(ctx, shape, 'on', firehose), await crowdRun(ctx, shape, 'off', firehose)];
+          // --repeat N: N pairs, off first in every other one, so that a drift of this shared machine
+          // falls on both sides; each on run is read against the off run of its own pair.
+          const runs: CrowdRun[] = [];
+          for (let round = 1; round <= rounds; round += 1) {
+            const order: Array<'on' | 'off'> = round % 2 === 1 ? ['on', 'off'] : ['off', 'on'];
+            const pair: CrowdRun[] = [];
+            for (const isolation of order) pair.push({ ...(await crowdRun(ctx, shape, isolation, firehose)), round });
+            runs.push(...pair.sort((a, b) => (a.isolation === 'on' ? -1 : 0) - (b.isolation === 'on' ? -1 : 0)));
+          }
           if (runsAlone(shape)) runs.push(await crowdRun(ctx, shape, 'on', firehose, true));
           crowdRuns.push(...runs);
           tables.push(crowdTable(shape, runs));
@@ -258,7 +267,7 @@ export const fairness: Scenario = {
     }
     if (crowdRuns.length) {
       notes.push(
-        `crowd-*: backlogs queued before the workers start, quiet callbacks published 0.5 s after; quiet done: per quiet target, its first publish → its last delivery (goal ≤ ${QUIET_GOAL_S} s). Busy drained: workers' start → last busy delivery; × off: over the ISOLATION=off run of the same shape; from ready: both counted from the time every worker consumed. "on, quiet alone" (shapes with 400 quiet targets): the same quiet callbacks with no busy backlog at all, the time this machine takes for them at best. The results file holds each run's deliveries per 250 ms (timeline).`,
+        `crowd-*: backlogs queued before the workers start, quiet callbacks published 0.5 s after; quiet done: per quiet target, its first publish → its last delivery (goal ≤ ${QUIET_GOAL_S} s). Busy drained: workers' start → last busy delivery; × off: over the ISOLATION=off run of the same shape; from ready: both counted from the time every worker consumed. With --repeat N, N pairs (off first in every other one), each on run over the off run of its pair, and a last row with the medians of the N pairs: the quiet targets' worst max, the drain ratios' median (and range). "on, quiet alone" (shapes with 400 quiet targets): the same quiet callbacks with no busy backlog at all, the time this machine takes for them at best. The results file holds each run's deliveries per 250 ms (timeline).`,
         ctx.broker.ctl
           ? 'Publishes / delivered for quiet and busy targets: every client publish carrying that target\'s callback (producer, retry, dead-letter and any other copy a worker makes), counted through the firehose tracer (rabbitmqctl trace_on), over the callbacks delivered to it. All (metrics): producer publishes plus the retry and dead copies and the moves (to P.slow, and deferrals) the workers report, over every delivered callback.'
           : 'Publishes per target need rabbitmqctl on the broker (a local throwaway node: TEST_BROKER=local); this broker gives only the all-targets figure from the workers\' metrics (producer publishes, retry and dead copies, moves to P.slow and deferrals, over every delivered callback).',
