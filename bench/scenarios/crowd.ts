@@ -277,6 +277,8 @@ function perBin(targets: Target[], startMs: number): number[] {
   return Array.from(counts, (count) => count ?? 0);
 }
 
+const CROWD_HEADERS = ['ISOLATION', 'quiet done p50 (s)', 'p99 (s)', 'max (s)', `quiet over ${QUIET_GOAL_S} s`, 'busy drained (s)', '× off', 'first worker ready (s)', 'all ready (s)', '× off, from first ready', 'from all ready', 'everything delivered (s)', '× off', 'CPU s: workers', 'broker', 'publishes / delivered: quiet', 'busy', 'all (metrics)', 'moved to P.slow', 'deferred (circuit open)'];
+
 /** A table of one shape: isolation on (the defaults) beside off, with the drain ratio on / off. */
 export function crowdTable(shape: CrowdShape, runs: CrowdRun[]): Table {
   const pairs = new Set(runs.filter((run) => !run.alone).map((run) => run.round)).size;
@@ -292,7 +294,7 @@ export function crowdTable(shape: CrowdShape, runs: CrowdRun[]): Table {
     title:
       `${shape.name}: ${shape.busy} busy target${shape.busy > 1 ? 's' : ''} (${perBusy} callbacks each, ${BUSY_ANSWER_MS} ms), ${shape.quiet} quiet ones (${QUIET_CALLBACKS} instant callbacks each), ` +
       `${shape.routing === 'bucket' ? 'deliver.<bucket> (library publisher)' : 'plain `deliver` (raw AMQP)'}, ${shape.workers} worker${shape.workers > 1 ? 's' : ''}, PREFETCH ${PREFETCH}`,
-    headers: ['ISOLATION', 'quiet done p50 (s)', 'p99 (s)', 'max (s)', `quiet over ${QUIET_GOAL_S} s`, 'busy drained (s)', '× off', 'first worker ready (s)', 'all ready (s)', '× off, from first ready', 'from all ready', 'everything delivered (s)', '× off', 'CPU s: workers', 'broker', 'publishes / delivered: quiet', 'busy', 'all (metrics)', 'moved to P.slow', 'deferred (circuit open)'],
+    headers: CROWD_HEADERS,
     rows,
   };
 }
@@ -329,7 +331,7 @@ function medianRow(runs: CrowdRun[]): string[] {
     const off = runs.find((other) => other.isolation === 'off' && !other.alone && other.round === run.round);
     return run.busyDrained !== undefined && off?.busyDrained !== undefined ? [run.busyDrained / off.busyDrained] : [];
   });
-  const row = new Array<string>(20).fill('—');
+  const row = new Array<string>(CROWD_HEADERS.length).fill('—');
   row[0] = `on, median of ${on.length} pairs`;
   row[1] = fmt(percentile(on.map((run) => run.quietDone.p50), 50), 2);
   row[3] = `${fmt(percentile(on.map((run) => run.quietDone.max), 50), 2)} (worst ${fmt(Math.max(...on.map((run) => run.quietDone.max)), 2)})`;
