@@ -16,7 +16,6 @@ import { cli } from '../support/cli.js';
 
 const open = openedInEachTest();
 
-/** A queue's depth, or 0 while it does not exist: the 404 closes only this throwaway connection's channel. */
 /** Length of the longest strictly decreasing subsequence (by Dilworth: the fewest increasing runs the order splits into). */
 function longestDecreasing(order: number[]): number {
   const longestEndingAt: number[] = [];
@@ -26,6 +25,7 @@ function longestDecreasing(order: number[]): number {
   return Math.max(0, ...longestEndingAt);
 }
 
+/** A queue's depth, or 0 while it does not exist: the 404 closes only this throwaway connection's channel. */
 async function depthOrZero(url: string, queue: string): Promise<number> {
   const connection = await amqplib.connect(url);
   try {
