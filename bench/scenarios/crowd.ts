@@ -284,8 +284,7 @@ export function crowdTable(shape: CrowdShape, runs: CrowdRun[]): Table {
   const pairs = new Set(runs.filter((run) => !run.alone).map((run) => run.round)).size;
   const perBusy = runs[0]?.busyCallbacks ?? BUSY_CALLBACKS;
   const rows = runs.map((run) => {
-    // Each on run against the off run of its own pair; the alone run against the first pair's.
-    const off = runs.find((other) => other.isolation === 'off' && !other.alone && (run.alone || other.round === run.round));
+    const off = offOf(runs, run);
     const label = run.alone ? `${run.isolation}, quiet alone` : pairs > 1 ? `${run.isolation}, pair ${run.round}` : run.isolation;
     return crowdRow(label, run, off, shape);
   });
@@ -297,6 +296,11 @@ export function crowdTable(shape: CrowdShape, runs: CrowdRun[]): Table {
     headers: CROWD_HEADERS,
     rows,
   };
+}
+
+/** The off run a run is read against: its own pair's; for the alone run, the first pair's. */
+function offOf(runs: CrowdRun[], run: CrowdRun): CrowdRun | undefined {
+  return runs.find((other) => other.isolation === 'off' && !other.alone && (run.alone || other.round === run.round));
 }
 
 function crowdRow(label: string, run: CrowdRun, off: CrowdRun | undefined, shape: CrowdShape): string[] {
@@ -328,7 +332,7 @@ function crowdRow(label: string, run: CrowdRun, off: CrowdRun | undefined, shape
 function medianRow(runs: CrowdRun[]): string[] {
   const on = runs.filter((run) => run.isolation === 'on' && !run.alone);
   const ratios = on.flatMap((run) => {
-    const off = runs.find((other) => other.isolation === 'off' && !other.alone && other.round === run.round);
+    const off = offOf(runs, run);
     return run.busyDrained !== undefined && off?.busyDrained !== undefined ? [run.busyDrained / off.busyDrained] : [];
   });
   const row = new Array<string>(CROWD_HEADERS.length).fill('—');
