@@ -17,7 +17,6 @@ import { createRelayMetrics } from '../metrics/relay-metrics.js';
 import type { Random } from '../policy/jitter.js';
 import { connectTopology, applyTopology, createRedeclare, type ResolvedTopology } from '../topology/connect-topology.js';
 import { loadTracing, type Tracing } from '../tracing/tracing.js';
-import { sleep } from '../util/with-timeout.js';
 import { createDueHold, HOLD_PREFETCH } from './hold-until-due.js';
 import { createLaneChannels } from './lane-channels.js';
 import { createDueMover, type DueMover } from './move-due.js';
@@ -29,6 +28,23 @@ import { AutoPause } from '../control/auto-pause.js';
 import { startFleetPresence, type FleetPresence } from '../control/fleet-presence.js';
 import { applyLimits, followFleet } from './apply-limits.js';
 import type { ControlView } from '../control/control-state.js';
+
+/** Of DRAIN_TIMEOUT, what the closes after the drain may take at most (a quarter of it when shorter). */
+const CLOSE_RESERVE_MS = 2_000;
+
+/** Whether `work` settles within `ms`; it never rejects, and the timer keeps nothing alive. */
+async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([work.then(() => true, () => true), timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 export interface WorkerDeps {
   /** Wall clock in ms; default `Date.now`. */
@@ -249,27 +265,42 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     stopping = true;
     ready = false;
     abort.abort();
+    // The whole stop, closes included, ends by DRAIN_TIMEOUT: a broker that stops answering (a resource
+    // alarm, a partition) confirms no cancel and no close, and a SIGTERM must not wait for the SIGKILL.
+    const deadline = Date.now() + consume.drainTimeoutMs;
+    const closeReserve = Math.min(CLOSE_RESERVE_MS, consume.drainTimeoutMs / 4);
+    const left = (reserve = 0): number => Math.max(0, deadline - reserve - Date.now());
     // No attempt starts from here on; once the consumers are cancelled nothing more arrives, and what
     // only waited for a slot goes back to its queue unattempted (pipeline.ts giveBack).
     pipeline?.stop();
-    await lanes.cancel();
+    if (!(await settlesWithin(lanes.cancel(), left(closeReserve)))) logger.warn('the broker did not confirm the cancel of the consumers in time; draining anyway');
     // Held messages not due yet go back with them, so another worker has them when due, not after the drain.
     const returned = (pipeline?.giveBackWaiting() ?? 0) + dueHold.giveBackAll();
     logger.info({ returned }, 'draining: callbacks that waited for a slot or their due time went back to their queues unattempted');
     // Moves of due messages (plugin mode) in progress finish within the drain too.
-    const done = Promise.allSettled([untilDrained(), dueMover?.close()]).then(() => true);
-    const finished = await Promise.race([done, sleep(consume.drainTimeoutMs).then(() => false)]);
+    const finished = await settlesWithin(Promise.allSettled([untilDrained(), dueMover?.close()]), left(closeReserve));
     if (!finished) logger.warn({ unfinished: inFlight }, 'drain timeout: unfinished deliveries return to the queue');
     // The last acks and give-backs reach the broker before the connection closes, or their messages would be delivered again.
-    await lanes.close();
-    await channel?.close().catch(() => {});
-    await manager?.close().catch(() => {});
-    await presence?.close();
-    await control?.close();
-    await agent?.close().catch(() => {});
-    await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
-    await (await tracing)?.shutdown().catch(() => {});
+    const closed = await settlesWithin(closeAll(), left());
+    if (!closed) logger.warn('the broker did not answer the closes before DRAIN_TIMEOUT; the connection is left to the process exit');
     logger.info('worker stopped');
+  }
+
+  /** Closes the broker side in the order the acks need (lanes, their last acks flushed, first) and, beside it, the local side. */
+  async function closeAll(): Promise<void> {
+    const broker = async (): Promise<void> => {
+      await lanes.close();
+      await channel?.close().catch(() => {});
+      await manager?.close().catch(() => {});
+      await presence?.close();
+      await control?.close();
+    };
+    const local = async (): Promise<void> => {
+      await agent?.close().catch(() => {});
+      await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
+      await (await tracing)?.shutdown().catch(() => {});
+    };
+    await Promise.all([broker(), local()]);
   }
 
   return {

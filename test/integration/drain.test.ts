@@ -1,8 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { laneBucket, laneOf } from '../../src/topology/topology-names.js';
 import { sleep } from '../support/modes.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
 import type { ReceivedRequest, Receiver } from '../support/receiver.js';
+import { startTcpProxy } from '../support/tcp-proxy.js';
 
 const open = openedInEachTest();
 
@@ -90,4 +91,32 @@ describe.each(['on', 'off'])('drain with ISOLATION=%s', (isolation) => {
     expect([...counts.entries()].filter(([, n]) => n > 1)).toEqual([]);
     expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
   });
+});
+
+it('a broker that stops answering does not hold the stop: stop() returns by DRAIN_TIMEOUT, and the attempt it cut short is delivered again once the broker answers', async () => {
+  const DRAIN_MS = 4_000;
+  const proxy = await startTcpProxy(inject('amqpUrl'));
+  try {
+    let holdMs = 30_000;
+    const receiver = await open.receiver(() => ({ status: 200, delayMs: holdMs }));
+    const relay = await open.relay({ DRAIN_TIMEOUT: `${DRAIN_MS}ms`, HTTP_TIMEOUT: '60s', SLOW_THRESHOLD: '60s' });
+    // Only the worker goes through the proxy; the fixture's own connections reach the broker directly.
+    const worker = await relay.startWorker({}, { amqpUrl: proxy.url });
+    const { id } = await relay.publisher.publish({ url: `${receiver.origin}/held`, body: 1 });
+    await receiver.waitFor((requests) => requests.length === 1, 20_000);
+    proxy.stall(true);
+    const started = Date.now();
+    await worker.stop();
+    const tookMs = Date.now() - started;
+    // A bound, not a speed: before, the cancel waited for an answer that never came, until the SIGKILL.
+    expect(tookMs).toBeLessThan(DRAIN_MS + 1_000);
+    // The broker answers again and the worker's connection goes: the unsettled callback is back, and another worker delivers it.
+    proxy.stall(false);
+    proxy.cut();
+    holdMs = 0;
+    await relay.startWorker();
+    await receiver.waitFor((requests) => requests.filter((r) => r.headers['webhook-id'] === id).length === 2, 30_000);
+  } finally {
+    await proxy.close();
+  }
 });

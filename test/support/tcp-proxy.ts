@@ -10,6 +10,8 @@ export interface TcpProxy {
   refuse(refusing: boolean): void;
   /** Cuts the first connection, open or new, whose client has sent more than `bytes` (a broker that goes away mid-conversation); once. */
   cutOnceAfter(bytes: number): void;
+  /** While true, nothing passes either way on any connection (a broker that stops answering, sockets open); held bytes flow on after. */
+  stall(stalling: boolean): void;
   close(): Promise<void>;
 }
 
@@ -22,7 +24,9 @@ export async function startTcpProxy(brokerUrl: string): Promise<TcpProxy> {
     socket.on('error', () => {});
   };
   let refusing = false;
+  let stalled = false;
   let cutAfter: number | undefined;
+  const pairs = new Set<[Socket, Socket]>();
   const server = createServer((client) => {
     if (refusing) return void client.destroy();
     const upstream = createConnection({ host: target.hostname, port: Number(target.port || 5672) });
@@ -38,8 +42,11 @@ export async function startTcpProxy(brokerUrl: string): Promise<TcpProxy> {
     });
     client.pipe(upstream);
     upstream.pipe(client);
-    client.on('close', () => upstream.destroy());
-    upstream.on('close', () => client.destroy());
+    const pair: [Socket, Socket] = [client, upstream];
+    pairs.add(pair);
+    if (stalled) for (const socket of pair) socket.pause();
+    client.on('close', () => (upstream.destroy(), pairs.delete(pair)));
+    upstream.on('close', () => (client.destroy(), pairs.delete(pair)));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
@@ -58,6 +65,11 @@ export async function startTcpProxy(brokerUrl: string): Promise<TcpProxy> {
     },
     cutOnceAfter: (bytes) => {
       cutAfter = bytes;
+    },
+    stall: (value) => {
+      stalled = value;
+      // A paused socket reads nothing more, so neither side's bytes reach the other.
+      for (const pair of pairs) for (const socket of pair) (value ? socket.pause() : socket.resume());
     },
     close: async () => {
       cut();
