@@ -85,12 +85,13 @@ export interface PipelineObserver {
   inFlight(delta: 1 | -1): void;
   /**
    * A callback moved unattempted, its attempt unchanged: deferred while its target's circuit is open,
-   * or moved to the overflow queue while its target is busy.
+   * moved to the overflow queue while its target is busy, or stored in the delay path while its limit
+   * holds it back for long (`limited`).
    */
   moved(kind: MoveKind): void;
 }
 
-export type MoveKind = 'deferred' | 'overflow';
+export type MoveKind = 'deferred' | 'overflow' | 'limited';
 
 /** Fans every report out to several observers. */
 export function observeAll(observers: PipelineObserver[]): PipelineObserver {

@@ -78,6 +78,14 @@ const BUCKET_CACHE = 10_000;
 
 /** How often the worker looks for busy targets whose excess should leave their lanes. */
 const SWEEP_EVERY_MS = 50;
+/**
+ * The longest a callback may wait unacked in the worker for its target's limit: longer, and it is stored
+ * in the delay path until its turn. Far below any broker's consumer timeout (30 min by default), so a
+ * limit never has a channel closed for it (https://www.rabbitmq.com/docs/consumers#acknowledgement-timeout).
+ */
+export const LIMIT_HOLD_MS = 10_000;
+/** A callback stored for its limit comes back after this long at most, and is looked at again. */
+const LIMIT_DEFER_MAX_MS = 3_600_000;
 
 /** The share of the time since its last call that this process's event loop was busy (0–1). */
 function loopUtilisation(): () => number {
@@ -170,6 +178,7 @@ export function createPipeline(context: PipelineContext) {
   const { laneExcess } = context;
   if (laneExcess) scheduler.watchWindows?.({ of: (job) => job.lane, excess: (lane) => Math.max(0, laneExcess(lane as Lane) - (moving.get(lane as Lane) ?? 0)) });
   const sweeper = setInterval(() => {
+    for (const { item, delayMs } of scheduler.outwaiting?.(clock(), LIMIT_HOLD_MS, LIMIT_DEFER_MAX_MS) ?? []) void deferForLimit(item, delayMs);
     for (const job of scheduler.sweep(clock(), loopBusy())) void overflow(job);
   }, SWEEP_EVERY_MS);
   sweeper.unref();
@@ -288,6 +297,24 @@ export function createPipeline(context: PipelineContext) {
     if (!moved) return offer(job, 'overflow');
     observer.moved('overflow');
     job.finish();
+  }
+
+  /**
+   * A callback its target's limit holds back for longer than LIMIT_HOLD_MS leaves the worker through the
+   * delay path, its attempt unchanged, and comes back about when its turn would have come; acked once the
+   * copy is confirmed. One that cannot be stored waits here after all.
+   */
+  async function deferForLimit(job: Job, delayMs: number): Promise<void> {
+    if (givenBack) return giveBack(job);
+    try {
+      if (await settle({ kind: 'move', delayMs, headers: {} }, { id: job.delivery.id }, moveContext(job))) {
+        observer.moved('limited');
+        return job.finish();
+      }
+    } catch (error) {
+      return job.finish(error);
+    }
+    offer(job, sourceOf(job));
   }
 
   /** Settle's context for a move of `job`: a late confirm is logged like any copy's. */

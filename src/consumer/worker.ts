@@ -111,6 +111,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       // slot must not be attempted, nor held ones released or given back (another worker may have them already).
       dueHold.channelClosed(ch);
       pipeline?.channelClosed(ch);
+      if (!stopping) metrics.laneChannelClosed();
     },
     stopping: () => stopping,
     redeclare: () => redeclare?.() ?? Promise.resolve(),

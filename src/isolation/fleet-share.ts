@@ -29,16 +29,21 @@ export const defaultBurst = (rate: number): number => Math.max(1, Math.ceil(rate
 
 /**
  * A worker's share of a fleet-wide limit: `rate × factor ÷ size` (factor: the adaptive back-off,
- * 1 = none) in a bucket of `burst ÷ size` (at least 1); the concurrency split in whole requests,
+ * 1 = none) in a bucket of `burst ÷ size` (at least 1), divided by the workers holding a concurrency
+ * slot this turn instead when they are fewer (the others start nothing this turn); the concurrency split in whole requests,
  * the remainder to the lowest ranks. With fewer requests at once than workers, a worker's share is 1
  * or 0, and the ranks that hold one rotate every ROTATE_MS (`nowMs`), so no worker's callbacks wait
  * for ever. Pure.
  */
 export function workerShare(limit: TargetLimit, fleet: Fleet, factor: number, nowMs: number): WorkerShare {
   const size = Math.max(1, fleet.size);
-  const rate = limit.rate === undefined ? undefined : (limit.rate * factor) / size;
-  const burst = limit.rate === undefined ? 1 : Math.max(1, (limit.burst ?? defaultBurst(limit.rate)) / size);
-  return { rate, burst, concurrency: limit.concurrency === undefined ? undefined : concurrencyShare(limit.concurrency, { size, rank: fleet.rank }, nowMs) };
+  const concurrency = limit.concurrency === undefined ? undefined : concurrencyShare(limit.concurrency, { size, rank: fleet.rank }, nowMs);
+  // With fewer requests at once than workers, only those holding one this turn can use the rate: it is
+  // theirs to split, or the fleet would send (concurrency ÷ size) of it.
+  const sharing = concurrency === undefined ? size : Math.min(size, Math.max(1, limit.concurrency ?? size));
+  const rate = limit.rate === undefined ? undefined : (limit.rate * factor) / sharing;
+  const burst = limit.rate === undefined ? 1 : Math.max(1, (limit.burst ?? defaultBurst(limit.rate)) / sharing);
+  return { rate, burst, concurrency };
 }
 
 /** `total` requests at once split over the fleet in whole requests: the remainder to the lowest ranks (rotating when some get none). */

@@ -68,6 +68,8 @@ export interface Scheduler<T> {
   offerOwed(target: string, item: T, source: Source, nowMs: number, wait: Pick<CircuitWait, 'owed' | 'forced' | 'mayBorrow'>, attempt?: number): 'queued' | 'circuit-open';
   /** `nowMs`: for limits; without it, the latest time the scheduler was given. */
   next(nowMs?: number): Next<T> | undefined;
+  /** Waiting attempts held back by their limit for more than `boundMs`, with how long (absent when isolation is off: no limits). */
+  outwaiting?(nowMs: number, boundMs: number, maxDelayMs: number): Array<{ item: T; delayMs: number }>;
   /** How long until a target held back by its limit may start again (undefined: none is waiting on time). */
   wakeInMs?(nowMs: number): number | undefined;
   /**

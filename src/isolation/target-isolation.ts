@@ -192,6 +192,37 @@ export class TargetIsolation<T> implements Scheduler<T> {
     return soonest;
   }
 
+  /**
+   * Waiting attempts whose limit (its rate, or a receiver's pause) keeps them from starting for more than
+   * `boundMs`, taken out with that wait (capped at `maxDelayMs`): the consumer stores each in the delay
+   * path for that long, so no message waits unacked long enough to meet the broker's consumer timeout
+   * (https://www.rabbitmq.com/docs/consumers#acknowledgement-timeout). The oldest stay.
+   */
+  outwaiting(nowMs: number, boundMs: number, maxDelayMs: number): Array<{ item: T; delayMs: number }> {
+    const out: Array<{ item: T; delayMs: number }> = [];
+    for (const target of [...this.share.waitingTargets()]) {
+      if (!this.limits.governs(target)) continue;
+      const inFlight = this.share.inFlight(target);
+      const waiting = this.share.waiting(target);
+      const last = this.limits.msUntilNth(target, inFlight, waiting - 1, nowMs);
+      if (last === undefined || last <= boundMs) continue;
+      // Positions from the newest down: the n-th of `waiting` starts in msUntilNth(n).
+      let position = waiting;
+      const taken = this.share.takeWaiting(
+        target,
+        (w) => {
+          position -= 1;
+          return w.kind === 'attempt' && (this.limits.msUntilNth(target, inFlight, position, nowMs) ?? 0) > boundMs;
+        },
+        true,
+      );
+      position = waiting - taken.length;
+      for (const w of taken) out.push({ item: w.item, delayMs: Math.min(maxDelayMs, this.limits.msUntilNth(target, inFlight, position++, nowMs) ?? boundMs) });
+      this.gate(target, nowMs);
+    }
+    return out;
+  }
+
   /** An operator's limit for `target` (undefined: cleared), from P.control or TARGET_LIMITS_FILE. */
   setLimit(target: string, limit: TargetLimit | undefined, nowMs: number): void {
     this.limits.set(target, limit, nowMs);

@@ -114,6 +114,19 @@ export class TargetLimits {
     return gate.bucket?.msUntilToken(nowMs) ?? 0;
   }
 
+  /**
+   * How long until the `n`-th request waiting for `target` (0: the next) may start, as its rate and
+   * pause tell (undefined: no rate governs it, only attempts ending open it). A request's wait is what
+   * decides whether its message may stay unacked in the worker (`TargetIsolation.outwaiting`).
+   */
+  msUntilNth(target: string, inFlight: number, n: number, nowMs: number): number | undefined {
+    const gate = this.gates.get(target);
+    const rate = gate?.share?.rate;
+    if (!gate || rate === undefined || rate <= 0) return gate && gate.pausedUntil > nowMs ? gate.pausedUntil - nowMs : undefined;
+    const first = this.msUntilOpen(target, inFlight, nowMs) ?? 0;
+    return first + Math.ceil((n * 1_000) / rate);
+  }
+
   /** A request to `target` started: it takes a token. */
   started(target: string, nowMs: number): void {
     this.gates.get(target)?.bucket?.take(nowMs);

@@ -20,7 +20,7 @@ export interface HealthSource {
  * fixed sets (lane, result, reason), never by callback id or URL; targets appear only while
  * degraded and at most MAX_TARGET_LABELS at a time.
  */
-export function createRelayMetrics(health: () => HealthSource | undefined): { registry: Registry; observer: PipelineObserver; consumerCancelled: () => void } {
+export function createRelayMetrics(health: () => HealthSource | undefined): { registry: Registry; observer: PipelineObserver; consumerCancelled: () => void; laneChannelClosed: () => void } {
   const registry = createRegistry();
   const attempts = new Counter({ name: 'callback_relay_attempts_total', help: 'Attempts by lane (work lane index, or slow) and result: success, retryable or terminal.', labelNames: ['lane', 'result'], registers: [registry] });
   const outcomes = new Counter({
@@ -30,6 +30,11 @@ export function createRelayMetrics(health: () => HealthSource | undefined): { re
     registers: [registry],
   });
   const cancelled = new Counter({ name: 'callback_relay_consumer_cancelled_total', help: 'Consumers the broker cancelled (the worker reconnects to consume again).', registers: [registry] });
+  const laneClosed = new Counter({
+    name: 'callback_relay_lane_channels_closed_total',
+    help: 'Lane channels closed other than by the worker\'s stop (a channel error such as a consumer timeout, or the connection lost); their unacked messages went back to their queues.',
+    registers: [registry],
+  });
   const duration = new Histogram({
     name: 'callback_relay_attempt_duration_seconds',
     help: 'Duration of HTTP attempts.',
@@ -62,7 +67,7 @@ export function createRelayMetrics(health: () => HealthSource | undefined): { re
   });
   const moves = new Counter({
     name: 'callback_relay_moves_total',
-    help: 'Callbacks moved unattempted, their attempt unchanged: deferred (circuit open) or overflow (a busy target\'s excess, to P.slow).',
+    help: 'Callbacks moved unattempted, their attempt unchanged: deferred (circuit open), overflow (a busy target\'s excess, to P.slow) or limited (its limit holds it back for long: stored in the delay path).',
     labelNames: ['kind'],
     registers: [registry],
   });
@@ -111,7 +116,7 @@ export function createRelayMetrics(health: () => HealthSource | undefined): { re
     },
     moved: (kind) => moves.inc({ kind }),
   };
-  return { registry, observer, consumerCancelled: () => cancelled.inc() };
+  return { registry, observer, consumerCancelled: () => cancelled.inc(), laneChannelClosed: () => laneClosed.inc() };
 }
 
 /**

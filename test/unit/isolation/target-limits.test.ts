@@ -41,6 +41,15 @@ describe('fleet share: each worker enforces its part of a fleet-wide limit', () 
     expect(shares).toEqual([2, 2, 1]);
   });
 
+  it('with fewer requests at once than workers, the rate is split over the workers holding a slot this turn: the fleet sends all of it', () => {
+    const shares = [0, 1, 2, 3].map((rank) => workerShare({ rate: 20, concurrency: 3 }, { size: 4, rank }, 1, 0));
+    expect(shares.map((share) => share.concurrency)).toEqual([1, 1, 1, 0]);
+    const sending = shares.filter((share) => (share.concurrency ?? 0) > 0);
+    expect(sending.reduce((sum, share) => sum + (share.rate ?? 0), 0)).toBeCloseTo(20);
+    // As many requests at once as workers or more: the even split, as before.
+    expect(workerShare({ rate: 20, concurrency: 8 }, { size: 4, rank: 0 }, 1, 0).rate).toBe(5);
+  });
+
   it('with fewer requests at once than workers, the slots rotate so every worker gets turns, never more than the limit at a time', () => {
     const at = (nowMs: number): number[] => [0, 1, 2, 3].map((rank) => concurrencyShare(2, { size: 4, rank }, nowMs));
     expect(at(0)).toEqual([1, 1, 0, 0]);
@@ -179,6 +188,38 @@ describe('TargetIsolation with a limit: a limited target gets no slot until its 
     expect([...drain(iso, 1_000)]).toEqual([]);
     expect(iso.wakeInMs(1_000)).toBe(1_010);
     expect([...drain(iso, 2_010)]).toEqual(['l1', 'l2']);
+  });
+});
+
+describe('TargetIsolation: a callback its limit holds back for long leaves the worker (outwaiting)', () => {
+  it('the waiting attempts that would start more than the bound from now are taken out, newest, each with its wait', () => {
+    const iso = new TargetIsolation<string>(POLICY);
+    iso.setLimit(T, { rate: 1, burst: 1 }, 0);
+    for (let i = 0; i < 40; i++) iso.offer(T, `l${i}`, 'overflow', 0);
+    expect([...drain(iso, 0)]).toEqual(['l0']);
+    // One a second: l1 starts in 1 s, l20 in 20 s, l21 in 21 s.
+    const out = iso.outwaiting(0, 20_000, 3_600_000);
+    expect(out.map(({ item }) => item)).toEqual(Array.from({ length: 19 }, (_, i) => `l${21 + i}`));
+    expect(out.map(({ delayMs }) => delayMs)).toEqual(Array.from({ length: 19 }, (_, i) => (21 + i) * 1_000));
+    expect(iso.waiting(T)).toBe(20);
+    expect(iso.outwaiting(0, 20_000, 3_600_000)).toEqual([]);
+  });
+
+  it('caps each wait, leaves unlimited and short waits alone, and takes a receiver\'s long pause out too', () => {
+    const iso = new TargetIsolation<string>(POLICY);
+    iso.setLimit(T, { rate: 0.001, burst: 1 }, 0);
+    for (let i = 0; i < 3; i++) iso.offer(T, `l${i}`, 'overflow', 0);
+    iso.offer('https://free.example', 'f0', 'overflow', 0);
+    [...drain(iso, 0)];
+    expect(iso.outwaiting(0, 20_000, 60_000)).toEqual([{ item: 'l2', delayMs: 60_000 }, { item: 'l1', delayMs: 60_000 }].reverse());
+    const paused = new TargetIsolation<string>(POLICY);
+    for (let i = 0; i < 3; i++) paused.offer(T, `p${i}`, 'overflow', 0);
+    [...drain(paused, 0, 1)];
+    paused.complete(T, 'attempt', { status: 429, retryAfter: '50', durationMs: 5 }, 10);
+    expect(paused.outwaiting(1_000, 20_000, 3_600_000).map(({ item, delayMs }) => [item, delayMs])).toEqual([
+      ['p1', 49_010],
+      ['p2', 49_010],
+    ]);
   });
 });
 
