@@ -10,12 +10,17 @@ import { benchPublisher, publishAll } from '../publish.js';
 import { freePort, withScope, type Scope } from '../scope.js';
 import { fmt, percentile } from '../stats.js';
 
-const RATE = 50;
-const CONCURRENCY = 5;
+/** The limits measured: the usual one, and a concurrency below the largest fleet's size (the rate then goes to the workers holding a slot). */
+const SHAPES: ReadonlyArray<{ rate: number; concurrency: number; workers: number[] }> = [
+  { rate: 50, concurrency: 5, workers: [1, 2, 4] },
+  { rate: 20, concurrency: 3, workers: [4] },
+];
 const QUIET_TARGETS = 40;
 
 interface Step {
   workers: number;
+  rate: number;
+  concurrency: number;
   backlog: number;
   /** Deliveries to the limited target per 1 s window, once its backlog is steady. */
   windows: number[];
@@ -70,11 +75,11 @@ async function receiver(scope: Scope, delayMs: number, onRequest: (body: string,
 }
 
 /**
- * One step: `workers` relay processes with TARGET_LIMITS_FILE limiting one target to RATE/s and
- * CONCURRENCY at once; `backlog` callbacks to it are published at once, then, once they are queued,
+ * One step: `workers` relay processes with TARGET_LIMITS_FILE limiting one target to `rate`/s and
+ * `concurrency` at once; `backlog` callbacks to it are published at once, then, once they are queued,
  * QUIET_TARGETS other targets get one callback each every 500 ms for `measureS` seconds.
  */
-async function limitsStep(ctx: BenchContext, workers: number, backlog: number, measureS: number): Promise<Step> {
+async function limitsStep(ctx: BenchContext, { rate, concurrency }: { rate: number; concurrency: number }, workers: number, backlog: number, measureS: number): Promise<Step> {
   return withScope(ctx.url, async (scope) => {
     const prefix = scope.prefix('limits');
     const limitedAt: number[] = [];
@@ -95,7 +100,7 @@ async function limitsStep(ctx: BenchContext, workers: number, backlog: number, m
       ),
     );
     const file = join(mkdtempSync(join(tmpdir(), 'bench-limits-')), 'limits.json');
-    writeFileSync(file, JSON.stringify({ [limited.origin]: { rate: `${RATE}/s`, concurrency: CONCURRENCY } }));
+    writeFileSync(file, JSON.stringify({ [limited.origin]: { rate: `${rate}/s`, concurrency } }));
     const ports: number[] = [];
     const children: BenchChild[] = [];
     for (let i = 0; i < workers; i += 1) {
@@ -138,6 +143,8 @@ async function limitsStep(ctx: BenchContext, workers: number, backlog: number, m
     const overflowMoves = (await Promise.all(ports.map((port) => scrapeMetric(port, 'callback_relay_moves_total', { kind: 'overflow' })))).reduce((a, b) => a + b, 0);
     return {
       workers,
+      rate,
+      concurrency,
       backlog,
       windows,
       p50: percentile(windows, 50),
@@ -182,8 +189,8 @@ async function watchLanes(url: string, prefix: string): Promise<number | undefin
 }
 
 /**
- * A target limited to RATE/s and CONCURRENCY at once with a deep backlog, and QUIET_TARGETS quiet
- * targets, with 1 and 4 workers: the rate the receiver sees (1 s windows), the most requests it had at
+ * A target limited in rate and concurrency (SHAPES) with a deep backlog, and QUIET_TARGETS quiet
+ * targets, with 1, 2 and 4 workers: the rate the receiver sees (1 s windows), the most requests it had at
  * once, how long the quiet targets' callbacks waited, and what waiting for the limit cost.
  */
 export const limits: Scenario = {
@@ -192,19 +199,23 @@ export const limits: Scenario = {
     const backlog = ctx.quick ? 2_000 : 5_000;
     const measureS = ctx.quick ? 10 : 20;
     const steps: Step[] = [];
-    for (const workers of [1, 4]) {
-      const step = await limitsStep(ctx, workers, backlog, measureS);
-      ctx.log(`limits: ${workers} worker(s): p50 ${step.p50}/s, max ${step.max}/s, ${step.maxConcurrent} at once, quiet max wait ${step.quietMaxWaitMs} ms`);
-      steps.push(step);
+    for (const shape of SHAPES) {
+      for (const workers of shape.workers) {
+        const step = await limitsStep(ctx, shape, workers, backlog, measureS);
+        ctx.log(`limits: ${shape.rate}/s, ${shape.concurrency} at once, ${workers} worker(s): p50 ${step.p50}/s, max ${step.max}/s, ${step.maxConcurrent} at once, quiet max wait ${step.quietMaxWaitMs} ms`);
+        steps.push(step);
+      }
     }
     return {
       tables: [
         {
-          title: `Limits: one target limited to ${RATE}/s and ${CONCURRENCY} at once (TARGET_LIMITS_FILE) with ${backlog} queued, ${QUIET_TARGETS} quiet targets (one callback each per 500 ms), ${measureS} s measured, workers as processes`,
-          headers: ['workers', 'limited /s p50', 'max', 'mean', 'max at once', 'backlog out of the lanes after s', 'quiet delivered', 'quiet max wait ms', 'quiet p99 ms', 'quiet max wait once out ms', 'attempts spent waiting', 'P.dead', 'moved to P.slow'],
+          title: `Limits: one target limited (TARGET_LIMITS_FILE) with ${backlog} queued, ${QUIET_TARGETS} quiet targets (one callback each per 500 ms), ${measureS} s measured, workers as processes`,
+          headers: ['limit', 'workers', 'limited /s p50', 'p50 ÷ rate', 'max', 'mean', 'max at once', 'backlog out of the lanes after s', 'quiet delivered', 'quiet max wait ms', 'quiet p99 ms', 'quiet max wait once out ms', 'attempts spent waiting', 'P.dead', 'moved to P.slow'],
           rows: steps.map((s) => [
+            `${s.rate}/s, ${s.concurrency} at once`,
             String(s.workers),
             fmt(s.p50),
+            fmt(s.p50 / s.rate, 2),
             fmt(s.max),
             fmt(s.mean, 1),
             String(s.maxConcurrent),
@@ -219,12 +230,12 @@ export const limits: Scenario = {
           ]),
         },
       ],
-      data: { rate: RATE, concurrency: CONCURRENCY, quietTargets: QUIET_TARGETS, backlog, measureS, steps },
+      data: { shapes: SHAPES, quietTargets: QUIET_TARGETS, backlog, measureS, steps },
       notes: [
         'Rates are counted at the limited receiver in 1 s windows, from 1 s after the backlog had left the lanes (steady) for the measured time. "Attempts spent waiting" counts requests that were not a callback\'s first attempt (every answer is 200, so any would be a wasted attempt).',
         'The limited receiver answers after 10 ms, the quiet ones after 5 ms. Quiet wait: publish → request at the receiver; "once out": quiet callbacks published after the lanes held fewer than 50 messages (the limited backlog moved to P.slow).',
       ],
-      charts: [{ title: 'limited target rate (p50 of 1 s windows)', unit: '/s', target: RATE, bars: steps.map((s) => ({ label: `${s.workers} worker(s)`, value: s.p50 })) }],
+      charts: [{ title: 'limited target rate ÷ its limit (p50 of 1 s windows)', unit: '×', target: 1, bars: steps.map((s) => ({ label: `${s.rate}/s ${s.concurrency} at once, ${s.workers} worker(s)`, value: s.p50 / s.rate })) }],
     };
   },
 };

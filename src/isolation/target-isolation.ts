@@ -194,9 +194,11 @@ export class TargetIsolation<T> implements Scheduler<T> {
 
   /**
    * Waiting attempts whose limit (its rate, or a receiver's pause) keeps them from starting for more than
-   * `boundMs`, taken out with that wait (capped at `maxDelayMs`): the consumer stores each in the delay
-   * path for that long, so no message waits unacked long enough to meet the broker's consumer timeout
-   * (https://www.rabbitmq.com/docs/consumers#acknowledgement-timeout). The oldest stay.
+   * `boundMs`, taken out with that wait less half the bound (capped at `maxDelayMs`): the consumer stores
+   * each in the delay path for that long, so no message waits unacked long enough to meet the broker's
+   * consumer timeout (https://www.rabbitmq.com/docs/consumers#acknowledgement-timeout), and each is back
+   * in a worker a while before its turn, so the limit's rate is kept up. The oldest stay, and so do those
+   * from a lane: they move to the overflow queue instead.
    */
   outwaiting(nowMs: number, boundMs: number, maxDelayMs: number): Array<{ item: T; delayMs: number }> {
     const out: Array<{ item: T; delayMs: number }> = [];
@@ -208,16 +210,19 @@ export class TargetIsolation<T> implements Scheduler<T> {
       if (last === undefined || last <= boundMs) continue;
       // Positions from the newest down: the n-th of `waiting` starts in msUntilNth(n).
       let position = waiting;
+      const positions = new Map<Waiting<T>, number>();
       const taken = this.share.takeWaiting(
         target,
         (w) => {
           position -= 1;
-          return w.kind === 'attempt' && (this.limits.msUntilNth(target, inFlight, position, nowMs) ?? 0) > boundMs;
+          positions.set(w, position);
+          // From a lane it moves to the overflow queue (`sweep`), where it waits in the broker for free.
+          return w.kind === 'attempt' && w.source === 'overflow' && (this.limits.msUntilNth(target, inFlight, position, nowMs) ?? 0) > boundMs;
         },
         true,
       );
-      position = waiting - taken.length;
-      for (const w of taken) out.push({ item: w.item, delayMs: Math.min(maxDelayMs, this.limits.msUntilNth(target, inFlight, position++, nowMs) ?? boundMs) });
+      const estimate = (item: Waiting<T>): number => this.limits.msUntilNth(target, inFlight, positions.get(item) ?? 0, nowMs) ?? boundMs;
+      for (const w of taken) out.push({ item: w.item, delayMs: Math.min(maxDelayMs, estimate(w) - boundMs / 2) });
       this.gate(target, nowMs);
     }
     return out;

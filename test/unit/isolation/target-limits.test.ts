@@ -197,11 +197,18 @@ describe('TargetIsolation: a callback its limit holds back for long leaves the w
     iso.setLimit(T, { rate: 1, burst: 1 }, 0);
     for (let i = 0; i < 40; i++) iso.offer(T, `l${i}`, 'overflow', 0);
     expect([...drain(iso, 0)]).toEqual(['l0']);
-    // One a second: l1 starts in 1 s, l20 in 20 s, l21 in 21 s.
+    // One a second: l1 starts in 1 s, l20 in 20 s, l21 in 21 s; each is back half the bound before its turn.
     const out = iso.outwaiting(0, 20_000, 3_600_000);
     expect(out.map(({ item }) => item)).toEqual(Array.from({ length: 19 }, (_, i) => `l${21 + i}`));
-    expect(out.map(({ delayMs }) => delayMs)).toEqual(Array.from({ length: 19 }, (_, i) => (21 + i) * 1_000));
+    expect(out.map(({ delayMs }) => delayMs)).toEqual(Array.from({ length: 19 }, (_, i) => (21 + i) * 1_000 - 10_000));
     expect(iso.waiting(T)).toBe(20);
+    expect(iso.outwaiting(0, 20_000, 3_600_000)).toEqual([]);
+  });
+
+  it('leaves those from a lane: they move to the overflow queue and wait in the broker', () => {
+    const iso = new TargetIsolation<string>(POLICY);
+    iso.setLimit(T, { rate: 1, burst: 1 }, 0);
+    for (let i = 0; i < 40; i++) iso.offer(T, `l${i}`, 'lane', 0);
     expect(iso.outwaiting(0, 20_000, 3_600_000)).toEqual([]);
   });
 
@@ -217,8 +224,8 @@ describe('TargetIsolation: a callback its limit holds back for long leaves the w
     [...drain(paused, 0, 1)];
     paused.complete(T, 'attempt', { status: 429, retryAfter: '50', durationMs: 5 }, 10);
     expect(paused.outwaiting(1_000, 20_000, 3_600_000).map(({ item, delayMs }) => [item, delayMs])).toEqual([
-      ['p1', 49_010],
-      ['p2', 49_010],
+      ['p1', 39_010],
+      ['p2', 39_010],
     ]);
   });
 });
