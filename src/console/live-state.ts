@@ -7,12 +7,15 @@ import type { Logger } from '../logger.js';
 import type { TopologyNames } from '../topology/topology-names.js';
 import { ControlView } from './control-view.js';
 import { EventWindow } from './event-window.js';
+import { EndedSessions, parseSessionEnd } from './session-ends.js';
 import { followStream, type StreamFollower } from './stream-follower.js';
 
 /** What one console replica holds in memory: the window of P.history and the state of P.control. */
 export interface LiveState {
   events: EventWindow;
   control: ControlView;
+  /** Console sessions a logout ended, on any replica (their markers on P.control). */
+  sessions: EndedSessions;
   /** P.history was not found (the workers run with HISTORY=off): the overview and targets say so. */
   readonly historyMissing: boolean;
   /** The read of P.history has reached the present: until then the counts are still growing. */
@@ -30,6 +33,7 @@ export function startLiveState(config: Pick<RelayConfig, 'amqpUrl' | 'consoleWin
   const limits = { windowMs: config.consoleWindow, maxTargets: config.consoleMaxTargets };
   const events = new EventWindow(limits, clock);
   const control = new ControlView(limits, clock, CONTROL_MAX_AGE_MS);
+  const sessions = new EndedSessions(clock);
   const urls = amqpUrls(config.amqpUrl);
   const history: StreamFollower = followStream({
     urls,
@@ -48,7 +52,9 @@ export function startLiveState(config: Pick<RelayConfig, 'amqpUrl' | 'consoleWin
     start: () => 'first',
     onMessage: (content) => {
       const marker = parseMarker(content);
-      if (marker) control.apply(marker);
+      if (marker) return control.apply(marker);
+      const ended = parseSessionEnd(content);
+      if (ended) sessions.apply(ended);
     },
     // Markers are state: a stream declared anew is read again from its start into what is known.
     onRestart: () => {},
@@ -57,6 +63,7 @@ export function startLiveState(config: Pick<RelayConfig, 'amqpUrl' | 'consoleWin
   return {
     events,
     control,
+    sessions,
     get historyMissing() {
       return history.missing;
     },

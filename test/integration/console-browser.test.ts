@@ -58,7 +58,7 @@ describe.skipIf(chromium === undefined)('console in a browser', () => {
     await relay.waitForDead(5);
     await good.waitFor((requests) => requests.length === 12);
     const sink = new Writable({ write: (chunk: Buffer, _encoding, done) => void (logLines.push(JSON.parse(chunk.toString()) as Record<string, unknown>), done()) });
-    consoleApp = await startConsole(relay.config, pino({ level: 'info' }, sink), 0);
+    consoleApp = await startConsole(relay.config, pino({ level: "info" }, sink), { port: 0 });
     const puppeteer = (await import('puppeteer-core')).default;
     browser = await puppeteer.launch({ executablePath: chromium, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] });
     page = await browser.newPage();
@@ -135,7 +135,7 @@ describe.skipIf(chromium === undefined)('console in a browser', () => {
     expect(await text(`tr[data-origin="${good.origin}"] .badge`)).toBe('paused');
     expect(logLines.some((line) => line.action === 'pause' && line.by === 'alice' && line.origin === good.origin)).toBe(true);
     // A second replica knows it from P.control alone: the console keeps no state of its own.
-    const replica = await startConsole(relay.config, pino({ level: 'silent' }), 0);
+    const replica = await startConsole(relay.config, pino({ level: "silent" }), { port: 0 });
     try {
       const badge = async (): Promise<string | undefined> => {
         const body = await (await fetch(`${replica.origin}/targets`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
