@@ -69,7 +69,9 @@ export async function startConsole(config: RelayConfig, logger: Logger, options:
   const host = address.includes(':') ? `[${address}]` : address;
   // Reachable where it says: a wildcard address answers on loopback too.
   const local = address === '0.0.0.0' ? '127.0.0.1' : address === '::' ? '[::1]' : host;
+  // Logged before the streams are read, so it is the first line whatever they log.
   logger.info({ host: address, port: bound, url: `http://${host}:${bound}`, operators: tokens.map((t) => t.name), windowMs: config.consoleWindow }, `console listening on http://${host}:${bound}`);
+  live.follow();
   return {
     origin: `http://${local}:${bound}`,
     host: address,
