@@ -12,13 +12,15 @@ import { EventWindow } from '../../../src/console/event-window.js';
 import { registerPages } from '../../../src/console/page-routes.js';
 import { startConsole } from '../../../src/console/start-console.js';
 import { loadConfig } from '../../../src/config/load-config.js';
+import type { PeekedDead } from '../../../src/dlq/list-dead.js';
+import type { DlqEntry } from '../../../src/dlq/dlq-entry.js';
 import { topologyNames } from '../../../src/topology/topology-names.js';
 
 const TOKEN = 'alice-Tk7-q9Zr2mX4vB8nW3pL6sD1';
 const T0 = Date.parse('2026-01-31T12:00:00Z');
 
 /** The app with its routes, the broker replaced by recorded calls: what the hooks let through. */
-function consoleUnderTest() {
+function consoleUnderTest(peeked: PeekedDead[] = []) {
   const config = loadConfig({ CONSOLE_TOKENS: `alice:${TOKEN}` });
   const clock = (): number => T0;
   const limits = { windowMs: 3_600_000, maxTargets: 10 };
@@ -36,7 +38,7 @@ function consoleUnderTest() {
       calls.push(`end session of ${by}`);
       sessions.apply(sessionEndMarker(id, expires, T0));
     },
-    peek: async () => ({ total: 0, messages: [] }),
+    peek: async () => ({ total: peeked.length + 5, messages: peeked }),
   };
   const throttle = new LoginThrottle({ perClient: 3, global: 5, windowMs: 60_000, maxClients: 100 }, clock);
   const logged: Array<Record<string, unknown>> = [];
@@ -178,5 +180,25 @@ describe('console server', () => {
     expect((await post('/dead-letters/purge', [['id', 'a'], ['id', 'a'], ['count', '2']])).headers.location).toBe('/dead-letters?done=purged&n=2');
     expect((await post('/dead-letters/purge', [['id', 'a']])).statusCode).toBe(400);
     expect(calls).toEqual(['replay a b canceled=false by alice', 'replay c canceled=true by alice', 'replay d canceled=true by alice', 'purge a a by alice']);
+  });
+
+  it('the dead-letters and purge pages post exactly the ids they show, with their count; canceled ones need a tick', async () => {
+    const entry = (id: string | null, reason: string): PeekedDead => {
+      const e: DlqEntry = { id, url: 'https://a.example/x', reason, attempts: 1, lastStatus: 500, lastError: null, since: null, ageSeconds: null };
+      return { entry: e, content: Buffer.from('{}'), headers: {} };
+    };
+    const { app } = consoleUnderTest([entry('cb-1', 'exhausted'), entry('cb-2', 'canceled'), entry(null, 'invalid')]);
+    const headers = { authorization: `Bearer ${TOKEN}` };
+    const page = (await app.inject({ method: 'GET', url: '/dead-letters', headers })).body;
+    const all = /<form[^>]*class="inline replay-all"[^]*?<\/form>/.exec(page)?.[0] ?? '';
+    expect(all).toContain('name="count" value="2"');
+    expect(all.match(/name="id" value="[^"]+"/g)).toEqual(['name="id" value="cb-1"', 'name="id" value="cb-2"']);
+    expect(all).toContain('name="canceled" value="1"> include the 1 canceled');
+    expect(all).toContain('Replay all 2 shown');
+    const purge = (await app.inject({ method: 'GET', url: '/dead-letters/purge', headers })).body;
+    expect(purge).toContain('<strong id="purge-count">2</strong>');
+    expect(purge).toContain('the other 5 not looked at');
+    expect(purge).toContain('the 1 without a callback id');
+    expect(purge.match(/name="id" value="[^"]+"/g)).toEqual(['name="id" value="cb-1"', 'name="id" value="cb-2"']);
   });
 });
