@@ -125,7 +125,7 @@ wait_for 60 "the callback to /gone/smoke-1 (404) is in callback-relay.dead" one_
 say "dead-lettered: /gone/smoke-1"
 # The console's dead-letters page, asked inside its container with the compose file's token.
 console_lists_dead() {
-  dc exec -T console node -e "fetch('http://127.0.0.1:8081/dead-letters', { headers: { authorization: 'Bearer local-console-token-change-me' } })
+  dc exec -T console node -e "fetch('http://127.0.0.1:8081/dead-letters', { headers: { authorization: 'Bearer dev-Q7vN2pR9sK4mW8tZ3bY6cH1jD5fL0gA' } })
     .then((r) => r.text()).then((t) => process.exit(t.includes('/gone/smoke-1') ? 0 : 1), () => process.exit(1))"
 }
 wait_for 60 "the console lists the dead letter /gone/smoke-1" console_lists_dead

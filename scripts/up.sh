@@ -47,6 +47,10 @@ fi
 # The stream P.history keeps every outcome: `callback-relay history <id>` and the console read it.
 export HISTORY="${HISTORY:-on}"
 node dist/topology/main.js
+# A random console token, made once and kept in the state directory (the console refuses weak ones).
+if [ ! -s "$STATE/console-token" ]; then
+  (umask 077 && node -p 'require("node:crypto").randomBytes(24).toString("base64url")' >"$STATE/console-token")
+fi
 cat <<MSG
 
   callback-relay is up.
@@ -55,8 +59,9 @@ cat <<MSG
     npx callback-relay publish --url http://localhost:3000/ok --data '{"hello":"world"}'
   Publish one the receiver rejects (404), which lands in the dead-letter queue:
     npx callback-relay publish --url http://localhost:3000/gone --data '{"will":"fail"}'
-  Operator console (in another terminal), then open http://localhost:8081 and log in with the token:
-    CONSOLE_TOKENS=me:local-console-token-change-me npx callback-relay console
+  Operator console (in another terminal; it listens on loopback), then open http://localhost:8081
+  and log in with the token kept in $STATE/console-token:
+    CONSOLE_TOKENS=me:\$(cat $STATE/console-token) npx callback-relay console
   Receiver log: $STATE/receiver.log    Stop the broker and receiver: bash scripts/down.sh
 
 MSG

@@ -5,6 +5,7 @@
 export const ERROR_CODES = {
   CR_ERR_CONFIG: 'a setting has an invalid value (the message names the setting and the value)',
   CR_ERR_USAGE: 'a CLI command or flag, or a console form field, is wrong (the message names it); the CLI exits 2, the console answers 400',
+  CR_ERR_DEAD_CHANGED: 'P.dead no longer holds every message a console page showed (taken by another view, replayed or purged meanwhile); nothing was done',
   CR_ERR_INVALID_CALLBACK: 'a callback failed validation (`field` names the offending field)',
   CR_ERR_PUBLISH_TIMEOUT: 'the broker did not confirm a publish in time (unreachable or blocked)',
   CR_ERR_PUBLISH_NACKED: 'the broker refused a publish (negative confirm)',

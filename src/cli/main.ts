@@ -14,7 +14,8 @@ commands:
   cancel      cancel callbacks by id: they are parked in P.dead as canceled (see: callback-relay cancel --help)
   target      pause, resume or list paused targets fleet-wide (see: callback-relay target --help)
   ingest      run the HTTP ingest (POST /v1/callbacks) on INGEST_PORT until SIGTERM
-  console     run the operator console (web pages) on CONSOLE_PORT until SIGTERM; needs CONSOLE_TOKENS
+  console     run the operator console (web pages) on CONSOLE_HOST:CONSOLE_PORT (loopback by default)
+              until SIGTERM; needs CONSOLE_TOKENS
 
 Settings come from environment variables (AMQP_URL, TOPOLOGY_PREFIX, …): see README.md, "Settings",
 and docs/configuration.md for all of them.`;

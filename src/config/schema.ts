@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { DEFAULT_LANES } from '../formats/limits.js';
 import { isolationSchema } from './isolation-schema.js';
 
@@ -223,6 +224,15 @@ export const configSchema = {
     default: 60e3,
     env: 'INGEST_CONNECTION_TIMEOUT',
   },
+  consoleHost: {
+    doc: 'Address the operator console listens on: loopback by default, so only this machine reaches it. `0.0.0.0` (or `::`) opens it to the network: then put it behind HTTPS.',
+    // An IP literal, so the address is exactly what the first log line says.
+    format: (value: unknown) => {
+      if (typeof value !== 'string' || isIP(value) === 0) throw new Error('must be an IP address such as 127.0.0.1, ::1 or 0.0.0.0');
+    },
+    default: '127.0.0.1',
+    env: 'CONSOLE_HOST',
+  },
   consolePort: {
     doc: 'Port of the operator console (`callback-relay console`): overview, targets, dead letters, a callback\'s timeline.',
     format: 'port',
@@ -230,7 +240,7 @@ export const configSchema = {
     env: 'CONSOLE_PORT',
   },
   consoleTokens: {
-    doc: 'Who may use the console: `name:token` entries, comma-separated, each token at least 16 characters; the name is logged with every action. The console refuses to start without one.',
+    doc: 'Who may use the console: `name:token` entries, comma-separated, each token of at least 128 bits (docs/console.md#access: 24 characters or more, mixed); the name is logged with every action. The console refuses to start without one.',
     format: 'console-token-list',
     default: '',
     env: 'CONSOLE_TOKENS',

@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import type { ReplaySelector } from '../dlq/select-for-replay.js';
 import { RelayError } from '../errors.js';
 import { formOf, operatorOf } from './console-server.js';
 import { href } from './html.js';
@@ -11,7 +10,7 @@ import type { ConsoleContext } from './page-routes.js';
  * the page the action belongs to, which says what was done.
  */
 export function registerActions(app: FastifyInstance, context: ConsoleContext): void {
-  const { actions, config } = context;
+  const { actions } = context;
 
   app.post('/targets/pause', async (request, reply) => {
     await actions.pause(operatorOf(request).name, required(formOf(request), 'origin'));
@@ -28,30 +27,38 @@ export function registerActions(app: FastifyInstance, context: ConsoleContext): 
   });
   app.post('/dead-letters/replay', async (request, reply) => {
     const form = formOf(request);
-    const result = await actions.replay(operatorOf(request).name, replaySelector(form), config.consoleDeadScan);
-    const done = { done: 'replayed', n: result.replayed, kept: result.kept };
+    const { ids, includeCanceled } = shownSelection(form);
+    const result = await actions.replay(operatorOf(request).name, ids, includeCanceled);
+    const done = { done: 'replayed', n: result.replayed, skipped: result.skippedCanceled };
     // One callback replayed: its timeline, where its delivery will show.
-    const one = form.getAll('id').length === 1 ? form.get('id') : null;
-    return reply.redirect(one === null ? href('/dead-letters', done) : href('/callback', { id: one, ...done }), 303);
+    const one = ids.length === 1 && result.replayed === 1 ? ids[0] : undefined;
+    return reply.redirect(one === undefined ? href('/dead-letters', done) : href('/callback', { id: one, ...done }), 303);
   });
   app.post('/dead-letters/purge', async (request, reply) => {
-    const count = Number(required(formOf(request), 'count'));
-    if (!Number.isSafeInteger(count) || count < 1) throw new RelayError('CR_ERR_USAGE', 'count: must be a whole number of at least 1', { field: 'count' });
-    const purged = await actions.purge(operatorOf(request).name, count);
+    const { ids } = shownSelection(formOf(request));
+    const purged = await actions.purge(operatorOf(request).name, ids);
     return reply.redirect(href('/dead-letters', { done: 'purged', n: purged }), 303);
   });
 }
 
 /**
- * What a replay form selects: `id` fields (one message, or the ticked ones), a group (`group`,
- * `origin`, `reason`), or `all`. Nothing selected is refused rather than read as everything.
+ * What a purge or replay form names: the ids of the messages its page showed (`id`, one per message),
+ * and, where the page wrote them all (`count`: a group, all shown, a purge), how many it showed, so a
+ * form cut short is refused rather than acted on in part. Ticked messages (`selected=1`) are chosen
+ * one by one, so a cancelled callback among them is replayed; a group or all shown skip those unless
+ * the form says `canceled=1`. Nothing named is refused rather than read as everything. Pure.
  */
-export function replaySelector(form: URLSearchParams): ReplaySelector {
+export function shownSelection(form: URLSearchParams): { ids: string[]; includeCanceled: boolean } {
   const ids = form.getAll('id').filter((id) => id !== '');
-  if (ids.length > 0) return { kind: 'ids', ids };
-  if (form.get('group') === '1') return { kind: 'group', origin: form.get('origin') || null, reason: required(form, 'reason') };
-  if (form.get('all') === '1') return { kind: 'all' };
-  throw new RelayError('CR_ERR_USAGE', 'nothing selected to replay: tick messages, or replay a group', { field: 'id' });
+  if (ids.length === 0) throw new RelayError('CR_ERR_USAGE', 'nothing selected: tick messages, or replay a group', { field: 'id' });
+  const selected = form.get('selected') === '1';
+  if (!selected) {
+    const count = Number(form.get('count'));
+    if (!Number.isSafeInteger(count) || count !== ids.length) {
+      throw new RelayError('CR_ERR_USAGE', `count: the form names ${ids.length} message(s) but says ${JSON.stringify(form.get('count') ?? '')} were shown`, { field: 'count' });
+    }
+  }
+  return { ids, includeCanceled: selected || form.get('canceled') === '1' };
 }
 
 function required(form: URLSearchParams, name: string): string {

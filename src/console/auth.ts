@@ -1,4 +1,4 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { ConsoleToken } from '../formats/console-tokens.js';
 
 /** The session cookie's name. */
@@ -14,7 +14,18 @@ export interface Operator {
   via: 'cookie' | 'bearer';
   /** The session cookie's value (for `cookie`): the CSRF token is derived from it. */
   session?: string;
+  /** The session's id and expiry (for `cookie`): a logout ends that session on every replica. */
+  sessionId?: string;
+  expires?: number;
 }
+
+/** Which sessions a logout ended (session-ends.ts, read from P.control by every replica). */
+export interface SessionEnds {
+  has(sessionId: string): boolean;
+}
+
+/** A new session id: 128 random bits, base64url. */
+const newSessionId = (): string => randomBytes(16).toString('base64url');
 
 const digest = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
 const mac = (key: string, text: string): string => createHmac('sha256', key).update(text, 'utf8').digest('base64url');
@@ -23,9 +34,10 @@ const mac = (key: string, text: string): string => createHmac('sha256', key).upd
 const same = (a: string, b: string): boolean => timingSafeEqual(digest(a), digest(b));
 
 /**
- * Authentication and CSRF for the console, stateless so that any replica answers any request: a
- * session cookie is `name.expires.mac`, the MAC keyed by that operator's token, so it is valid on
- * every replica with the same CONSOLE_TOKENS and ends when the token is removed. The CSRF token of a
+ * Authentication and CSRF for the console, so that any replica answers any request: a session cookie
+ * is `name.expires.id.mac`, the MAC keyed by that operator's token, so it is valid on every replica
+ * with the same CONSOLE_TOKENS and ends when the token is changed or removed. A logout ends it too:
+ * its id is then in `ended`, which every replica reads from P.control. The CSRF token of a
  * session is a MAC of its cookie, put in each form's hidden field and checked on every POST. Pure
  * apart from node:crypto; the clock is injected.
  */
@@ -33,6 +45,8 @@ export class ConsoleAuth {
   constructor(
     private readonly tokens: readonly ConsoleToken[],
     private readonly clock: () => number,
+    private readonly ended: SessionEnds = { has: () => false },
+    private readonly sessionId: () => string = newSessionId,
   ) {}
 
   /** The operator whose token this is, comparing against every token every time (no timing hint). */
@@ -51,18 +65,19 @@ export class ConsoleAuth {
 
   /** A new session cookie value for `entry`. */
   newSession(entry: ConsoleToken): string {
-    const body = `${entry.name}.${this.clock() + SESSION_MS}`;
+    const body = `${entry.name}.${this.clock() + SESSION_MS}.${this.sessionId()}`;
     return `${body}.${mac(entry.token, `session.${body}`)}`;
   }
 
-  /** The operator of a session cookie value, if it is genuine, unexpired, and its token still configured. */
+  /** The operator of a session cookie value, if it is genuine, unexpired, not logged out, and its token still configured. */
   fromSession(value: string | undefined): Operator | undefined {
-    const match = /^([A-Za-z0-9._-]{1,64})\.(\d{1,15})\.([A-Za-z0-9_-]{43})$/.exec(value ?? '');
+    const match = /^([A-Za-z0-9._-]{1,64})\.(\d{1,15})\.([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})$/.exec(value ?? '');
     if (!match || value === undefined) return undefined;
-    const [, name = '', expires = '', presented = ''] = match;
+    const [, name = '', expires = '', id = '', presented = ''] = match;
     const entry = this.tokens.find((token) => token.name === name);
     if (!entry || Number(expires) < this.clock()) return undefined;
-    return same(presented, mac(entry.token, `session.${name}.${expires}`)) ? { name, via: 'cookie', session: value } : undefined;
+    if (!same(presented, mac(entry.token, `session.${name}.${expires}.${id}`)) || this.ended.has(id)) return undefined;
+    return { name, via: 'cookie', session: value, sessionId: id, expires: Number(expires) };
   }
 
   /** The CSRF token of a session: forms carry it in a hidden field. */

@@ -4,22 +4,29 @@ import { originOf, type ControlMarker } from '../control/control-markers.js';
 import { cancelMarker, fixedChannel, publishMarkers } from '../control/publish-markers.js';
 import { openDeadQueueSession, type DeadQueueSettings } from '../dlq/dead-queue-session.js';
 import { peekDead, type PeekedDead } from '../dlq/list-dead.js';
-import { purgeFirst } from '../dlq/purge-dead.js';
-import { replayDead, type ReplayResult } from '../dlq/replay-dead.js';
-import type { ReplaySelector } from '../dlq/select-for-replay.js';
+import { purgeShown } from '../dlq/purge-dead.js';
+import { replayShown, type ShownReplayResult } from '../dlq/replay-shown.js';
 import { RelayError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { TopologyNames } from '../topology/topology-names.js';
 import type { ControlView } from './control-view.js';
+import { sessionEndMarker, type EndedSessions } from './session-ends.js';
+import { publishConfirmed } from '../amqp/publish-confirmed.js';
 
 /** What the console does on the broker, each through the same code as the CLI (src/control, src/dlq). */
 export interface ConsoleActions {
   pause(by: string, origin: string): Promise<void>;
   resume(by: string, origin: string): Promise<void>;
   cancel(by: string, id: string): Promise<void>;
-  replay(by: string, selector: ReplaySelector, limit: number): Promise<ReplayResult>;
-  /** Removes the `count` oldest messages of P.dead (fewer if it holds fewer); returns how many. */
-  purge(by: string, count: number): Promise<number>;
+  /**
+   * Replays exactly the messages a page showed (one id per message), all or none (`CR_ERR_DEAD_CHANGED`);
+   * those parked as `canceled` only with `includeCanceled`.
+   */
+  replay(by: string, ids: readonly string[], includeCanceled: boolean): Promise<ShownReplayResult>;
+  /** Removes exactly the messages a page showed (one id per message), all or none (`CR_ERR_DEAD_CHANGED`); returns how many. */
+  purge(by: string, ids: readonly string[]): Promise<number>;
+  /** Ends a session on every replica: a marker on P.control (confirmed), applied here at once. */
+  endSession(by: string, sessionId: string, expiresMs: number): Promise<void>;
   /** Looks at the first `limit` messages of P.dead without removing any (as `dlq list`). */
   peek(limit: number): Promise<{ total: number; messages: PeekedDead[] }>;
 }
@@ -30,7 +37,7 @@ export interface ConsoleActions {
  * `cancel` write it (confirmed), then applied to this replica's view at once so its next page shows
  * it; the other replicas read it from the stream.
  */
-export function consoleActions(config: DeadQueueSettings, names: TopologyNames, logger: Logger, view: ControlView, clock: () => number = Date.now): ConsoleActions {
+export function consoleActions(config: DeadQueueSettings, names: TopologyNames, logger: Logger, view: ControlView, sessions: EndedSessions, clock: () => number = Date.now): ConsoleActions {
   const log = (action: string, by: string, touched: number, details: Record<string, unknown>): void => logger.info({ action, by, touched, ...details }, `console: ${action} by ${by}`);
 
   const writeMarkers = async (markers: ControlMarker[]): Promise<void> => {
@@ -71,18 +78,33 @@ export function consoleActions(config: DeadQueueSettings, names: TopologyNames, 
       await writeMarkers([{ type: 'resume', origin: target, at: new Date(clock()).toISOString() }]);
       log('resume', by, 1, { origin: target });
     },
+    async endSession(by, sessionId, expiresMs) {
+      const marker = sessionEndMarker(sessionId, expiresMs, clock());
+      const { connection } = await connectFirst(amqpUrls(config.amqpUrl));
+      try {
+        const channel = await connection.createConfirmChannel();
+        channel.on('error', () => {});
+        // Mandatory: should P.control not exist, the marker comes back instead of being dropped.
+        const properties = { persistent: true, contentType: 'application/json', mandatory: true, messageId: `${marker.type}:${marker.session}` };
+        await publishConfirmed(channel, { exchange: '', routingKey: names.controlQueue }, Buffer.from(JSON.stringify(marker)), properties, config.publishTimeout);
+      } finally {
+        await connection.close().catch(() => {});
+      }
+      sessions.apply(marker);
+      log('logout', by, 1, {});
+    },
     async cancel(by, id) {
       await writeMarkers([cancelMarker(id, clock())]);
       log('cancel', by, 1, { id });
     },
-    async replay(by, selector, limit) {
-      const result = await withSession((session) => replayDead(session, selector, limit));
-      log('replay', by, result.replayed, { selector: selector.kind, kept: result.kept, notFound: result.notFound.length });
+    async replay(by, ids, includeCanceled) {
+      const result = await withSession((session) => replayShown(session, ids, includeCanceled));
+      log('replay', by, result.replayed, { shown: ids.length, skippedCanceled: result.skippedCanceled, includeCanceled });
       return result;
     },
-    async purge(by, count) {
-      const purged = await withSession((session) => purgeFirst(session, Math.min(count, session.messageCount)));
-      log('purge', by, purged, { asked: count });
+    async purge(by, ids) {
+      const purged = await withSession((session) => purgeShown(session, ids));
+      log('purge', by, purged, { shown: ids.length });
       return purged;
     },
     peek: (limit) => withSession(async (session) => ({ total: session.messageCount, messages: (await peekDead(session, limit)).messages })),

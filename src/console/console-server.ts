@@ -6,6 +6,8 @@ import { ConsoleAuth, readCookie, SESSION_COOKIE, SESSION_MS, type Operator } fr
 import { html, type Html } from './html.js';
 import { layout } from './pages/layout.js';
 import { loginPage } from './pages/login-page.js';
+import { LOGIN_THROTTLE, LoginThrottle, retryAfterSeconds, type Throttled } from './login-throttle.js';
+import { safeNext } from './safe-next.js';
 
 /**
  * No script but the console's own files, no inline script or style, no framing, forms only to itself:
@@ -35,14 +37,42 @@ export const formOf = (request: FastifyRequest): URLSearchParams => (request.bod
 /** Sends a page. */
 export const sendPage = (reply: FastifyReply, page: Html, status = 200): FastifyReply => reply.code(status).type('text/html; charset=utf-8').send(page.text);
 
+export interface ConsoleAppOptions {
+  /** Failed logins and bearer tokens, per client address and in all (default: LOGIN_THROTTLE on the wall clock). */
+  throttle?: LoginThrottle;
+  /** Ends a session on every replica (a logout); without it a logout only clears the cookie. */
+  endSession?: (operator: Operator) => Promise<void>;
+}
+
 /**
  * The console's fastify app without its pages: security headers on every answer, assets, login and
  * logout, and the hooks that make every other route need an operator (session cookie or bearer
- * token) and every POST a valid CSRF token. Errors become an escaped page with their stable code.
+ * token) and every POST a valid CSRF token. Wrong tokens, posted or sent as bearer, are counted per
+ * client address and in all (login-throttle.ts): past the count the answer is 429 with Retry-After.
+ * Errors become an escaped page with their stable code.
  */
-export function buildConsoleApp(auth: ConsoleAuth, logger: Logger): FastifyInstance {
+export function buildConsoleApp(auth: ConsoleAuth, logger: Logger, options: ConsoleAppOptions = {}): FastifyInstance {
+  // No proxy is trusted: request.ip is the peer's address, which a client cannot choose by a header.
   const app = Fastify({ logger: false, bodyLimit: FORM_BYTES, trustProxy: false });
   const assets = loadAssets();
+  const throttle = options.throttle ?? new LoginThrottle(LOGIN_THROTTLE, Date.now);
+  /** Counts a wrong token; the failure that reaches a limit is logged once, with fields to alert on. */
+  const failed = (client: string, via: 'form' | 'bearer'): void => {
+    logger.warn({ event: 'console.login.failed', client, via }, 'console: a login with an unknown token was refused');
+    const earned = throttle.fail(client);
+    if (earned !== undefined) {
+      logger.warn(
+        { event: 'console.login.throttled', scope: earned.scope, client, retryAfterSeconds: retryAfterSeconds(earned), limit: earned.scope === 'client' ? throttle.limits.perClient : throttle.limits.global, windowMs: throttle.limits.windowMs },
+        earned.scope === 'client' ? 'console: too many failed logins from one address; its logins are refused for a while' : 'console: too many failed logins in all; every login is refused for a while',
+      );
+    }
+  };
+  const refuse = (reply: FastifyReply, throttled: Throttled): FastifyReply => {
+    const seconds = retryAfterSeconds(throttled);
+    const who = throttled.scope === 'client' ? 'from this address' : 'in all';
+    reply.header('retry-after', String(seconds));
+    return sendPage(reply, layout({ title: 'Too many attempts' }, html`<p class="notice error" id="throttled">Too many failed logins ${who}: try again in ${seconds} s.</p>`), 429);
+  };
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => done(null, new URLSearchParams(String(body))));
 
   app.addHook('onRequest', async (request, reply) => {
@@ -53,7 +83,15 @@ export function buildConsoleApp(auth: ConsoleAuth, logger: Logger): FastifyInsta
     reply.header('cache-control', 'no-store');
     const path = request.url.split('?')[0] ?? '/';
     if (OPEN.has(path) || path.startsWith('/assets/')) return;
-    const operator = auth.fromBearer(request.headers.authorization) ?? auth.fromSession(readCookie(request.headers.cookie, SESSION_COOKIE));
+    let bearer: Operator | undefined;
+    if (request.headers.authorization !== undefined) {
+      // A bearer token is a login attempt too: counted and refused as the form's are.
+      const throttled = throttle.check(request.ip);
+      if (throttled !== undefined) return refuse(reply, throttled);
+      bearer = auth.fromBearer(request.headers.authorization);
+      if (bearer === undefined) failed(request.ip, 'bearer');
+    }
+    const operator = bearer ?? auth.fromSession(readCookie(request.headers.cookie, SESSION_COOKIE));
     if (operator === undefined) {
       if (request.method === 'GET') return reply.redirect(`/login?next=${encodeURIComponent(request.url)}`, 303);
       return reply.code(401).type('text/plain').send('log in first: a session cookie or Authorization: Bearer <token>');
@@ -76,13 +114,16 @@ export function buildConsoleApp(auth: ConsoleAuth, logger: Logger): FastifyInsta
   });
   app.get<{ Querystring: { next?: string; failed?: string } }>('/login', async (request, reply) => sendPage(reply, loginPage(request.query.failed === '1', safeNext(request.query.next))));
   app.post('/login', async (request, reply) => {
+    const throttled = throttle.check(request.ip);
+    if (throttled !== undefined) return refuse(reply, throttled);
     const form = formOf(request);
     const entry = auth.byToken(form.get('token') ?? '');
-    const next = safeNext(form.get('next') ?? undefined);
+    const next = safeNext(form.get('next'));
     if (entry === undefined) {
-      logger.warn({ ip: request.ip }, 'console: a login with an unknown token was refused');
+      failed(request.ip, 'form');
       return reply.redirect(`/login?failed=1&next=${encodeURIComponent(next)}`, 303);
     }
+    throttle.succeed(request.ip);
     // Behind a proxy that ends TLS the console itself sees HTTP: the proxy's header says so. Marking the
     // cookie Secure on its word costs nothing: at worst the cookie is not sent over plain HTTP.
     const secure = request.protocol === 'https' || request.headers['x-forwarded-proto'] === 'https' ? '; Secure' : '';
@@ -90,21 +131,27 @@ export function buildConsoleApp(auth: ConsoleAuth, logger: Logger): FastifyInsta
     logger.info({ by: entry.name }, 'console: logged in');
     return reply.redirect(next, 303);
   });
-  app.post('/logout', async (_request, reply) => {
+  app.post('/logout', async (request, reply) => {
+    // The cookie is cleared whatever happens next: this browser is logged out.
     reply.header('set-cookie', `${SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0`);
+    const operator = operatorOf(request);
+    if (operator.via === 'cookie' && options.endSession !== undefined) {
+      try {
+        await options.endSession(operator);
+      } catch (error) {
+        const code = isRelayError(error) ? error.code : undefined;
+        logger.error({ err: (error as Error).message, code, by: operator.name }, 'console: the end of a session was not stored; it stays valid on the other replicas until it expires');
+        return sendPage(reply, layout({ title: 'Logged out here only' }, html`<p class="notice error">Logged out in this browser, but the broker did not store the end of the session${code ? ` [${code}]` : ''}: a copy of its cookie stays valid until it expires. Log in and out again once the broker answers.</p><p><a href="/login">Log in</a></p>`), 503);
+      }
+    }
     return reply.redirect('/login', 303);
   });
 
   app.setErrorHandler(async (error, request, reply) => {
     const code = isRelayError(error) ? error.code : undefined;
     logger.error({ err: (error as Error).message, code, path: request.url }, 'console: request failed');
-    const status = (error as { statusCode?: number }).statusCode ?? (code === 'CR_ERR_INVALID_CALLBACK' || code === 'CR_ERR_USAGE' ? 400 : 500);
+    const status = (error as { statusCode?: number }).statusCode ?? (code === 'CR_ERR_INVALID_CALLBACK' || code === 'CR_ERR_USAGE' ? 400 : code === 'CR_ERR_DEAD_CHANGED' ? 409 : 500);
     return sendPage(reply, layout({ title: 'Failed' }, html`<p class="notice error">${code ? `[${code}] ` : ''}${(error as Error).message}</p><p><a href="/">Back</a></p>`), status);
   });
   return app;
-}
-
-/** Only a path of the console itself: a login never redirects elsewhere. */
-function safeNext(next: string | undefined): string {
-  return next !== undefined && next.startsWith('/') && !next.startsWith('//') && !next.startsWith('/\\') ? next : '/';
 }

@@ -31,11 +31,11 @@ export interface ConsoleContext {
 type Query = Record<string, string | undefined>;
 
 /** What an action's redirect says on the next page (fixed texts: a link cannot put words on a page). */
-const DONE: Record<string, (n: string, kept: string) => string> = {
+const DONE: Record<string, (n: string, skipped: string) => string> = {
   paused: () => 'Paused: its callbacks are held in P.paused from now on.',
   resumed: () => 'Resumed: held callbacks go back to their lanes.',
   canceled: () => 'Cancel marker stored: the callback is parked as canceled at its next attempt.',
-  replayed: (n, kept) => `Replayed ${n} message(s); ${kept} kept in P.dead.`,
+  replayed: (n, skipped) => `Replayed ${n} message(s); ${skipped} canceled left in P.dead.`,
   purged: (n) => `Purged ${n} message(s).`,
 };
 
@@ -45,7 +45,7 @@ export function frameFor(context: ConsoleContext, request: FastifyRequest<{ Quer
   const done = DONE[request.query.done ?? ''];
   // Only digits from the link: nobody can make a page say something else by sending a link.
   const count = (text: string | undefined): string => (text !== undefined && /^\d{1,9}$/.test(text) ? text : '?');
-  return { title, current, operator: operator.name, csrf: context.auth.csrfToken(operator), ...(done && { notice: { text: done(count(request.query.n), count(request.query.kept)), kind: 'ok' as const } }) };
+  return { title, current, operator: operator.name, csrf: context.auth.csrfToken(operator), ...(done && { notice: { text: done(count(request.query.n), count(request.query.skipped)), kind: 'ok' as const } }) };
 }
 
 /** The console's pages: each reads what it shows when asked, from memory (the streams) or the broker. */
@@ -81,6 +81,7 @@ export function registerPages(app: FastifyInstance, context: ConsoleContext): vo
       total,
       scanned: entries.length,
       groups: groupDead(entries),
+      scannedEntries: entries,
       entries: entries.filter((entry) => matchesFilter(entry, filter)),
       filter,
       query: request.query,
@@ -100,8 +101,8 @@ export function registerPages(app: FastifyInstance, context: ConsoleContext): vo
   });
 
   app.get<{ Querystring: Query }>('/dead-letters/purge', async (request, reply) => {
-    const { total } = await actions.peek(0);
-    return sendPage(reply, purgeConfirmPage(frameFor(context, request, 'Purge dead letters', 'dead'), names.deadQueue, total));
+    const { total, messages } = await actions.peek(config.consoleDeadScan);
+    return sendPage(reply, purgeConfirmPage(frameFor(context, request, 'Purge dead letters', 'dead'), names.deadQueue, total, messages.map((m) => m.entry)));
   });
 
   app.get<{ Querystring: Query }>('/callback', async (request, reply) => {

@@ -1,4 +1,5 @@
 import type { DeadQueueSession } from './dead-queue-session.js';
+import { takeShown } from './take-shown.js';
 
 /**
  * Removes every ready message from P.dead and returns how many the broker removed. Messages another
@@ -19,4 +20,16 @@ export async function purgeFirst(session: DeadQueueSession, count: number): Prom
   let removed = 0;
   while (removed < count && (await session.channel.get(session.names.deadQueue, { noAck: true })) !== false) removed += 1;
   return removed;
+}
+
+/**
+ * Removes exactly the messages of P.dead whose ids a page showed (one id per message shown), and
+ * returns how many: all of them, or none with `CR_ERR_DEAD_CHANGED` when some are no longer there
+ * (take-shown.ts). Callbacks parked after the page was shown, and any other message, stay.
+ */
+export async function purgeShown(session: DeadQueueSession, ids: readonly string[]): Promise<number> {
+  return takeShown(session, ids, async (shown, ack) => {
+    for (const { message } of shown) ack(message);
+    return shown.length;
+  });
 }

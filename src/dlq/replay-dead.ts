@@ -2,9 +2,8 @@ import type { GetMessage } from 'amqplib';
 import { publishConfirmed } from '../amqp/publish-confirmed.js';
 import type { DeadQueueSession } from './dead-queue-session.js';
 import { dlqEntry } from './dlq-entry.js';
-import { refreshPublishOptions } from './needs-refresh.js';
 import { replayPublishOptions } from './replay-publish-options.js';
-import { returnDeadMessages } from './return-dead-messages.js';
+import { moveToTail, returnDeadMessages } from './return-dead-messages.js';
 import { selectForReplay, unmatchedIds, type ReplaySelector } from './select-for-replay.js';
 
 export interface ReplayResult {
@@ -94,16 +93,4 @@ export async function replayDead(
   await returnDeadMessages(session, kept).catch((error: unknown) => (failure ??= error));
   if (failure !== undefined) throw failure;
   return { replayed, kept: kept.length + movedToTail, examined, notFound: unmatchedIds(selector, seenIds), movedToTail };
-}
-
-/** Republishes `message` to P.dead (behind everything in it), confirmed, then acks it; on failure it is held like the others. */
-async function moveToTail(session: DeadQueueSession, message: GetMessage, held: GetMessage[]): Promise<void> {
-  try {
-    const target = { exchange: '', routingKey: session.names.deadQueue };
-    await publishConfirmed(session.channel, target, message.content, { ...refreshPublishOptions(message.properties), mandatory: true }, session.publishTimeoutMs, 'serial');
-  } catch (error) {
-    held.push(message);
-    throw error;
-  }
-  session.channel.ack(message);
 }

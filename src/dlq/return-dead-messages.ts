@@ -58,3 +58,15 @@ async function readyCount(session: DeadQueueSession, withinMs = RETURN_VISIBLE_W
     return undefined;
   }
 }
+
+/** Republishes `message` to P.dead (behind everything in it), confirmed, then acks it; on failure it is held like the others. */
+export async function moveToTail(session: DeadQueueSession, message: GetMessage, held: GetMessage[]): Promise<void> {
+  try {
+    const target = { exchange: '', routingKey: session.names.deadQueue };
+    await publishConfirmed(session.channel, target, message.content, { ...refreshPublishOptions(message.properties), mandatory: true }, session.publishTimeoutMs, 'serial');
+  } catch (error) {
+    held.push(message);
+    throw error;
+  }
+  session.channel.ack(message);
+}

@@ -1,20 +1,15 @@
 import type { DlqEntry } from './dlq-entry.js';
 
 /**
- * Which parked callbacks `dlq replay` republishes: given ids, one reason, or everything; the console
- * also replays a group, the callbacks of one origin (`null`: those without a URL) parked for one reason.
+ * Which parked callbacks `dlq replay` republishes: given ids, one reason, or everything. (The console
+ * replays exactly the messages a page showed, by id: replay-shown.ts.)
  */
-export type ReplaySelector =
-  | { kind: 'ids'; ids: readonly string[] }
-  | { kind: 'reason'; reason: string }
-  | { kind: 'group'; origin: string | null; reason: string }
-  | { kind: 'all' };
+export type ReplaySelector = { kind: 'ids'; ids: readonly string[] } | { kind: 'reason'; reason: string } | { kind: 'all' };
 
 /** Whether `entry` is selected. An entry without an id can only be selected by reason or `--all`. */
 export function selectForReplay(entry: DlqEntry, selector: ReplaySelector): boolean {
   if (selector.kind === 'all') return true;
   if (selector.kind === 'reason') return entry.reason === selector.reason;
-  if (selector.kind === 'group') return entry.reason === selector.reason && entryOrigin(entry) === selector.origin;
   return entry.id !== null && selector.ids.includes(entry.id);
 }
 

@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { parseDuration } from '../../src/config/duration.js';
 import { configSchema } from '../../src/config/schema.js';
+import { weakTokenProblem } from '../../src/console/token-strength.js';
 import { argDefaults, copySources, expand, fromImage, instructionsOf, stagesOf } from '../support/dockerfile.js';
 
 const repoFile = (path: string): string => fileURLToPath(new URL(`../../${path}`, import.meta.url));
@@ -144,7 +145,11 @@ describe('docker-compose.yml console', () => {
     expect(consoleService.command).toEqual(['node', 'dist/console/main.js']);
     expect(dict(dict(consoleService.depends_on, 'console.depends_on').rabbitmq, 'console.depends_on.rabbitmq').condition).toBe('service_healthy');
     expect(environmentOf(consoleService).AMQP_URL).toMatch(/^amqp:\/\/[^@]*@rabbitmq(:5672)?\/?$/);
-    expect(environmentOf(consoleService).CONSOLE_TOKENS).toMatch(/^[\w.-]+:\S{16,}$/);
+    expect(environmentOf(consoleService).CONSOLE_TOKENS).toMatch(/^[\w.-]+:\S{24,}$/);
+    expect(weakTokenProblem(String(environmentOf(consoleService).CONSOLE_TOKENS).split(':')[1] ?? '')).toBeUndefined();
+    // Reached through the published port, which stays on the host's loopback.
+    expect(environmentOf(consoleService).CONSOLE_HOST).toBe('0.0.0.0');
+    expect(consoleService.ports).toEqual([expect.stringMatching(/^127\.0\.0\.1:/)]);
     expect(environmentOf(worker).HISTORY).toBe('on');
   });
 });

@@ -232,6 +232,7 @@ const INVALID: Array<[string, string]> = [
   ['INGEST_INFLIGHT_BYTES', '0'],
   ['INGEST_REQUEST_TIMEOUT', '0'],
   ['INGEST_CONNECTION_TIMEOUT', 'forever'],
+  ['CONSOLE_HOST', 'localhost:8081'],
   ['CONSOLE_PORT', '-1'],
   ['CONSOLE_WINDOW', 'an hour'],
   ['CONSOLE_MAX_TARGETS', '0'],

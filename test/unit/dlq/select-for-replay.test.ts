@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { DlqEntry } from '../../../src/dlq/dlq-entry.js';
-import { selectForReplay, unmatchedIds } from '../../../src/dlq/select-for-replay.js';
+import { entryOrigin, selectForReplay, unmatchedIds } from '../../../src/dlq/select-for-replay.js';
 
 const entry = (id: string | null, reason: string): DlqEntry => ({ id, url: null, reason, attempts: null, lastStatus: null, lastError: null, since: null, ageSeconds: null });
 
@@ -24,21 +24,14 @@ describe('selectForReplay', () => {
   });
 });
 
-describe('selectForReplay: a group of the console', () => {
-  const at = (url: string | null, reason: string): DlqEntry => ({ ...entry('a', reason), url });
+describe('entryOrigin: the origin a console group is of', () => {
+  const at = (url: string | null): DlqEntry => ({ ...entry('a', 'exhausted'), url });
 
-  it('selects the callbacks of one origin parked for one reason', () => {
-    const selector = { kind: 'group', origin: 'https://a.example', reason: 'exhausted' } as const;
-    expect(selectForReplay(at('https://a.example/hook?x=1', 'exhausted'), selector)).toBe(true);
-    expect(selectForReplay(at('https://a.example:8443/hook', 'exhausted'), selector)).toBe(false);
-    expect(selectForReplay(at('https://a.example/hook', 'rejected'), selector)).toBe(false);
-  });
-
-  it('origin null is the group of messages without a usable URL', () => {
-    const selector = { kind: 'group', origin: null, reason: 'invalid' } as const;
-    expect(selectForReplay(at(null, 'invalid'), selector)).toBe(true);
-    expect(selectForReplay(at('not a url', 'invalid'), selector)).toBe(true);
-    expect(selectForReplay(at('https://a.example/', 'invalid'), selector)).toBe(false);
+  it('is the URL\'s origin, or null without a usable URL', () => {
+    expect(entryOrigin(at('https://a.example/hook?x=1'))).toBe('https://a.example');
+    expect(entryOrigin(at('https://a.example:8443/hook'))).toBe('https://a.example:8443');
+    expect(entryOrigin(at(null))).toBeNull();
+    expect(entryOrigin(at('not a url'))).toBeNull();
   });
 });
 

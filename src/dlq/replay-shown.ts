@@ -1,0 +1,43 @@
+import { publishConfirmed } from '../amqp/publish-confirmed.js';
+import type { DeadQueueSession } from './dead-queue-session.js';
+import { replayPublishOptions } from './replay-publish-options.js';
+import { takeShown } from './take-shown.js';
+
+/** The reason of a callback an operator cancelled on purpose (`callback-relay cancel`). */
+export const CANCELED_REASON = 'canceled';
+
+export interface ShownReplayResult {
+  /** Republished to exchange P, confirmed, then removed from P.dead. */
+  replayed: number;
+  /** Shown, found, and left in P.dead because they were cancelled on purpose. */
+  skippedCanceled: number;
+}
+
+/**
+ * Replays exactly the messages of P.dead whose ids a page showed (one id per message), as `dlq replay`
+ * does each (replay-dead.ts: a fresh callback with the same id, acked once the broker confirmed the
+ * copy), or none with `CR_ERR_DEAD_CHANGED` when some are no longer there (take-shown.ts). Unless
+ * `includeCanceled`, a message parked as `canceled` is left where it is: replaying a group or all
+ * shown must not undo a cancel; replaying it is a choice of its own.
+ */
+export async function replayShown(session: DeadQueueSession, ids: readonly string[], includeCanceled: boolean): Promise<ShownReplayResult> {
+  const { channel, names } = session;
+  await session.requireExchange();
+  const mandatory = (await session.delayMode()) === 'queues';
+  return takeShown(session, ids, async (shown, ack) => {
+    let replayed = 0;
+    let skippedCanceled = 0;
+    for (const { message, entry } of shown) {
+      if (!includeCanceled && entry.reason === CANCELED_REASON) {
+        skippedCanceled += 1;
+        continue;
+      }
+      const options = { ...replayPublishOptions(message.properties, entry.id, new Date().toISOString()), mandatory };
+      // One publish at a time on this channel: a return is matched without a header of ours on the copy.
+      await publishConfirmed(channel, { exchange: names.exchange, routingKey: names.routingKey }, message.content, options, session.publishTimeoutMs, 'serial');
+      ack(message);
+      replayed += 1;
+    }
+    return { replayed, skippedCanceled };
+  });
+}
