@@ -187,7 +187,7 @@ export const configSchema = {
     env: 'INGEST_PORT',
   },
   ingestTokens: {
-    doc: 'Bearer tokens the HTTP ingest accepts, comma-separated (several during a rotation), each at least 16 characters. The ingest refuses to start without one.',
+    doc: 'Bearer tokens the HTTP ingest accepts, comma-separated (several during a rotation), each at least 16 characters: `name:token`, or a bare token named `default`. The name scopes the client\'s Idempotency-Keys (ids are `<name>:<key>`); a rotation keeps the name. The ingest refuses to start without one.',
     format: 'token-list',
     default: '',
     env: 'INGEST_TOKENS',
@@ -222,6 +222,18 @@ export const configSchema = {
     format: 'positive-duration',
     default: 60e3,
     env: 'INGEST_CONNECTION_TIMEOUT',
+  },
+  ingestIdempotencyWindow: {
+    doc: 'How long an ingest replica remembers the callback a single POST\'s Idempotency-Key came with: within it, the same key with another callback gets 422 `CR_ERR_IDEMPOTENCY_KEY_REUSED`. Per replica and in memory (see docs/ingest.md).',
+    format: 'positive-duration',
+    default: 86_400e3,
+    env: 'INGEST_IDEMPOTENCY_WINDOW',
+  },
+  ingestIdempotencyKeys: {
+    doc: 'How many Idempotency-Keys an ingest replica remembers at most (about 100 bytes each); past it the oldest is forgotten first.',
+    format: 'positive-int',
+    default: 100_000,
+    env: 'INGEST_IDEMPOTENCY_KEYS',
   },
   consolePort: {
     doc: 'Port of the operator console (`callback-relay console`): overview, targets, dead letters, a callback\'s timeline.',

@@ -232,6 +232,8 @@ const INVALID: Array<[string, string]> = [
   ['INGEST_INFLIGHT_BYTES', '0'],
   ['INGEST_REQUEST_TIMEOUT', '0'],
   ['INGEST_CONNECTION_TIMEOUT', 'forever'],
+  ['INGEST_IDEMPOTENCY_WINDOW', '0'],
+  ['INGEST_IDEMPOTENCY_KEYS', 'many'],
   ['CONSOLE_PORT', '-1'],
   ['CONSOLE_WINDOW', 'an hour'],
   ['CONSOLE_MAX_TARGETS', '0'],
