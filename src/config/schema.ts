@@ -180,11 +180,23 @@ export const configSchema = {
     default: 9464,
     env: 'METRICS_PORT',
   },
+  metricsHost: {
+    doc: 'Address the worker\'s `/metrics`, `/healthz` and `/readyz` listen on. Loopback by default; `0.0.0.0` (or the container\'s address) when Prometheus or a probe scrapes it from another host or container.',
+    format: 'listen-address',
+    default: '127.0.0.1',
+    env: 'METRICS_HOST',
+  },
   ingestPort: {
     doc: 'Port of the HTTP ingest (`callback-relay ingest`): `POST /v1/callbacks`, probes, `/metrics`.',
     format: 'port',
     default: 8080,
     env: 'INGEST_PORT',
+  },
+  ingestHost: {
+    doc: 'Address the HTTP ingest listens on (its `/v1/`, probes and `/metrics`). Loopback by default; `0.0.0.0` to take requests from other hosts or containers (behind a load balancer that exposes only `/v1/`).',
+    format: 'listen-address',
+    default: '127.0.0.1',
+    env: 'INGEST_HOST',
   },
   ingestTokens: {
     doc: 'Bearer tokens the HTTP ingest accepts, comma-separated (several during a rotation), each at least 16 characters: `name:token`, or a bare token named `default`. The name scopes the client\'s Idempotency-Keys (ids are `<name>:<key>`); a rotation keeps the name. The ingest refuses to start without one.',

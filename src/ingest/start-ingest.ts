@@ -13,9 +13,12 @@ export interface RunningIngest {
   close(): Promise<void>;
 }
 
+/** A host to reach a bound address from this machine: every interface is reached on loopback. */
+const originHost = (address: string): string => (address === '0.0.0.0' ? '127.0.0.1' : address === '::' ? '[::1]' : address.includes(':') ? `[${address}]` : address);
+
 /**
  * Starts an ingest replica: its own publisher (which declares the topology) and the HTTP server on
- * INGEST_PORT (`port` overrides it; 0 picks a free one). Throws `CR_ERR_CONFIG` without a token, or
+ * INGEST_HOST:INGEST_PORT (`port` overrides it; 0 picks a free one). Throws `CR_ERR_CONFIG` without a token, or
  * with INGEST_INFLIGHT_BYTES below the largest request body.
  */
 export async function startIngest(config: RelayConfig, logger: Logger, port = config.ingestPort): Promise<RunningIngest> {
@@ -23,15 +26,15 @@ export async function startIngest(config: RelayConfig, logger: Logger, port = co
   const publisher = createPublisher(config, logger);
   const server = buildIngestServer(options, { publisher, logger });
   try {
-    await server.app.listen({ port, host: '0.0.0.0' });
+    await server.app.listen({ port, host: config.ingestHost });
   } catch (error) {
     await publisher.close();
     throw error;
   }
-  const { port: bound } = server.app.server.address() as AddressInfo;
-  logger.info({ port: bound }, 'ingest listening');
+  const { address, port: bound } = server.app.server.address() as AddressInfo;
+  logger.info({ host: address, port: bound }, 'ingest listening');
   return {
-    origin: `http://127.0.0.1:${bound}`,
+    origin: `http://${originHost(address)}:${bound}`,
     server,
     async close() {
       server.drain();

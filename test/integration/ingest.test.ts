@@ -66,7 +66,9 @@ describe('HTTP ingest', () => {
     const receiver = await open.receiver(() => ({ status: 200 }));
     const relay = await open.relay();
     await relay.startWorker();
-    const { origin } = await startIngestFor(relay);
+    const { origin, server } = await startIngestFor(relay);
+    // INGEST_HOST's default: loopback only.
+    expect(server.app.server.address()).toMatchObject({ address: '127.0.0.1' });
     const now = await post(origin, '/v1/callbacks', { url: `${receiver.origin}/now`, body: { order: 42 }, headers: { 'x-tenant': 'acme' } });
     const later = await post(origin, '/v1/callbacks', { url: `${receiver.origin}/later`, body: null, delay: '1s' });
     expect([now.status, later.status]).toEqual([202, 202]);
