@@ -1,5 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import amqplib from 'amqplib';
+import { describe, expect, inject, it } from 'vitest';
 import { dlqEntry } from '../../src/dlq/dlq-entry.js';
+import type { OutcomeEvent } from '../../src/events/outcome-events.js';
+import { readHistory } from '../../src/history/read-history.js';
 import { sleep } from '../support/modes.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
 
@@ -30,5 +33,30 @@ describe('URLs shown to people are masked; the delivery gets the whole URL', () 
     // The parked message keeps the whole URL, so a replay delivers it; the entry people read does not.
     expect(JSON.parse(dead!.content.toString()).url).toBe(`${receiver.origin}/gone?sig=s3cret-gone`);
     expect(dlqEntry(dead!, new Date()).url).toBe(`${receiver.origin}/gone?sig=***`);
+  });
+
+  it('P.history keeps events masked, and an event stored unmasked (before the change) is read back masked', async () => {
+    const receiver = await open.receiver(() => ({ status: 200 }));
+    const relay = await open.relay({ HISTORY: 'on', EVENTS: 'durable' });
+    await relay.startWorker();
+    const { id } = await relay.publisher.publish({ url: `${receiver.origin}/h?token=s3cret-h`, body: 1 });
+    await receiver.waitFor((r) => r.length === 1);
+    const old = { type: 'delivered', id: 'old-1', url: 'https://user:pw@old.example/h?sig=s3cret-old#f', attempt: 1, worker: 'w/1', at: new Date().toISOString() };
+    relay.channel.publish(relay.names.eventsExchange, 'delivered', Buffer.from(JSON.stringify(old)), { contentType: 'application/json' });
+    const events: OutcomeEvent[] = [];
+    const connection = await amqplib.connect(inject('amqpUrl'));
+    try {
+      for (let tries = 0; tries < 20 && events.length < 2; tries += 1) {
+        events.length = 0;
+        await sleep(200);
+        await readHistory(await connection.createChannel(), relay.names.historyQueue, { from: 'first', follow: false, match: () => true, onEvent: (event) => events.push(event) });
+      }
+    } finally {
+      await connection.close();
+    }
+    expect(events.map((e) => [e.id, e.url])).toEqual([
+      [id, `${receiver.origin}/h?token=***`],
+      ['old-1', 'https://***@old.example/h?sig=***'],
+    ]);
   });
 });
