@@ -175,7 +175,8 @@ export function buildIngestServer(options: IngestOptions, deps: IngestDeps): Ing
       const envelope = request.body as Envelope;
       const assigned = singleId(envelope, idempotencyKey(request.headers['idempotency-key']), scopeOf(request), newId);
       // Claimed before publishing, whatever the outcome: a key is one callback, stored or not.
-      if (assigned.from === 'key' && keys.claim(assigned.id, itemDigest(envelope)) === 'conflict') {
+      const claim = assigned.from === 'key' ? keys.claim(assigned.id, itemDigest(envelope)) : undefined;
+      if (claim === 'conflict') {
         const message = `Idempotency-Key: this key came with another callback (method, url, headers or body) within INGEST_IDEMPOTENCY_WINDOW; it stands for the callback ${JSON.stringify(assigned.id)}; nothing was stored: send a new callback with a new key`;
         return send(reply, errorResponse(new RelayError('CR_ERR_IDEMPOTENCY_KEY_REUSED', message, { field: 'Idempotency-Key' }), assigned));
       }
@@ -184,6 +185,8 @@ export function buildIngestServer(options: IngestOptions, deps: IngestDeps): Ing
       try {
         await publisher.publish(job.callback, job.options);
       } catch (error) {
+        // Refused as invalid: the corrected callback may come with the same key.
+        if (claim === 'new' && isRelayError(error, 'CR_ERR_INVALID_CALLBACK')) keys.forget(assigned.id);
         return send(reply, logged(errorResponse(error, assigned), error));
       }
       metrics.accepted(1);

@@ -10,6 +10,8 @@ export interface KeyRecord {
    * (which must then be refused, not published: receivers would drop it as a duplicate of the first).
    */
   claim(id: string, digest: string): KeyClaim;
+  /** Forgets `id`: its callback was refused as invalid, so the key stands for nothing yet. */
+  forget(id: string): void;
   /** Keys remembered now. */
   size(): number;
 }
@@ -49,6 +51,7 @@ export function createKeyRecord({ windowMs, maxKeys, now }: KeyRecordOptions): K
       forgetOld(nowMs);
       return 'new';
     },
+    forget: (id) => void seen.delete(shortId(id)),
     size: () => seen.size,
   };
 }

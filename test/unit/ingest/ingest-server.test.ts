@@ -101,6 +101,15 @@ describe('POST /v1/callbacks', () => {
     expect((await post({ url: URL_, body: 'after the window' })).statusCode).toBe(202);
   });
 
+  it('a callback refused as invalid (400) does not take its key: the corrected one goes through', async () => {
+    const { inject, published } = start();
+    const post = (payload: object) => inject({ method: 'POST', url: '/v1/callbacks', headers: { ...auth, 'idempotency-key': 'fix-me' }, payload });
+    const bad = await post({ url: 'ftp://example.com/x', body: 1 });
+    expect([bad.statusCode, bad.json().field]).toEqual([400, 'url']);
+    expect((await post({ url: URL_, body: 1 })).statusCode).toBe(202);
+    expect(published).toHaveLength(1);
+  });
+
   it('401 without a valid token, before reading the body', async () => {
     const { inject, published } = start();
     for (const headers of [{}, { authorization: 'Bearer nope-nope-nope-nope' }, { authorization: TOKEN }]) {

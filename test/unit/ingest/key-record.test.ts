@@ -11,6 +11,13 @@ describe('createKeyRecord', () => {
     expect(record.size()).toBe(2);
   });
 
+  it('forgets a key on demand: a callback refused as invalid leaves its key free', () => {
+    const record = createKeyRecord({ windowMs: 1_000, maxKeys: 10, now: () => 0 });
+    record.claim('a', 'd1');
+    record.forget('a');
+    expect(record.claim('a', 'd2')).toBe('new');
+  });
+
   it('forgets a key once the window since it was first seen has passed', () => {
     let now = 0;
     const record = createKeyRecord({ windowMs: 1_000, maxKeys: 10, now: () => now });
