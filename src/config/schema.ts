@@ -198,6 +198,12 @@ export const configSchema = {
     default: '127.0.0.1',
     env: 'INGEST_HOST',
   },
+  ingestMetricsPort: {
+    doc: 'When set, the ingest serves `/metrics` on this port of METRICS_HOST (with `/healthz` and `/readyz`) instead of on INGEST_PORT, so that an ingest open to clients does not show its metrics; 0 keeps `/metrics` on INGEST_PORT.',
+    format: 'port',
+    default: 0,
+    env: 'INGEST_METRICS_PORT',
+  },
   ingestTokens: {
     doc: 'Bearer tokens the HTTP ingest accepts, comma-separated (several during a rotation), each at least 16 characters: `name:token`, or a bare token named `default`. The name scopes the client\'s Idempotency-Keys (ids are `<name>:<key>`); a rotation keeps the name. The ingest refuses to start without one.',
     format: 'token-list',

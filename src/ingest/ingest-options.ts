@@ -21,6 +21,8 @@ export interface IngestOptions {
   idempotencyWindow: number;
   /** INGEST_IDEMPOTENCY_KEYS: how many keys a replica remembers at most. */
   idempotencyKeys: number;
+  /** INGEST_METRICS_PORT > 0: `/metrics` is served on a listener of its own, not on the ingest's. */
+  separateMetrics?: boolean;
 }
 
 /**
@@ -48,5 +50,6 @@ export function ingestOptions(config: RelayConfig): IngestOptions {
     connectionTimeout: config.ingestConnectionTimeout,
     idempotencyWindow: config.ingestIdempotencyWindow,
     idempotencyKeys: config.ingestIdempotencyKeys,
+    separateMetrics: config.ingestMetricsPort > 0,
   };
 }

@@ -163,7 +163,7 @@ export function buildIngestServer(options: IngestOptions, deps: IngestDeps): Ing
     const ready = !draining && publisher.connected();
     return reply.code(ready ? 200 : 503).send(ready ? 'ready\n' : 'not ready\n');
   });
-  app.get('/metrics', async (request, reply) => reply.type(metrics.registry.contentType).send(await metricsText(metrics.registry, metricNames(request.url))));
+  if (options.separateMetrics !== true) app.get('/metrics', async (request, reply) => reply.type(metrics.registry.contentType).send(await metricsText(metrics.registry, metricNames(request.url))));
   app.get('/openapi.json', async () => document);
 
   const failures = { 400: schemas.error, 401: schemas.error, 413: schemas.error, 415: schemas.error };

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import { itemDigest } from '../../src/ingest/callback-ids.js';
 import { createLogger } from '../../src/logger.js';
 import { startIngest, type RunningIngest } from '../../src/ingest/start-ingest.js';
+import { freePort } from '../support/free-port.js';
 import { sleep } from '../support/modes.js';
 import { queueDepth } from '../support/queue-depth.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
@@ -76,6 +77,21 @@ describe('HTTP ingest', () => {
     const [first, second] = receiver.requests;
     expect([first!.path, first!.headers['webhook-id'], first!.headers['x-tenant'], JSON.parse(first!.body)]).toEqual(['/now', now.body.id, 'acme', { order: 42 }]);
     expect([second!.path, second!.headers['webhook-id']]).toEqual(['/later', later.body.id]);
+  });
+
+  it('INGEST_METRICS_PORT moves /metrics to a listener of its own on METRICS_HOST; the ingest\'s port no longer shows it', async () => {
+    const relay = await open.relay();
+    await relay.startWorker();
+    const metricsPort = await freePort();
+    const { origin } = await startIngestFor(relay, { INGEST_METRICS_PORT: String(metricsPort) });
+    expect(ingest?.metricsPort).toBe(metricsPort);
+    expect((await post(origin, '/v1/callbacks', { url: 'http://127.0.0.1:9/x', body: 1 })).status).toBe(202);
+    expect((await fetch(`${origin}/metrics`)).status).toBe(404);
+    expect((await fetch(`${origin}/readyz`)).status).toBe(200);
+    const scraped = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+    expect(scraped.status).toBe(200);
+    expect(await scraped.text()).toContain('callback_relay_ingest_accepted_total 1');
+    expect((await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).status).toBe(200);
   });
 
   it('401 for a bad token and 400 naming the field for a malformed body; nothing is stored', async () => {

@@ -229,6 +229,7 @@ const INVALID: Array<[string, string]> = [
   ['TARGET_DENY', 'not-an-ip'],
   ['INGEST_PORT', '70000'],
   ['INGEST_HOST', '0.0.0.0/0'],
+  ['INGEST_METRICS_PORT', '-1'],
   ['INGEST_BATCH_MAX', '0'],
   ['INGEST_BATCH_BYTES', '4MB'],
   ['INGEST_INFLIGHT_BYTES', '0'],
