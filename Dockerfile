@@ -1,8 +1,9 @@
 # Worker image: `docker build -t callback-relay .`
 # Runs the consumer (what `npm start` runs); the CLI is in the image too:
 #   docker run --rm -e AMQP_URL=... callback-relay node dist/cli/main.js publish --url ... --data ...
-# and so is the HTTP ingest:
-#   docker run --rm -e AMQP_URL=... -e INGEST_TOKENS=... -p 8080:8080 callback-relay node dist/ingest/main.js
+# and so is the HTTP ingest (INGEST_HOST=0.0.0.0: the published port reaches the container's own
+# interface, not its loopback, where the ingest listens by default; METRICS_HOST likewise for /metrics):
+#   docker run --rm -e AMQP_URL=... -e INGEST_TOKENS=... -e INGEST_HOST=0.0.0.0 -p 8080:8080 callback-relay node dist/ingest/main.js
 
 # ---- build: all dependencies, compile TypeScript to dist/ ----
 FROM node:24-slim AS build

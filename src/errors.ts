@@ -22,6 +22,8 @@ export const ERROR_CODES = {
   CR_ERR_UNAUTHORIZED: 'an HTTP ingest request lacked a valid bearer token',
   CR_ERR_INTERNAL: 'the HTTP ingest failed unexpectedly (its log says why; the answer does not)',
   CR_ERR_INGEST_BUSY: 'an HTTP ingest replica already holds INGEST_INFLIGHT_BYTES of request bodies; the request was not read',
+  CR_ERR_IDEMPOTENCY_KEY_REUSED:
+    'an HTTP ingest request reused an Idempotency-Key this replica saw with another callback within INGEST_IDEMPOTENCY_WINDOW; it was not stored (422)',
   CR_ERR_REQUEST_TIMEOUT: 'an HTTP ingest request did not arrive in full within INGEST_REQUEST_TIMEOUT; it was not read',
   CR_ERR_FORBIDDEN_TARGET: 'TARGET_POLICY refused a callback URL: its host resolves to a forbidden address, or to the worker\'s own broker on one of its ports',
   CR_ERR_SIGNATURE_MISSING: '`webhook-id`, `webhook-timestamp` or `webhook-signature` is absent or empty',

@@ -1,16 +1,32 @@
 import pino, { type Logger, type LoggerOptions } from 'pino';
+import { maskUrl } from './formats/mask-url.js';
+import { maskHeaders } from './formats/secret-headers.js';
 import { chooseLogFormat, type LogFormat, type LogFormatSetting } from './log-format.js';
 
 export type { Logger };
 
 const REDACT = ['amqpUrl', '*.amqpUrl', 'headers.authorization', '*.headers.authorization', 'body', '*.body'];
 
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * A log line's fields with a callback's `url` masked (maskUrl) and the values of secret `headers`
+ * hidden (maskHeaders), the rules the console and the CLI show them by. Pure; a line without either
+ * is returned as is.
+ */
+export function maskLogFields(fields: Record<string, unknown>): Record<string, unknown> {
+  let masked = fields;
+  if (typeof fields.url === 'string') masked = { ...masked, url: maskUrl(fields.url) };
+  if (isRecord(fields.headers)) masked = { ...masked, headers: maskHeaders(fields.headers) };
+  return masked;
+}
+
 /**
  * pino's options for `format`. Pretty lines go through pino-pretty as pino's own transport (a worker
  * thread writing to stdout), so the main thread formats nothing; redaction happens before either.
  */
 export function loggerOptions(level: string, name: string, format: LogFormat): LoggerOptions {
-  const options: LoggerOptions = { name, level, redact: { paths: REDACT, censor: '[redacted]' } };
+  const options: LoggerOptions = { name, level, redact: { paths: REDACT, censor: '[redacted]' }, formatters: { log: maskLogFields } };
   if (format === 'json') return options;
   return {
     ...options,

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import convict from 'convict';
 import { cidrListProblem } from '../formats/cidr.js';
 import { parseConsoleTokens } from '../formats/console-tokens.js';
@@ -144,6 +145,12 @@ export function registerFormats(): void {
         if (typeof value !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/.test(value)) {
           throw new Error('must be 1-100 characters of letters, digits, ".", "_" or "-", starting with a letter or digit');
         }
+      },
+    },
+    // An address to bind, not a name: a name could resolve to an interface other than the one meant.
+    'listen-address': {
+      validate: (value: unknown) => {
+        if (typeof value !== 'string' || isIP(value) === 0) throw new Error('must be an IP address to listen on, such as 127.0.0.1, ::1, 0.0.0.0 (every interface) or a container\'s own address');
       },
     },
   });

@@ -1,4 +1,3 @@
-import { isIP } from 'node:net';
 import { DEFAULT_LANES } from '../formats/limits.js';
 import { isolationSchema } from './isolation-schema.js';
 
@@ -181,14 +180,32 @@ export const configSchema = {
     default: 9464,
     env: 'METRICS_PORT',
   },
+  metricsHost: {
+    doc: 'Address the worker\'s `/metrics`, `/healthz` and `/readyz` listen on. Loopback by default; `0.0.0.0` (or the container\'s address) when Prometheus or a probe scrapes it from another host or container.',
+    format: 'listen-address',
+    default: '127.0.0.1',
+    env: 'METRICS_HOST',
+  },
   ingestPort: {
     doc: 'Port of the HTTP ingest (`callback-relay ingest`): `POST /v1/callbacks`, probes, `/metrics`.',
     format: 'port',
     default: 8080,
     env: 'INGEST_PORT',
   },
+  ingestHost: {
+    doc: 'Address the HTTP ingest listens on (its `/v1/`, probes and `/metrics`). Loopback by default; `0.0.0.0` to take requests from other hosts or containers (behind a load balancer that exposes only `/v1/`).',
+    format: 'listen-address',
+    default: '127.0.0.1',
+    env: 'INGEST_HOST',
+  },
+  ingestMetricsPort: {
+    doc: 'When set, the ingest serves `/metrics` on this port of METRICS_HOST (with `/healthz` and `/readyz`) instead of on INGEST_PORT, so that an ingest open to clients does not show its metrics; 0 keeps `/metrics` on INGEST_PORT.',
+    format: 'port',
+    default: 0,
+    env: 'INGEST_METRICS_PORT',
+  },
   ingestTokens: {
-    doc: 'Bearer tokens the HTTP ingest accepts, comma-separated (several during a rotation), each at least 16 characters. The ingest refuses to start without one.',
+    doc: 'Bearer tokens the HTTP ingest accepts, comma-separated (several during a rotation), each at least 16 characters: `name:token`, or a bare token named `default`. The name scopes the client\'s Idempotency-Keys (ids are `<name>:<key>`); a rotation keeps the name. The ingest refuses to start without one.',
     format: 'token-list',
     default: '',
     env: 'INGEST_TOKENS',
@@ -224,12 +241,21 @@ export const configSchema = {
     default: 60e3,
     env: 'INGEST_CONNECTION_TIMEOUT',
   },
+  ingestIdempotencyWindow: {
+    doc: 'How long an ingest replica remembers the callback a single POST\'s Idempotency-Key came with: within it, the same key with another callback gets 422 `CR_ERR_IDEMPOTENCY_KEY_REUSED`. Per replica and in memory (see docs/ingest.md).',
+    format: 'positive-duration',
+    default: 86_400e3,
+    env: 'INGEST_IDEMPOTENCY_WINDOW',
+  },
+  ingestIdempotencyKeys: {
+    doc: 'How many Idempotency-Keys an ingest replica remembers at most (about 100 bytes each); past it the oldest is forgotten first.',
+    format: 'positive-int',
+    default: 100_000,
+    env: 'INGEST_IDEMPOTENCY_KEYS',
+  },
   consoleHost: {
     doc: 'Address the operator console listens on: loopback by default, so only this machine reaches it. `0.0.0.0` (or `::`) opens it to the network: then put it behind HTTPS.',
-    // An IP literal, so the address is exactly what the first log line says.
-    format: (value: unknown) => {
-      if (typeof value !== 'string' || isIP(value) === 0) throw new Error('must be an IP address such as 127.0.0.1, ::1 or 0.0.0.0');
-    },
+    format: 'listen-address',
     default: '127.0.0.1',
     env: 'CONSOLE_HOST',
   },

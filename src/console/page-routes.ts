@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { amqpUrls } from '../config/amqp-urls.js';
 import type { RelayConfig } from '../config/load-config.js';
+import { maskHeaders } from '../formats/secret-headers.js';
 import type { TopologyNames } from '../topology/topology-names.js';
 import type { ConsoleAuth } from './auth.js';
 import { lookUpCallback, LOOKUP_RANGES } from './callback-lookup.js';
@@ -97,7 +98,7 @@ export function registerPages(app: FastifyInstance, context: ConsoleContext): vo
       const notice = { text: `No message with that id among the first ${config.consoleDeadScan} of ${names.deadQueue}.`, kind: 'warn' as const };
       return sendPage(reply, layout({ ...frame, notice }, html`<p><a href="/dead-letters">Dead letters</a></p>`), 404);
     }
-    return sendPage(reply, deadMessagePage(frame, found.entry, shownBody(found.content), found.headers));
+    return sendPage(reply, deadMessagePage(frame, found.entry, shownBody(found.content), maskHeaders(found.headers)));
   });
 
   app.get<{ Querystring: Query }>('/dead-letters/purge', async (request, reply) => {

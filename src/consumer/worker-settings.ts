@@ -23,6 +23,8 @@ export interface ConsumeSettings {
   drainTimeoutMs: number;
   /** `/metrics`, `/healthz`, `/readyz`; 0 = off. */
   metricsPort: number;
+  /** METRICS_HOST: the address that server listens on. */
+  metricsHost: string;
 }
 
 /** The limits of one HTTP attempt (a callback's named policy may set its own timeout and success body). */
@@ -74,6 +76,7 @@ export function resolveWorkerSettings(config: RelayConfig): WorkerSettings {
       duePrefetch: config.duePrefetch,
       drainTimeoutMs: config.drainTimeout,
       metricsPort: config.metricsPort,
+      metricsHost: config.metricsHost,
     },
     delivery: { timeoutMs: config.httpTimeout, responseBodyLimit: config.responseBodyLimit, maxPayloadBytes: config.maxPayloadBytes, sign: createSigner(config) },
     retry,

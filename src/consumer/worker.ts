@@ -123,7 +123,11 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
 
   async function start(): Promise<void> {
     // Probes answer from the start: alive while waiting for the broker, ready only once consuming.
-    if (consume.metricsPort > 0) server = await startMetricsServer(consume.metricsPort, metrics.registry, { ready: isReady });
+    if (consume.metricsPort > 0) {
+      server = await startMetricsServer(consume.metricsPort, consume.metricsHost, metrics.registry, { ready: isReady });
+      const address = server.address();
+      if (typeof address === 'object' && address) logger.info({ host: address.address, port: address.port }, 'metrics listening');
+    }
     // How long each step of the start took, logged with "consuming": a slow start names its step.
     const steps = startSteps(clock);
     const topology = await connectTopology(config, logger, abort.signal);

@@ -1,3 +1,4 @@
+import { maskUrl } from '../formats/mask-url.js';
 import { callbackId } from '../message/callback-id.js';
 import { HEADER, readString } from '../message/headers.js';
 
@@ -11,6 +12,7 @@ export interface DeadMessage {
 export interface DlqEntry {
   /** The callback id (sent as webhook-id) as the worker reads it (message/callback-id.ts). */
   id: string | null;
+  /** The callback's URL as people may read it (maskUrl); replay sends the message itself, full URL and all. */
   url: string | null;
   /** `x-callback-reason`, else the broker's x-death reason (e.g. `delivery_limit`), else `unknown`. */
   reason: string;
@@ -29,7 +31,7 @@ export function dlqEntry(message: DeadMessage, now: Date): DlqEntry {
   const since = lastAttemptAt(headers) ?? timestampOf(message.properties.timestamp);
   return {
     id: callbackId(body?.id, message.properties.messageId) ?? null,
-    url: typeof body?.url === 'string' ? body.url : null,
+    url: typeof body?.url === 'string' ? maskUrl(body.url) : null,
     reason: readString(headers, HEADER.reason) ?? brokerReason(headers) ?? 'unknown',
     attempts: readNumber(headers, HEADER.attempts),
     lastStatus: readNumber(headers, HEADER.lastStatus),

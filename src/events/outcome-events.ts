@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Channel, ConsumeMessage } from 'amqplib';
+import { maskUrl } from '../formats/mask-url.js';
 import type { AttemptReport, PipelineObserver } from '../reports.js';
 import { UnroutedPause } from './unrouted-pause.js';
 
@@ -16,6 +17,7 @@ export type OutcomeType = 'delivered' | 'retry-scheduled' | 'dead' | 'canceled' 
 export interface OutcomeEvent {
   type: OutcomeType;
   id: string;
+  /** The callback's URL as people may read it (maskUrl: user-info and query values `***`, no fragment); the delivery used the full URL. */
   url: string;
   /** The attempt that produced this outcome; for `canceled` and `paused`, the attempts made before (0 for an invalid message). */
   attempt: number;
@@ -94,7 +96,9 @@ export function createOutcomeEvents(exchange: string, clock: () => number, worke
 /** The event of a report: an attempt's (or a fail-fast's) decision carried out, or a message parked or held unattempted. */
 export function outcomeEventOf(report: AttemptReport, worker: string, at: string): OutcomeEvent {
   if (report.kind === 'invalid') return invalidEvent(report.id, report.error, worker, at);
-  const { id, url, attempt } = report;
+  // Events are read by people (P.history, the console, the CLI): no credential of the URL goes in.
+  const { id, attempt } = report;
+  const url = maskUrl(report.url);
   if (report.kind === 'held') {
     return { type: 'paused', id, url, attempt, status: undefined, error: undefined, nextAttemptAt: undefined, reason: undefined, durationMs: undefined, worker, at };
   }

@@ -1,4 +1,5 @@
 import type { OutcomeEvent } from '../events/outcome-events.js';
+import { maskUrl } from '../formats/mask-url.js';
 import { printable } from '../formats/printable.js';
 
 /**
@@ -12,7 +13,8 @@ export function formatTimelineLine(event: OutcomeEvent, withId = false): string 
   const error = event.error !== undefined && event.error !== result ? event.error : '';
   const parts = [
     event.at,
-    ...(withId ? [event.id, event.url] : []),
+    // Masked again: events stored before URLs were masked may still hold a credential.
+    ...(withId ? [event.id, maskUrl(event.url)] : []),
     `attempt ${event.attempt}`,
     event.type + (event.reason !== undefined ? ` (${event.reason})` : ''),
     [result, error].filter(Boolean).join(' ') || '-',

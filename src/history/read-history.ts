@@ -1,5 +1,6 @@
 import type { Channel, ConsumeMessage } from 'amqplib';
 import type { OutcomeEvent } from '../events/outcome-events.js';
+import { maskUrl } from '../formats/mask-url.js';
 
 /** Where a read starts: the stream's first event, its next one (what arrives from now on), or a time. */
 export type HistoryStart = 'first' | 'next' | Date;
@@ -106,7 +107,9 @@ function streamOffset(from: HistoryStart): unknown {
 function parse(message: ConsumeMessage): OutcomeEvent | undefined {
   try {
     const event = JSON.parse(message.content.toString('utf8')) as OutcomeEvent;
-    return typeof event === 'object' && event !== null && typeof event.id === 'string' ? event : undefined;
+    if (typeof event !== 'object' || event === null || typeof event.id !== 'string') return undefined;
+    // Events stored before URLs were masked at the source may still hold a credential: masked on the way out.
+    return typeof event.url === 'string' ? { ...event, url: maskUrl(event.url) } : event;
   } catch {
     return undefined;
   }

@@ -12,8 +12,11 @@ export interface AddressPolicy {
    */
   readonly strict: boolean;
   /**
-   * Always permitted, even link-local or metadata addresses: the allow list wins over all but `broker`.
-   * An entry with ports permits only those ports. Default: `[]`.
+   * Permitted despite `deny` and the strict-only rules. The always-refused ranges (unspecified,
+   * link-local, cloud metadata) stay refused unless an entry lies inside one of them (names that
+   * range or a narrower one, e.g. `169.254.170.2`): an entry that merely overlaps one (`100.64.0.0/10`
+   * holds the metadata address `100.100.100.200`) does not open it. `broker` is refused whatever this
+   * says. An entry with ports permits only those ports. Default: `[]`.
    */
   readonly allow: readonly Cidr[];
   /** Refused in addition to the built-in rules (an entry with ports: only those ports). Default: `[]`. */
@@ -30,13 +33,14 @@ export type AddressVerdict = { allowed: true } | { allowed: false; reason: strin
 
 interface Rule {
   readonly label: string;
+  readonly cidrs: readonly Cidr[];
   readonly blocks: BlockList;
 }
 
-const rule = (label: string, cidrs: readonly string[]): Rule => ({
-  label,
-  blocks: toBlockList(cidrs.map((text) => parseCidr(text, 'built-in rule'))),
-});
+const rule = (label: string, texts: readonly string[]): Rule => {
+  const cidrs = texts.map((text) => parseCidr(text, 'built-in rule'));
+  return { label, cidrs, blocks: toBlockList(cidrs) };
+};
 
 // Refused in every mode: nothing legitimate lives here, and the metadata services hand out cloud credentials.
 const ALWAYS_DENIED: readonly Rule[] = [
@@ -59,8 +63,9 @@ const STRICT_DENIED: readonly Rule[] = [
 
 /**
  * Decides whether `ip` (a resolved address or an IP literal, zone id allowed) may be dialled on TCP
- * `port`. Order: the broker's own endpoints, allow list, deny list, always-denied rules, strict-only
- * rules. An IPv6 address that carries an IPv4 address (mapped, compatible, NAT64, 6to4; see
+ * `port`. Order: the broker's own endpoints; the allow list, except that an always-denied range is
+ * opened only by an allow entry inside it (see `AddressPolicy.allow`); deny list, always-denied rules,
+ * strict-only rules. An IPv6 address that carries an IPv4 address (mapped, compatible, NAT64, 6to4; see
  * embeddedIpv4) is also judged by that address. Anything that is not an IP address is refused (fail
  * closed); without a port, ported allow entries permit nothing and ported refusals refuse.
  */
@@ -78,7 +83,11 @@ export function checkAddress(ip: string, policy: AddressPolicy, port?: number): 
   const broker = policy.broker?.find(refuses);
   if (broker !== undefined) return { allowed: false, reason: `${shown} port ${port ?? '?'} is the relay's own broker (${broker.text}), refused whatever TARGET_ALLOW says` };
   const allow = policy.allow.filter((cidr) => coversPort(cidr, port));
-  if (allow.length > 0 && matches(toBlockList(allow))) return { allowed: true };
+  if (allow.length > 0 && matches(toBlockList(allow))) {
+    const closed = alwaysDeniedUnopened(views, allow);
+    if (closed === undefined) return { allowed: true };
+    return { allowed: false, reason: `${shown} is ${closed.label}, refused even though TARGET_ALLOW covers it: only an entry naming ${closed.range} or a range inside it opens it` };
+  }
   const denied = policy.deny.find(refuses);
   if (denied !== undefined) return { allowed: false, reason: `${shown} is in the deny list (${denied.text})` };
   const rules = policy.strict ? [...ALWAYS_DENIED, ...STRICT_DENIED] : ALWAYS_DENIED;
@@ -88,6 +97,25 @@ export function checkAddress(ip: string, policy: AddressPolicy, port?: number): 
     return { allowed: false, reason: `${shown} is ${hit.label}${mode}` };
   }
   return { allowed: true };
+}
+
+/**
+ * The first always-denied range an address (any of its views) is in that no allow entry opens, or
+ * undefined. An entry opens a range only when it lies inside it (same family, prefix at least the
+ * range's, network inside the range) and holds the view: a wide entry that merely overlaps a metadata
+ * or link-local range was written for something else, and must not hand out cloud credentials.
+ */
+function alwaysDeniedUnopened(views: ReadonlyArray<{ address: string; family: 'ipv4' | 'ipv6' }>, allow: readonly Cidr[]): { label: string; range: string } | undefined {
+  for (const view of views) {
+    for (const denied of ALWAYS_DENIED) {
+      for (const range of denied.cidrs) {
+        if (range.family !== view.family || !toBlockList([range]).check(view.address, view.family)) continue;
+        const inside = allow.filter((entry) => entry.family === range.family && entry.prefix >= range.prefix && toBlockList([range]).check(entry.address, entry.family));
+        if (!inside.some((entry) => toBlockList([entry]).check(view.address, view.family))) return { label: denied.label, range: range.text };
+      }
+    }
+  }
+  return undefined;
 }
 
 // Built per call on purpose: checks happen once per new connection, not per request, and no cache can go stale.

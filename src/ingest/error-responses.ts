@@ -23,6 +23,7 @@ const DEDUP = 'the relay does not deduplicate: two stored copies are both delive
 /**
  * The HTTP answer for an error out of validation or `publish()`, by its code:
  * - invalid input: 400, nothing published;
+ * - an Idempotency-Key seen with another callback: 422, nothing published;
  * - CR_ERR_BUFFER_FULL: 429, nothing published;
  * - no confirm (timeout, outcome unknown), a nack, a return (no queue bound), or a closing publisher: 503, stored or not.
  * Anything else (a topology the broker refused, a bug) is a 500. With `assigned` (the error is about
@@ -38,6 +39,8 @@ export function errorResponse(error: unknown, assigned?: AssignedId): ErrorRespo
   switch (code) {
     case 'CR_ERR_INVALID_CALLBACK':
       return { status: 400, body: { code, message, field: error.field, retry: false } };
+    case 'CR_ERR_IDEMPOTENCY_KEY_REUSED':
+      return withId(422, { code, message, field: 'Idempotency-Key', retry: false });
     case 'CR_ERR_UNAUTHORIZED':
       return { status: 401, body: { code, message, retry: false } };
     case 'CR_ERR_BUFFER_FULL':

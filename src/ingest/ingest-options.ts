@@ -1,10 +1,10 @@
 import type { RelayConfig } from '../config/load-config.js';
 import { RelayError } from '../errors.js';
-import { parseIngestTokens } from './tokens.js';
+import { parseIngestTokens, type IngestToken } from './tokens.js';
 
 export interface IngestOptions {
   /** INGEST_TOKENS, parsed; at least one. */
-  tokens: readonly string[];
+  tokens: readonly IngestToken[];
   /** INGEST_BATCH_MAX. */
   batchMax: number;
   /** MAX_PAYLOAD_BYTES: the request body limit of one callback. */
@@ -17,6 +17,12 @@ export interface IngestOptions {
   requestTimeout: number;
   /** INGEST_CONNECTION_TIMEOUT, ms. */
   connectionTimeout: number;
+  /** INGEST_IDEMPOTENCY_WINDOW, ms: how long a replica remembers an Idempotency-Key's callback. */
+  idempotencyWindow: number;
+  /** INGEST_IDEMPOTENCY_KEYS: how many keys a replica remembers at most. */
+  idempotencyKeys: number;
+  /** INGEST_METRICS_PORT > 0: `/metrics` is served on a listener of its own, not on the ingest's. */
+  separateMetrics?: boolean;
 }
 
 /**
@@ -42,5 +48,8 @@ export function ingestOptions(config: RelayConfig): IngestOptions {
     inflightBytes: config.ingestInflightBytes,
     requestTimeout: config.ingestRequestTimeout,
     connectionTimeout: config.ingestConnectionTimeout,
+    idempotencyWindow: config.ingestIdempotencyWindow,
+    idempotencyKeys: config.ingestIdempotencyKeys,
+    separateMetrics: config.ingestMetricsPort > 0,
   };
 }

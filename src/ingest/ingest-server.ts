@@ -6,10 +6,11 @@ import { RelayError, isRelayError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { metricNames, metricsText } from '../metrics/registry.js';
 import type { CallbackPublisher } from '../producer/publisher.js';
-import { batchIds, singleId } from './callback-ids.js';
+import { batchIds, itemDigest, singleId } from './callback-ids.js';
 import { checkPublishJob, idempotencyKey, toPublishJob, type Envelope, type PublishJob } from './envelope.js';
 import { clientErrorResponse, errorResponse, schemaErrorResponse, type ErrorResponse } from './error-responses.js';
 import { createIngestMetrics, type IngestMetrics } from './ingest-metrics.js';
+import { createKeyRecord } from './key-record.js';
 import type { IngestOptions } from './ingest-options.js';
 import { ingestSchemas, openApiDocument } from './openapi.js';
 import { createRequestBudget, requestCharge } from './request-budget.js';
@@ -48,7 +49,10 @@ export function buildIngestServer(options: IngestOptions, deps: IngestDeps): Ing
   const newId = deps.newId ?? randomUUID;
   const schemas = ingestSchemas(options.batchMax);
   const document = openApiDocument(schemas);
-  const authorized = createTokenCheck(options.tokens);
+  const tokenName = createTokenCheck(options.tokens);
+  // The name of the token each request was authenticated with: the scope of its Idempotency-Key.
+  const scopes = new WeakMap<object, string>();
+  const keys = createKeyRecord({ windowMs: options.idempotencyWindow, maxKeys: options.idempotencyKeys, now });
   const budget = createRequestBudget(options.inflightBytes);
   // Sockets whose request is read and whose answer waits for the broker: the idle timeout spares them.
   const awaitingBroker = new WeakSet<Socket>();
@@ -119,7 +123,11 @@ export function buildIngestServer(options: IngestOptions, deps: IngestDeps): Ing
   });
 
   const authenticate = (request: FastifyRequest, reply: FastifyReply, done: () => void): void => {
-    if (authorized(request.headers.authorization)) return done();
+    const name = tokenName(request.headers.authorization);
+    if (name !== undefined) {
+      scopes.set(request.raw, name);
+      return done();
+    }
     void reply.header('www-authenticate', 'Bearer');
     // Answering ends the request: the handler does not run.
     void send(reply, errorResponse(new RelayError('CR_ERR_UNAUTHORIZED', 'authorization: a valid "Bearer <token>" is required')));
@@ -155,21 +163,30 @@ export function buildIngestServer(options: IngestOptions, deps: IngestDeps): Ing
     const ready = !draining && publisher.connected();
     return reply.code(ready ? 200 : 503).send(ready ? 'ready\n' : 'not ready\n');
   });
-  app.get('/metrics', async (request, reply) => reply.type(metrics.registry.contentType).send(await metricsText(metrics.registry, metricNames(request.url))));
+  if (options.separateMetrics !== true) app.get('/metrics', async (request, reply) => reply.type(metrics.registry.contentType).send(await metricsText(metrics.registry, metricNames(request.url))));
   app.get('/openapi.json', async () => document);
 
   const failures = { 400: schemas.error, 401: schemas.error, 413: schemas.error, 415: schemas.error };
+  const scopeOf = (request: FastifyRequest): string => scopes.get(request.raw) ?? '';
   app.post('/v1/callbacks', {
     ...hooks,
-    schema: { body: schemas.envelope, response: { 202: schemas.accepted, ...failures, 429: schemas.error, 500: schemas.error, 503: schemas.error } },
+    schema: { body: schemas.envelope, response: { 202: schemas.accepted, ...failures, 422: schemas.error, 429: schemas.error, 500: schemas.error, 503: schemas.error } },
     handler: async (request, reply) => {
       const envelope = request.body as Envelope;
-      const assigned = singleId(envelope, idempotencyKey(request.headers['idempotency-key']), newId);
+      const assigned = singleId(envelope, idempotencyKey(request.headers['idempotency-key']), scopeOf(request), newId);
+      // Claimed before publishing, whatever the outcome: a key is one callback, stored or not.
+      const claim = assigned.from === 'key' ? keys.claim(assigned.id, itemDigest(envelope)) : undefined;
+      if (claim === 'conflict') {
+        const message = `Idempotency-Key: this key came with another callback (method, url, headers or body) within INGEST_IDEMPOTENCY_WINDOW; it stands for the callback ${JSON.stringify(assigned.id)}; nothing was stored: send a new callback with a new key`;
+        return send(reply, errorResponse(new RelayError('CR_ERR_IDEMPOTENCY_KEY_REUSED', message, { field: 'Idempotency-Key' }), assigned));
+      }
       // publish() checks the callback itself, with the same errors: no need to check it twice.
       const job = toPublishJob(envelope, assigned.id);
       try {
         await publisher.publish(job.callback, job.options);
       } catch (error) {
+        // Refused as invalid: the corrected callback may come with the same key.
+        if (claim === 'new' && isRelayError(error, 'CR_ERR_INVALID_CALLBACK')) keys.forget(assigned.id);
         return send(reply, logged(errorResponse(error, assigned), error));
       }
       metrics.accepted(1);
@@ -184,7 +201,7 @@ export function buildIngestServer(options: IngestOptions, deps: IngestDeps): Ing
     handler: async (request, reply) => {
       const key = idempotencyKey(request.headers['idempotency-key']);
       const envelopes = (request.body as { callbacks: Envelope[] }).callbacks;
-      const ids = batchIds(envelopes, key, newId);
+      const ids = batchIds(envelopes, key, scopeOf(request), newId);
       const nowMs = now();
       // All or nothing: every item is checked before the first is published.
       const jobs: PublishJob[] = envelopes.map((envelope, index) => {

@@ -1,5 +1,5 @@
 import { MAX_ID_LENGTH, MAX_URL_LENGTH, METHODS } from '../message/callback.js';
-import { ITEM_DIGEST_LENGTH, MAX_BATCH_KEY_LENGTH } from './callback-ids.js';
+import { ITEM_DIGEST_LENGTH } from './callback-ids.js';
 
 /**
  * The ingest's HTTP contract. The route schemas fastify validates requests and serialises answers
@@ -11,7 +11,7 @@ import { ITEM_DIGEST_LENGTH, MAX_BATCH_KEY_LENGTH } from './callback-ids.js';
  * size, delay range) runs after them, so both routes refuse exactly what `publish()` refuses.
  */
 export function ingestSchemas(batchMax: number) {
-  const id = { type: 'string', minLength: 1, maxLength: MAX_ID_LENGTH, description: 'Callback id, sent as `webhook-id`. Default: the Idempotency-Key (a batch item: `<key>:<digest of the item>`), else a new UUID.' };
+  const id = { type: 'string', minLength: 1, maxLength: MAX_ID_LENGTH, description: 'Callback id, sent as `webhook-id`. Default: `<token name>:<Idempotency-Key>` (a batch item: `<token name>:<key>:<digest of the item>`), else a new UUID.' };
   const envelope = {
     type: 'object',
     additionalProperties: false,
@@ -34,7 +34,7 @@ export function ingestSchemas(batchMax: number) {
       code: { type: 'string', description: 'Stable error code (`CR_ERR_*`).' },
       message: { type: 'string' },
       field: { type: 'string', description: 'The field at fault, e.g. `url`, `headers.x-a`, `callbacks[3].delay`, `Idempotency-Key`, or `request` (the request body as a whole).' },
-      id: { type: 'string', description: 'The id the callback was given, on every answer about publishing it (429, 500, 503): send it again with this id.' },
+      id: { type: 'string', description: 'The id the callback was given, on every answer about publishing it (429, 500, 503): send it again with this id. On a 422, the id the Idempotency-Key stands for.' },
       retry,
     },
   };
@@ -85,7 +85,11 @@ export function openApiDocument(schemas: IngestSchemas) {
     in: 'header',
     required: false,
     schema: { type: 'string', minLength: 1, maxLength: MAX_ID_LENGTH },
-    description: 'The callback id when the body has none, so a retried POST keeps its id. Neither the relay nor the broker deduplicates: receivers deduplicate on `webhook-id`.',
+    description: 'When the body has no id, the callback id is `<token name>:<key>` (the name of the INGEST_TOKENS entry the request authenticated with), so a retried POST keeps its id and two clients with the same key do not share one. Neither the relay nor the broker deduplicates: receivers deduplicate on `webhook-id`.',
+  };
+  const reused = {
+    description: 'The Idempotency-Key came to this replica with another callback (method, url, headers or body; not the delay) within INGEST_IDEMPOTENCY_WINDOW (`CR_ERR_IDEMPOTENCY_KEY_REUSED`, `field`: `Idempotency-Key`, `id`: the callback the key stands for). Nothing was stored. Checked per replica, in memory: see docs/ingest.md.',
+    ...json(error),
   };
   const failures = {
     '400': { description: 'Invalid request; `field` names what is wrong. Nothing was stored.', ...json(error) },
@@ -119,7 +123,7 @@ export function openApiDocument(schemas: IngestSchemas) {
           security,
           parameters: [idempotencyKey],
           requestBody: { required: true, ...json(envelope, example) },
-          responses: { '202': { description: 'Confirmed by the broker: the relay will deliver it.', ...json(accepted) }, ...failures },
+          responses: { '202': { description: 'Confirmed by the broker: the relay will deliver it.', ...json(accepted) }, ...failures, '422': reused },
         },
       },
       '/v1/callbacks:batch': {
@@ -130,7 +134,7 @@ export function openApiDocument(schemas: IngestSchemas) {
           parameters: [
             {
               ...idempotencyKey,
-              description: `Items without an id get \`<key>:<digest>\`, the digest (${ITEM_DIGEST_LENGTH} characters) of what the receiver gets (method, url, headers, body; not the delay), so an item sent again in any batch with the same key keeps its id. Two identical items without an id refuse the batch (400). At most ${MAX_BATCH_KEY_LENGTH} characters then.`,
+              description: `Items without an id get \`<token name>:<key>:<digest>\`, the digest (${ITEM_DIGEST_LENGTH} characters) of what the receiver gets (method, url, headers, body; not the delay), so an item sent again in any batch with the same key and a token of the same name keeps its id, and another item gets another id. Two identical items without an id refuse the batch (400). The whole id is at most 255 characters.`,
             },
           ],
           requestBody: { required: true, ...json(batchRequest, { callbacks: [example, { url: example.url, body: { orderId: 43, status: 'paid' } }] }) },

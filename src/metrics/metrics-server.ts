@@ -9,9 +9,10 @@ export interface Probes {
 
 /**
  * `/metrics` (Prometheus; `?name=` picks metrics, see metricsText), `/healthz` (the process answers) and `/readyz` (connected and consuming),
- * on one small server for container probes and scraping.
+ * on one small server for container probes and scraping, on `host` only (METRICS_HOST, loopback by
+ * default: the metrics name targets and queues, which are nobody else's business).
  */
-export async function startMetricsServer(port: number, registry: Registry, probes: Probes): Promise<Server> {
+export async function startMetricsServer(port: number, host: string, registry: Registry, probes: Probes): Promise<Server> {
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/metrics') {
@@ -30,7 +31,7 @@ export async function startMetricsServer(port: number, registry: Registry, probe
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, () => resolve());
+    server.listen(port, host, () => resolve());
   });
   return server;
 }

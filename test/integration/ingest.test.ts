@@ -3,6 +3,7 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import { itemDigest } from '../../src/ingest/callback-ids.js';
 import { createLogger } from '../../src/logger.js';
 import { startIngest, type RunningIngest } from '../../src/ingest/start-ingest.js';
+import { freePort } from '../support/free-port.js';
 import { sleep } from '../support/modes.js';
 import { queueDepth } from '../support/queue-depth.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
@@ -10,6 +11,7 @@ import { testConfig, type RelayFixture } from '../support/relay.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
 
 const TOKEN = 'integration-token-0123456789';
+const OTHER_TOKEN = 'other-tenant-token-0123456789';
 const open = openedInEachTest();
 let ingest: RunningIngest | undefined;
 let proxy: TcpProxy | undefined;
@@ -25,7 +27,7 @@ afterEach(async () => {
 
 /** An ingest on port 0 for `relay`'s topology; `env` overrides its settings (e.g. AMQP_URL). */
 async function startIngestFor(relay: RelayFixture, env: Record<string, string> = {}): Promise<RunningIngest> {
-  const config = testConfig({ TOPOLOGY_PREFIX: relay.config.topologyPrefix, INGEST_TOKENS: `old-token-0123456789,${TOKEN}`, ...env });
+  const config = testConfig({ TOPOLOGY_PREFIX: relay.config.topologyPrefix, INGEST_TOKENS: `other:${OTHER_TOKEN},acme:${TOKEN}`, ...env });
   ingest = await startIngest(config, createLogger(config.logLevel), 0);
   return ingest;
 }
@@ -65,7 +67,9 @@ describe('HTTP ingest', () => {
     const receiver = await open.receiver(() => ({ status: 200 }));
     const relay = await open.relay();
     await relay.startWorker();
-    const { origin } = await startIngestFor(relay);
+    const { origin, server } = await startIngestFor(relay);
+    // INGEST_HOST's default: loopback only.
+    expect(server.app.server.address()).toMatchObject({ address: '127.0.0.1' });
     const now = await post(origin, '/v1/callbacks', { url: `${receiver.origin}/now`, body: { order: 42 }, headers: { 'x-tenant': 'acme' } });
     const later = await post(origin, '/v1/callbacks', { url: `${receiver.origin}/later`, body: null, delay: '1s' });
     expect([now.status, later.status]).toEqual([202, 202]);
@@ -73,6 +77,21 @@ describe('HTTP ingest', () => {
     const [first, second] = receiver.requests;
     expect([first!.path, first!.headers['webhook-id'], first!.headers['x-tenant'], JSON.parse(first!.body)]).toEqual(['/now', now.body.id, 'acme', { order: 42 }]);
     expect([second!.path, second!.headers['webhook-id']]).toEqual(['/later', later.body.id]);
+  });
+
+  it('INGEST_METRICS_PORT moves /metrics to a listener of its own on METRICS_HOST; the ingest\'s port no longer shows it', async () => {
+    const relay = await open.relay();
+    await relay.startWorker();
+    const metricsPort = await freePort();
+    const { origin } = await startIngestFor(relay, { INGEST_METRICS_PORT: String(metricsPort) });
+    expect(ingest?.metricsPort).toBe(metricsPort);
+    expect((await post(origin, '/v1/callbacks', { url: 'http://127.0.0.1:9/x', body: 1 })).status).toBe(202);
+    expect((await fetch(`${origin}/metrics`)).status).toBe(404);
+    expect((await fetch(`${origin}/readyz`)).status).toBe(200);
+    const scraped = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+    expect(scraped.status).toBe(200);
+    expect(await scraped.text()).toContain('callback_relay_ingest_accepted_total 1');
+    expect((await fetch(`http://127.0.0.1:${metricsPort}/readyz`)).status).toBe(200);
   });
 
   it('401 for a bad token and 400 naming the field for a malformed body; nothing is stored', async () => {
@@ -95,9 +114,25 @@ describe('HTTP ingest', () => {
     const payload = { url: `${receiver.origin}/once`, body: { paid: true } };
     const first = await post(origin, '/v1/callbacks', payload, { 'idempotency-key': 'order-42-paid' });
     const retry = await post(origin, '/v1/callbacks', payload, { 'idempotency-key': 'order-42-paid' });
-    expect([first.status, first.body.id, retry.status, retry.body.id]).toEqual([202, 'order-42-paid', 202, 'order-42-paid']);
+    expect([first.status, first.body.id, retry.status, retry.body.id]).toEqual([202, 'acme:order-42-paid', 202, 'acme:order-42-paid']);
     await receiver.waitFor((r) => r.length === 2, 15_000);
-    expect(receiver.requests.map((r) => r.headers['webhook-id'])).toEqual(['order-42-paid', 'order-42-paid']);
+    expect(receiver.requests.map((r) => r.headers['webhook-id'])).toEqual(['acme:order-42-paid', 'acme:order-42-paid']);
+  });
+
+  it('a key is scoped to the token\'s name; the same key with another callback is refused (422) and never stored', async () => {
+    const receiver = await open.receiver(() => ({ status: 200 }));
+    const relay = await open.relay();
+    await relay.startWorker();
+    const { origin } = await startIngestFor(relay);
+    const key = { 'idempotency-key': 'order-9' };
+    const mine = await post(origin, '/v1/callbacks', { url: `${receiver.origin}/acme`, body: { amount: 10 } }, key);
+    const theirs = await post(origin, '/v1/callbacks', { url: `${receiver.origin}/other`, body: { amount: 99 } }, { ...key, authorization: `Bearer ${OTHER_TOKEN}` });
+    expect([mine.status, mine.body.id, theirs.status, theirs.body.id]).toEqual([202, 'acme:order-9', 202, 'other:order-9']);
+    const changed = await post(origin, '/v1/callbacks', { url: `${receiver.origin}/acme`, body: { amount: 11 } }, key);
+    expect([changed.status, changed.body.code, changed.body.field, changed.body.id]).toEqual([422, 'CR_ERR_IDEMPOTENCY_KEY_REUSED', 'Idempotency-Key', 'acme:order-9']);
+    await receiver.waitFor((r) => r.length === 2, 15_000);
+    await sleep(500);
+    expect(receiver.requests.map((r) => `${r.path} ${r.headers['webhook-id']} ${r.body}`).sort()).toEqual(['/acme acme:order-9 {"amount":10}', '/other other:order-9 {"amount":99}']);
   });
 
   it('a batch with one bad item is refused whole; the corrected batch is delivered', async () => {
@@ -110,7 +145,7 @@ describe('HTTP ingest', () => {
     expect(await queueDepth(relay.names.workQueue)).toBe(0);
     const good = await post(origin, '/v1/callbacks:batch', { callbacks: items }, { 'idempotency-key': 'batch-7' });
     expect(good.status).toBe(202);
-    const ids = items.map((item) => `batch-7:${itemDigest(item)}`);
+    const ids = items.map((item) => `acme:batch-7:${itemDigest(item)}`);
     expect(good.body.results).toEqual([0, 1, 2].map((index) => ({ index, id: ids[index], status: 202 })));
     // Resending one item alone with the same key gives it its own id again, not the first position's.
     const resent = await post(origin, '/v1/callbacks:batch', { callbacks: [items[2]] }, { 'idempotency-key': 'batch-7' });
@@ -132,7 +167,7 @@ describe('HTTP ingest', () => {
     const down = await post(origin, '/v1/callbacks', payload, { 'idempotency-key': 'while-down' });
     expect(down.status).toBe(503);
     expect(['CR_ERR_PUBLISH_TIMEOUT', 'CR_ERR_OUTCOME_UNKNOWN']).toContain(down.body.code);
-    expect([down.body.id, down.body.message]).toEqual(['while-down', expect.stringContaining('send it again with the same Idempotency-Key')]);
+    expect([down.body.id, down.body.message]).toEqual(['acme:while-down', expect.stringContaining('send it again unchanged (delay aside) with the same Idempotency-Key')]);
     // Without a key the answer still names the id, and how to keep it.
     const unkeyed = await post(origin, '/v1/callbacks', payload);
     expect([unkeyed.status, unkeyed.body.message]).toEqual([503, expect.stringContaining(`send it again with "id": "${unkeyed.body.id}"`)]);
@@ -146,7 +181,7 @@ describe('HTTP ingest', () => {
     // Sent again as the 503 says. A loaded broker may confirm the first publish after a reconnect later
     // than this test's short PUBLISH_TIMEOUT: then the answer is 503 again and the client sends it again.
     const again = await postUntilAccepted(origin, payload, { 'idempotency-key': 'while-down' });
-    expect([again.status, again.body.id], again.refusals).toEqual([202, 'while-down']);
+    expect([again.status, again.body.id], again.refusals).toEqual([202, 'acme:while-down']);
     const kept = await postUntilAccepted(origin, { ...payload, id: unkeyed.body.id });
     expect([kept.status, kept.body.id], kept.refusals).toEqual([202, unkeyed.body.id]);
     // A 503 after a timeout leaves the outcome unknown: a copy may be stored besides the accepted one.

@@ -132,6 +132,11 @@ describe('docker-compose.yml ingest', () => {
     expect(environmentOf(ingest).INGEST_TOKENS).toBeTruthy();
   });
 
+  it('listens on every interface of its container, so the published port reaches it (INGEST_HOST defaults to loopback)', () => {
+    expect(environmentOf(ingest).INGEST_HOST).toBe('0.0.0.0');
+    expect(configSchema.ingestHost.default).toBe('127.0.0.1');
+  });
+
   it('stop_grace_period exceeds PUBLISH_TIMEOUT, so publishes under way settle on SIGTERM', () => {
     const publishMs = parseDuration(environmentOf(ingest).PUBLISH_TIMEOUT ?? '') ?? configSchema.publishTimeout.default;
     expect(composeDurationMs(String(ingest.stop_grace_period))).toBeGreaterThan(publishMs);

@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load-config.js';
 import { chooseLogFormat } from '../../src/log-format.js';
-import { loggerOptions } from '../../src/logger.js';
+import { loggerOptions, maskLogFields } from '../../src/logger.js';
 import { configError } from '../support/config-error.js';
 
 describe('LOG_FORMAT', () => {
@@ -39,5 +39,19 @@ describe('logger options', () => {
     expect(options.redact).toEqual(loggerOptions('info', 'callback-relay', 'json').redact);
     // The transport's worker thread loads the module by name: it must be a dependency that resolves.
     expect(() => createRequire(import.meta.url).resolve('pino-pretty')).not.toThrow();
+  });
+});
+
+describe('maskLogFields', () => {
+  it('masks a callback URL and hides secret header values; other fields untouched', () => {
+    const fields = { id: 'x', url: 'https://u:p@a.example/h?token=abc', headers: { 'X-Api-Key': 'k', 'x-tenant': 'acme' } };
+    expect(maskLogFields(fields)).toEqual({ id: 'x', url: 'https://***@a.example/h?token=***', headers: { 'X-Api-Key': '[hidden]', 'x-tenant': 'acme' } });
+    const plain = { id: 'x', target: 'https://a.example' };
+    expect(maskLogFields(plain)).toBe(plain);
+  });
+
+  it('is the log formatter of both formats', () => {
+    expect(loggerOptions('info', 'n', 'json').formatters?.log).toBe(maskLogFields);
+    expect(loggerOptions('info', 'n', 'pretty').formatters?.log).toBe(maskLogFields);
   });
 });

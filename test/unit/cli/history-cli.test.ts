@@ -57,8 +57,16 @@ describe('formatTimelineLine', () => {
     const hostile = { ...event, url: 'https://x.example/\u001b[2J\u001b[31mowned', error: 'ECONNRESET\r\u009b0m', status: undefined, worker: 'w\u0007' };
     const line = formatTimelineLine(hostile, true);
     expect(line).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
-    expect(line).toContain('https://x.example/ [2J [31mowned');
+    // The URL is masked first (maskUrl), whose parser percent-encodes control characters.
+    expect(line).toContain('https://x.example/%1B[2J%1B[31mowned');
     expect(line).toContain('ECONNRESET  0m');
+  });
+
+  it('shows the URL masked, even of an event stored unmasked', () => {
+    const line = formatTimelineLine({ ...event, url: 'https://user:pw@x.example/hook?token=abc#f' }, true);
+    expect(line).toContain('https://***@x.example/hook?token=***');
+    expect(line).not.toContain('abc');
+    expect(line).not.toContain('pw');
   });
 
   it('a callback held for its paused target: no status, no duration', () => {

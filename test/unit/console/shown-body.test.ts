@@ -11,6 +11,13 @@ describe('shownBody', () => {
     expect(shown.split('\n').length).toBeGreaterThan(3);
   });
 
+  it('hides the wider set of credential headers and masks the URL', () => {
+    const headers = { 'X-Auth-Key': 'a1', apikey: 'a2', 'Ocp-Apim-Subscription-Key': 'a3', Cookie: 'a4', 'x-tenant': 'acme' };
+    const shown = JSON.parse(shownBody(Buffer.from(JSON.stringify({ url: 'https://u:pw@a.example/h?token=abc', body: 1, headers }))));
+    expect(shown.headers).toEqual({ 'X-Auth-Key': '[hidden]', apikey: '[hidden]', 'Ocp-Apim-Subscription-Key': '[hidden]', Cookie: '[hidden]', 'x-tenant': 'acme' });
+    expect(shown.url).toBe('https://***@a.example/h?token=***');
+  });
+
   it('shows anything else as its text (an invalid message may be anything)', () => {
     expect(shownBody(Buffer.from('<not json>'))).toBe('<not json>');
     expect(shownBody(Buffer.from('[1,2]'))).toBe('[\n  1,\n  2\n]');

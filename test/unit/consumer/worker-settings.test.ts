@@ -74,7 +74,7 @@ describe('isolationPolicy', () => {
 describe('resolveWorkerSettings', () => {
   it('works each value out once, from the setting that names it', () => {
     const settings = resolveWorkerSettings(loadConfig({ PREFETCH: '7', HTTP_TIMEOUT: '4s', RESPONSE_BODY_LIMIT: '123', MAX_PAYLOAD_BYTES: '4567', DRAIN_TIMEOUT: '9s', DUE_PREFETCH: '300', METRICS_PORT: '0', PUBLISH_TIMEOUT: '3s', SUCCESS_BODY: 'ok', RETRY_SCHEDULE: '1s,2s', EVENTS: 'durable' }));
-    expect(settings.consume).toEqual({ prefetch: 7, queuePrefetch: 14, duePrefetch: 300, drainTimeoutMs: 9_000, metricsPort: 0 });
+    expect(settings.consume).toEqual({ prefetch: 7, queuePrefetch: 14, duePrefetch: 300, drainTimeoutMs: 9_000, metricsPort: 0, metricsHost: '127.0.0.1' });
     expect(settings.delivery).toEqual({ timeoutMs: 4_000, responseBodyLimit: 123, maxPayloadBytes: 4567, sign: undefined });
     expect(settings.retry).toMatchObject({ schedule: [1_000, 2_000], maxAttempts: 3, successBody: 'ok' });
     expect(settings).toMatchObject({ publishTimeoutMs: 3_000, events: 'durable', targetKey: 'origin' });

@@ -40,6 +40,11 @@ describe('dlqEntry', () => {
     });
   });
 
+  it('shows the URL masked (the message itself keeps it whole)', () => {
+    const entry = dlqEntry(message({ id: 'x', url: 'https://u:p@example.com/hook?sig=abc#f', body: 1 }, {}), new Date(0));
+    expect(entry.url).toBe('https://***@example.com/hook?sig=***');
+  });
+
   it('takes the reason of a message the broker dead-lettered from the head of x-death', () => {
     const headers = {
       'x-death': [

@@ -44,6 +44,11 @@ describe('outcomeEventOf', () => {
     });
   });
 
+  it('carries the URL masked: user-info and query values hidden, no fragment', () => {
+    const event = outcomeEventOf({ ...callback, url: 'https://u:p@a.example/h?token=abc&page=2#x', kind: 'held', attempt: 1 }, 'w/1', 'T');
+    expect(event.url).toBe('https://***@a.example/h?token=***&page=***');
+  });
+
   it('an invalid message: a dead event with reason invalid, attempt 0', () => {
     expect(outcomeEventOf({ kind: 'invalid', id: 'x', error: 'not JSON' }, 'w/1', 'T')).toMatchObject({ type: 'dead', id: 'x', url: '', attempt: 0, reason: 'invalid', error: 'not JSON' });
   });

@@ -150,6 +150,29 @@ describe('checkAddress: allow and deny lists', () => {
     expect(reasonOf('169.254.169.254', p)).toMatch(/link-local/);
   });
 
+  it('keeps always-refused ranges refused when an allow entry merely overlaps them', () => {
+    const cgnat = policy({ strict: true, allow: '100.64.0.0/10' });
+    expect(checkAddress('100.64.1.1', cgnat)).toEqual({ allowed: true });
+    expect(reasonOf('100.100.100.200', cgnat)).toBe('100.100.100.200 is a cloud metadata address, refused even though TARGET_ALLOW covers it: only an entry naming 100.100.100.200/32 or a range inside it opens it');
+    const everything = policy({ allow: '0.0.0.0/0, ::/0' });
+    expect(checkAddress('93.184.216.34', everything)).toEqual({ allowed: true });
+    for (const ip of ['169.254.169.254', '0.0.0.0', 'fe80::1', 'fd00:ec2::254', '::ffff:169.254.169.254', '::']) {
+      expect(checkAddress(ip, everything), ip).toMatchObject({ allowed: false });
+    }
+    expect(reasonOf('169.254.169.254', policy({ allow: '169.0.0.0/8' }))).toMatch(/link-local.*only an entry naming 169.254.0.0\/16/);
+    expect(checkAddress('fd00:ec2::254', policy({ strict: true, allow: 'fd00::/8' }))).toMatchObject({ allowed: false });
+  });
+
+  it('opens an always-refused range for an entry naming it or a range inside it', () => {
+    expect(checkAddress('100.100.100.200', policy({ allow: '100.64.0.0/10, 100.100.100.200' }))).toEqual({ allowed: true });
+    expect(checkAddress('169.254.169.254', policy({ allow: '169.254.0.0/16' }))).toEqual({ allowed: true });
+    expect(checkAddress('169.254.170.2', policy({ allow: '169.254.170.0/24' }))).toEqual({ allowed: true });
+    expect(reasonOf('169.254.169.254', policy({ allow: '169.254.170.0/24' }))).toMatch(/link-local/);
+    expect(checkAddress('fe80::1', policy({ allow: 'fe80::/64' }))).toEqual({ allowed: true });
+    expect(checkAddress('169.254.170.2', policy({ allow: '169.254.170.2:80' }), 80)).toEqual({ allowed: true });
+    expect(checkAddress('169.254.170.2', policy({ allow: '169.254.170.2:80' }), 81)).toMatchObject({ allowed: false });
+  });
+
   it('allows loopback in strict mode when allow-listed', () => {
     expect(checkAddress('127.0.0.1', policy({ strict: true, allow: '127.0.0.1' }))).toEqual({ allowed: true });
     expect(reasonOf('127.0.0.2', policy({ strict: true, allow: '127.0.0.1' }))).toMatch(/loopback/);

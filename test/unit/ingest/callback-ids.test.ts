@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isRelayError } from '../../../src/errors.js';
-import { batchIds, itemDigest, MAX_BATCH_KEY_LENGTH, resendAdvice, singleId } from '../../../src/ingest/callback-ids.js';
+import { batchIds, itemDigest, maxKeyLength, resendAdvice, singleId } from '../../../src/ingest/callback-ids.js';
 import type { Envelope } from '../../../src/ingest/envelope.js';
 import { isValidId } from '../../../src/message/callback.js';
 
@@ -21,10 +21,19 @@ function refusal(run: () => unknown): { field: string | undefined; message: stri
 }
 
 describe('singleId', () => {
-  it('takes the body id, else the Idempotency-Key, else a new one, and says which', () => {
-    expect(singleId({ id: 'own', url: URL_, body: 1 }, 'key', counter())).toEqual({ id: 'own', from: 'body' });
-    expect(singleId({ url: URL_, body: 1 }, 'key', counter())).toEqual({ id: 'key', from: 'key' });
-    expect(singleId({ url: URL_, body: 1 }, undefined, counter())).toEqual({ id: 'new-1', from: 'new' });
+  it('takes the body id, else <token name>:<Idempotency-Key>, else a new one, and says which', () => {
+    expect(singleId({ id: 'own', url: URL_, body: 1 }, 'key', 'acme', counter())).toEqual({ id: 'own', from: 'body' });
+    expect(singleId({ url: URL_, body: 1 }, 'key', 'acme', counter())).toEqual({ id: 'acme:key', from: 'key' });
+    expect(singleId({ url: URL_, body: 1 }, 'key', 'other', counter())).toEqual({ id: 'other:key', from: 'key' });
+    expect(singleId({ url: URL_, body: 1 }, undefined, 'acme', counter())).toEqual({ id: 'new-1', from: 'new' });
+  });
+
+  it('refuses a key too long for <token name>:<key>, by the name\'s length', () => {
+    const most = maxKeyLength('acme', false);
+    expect(most).toBe(250);
+    expect(isValidId(singleId({ url: URL_, body: 1 }, 'k'.repeat(most), 'acme', counter()).id)).toBe(true);
+    const refused = refusal(() => singleId({ url: URL_, body: 1 }, 'k'.repeat(most + 1), 'acme', counter()));
+    expect([refused.field, refused.message]).toEqual(['Idempotency-Key', expect.stringContaining('at most 250 characters with the token named "acme"')]);
   });
 });
 
@@ -56,33 +65,35 @@ describe('batchIds', () => {
   const b: Envelope = { url: URL_, body: 'b' };
 
   it('never depends on position: an item keeps its id in any batch with the same key', () => {
-    const whole = batchIds([a, b], 'k', counter());
-    const alone = batchIds([b], 'k', counter());
+    const whole = batchIds([a, b], 'k', 'acme', counter());
+    const alone = batchIds([b], 'k', 'acme', counter());
     expect(whole.map((x) => x.from)).toEqual(['content', 'content']);
     expect(alone[0]).toEqual(whole[1]);
     expect(whole[0]!.id).not.toBe(whole[1]!.id);
-    expect(whole[0]!.id).toBe(`k:${itemDigest(a)}`);
+    expect(whole[0]!.id).toBe(`acme:k:${itemDigest(a)}`);
+    expect(batchIds([a], 'k', 'other', counter())[0]!.id).toBe(`other:k:${itemDigest(a)}`);
   });
 
   it('keeps item ids; without a key, new ids', () => {
-    expect(batchIds([{ ...a, id: 'own' }, b], undefined, counter())).toEqual([
+    expect(batchIds([{ ...a, id: 'own' }, b], undefined, 'acme', counter())).toEqual([
       { id: 'own', from: 'body' },
       { id: 'new-1', from: 'new' },
     ]);
   });
 
   it('refuses identical items without ids, naming the later one; repeated explicit ids are the client\'s choice', () => {
-    expect(refusal(() => batchIds([a, b, { ...a, delay: 10 }], 'k', counter())).field).toBe('callbacks[2]');
-    expect(refusal(() => batchIds([{ ...b, id: `k:${itemDigest(a)}` }, a], 'k', counter())).field).toBe('callbacks[1]');
-    expect(batchIds([a, a], undefined, counter()).map((x) => x.id)).toEqual(['new-1', 'new-2']);
-    expect(batchIds([{ ...a, id: 'e' }, { ...b, id: 'e' }], 'k', counter()).map((x) => x.id)).toEqual(['e', 'e']);
+    expect(refusal(() => batchIds([a, b, { ...a, delay: 10 }], 'k', 'acme', counter())).field).toBe('callbacks[2]');
+    expect(refusal(() => batchIds([{ ...b, id: `acme:k:${itemDigest(a)}` }, a], 'k', 'acme', counter())).field).toBe('callbacks[1]');
+    expect(batchIds([a, a], undefined, 'acme', counter()).map((x) => x.id)).toEqual(['new-1', 'new-2']);
+    expect(batchIds([{ ...a, id: 'e' }, { ...b, id: 'e' }], 'k', 'acme', counter()).map((x) => x.id)).toEqual(['e', 'e']);
   });
 
-  it('refuses a key too long for <key>:<digest> only when an item needs it', () => {
-    const long = 'k'.repeat(MAX_BATCH_KEY_LENGTH + 1);
-    expect(refusal(() => batchIds([a], long, counter())).field).toBe('Idempotency-Key');
-    expect(batchIds([{ ...a, id: 'own' }], long, counter())[0]!.id).toBe('own');
-    expect(isValidId(batchIds([a], 'k'.repeat(MAX_BATCH_KEY_LENGTH), counter())[0]!.id)).toBe(true);
+  it('refuses a key too long for <token name>:<key>:<digest> only when an item needs it', () => {
+    const most = maxKeyLength('acme', true);
+    const long = 'k'.repeat(most + 1);
+    expect(refusal(() => batchIds([a], long, 'acme', counter())).field).toBe('Idempotency-Key');
+    expect(batchIds([{ ...a, id: 'own' }], long, 'acme', counter())[0]!.id).toBe('own');
+    expect(isValidId(batchIds([a], 'k'.repeat(most), 'acme', counter())[0]!.id)).toBe(true);
   });
 });
 

@@ -19,7 +19,7 @@ function configError(env: Record<string, string>): string {
 describe('ingestOptions', () => {
   it('carries the limits and timeouts, defaults included', () => {
     const options = ingestOptions(loadConfig({ INGEST_TOKENS: TOKENS, INGEST_REQUEST_TIMEOUT: '5s' }));
-    expect(options).toMatchObject({ tokens: [TOKENS], batchMax: 100, maxPayloadBytes: 1_048_576, batchBytes: 4_194_304, inflightBytes: 33_554_432, requestTimeout: 5_000, connectionTimeout: 60_000 });
+    expect(options).toMatchObject({ tokens: [{ name: 'default', token: TOKENS }], batchMax: 100, maxPayloadBytes: 1_048_576, batchBytes: 4_194_304, inflightBytes: 33_554_432, requestTimeout: 5_000, connectionTimeout: 60_000, idempotencyWindow: 86_400_000, idempotencyKeys: 100_000 });
   });
 
   it('refuses INGEST_INFLIGHT_BYTES below the largest request body, naming key and value', () => {

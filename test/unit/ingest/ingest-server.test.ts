@@ -39,14 +39,20 @@ function publisherStub() {
   };
 }
 
+const OTHER_TOKEN = 'other-token-0123456789';
+let clock = 0;
 let server: IngestServer | undefined;
 afterEach(async () => server?.app.close());
 
 function start(batchMax = 3, maxPayloadBytes = 2_000, inflightBytes = 100_000) {
   const stub = publisherStub();
   let n = 0;
-  const options = { tokens: ['other-token-0123456789', TOKEN], batchMax, maxPayloadBytes, batchBytes: 5_000, inflightBytes, requestTimeout: 30_000, connectionTimeout: 60_000 };
-  server = buildIngestServer(options, { publisher: stub.publisher, newId: () => `new-${++n}` });
+  const tokens = [
+    { name: 'other', token: OTHER_TOKEN },
+    { name: 'acme', token: TOKEN },
+  ];
+  const options = { tokens, batchMax, maxPayloadBytes, batchBytes: 5_000, inflightBytes, requestTimeout: 30_000, connectionTimeout: 60_000, idempotencyWindow: 60_000, idempotencyKeys: 100 };
+  server = buildIngestServer(options, { publisher: stub.publisher, newId: () => `new-${++n}`, now: () => clock });
   return { ...stub, inject: server.app.inject.bind(server.app) };
 }
 
@@ -59,13 +65,49 @@ describe('POST /v1/callbacks', () => {
     expect(published).toEqual([{ callback: { url: URL_, body: { a: 1 }, id: 'new-1' }, options: { delay: 30_000 } }]);
   });
 
-  it('takes the id from Idempotency-Key when the body has none, so a retry keeps it', async () => {
+  it('takes the id from the token\'s name and the Idempotency-Key when the body has none, so a retry keeps it', async () => {
     const { inject, published } = start();
     for (let i = 0; i < 2; i++) {
-      const res = await inject({ method: 'POST', url: '/v1/callbacks', headers: { ...auth, 'idempotency-key': 'order-42' }, payload: { url: URL_, body: null } });
-      expect(res.json()).toEqual({ id: 'order-42' });
+      const res = await inject({ method: 'POST', url: '/v1/callbacks', headers: { ...auth, 'idempotency-key': 'order-42' }, payload: { url: URL_, body: null, delay: i * 10 } });
+      expect(res.json()).toEqual({ id: 'acme:order-42' });
     }
-    expect(published.map((p) => p.callback.id)).toEqual(['order-42', 'order-42']);
+    expect(published.map((p) => p.callback.id)).toEqual(['acme:order-42', 'acme:order-42']);
+  });
+
+  it('scopes the key to the token\'s name: two clients with the same key get two ids', async () => {
+    const { inject, published } = start();
+    const other = await inject({ method: 'POST', url: '/v1/callbacks', headers: { authorization: `Bearer ${OTHER_TOKEN}`, 'idempotency-key': 'order-42' }, payload: { url: URL_, body: 'theirs' } });
+    const mine = await inject({ method: 'POST', url: '/v1/callbacks', headers: { ...auth, 'idempotency-key': 'order-42' }, payload: { url: URL_, body: 'mine' } });
+    expect([other.statusCode, other.json().id, mine.statusCode, mine.json().id]).toEqual([202, 'other:order-42', 202, 'acme:order-42']);
+    expect(published.map((p) => p.callback.body)).toEqual(['theirs', 'mine']);
+  });
+
+  it('422 CR_ERR_IDEMPOTENCY_KEY_REUSED for the same key with another callback within the window, never published', async () => {
+    clock = 0;
+    const { inject, published } = start();
+    const post = (payload: object, key = 'order-7') => inject({ method: 'POST', url: '/v1/callbacks', headers: { ...auth, 'idempotency-key': key }, payload });
+    expect((await post({ url: URL_, body: { a: 1, b: 2 } })).statusCode).toBe(202);
+    for (const other of [{ url: URL_, body: { a: 1, b: 3 } }, { url: `${URL_}/2`, body: { a: 1, b: 2 } }, { url: URL_, body: { a: 1, b: 2 }, headers: { 'x-a': '1' } }, { url: URL_, body: { a: 1, b: 2 }, method: 'PUT' }]) {
+      const res = await post(other);
+      expect(res.statusCode, JSON.stringify(other)).toBe(422);
+      expect(res.json()).toMatchObject({ code: 'CR_ERR_IDEMPOTENCY_KEY_REUSED', field: 'Idempotency-Key', id: 'acme:order-7', retry: false });
+    }
+    // The same callback spelt otherwise, or with another delay, is the same callback: a retry.
+    expect((await post({ body: { b: 2, a: 1 }, url: URL_, delay: '5s' })).statusCode).toBe(202);
+    expect(published.map((p) => p.callback.body)).toEqual([{ a: 1, b: 2 }, { b: 2, a: 1 }]);
+    // An explicit id is the client's own: the key is not used, so nothing is checked.
+    expect((await post({ id: 'own', url: URL_, body: 'else' })).statusCode).toBe(202);
+    clock = 60_000;
+    expect((await post({ url: URL_, body: 'after the window' })).statusCode).toBe(202);
+  });
+
+  it('a callback refused as invalid (400) does not take its key: the corrected one goes through', async () => {
+    const { inject, published } = start();
+    const post = (payload: object) => inject({ method: 'POST', url: '/v1/callbacks', headers: { ...auth, 'idempotency-key': 'fix-me' }, payload });
+    const bad = await post({ url: 'ftp://example.com/x', body: 1 });
+    expect([bad.statusCode, bad.json().field]).toEqual([400, 'url']);
+    expect((await post({ url: URL_, body: 1 })).statusCode).toBe(202);
+    expect(published).toHaveLength(1);
   });
 
   it('401 without a valid token, before reading the body', async () => {
@@ -121,8 +163,8 @@ describe('POST /v1/callbacks', () => {
     for (const code of ['CR_ERR_PUBLISH_TIMEOUT', 'CR_ERR_OUTCOME_UNKNOWN', 'CR_ERR_PUBLISH_NACKED', 'CR_ERR_PUBLISH_RETURNED', 'CR_ERR_CLOSED']) {
       const res = await inject({ method: 'POST', url: '/v1/callbacks', headers: { ...auth, 'idempotency-key': `k-${code}` }, payload: { url: `${URL_}?fail=${code}`, body: 1 } });
       expect(res.statusCode, code).toBe(503);
-      expect(res.json(), code).toMatchObject({ code, id: `k-${code}`, retry: true });
-      expect(res.json().message).toContain(`send it again with the same Idempotency-Key, so that it keeps the id "k-${code}"`);
+      expect(res.json(), code).toMatchObject({ code, id: `acme:k-${code}`, retry: true });
+      expect(res.json().message).toContain(`with the same Idempotency-Key and a token of the same name, so that it keeps the id "acme:k-${code}"`);
     }
     const bug = await inject({ method: 'POST', url: '/v1/callbacks', headers: auth, payload: { url: `${URL_}?fail=CR_ERR_TOPOLOGY`, body: 1 } });
     expect([bug.statusCode, bug.json().id]).toEqual([500, 'new-2']);
@@ -161,11 +203,11 @@ describe('POST /v1/callbacks', () => {
 });
 
 describe('POST /v1/callbacks:batch', () => {
-  it('202 with one result per item; ids from Idempotency-Key:<digest of the item> when the item has none', async () => {
+  it('202 with one result per item; ids from <token name>:<Idempotency-Key>:<digest of the item> when the item has none', async () => {
     const { inject, published } = start();
     const res = await inject({ method: 'POST', url: '/v1/callbacks:batch', headers: { ...auth, 'idempotency-key': 'b1' }, payload: { callbacks: [{ url: URL_, body: 1 }, { id: 'own', url: URL_, body: 2 }] } });
     expect(res.statusCode).toBe(202);
-    expect(res.json()).toEqual({ results: [{ index: 0, id: `b1:${itemDigest({ url: URL_, body: 1 })}`, status: 202 }, { index: 1, id: 'own', status: 202 }] });
+    expect(res.json()).toEqual({ results: [{ index: 0, id: `acme:b1:${itemDigest({ url: URL_, body: 1 })}`, status: 202 }, { index: 1, id: 'own', status: 202 }] });
     expect(published).toHaveLength(2);
   });
 
@@ -174,7 +216,7 @@ describe('POST /v1/callbacks:batch', () => {
     const items = [{ url: URL_, body: 'a' }, { url: `${URL_}?fail=CR_ERR_PUBLISH_TIMEOUT`, body: 'b' }, { url: URL_, body: 'c' }];
     const first = await inject({ method: 'POST', url: '/v1/callbacks:batch', headers: { ...auth, 'idempotency-key': 'k' }, payload: { callbacks: items } });
     const failed = first.json().results[1];
-    expect([first.statusCode, failed.status, failed.message]).toEqual([503, 503, expect.stringContaining(`with the same Idempotency-Key, or with "id": "${failed.id}"`)]);
+    expect([first.statusCode, failed.status, failed.message]).toEqual([503, 503, expect.stringContaining(`with the same Idempotency-Key and a token of the same name, or with "id": "${failed.id}"`)]);
     const resent = await inject({ method: 'POST', url: '/v1/callbacks:batch', headers: { ...auth, 'idempotency-key': 'k' }, payload: { callbacks: [items[1]] } });
     expect(resent.json().results[0].id).toBe(failed.id);
     expect(new Set(first.json().results.map((r: { id: string }) => r.id)).size).toBe(3);

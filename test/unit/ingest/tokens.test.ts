@@ -6,9 +6,15 @@ const A = 'a'.repeat(16);
 const B = 'token-B_0123456789';
 
 describe('INGEST_TOKENS', () => {
-  it('parses a comma-separated list, spaces ignored; empty means none', () => {
-    expect(parseIngestTokens(` ${A} ,${B}`)).toEqual([A, B]);
+  it('parses a comma-separated list of name:token or bare tokens (named default), spaces ignored; empty means none', () => {
+    expect(parseIngestTokens(` ${A} , acme : ${B},acme:${A}`)).toEqual([
+      { name: 'default', token: A },
+      { name: 'acme', token: B },
+      { name: 'acme', token: A },
+    ]);
     expect(parseIngestTokens('')).toEqual([]);
+    expect(() => parseIngestTokens(`a b:${A}`)).toThrow(/token 1: the name before ":"/);
+    expect(() => parseIngestTokens(`:${A}`)).toThrow(/token 1: the name before ":"/);
   });
 
   it('refuses a short token or odd characters, by position and without echoing the secret', () => {
@@ -24,17 +30,20 @@ describe('INGEST_TOKENS', () => {
 });
 
 describe('createTokenCheck', () => {
-  const check = createTokenCheck([A, B]);
+  const check = createTokenCheck([
+    { name: 'default', token: A },
+    { name: 'acme', token: B },
+  ]);
 
-  it('accepts every listed token (rotation) as a Bearer credential', () => {
-    expect(check(`Bearer ${A}`)).toBe(true);
-    expect(check(`bearer ${B}`)).toBe(true);
+  it('accepts every listed token (rotation) as a Bearer credential, giving its name', () => {
+    expect(check(`Bearer ${A}`)).toBe('default');
+    expect(check(`bearer ${B}`)).toBe('acme');
   });
 
   it('refuses anything else', () => {
     for (const header of [undefined, '', A, `Basic ${A}`, `Bearer ${A}x`, `Bearer ${A.slice(1)}`, 'Bearer ', `Bearer ${A} ${B}`]) {
-      expect(check(header), String(header)).toBe(false);
+      expect(check(header), String(header)).toBeUndefined();
     }
-    expect(createTokenCheck([])(`Bearer ${A}`)).toBe(false);
+    expect(createTokenCheck([])(`Bearer ${A}`)).toBeUndefined();
   });
 });
