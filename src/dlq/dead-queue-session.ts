@@ -46,7 +46,7 @@ export async function openDeadQueueSession(config: DeadQueueSettings): Promise<D
         if (!isNotFound(error)) throw error;
         throw new RelayError(
           'CR_ERR_CONFIG',
-          `TOPOLOGY_PREFIX: ${what} does not exist on the broker (value was "${config.topologyPrefix}"; a worker, a publisher or \`npm run topology\` declares it)`,
+          `TOPOLOGY_PREFIX: ${what} does not exist on the broker (value was "${config.topologyPrefix}"; a worker or \`callback-relay topology\` declares it)`,
           { cause: error },
         );
       }
