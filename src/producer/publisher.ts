@@ -119,14 +119,35 @@ export function createPublisher(
       });
       channelReady = true;
       // Checked at once, so that connected() tells and a missing topology is logged before the first publish.
-      const resolved = await topology;
-      if (manager.connection) {
-        await checkOf(resolved)
-          .run(manager.connection)
-          .catch((error: Error) => logger.warn({ err: error.message, code: (error as RelayError).code }, 'the topology is not on the broker yet'));
-      }
+      watchTopology(await topology);
     },
   });
+  // While the topology is missing it is checked again every few seconds, so connected() (the ingest's
+  // /readyz) turns true once the topology step has run or a worker has started, with no publish needed.
+  let watching = false;
+  function watchTopology(resolved: ResolvedTopology): void {
+    if (watching) return;
+    watching = true;
+    let warned = false;
+    const attempt = (): void => {
+      const connection = manager.connection;
+      if (closed || !connection) {
+        watching = false;
+        return;
+      }
+      checkOf(resolved)
+        .run(connection)
+        .then(
+          () => (watching = false),
+          (error: Error) => {
+            if (!warned) logger.warn({ err: error.message, code: (error as RelayError).code }, 'the topology is not on the broker yet');
+            warned = true;
+            setTimeout(attempt, TOPOLOGY_RECHECK_MS).unref();
+          },
+        );
+    };
+    attempt();
+  }
   channel.on('error', (err) => {
     logger.error({ err: (err as Error).message, code: (err as RelayError).code }, 'producer channel setup failed');
   });
@@ -277,6 +298,9 @@ export function createPublisher(
 
   return { publish, cancel, close, connected: () => channelReady && check?.isPassed === true && manager.isConnected() };
 }
+
+/** Between checks of a topology found missing, for connected(). */
+const TOPOLOGY_RECHECK_MS = 2_000;
 
 /** Between checks for the topology while no connection is up. */
 const CHECK_PAUSE_MS = 100;

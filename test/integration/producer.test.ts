@@ -134,6 +134,10 @@ describe('producer', () => {
       probe.on('error', () => {});
       await expect(probe.checkExchange(config.topologyPrefix)).rejects.toMatchObject({ code: 404 });
       await declareOnce(config, createLogger('silent'));
+      // Checked again on its own: ready (the ingest's /readyz) without a publish to ask.
+      for (const deadline = Date.now() + 10_000; !publisher.connected(); await sleep(100)) {
+        if (Date.now() > deadline) throw new Error('connected() stayed false after the topology was declared');
+      }
       const { id } = await publisher.publish({ url: 'http://127.0.0.1:9/first', id: 'first-on-fresh', body: 0 });
       expect(id).toBe('first-on-fresh');
       expect((await channel.checkQueue(`${config.topologyPrefix}.work`)).messageCount).toBe(1);
