@@ -77,7 +77,8 @@ describeEachMode('least privilege: one broker account per role', (mode: TestMode
     for (const args of rabbitmqctlCommands(accounts, '/')) await ctl(args);
     guest = await amqplib.connect(base);
     inspect = await guest.createChannel();
-    receiver = await startReceiver(() => ({ status: 200 }));
+    // Paths under /own-fate/ fail, for the forged retry state below.
+    receiver = await startReceiver((request) => ({ status: request.path.startsWith('/own-fate/') ? 500 : 200 }));
     // The one-off topology step, with the admin account.
     await declareOnce(configFor('admin'), keptLogger(warnings));
     worker = createWorker(configFor('worker'), keptLogger(warnings));
@@ -197,4 +198,40 @@ describeEachMode('least privilege: one broker account per role', (mode: TestMode
     }
     expect(warnings.filter((line) => /ACCESS_REFUSED|403/.test(line))).toEqual([]);
   }, 300_000);
+
+  it.skipIf(ctl === undefined)('forged x-callback-* state headers from the producer change only the fate of the callback that carries them', async () => {
+    const producer = await amqplib.connect(url('producer'));
+    try {
+      const channel = await producer.createConfirmChannel();
+      // Retry state as a worker writes it, claimed by a producer: its last attempt, deferred the most
+      // times, sent back unsettled often, replayed, due in an hour.
+      const forged = {
+        'x-callback-attempt': 99,
+        'x-callback-deferrals': 16,
+        'x-callback-held-since': new Date(Date.now() - 3_600_000).toISOString(),
+        'x-callback-returns': 1,
+        'x-replayed-at': new Date().toISOString(),
+        'x-callback-due-at': Date.now() + 3_600_000,
+        'x-callback-reason': 'canceled',
+      };
+      const content = Buffer.from(JSON.stringify({ id: 'forged-own', url: `${receiver.origin}/own-fate/forged`, body: 0 }));
+      channel.publish(names.exchange, names.routingKey, content, { persistent: true, contentType: 'application/json', messageId: 'forged-own', headers: forged });
+      await channel.waitForConfirms();
+      await channel.close();
+    } finally {
+      await producer.close();
+    }
+    const other = await publisher.publish({ url: `${receiver.origin}/producer/beside-forged`, body: 1 });
+    // Its own fate: one attempt, then parked as exhausted (attempt 99, past MAX_ATTEMPTS), not held an hour.
+    for (const deadline = Date.now() + 30_000; !(await inspect.checkQueue(names.deadQueue)).messageCount; await new Promise((resolve) => setTimeout(resolve, 200))) {
+      if (Date.now() > deadline) throw new Error('the forged callback was not parked within 30 s');
+    }
+    const parked = await inspect.get(names.deadQueue, { noAck: true });
+    expect(parked && [parked.properties.messageId, parked.properties.headers?.['x-callback-reason']]).toEqual(['forged-own', 'exhausted']);
+    expect(receiver.requests.filter((r) => r.path === '/own-fate/forged')).toHaveLength(1);
+    // Everyone else's: delivered as usual, nothing else parked.
+    await receiver.waitFor((requests) => requests.some((r) => r.path === '/producer/beside-forged'), 20_000);
+    expect(receiver.requests.find((r) => r.path === '/producer/beside-forged')!.headers['webhook-id']).toBe(other.id);
+    expect((await inspect.checkQueue(names.deadQueue)).messageCount).toBe(0);
+  }, 60_000);
 });
