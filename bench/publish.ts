@@ -2,16 +2,37 @@ import { loadConfig, type RelayConfig } from '../src/config/load-config.js';
 import { createLogger } from '../src/logger.js';
 import type { Callback } from '../src/message/callback.js';
 import { createPublisher, type CallbackPublisher, type PublishOptions } from '../src/producer/publisher.js';
+import { declareOnce } from '../src/topology/connect-topology.js';
 
 export interface Job {
   callback: Callback;
   options?: PublishOptions;
 }
 
-/** The library's publisher on `prefix`, silent, with room for the concurrency the bench uses. */
+/**
+ * The library's publisher on `prefix`, silent, with room for the concurrency the bench uses. Publishers
+ * declare nothing: the topology is declared first, as `callback-relay topology` does in a deployment,
+ * and every publish (and `connected()`) waits for that.
+ */
 export function benchPublisher(url: string, prefix: string, env: Record<string, string> = {}): { config: RelayConfig; publisher: CallbackPublisher } {
   const config = loadConfig({ AMQP_URL: url, TOPOLOGY_PREFIX: prefix, LOG_LEVEL: 'silent', METRICS_PORT: '0', PUBLISH_BUFFER_LIMIT: '5000', PUBLISH_TIMEOUT: '60s', ...env });
-  return { config, publisher: createPublisher(config, createLogger('silent')) };
+  const declared = declareOnce(config, createLogger('silent'));
+  let ready = false;
+  declared.then(() => (ready = true), () => {});
+  const inner = createPublisher(config, createLogger('silent'));
+  const publisher: CallbackPublisher = {
+    publish: async (callback, options) => {
+      await declared;
+      return inner.publish(callback, options);
+    },
+    cancel: async (id) => {
+      await declared;
+      return inner.cancel(id);
+    },
+    connected: () => ready && inner.connected(),
+    close: () => inner.close(),
+  };
+  return { config, publisher };
 }
 
 export interface PublishReport {

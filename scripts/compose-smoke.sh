@@ -85,8 +85,8 @@ other=$([ "$mode" = plugin ] && echo queues || echo plugin)
 if worker_log | grep -qF "delay mode: $other"; then fail "a worker chose $other mode on a broker that offers $mode mode"; fi
 say "worker chose $mode mode"
 
-# PUBLISH_TIMEOUT 60 s: a publisher's first publish declares the topology, which in queues mode (35
-# quorum queues and a stream) takes seconds on a loaded 2-core machine.
+# PUBLISH_TIMEOUT 60 s: room for a loaded 2-core machine. Publishers declare nothing: the worker above
+# declared the topology when it started.
 publish() { dc run --rm -T -e PUBLISH_TIMEOUT=60s worker node dist/cli/main.js publish --url "http://receiver:3000/$1" --data "{\"smoke\":\"$1\"}" >/dev/null; }
 # publish_many PATH COUNT [DELAY_MS] [PAUSE_MS] [ROUND]: COUNT callbacks to /PATH/<i>, confirmed, from
 # one process (the ingest container has the same image and AMQP_URL, and runs while the workers are

@@ -5,6 +5,8 @@
 #   - else a Docker engine answers: `docker compose up` starts the project's broker image.
 #   - else: rabbitmq-server from Debian's packages (installed if absent) runs as a project-local node
 #     under .relay/rabbitmq (stop it with scripts/down.sh).
+# On a broker it started itself, every part gets a broker account of its own with the least permissions
+# of its role (scripts/broker-accounts.sh, docs/security.md); on a broker of yours, AMQP_URL's user.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STATE=.relay
@@ -28,6 +30,7 @@ elif docker info >/dev/null 2>&1; then
   say "starting RabbitMQ with docker compose"
   docker compose up -d --build --wait rabbitmq
   export AMQP_URL=amqp://guest:guest@localhost:5672
+  own_broker=yes
 else
   if ! command -v rabbitmq-server >/dev/null 2>&1; then
     say "installing rabbitmq-server from Debian's packages"
@@ -36,6 +39,13 @@ else
   fi
   bash scripts/local-broker.sh start "$STATE/rabbitmq"
   export AMQP_URL=amqp://guest:guest@localhost:5672
+  own_broker=yes
+fi
+if [ "${own_broker:-}" = yes ]; then
+  say "one broker account per role (passwords: $STATE/accounts.env; docs/security.md#broker-accounts-and-permissions)"
+  eval "$(bash scripts/broker-accounts.sh "$STATE" localhost:5672 http://localhost:15672)"
+else
+  PRODUCER_URL=$AMQP_URL CONSOLE_URL=$AMQP_URL WORKER_URL=$AMQP_URL ADMIN_URL=$AMQP_URL
 fi
 
 if ! node -e 'require("net").connect(3000,"127.0.0.1").on("connect",()=>process.exit(0)).on("error",()=>process.exit(1))'; then
@@ -46,7 +56,8 @@ fi
 
 # The stream P.history keeps every outcome: `callback-relay history <id>` and the console read it.
 export HISTORY="${HISTORY:-on}"
-node dist/topology/main.js
+# The topology step, with the admin account: publishers declare nothing.
+AMQP_URL=$ADMIN_URL node dist/topology/main.js
 # A random console token, made once and kept in the state directory (the console refuses weak ones).
 if [ ! -s "$STATE/console-token" ]; then
   (umask 077 && node -p 'require("node:crypto").randomBytes(24).toString("base64url")' >"$STATE/console-token")
@@ -55,13 +66,13 @@ cat <<MSG
 
   callback-relay is up.
   Management UI:  $MGMT   (guest / guest) → Queues → ${TOPOLOGY_PREFIX:-callback-relay}.dead → Get messages
-  Publish a callback that is delivered:
-    npx callback-relay publish --url http://localhost:3000/ok --data '{"hello":"world"}'
+  Publish a callback that is delivered (with the producer's broker account):
+    AMQP_URL='$PRODUCER_URL' npx callback-relay publish --url http://localhost:3000/ok --data '{"hello":"world"}'
   Publish one the receiver rejects (404), which lands in the dead-letter queue:
-    npx callback-relay publish --url http://localhost:3000/gone --data '{"will":"fail"}'
-  Operator console (in another terminal; it listens on loopback), then open http://localhost:8081
-  and log in with the token kept in $STATE/console-token:
-    CONSOLE_TOKENS=me:\$(cat $STATE/console-token) npx callback-relay console
+    AMQP_URL='$PRODUCER_URL' npx callback-relay publish --url http://localhost:3000/gone --data '{"will":"fail"}'
+  Operator console (in another terminal; it listens on loopback, with the console's broker account),
+  then open http://localhost:8081 and log in with the token kept in $STATE/console-token:
+    AMQP_URL='$CONSOLE_URL' CONSOLE_TOKENS=me:\$(cat $STATE/console-token) npx callback-relay console
   Receiver log: $STATE/receiver.log    Stop the broker and receiver: bash scripts/down.sh
 
 MSG
@@ -69,4 +80,4 @@ MSG
 # 3000. Only that port is allowed: the broker's management API listens on loopback too.
 export TARGET_ALLOW="${TARGET_ALLOW:-127.0.0.0/8:3000,[::1]:3000}"
 say "starting a worker (Ctrl-C drains and stops it)"
-exec node dist/consumer/main.js
+AMQP_URL=$WORKER_URL exec node dist/consumer/main.js

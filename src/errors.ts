@@ -18,6 +18,8 @@ export const ERROR_CODES = {
   CR_ERR_CLOSED: 'the publisher, worker or channel was closed',
   CR_ERR_BROKER_UNREACHABLE: 'no broker of AMQP_URL accepted a connection (the message names them, without passwords)',
   CR_ERR_TOPOLOGY: 'the broker refused to declare the topology (e.g. a queue exists with other arguments)',
+  CR_ERR_TOPOLOGY_MISSING:
+    'a publisher found no topology on the broker (exchange P, or P.delay in queues mode): run `npx callback-relay topology` (`npm run topology`) with an admin account, or start a worker; nothing was published',
   CR_ERR_DELAY_MODE: 'the requested delay mode cannot run on this broker',
   CR_ERR_UNAUTHORIZED: 'an HTTP ingest request lacked a valid bearer token',
   CR_ERR_INTERNAL: 'the HTTP ingest failed unexpectedly (its log says why; the answer does not)',

@@ -134,9 +134,9 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
         await Promise.all(jobs.slice(start, start + 500).map(({ target, path, i }) => publisher.publish({ url: `${target.origin}${path}`, body: i })));
       }
     };
-    // The library publisher declares the topology; a raw producer relies on it existing, bindings
+    // benchPublisher declares the topology first; a raw producer relies on it existing, bindings
     // included (the exchange alone is not enough: a message it cannot route yet is dropped).
-    if (!(await waitUntil(() => publisher.connected(), 60_000, Date.now()))) throw new Error('the publisher did not declare the topology within 60 s');
+    if (!(await waitUntil(() => publisher.connected(), 60_000, Date.now()))) throw new Error('the topology was not declared within 60 s');
     // Busy backlogs interleaved, so every busy target has work from the start.
     await send(Array.from({ length: perBusy * busy.length }, (_, n) => ({ target: busy[n % busy.length]!, path: `/t/${Math.floor(n / busy.length)}`, i: n })));
     // The workers are compiled once per bench run: not on the clock of the first run.

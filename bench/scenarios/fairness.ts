@@ -1,6 +1,7 @@
 import { loadConfig } from '../../src/config/load-config.js';
 import { createLogger } from '../../src/logger.js';
 import { createPublisher } from '../../src/producer/publisher.js';
+import { declareOnce } from '../../src/topology/connect-topology.js';
 import { PublishTap } from '../broker-tap.js';
 import type { BenchContext, ChartPanel, Scenario, Table } from '../context.js';
 import { withScope } from '../scope.js';
@@ -28,7 +29,10 @@ async function busyRun(ctx: BenchContext, name: string, consumer: Consumer, shar
     const base = { PREFETCH: '50' };
     // Every process that declares the topology must agree on LANES.
     const lanes = consumer.kind === 'relay' ? (consumer.env.LANES ?? String(LANES)) : String(LANES);
-    const publisher = scope.add(createPublisher(loadConfig({ AMQP_URL: ctx.url, TOPOLOGY_PREFIX: prefix, LOG_LEVEL: 'silent', LANES: lanes }), createLogger('silent')));
+    const publisherConfig = loadConfig({ AMQP_URL: ctx.url, TOPOLOGY_PREFIX: prefix, LOG_LEVEL: 'silent', LANES: lanes });
+    // Publishers declare nothing: the topology step first, as a deployment runs it.
+    await declareOnce(publisherConfig, createLogger('silent'));
+    const publisher = scope.add(createPublisher(publisherConfig, createLogger('silent')));
     // The backlog is queued before any consumer runs, as in the setup.
     await publishTo(publisher, busy, 't', sizes.busy);
     const started = Date.now();
@@ -75,7 +79,9 @@ async function sickRun(ctx: BenchContext, name: string, env: Record<string, stri
     const prefix = scope.prefix('sick');
     const settings = { PREFETCH: '50', HTTP_TIMEOUT: '5s', RETRY_SCHEDULE: '1s,2s', MAX_ATTEMPTS: '3', ...env };
     const ports = await startConsumers(ctx, scope, prefix, { kind: 'relay', workers: 1, env: settings }, {});
-    const publisher = scope.add(createPublisher(loadConfig({ AMQP_URL: ctx.url, TOPOLOGY_PREFIX: prefix, LOG_LEVEL: 'silent', LANES: String(LANES) }), createLogger('silent')));
+    const publisherConfig = loadConfig({ AMQP_URL: ctx.url, TOPOLOGY_PREFIX: prefix, LOG_LEVEL: 'silent', LANES: String(LANES) });
+    await declareOnce(publisherConfig, createLogger('silent'));
+    const publisher = scope.add(createPublisher(publisherConfig, createLogger('silent')));
     const started = Date.now();
     await publishTo(publisher, hanging, 'a', sizes.hanging);
     await new Promise((resolve) => setTimeout(resolve, sizes.lagMs));

@@ -9,8 +9,11 @@ import { createServer } from 'node:http';
 import { loadConfig } from '../../src/config/load-config.js';
 import { createLogger } from '../../src/logger.js';
 import { createPublisher } from '../../src/producer/publisher.js';
+import { declareOnce } from '../../src/topology/connect-topology.js';
 
 const config = loadConfig();
+// Publishers declare nothing: the topology step first, as a deployment runs it.
+await declareOnce(config, createLogger('silent'));
 const publisher = createPublisher(config, createLogger('silent'));
 
 const answer = (res: import('node:http').ServerResponse, status: number, body: string): void => {

@@ -3,6 +3,7 @@ import { loadConfig } from '../../src/config/load-config.js';
 import { createWorker } from '../../src/consumer/worker.js';
 import { createLogger } from '../../src/logger.js';
 import { createPublisher } from '../../src/producer/publisher.js';
+import { declareOnce } from '../../src/topology/connect-topology.js';
 import type { BenchContext, Scenario } from '../context.js';
 import { withScope } from '../scope.js';
 import { fmt, percentile } from '../stats.js';
@@ -76,6 +77,8 @@ export async function runIsolation(name: string, options: IsolationOptions, env:
     const config = loadConfig({ AMQP_URL: options.url, TOPOLOGY_PREFIX: prefix, LOG_LEVEL: 'silent', METRICS_PORT: '0', HTTP_TIMEOUT: options.httpTimeout, TARGET_ALLOW: '127.0.0.0/8', ...env });
     const logger = createLogger('silent');
     const worker = scope.add(createWorker(config, logger));
+    // Publishers declare nothing: the topology step first, as a deployment runs it.
+    await declareOnce(config, logger);
     const publisher = scope.add(createPublisher(config, logger));
     await worker.start();
     const expected = Math.round((options.callbacks * (options.targets - options.hanging)) / options.targets);

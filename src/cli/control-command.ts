@@ -73,7 +73,7 @@ async function withControlStream<T>(config: RelayConfig, use: (connection: Chann
   try {
     const probe = await openChannel(connection);
     await probe.checkQueue(queue).catch((error: unknown) => {
-      throw new RelayError('CR_ERR_CONFIG', `TOPOLOGY_PREFIX: the control stream "${queue}" does not exist (value was "${config.topologyPrefix}"; a worker, a publisher or \`npm run topology\` declares it)`, { cause: error });
+      throw new RelayError('CR_ERR_CONFIG', `TOPOLOGY_PREFIX: the control stream "${queue}" does not exist (value was "${config.topologyPrefix}"; a worker or \`callback-relay topology\` declares it)`, { cause: error });
     });
     return await use(connection, queue);
   } finally {
@@ -98,7 +98,7 @@ async function listPaused(config: RelayConfig, json: boolean): Promise<number> {
   await withControlStream(config, async () => {});
   const names = topologyNames(config.topologyPrefix);
   const logger = createLogger('warn', 'callback-relay-target');
-  const reader = await startControlReader({ urls: amqpUrls(config.amqpUrl), names, logger, clock: Date.now, publishTimeoutMs: config.publishTimeout });
+  const reader = await startControlReader({ urls: amqpUrls(config.amqpUrl), names, logger, clock: Date.now, publishTimeoutMs: config.publishTimeout, declare: false });
   try {
     if (!reader.readToPresent) throw new RelayError('CR_ERR_PUBLISH_TIMEOUT', `the control stream "${names.controlQueue}" was not read to its end in time: the list would be incomplete`);
     process.stdout.write(`${formatTargets(reader.pausedOrigins(), reader.originLimits(), json)}\n`);

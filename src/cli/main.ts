@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { isRelayError } from '../errors.js';
+import { accountsCommand } from './accounts-command.js';
 import { controlCommand } from './control-command.js';
 import { dlqCommand } from './dlq-command.js';
 import { historyCommand } from './history-command.js';
@@ -16,6 +17,8 @@ commands:
   ingest      run the HTTP ingest (POST /v1/callbacks) on INGEST_PORT until SIGTERM
   console     run the operator console (web pages) on CONSOLE_HOST:CONSOLE_PORT (loopback by default)
               until SIGTERM; needs CONSOLE_TOKENS
+  topology    declare the topology of TOPOLOGY_PREFIX once and exit (or: topology delete --yes)
+  accounts    print one broker account per role with its least permissions (see: callback-relay accounts --help)
 
 Settings come from environment variables (AMQP_URL, TOPOLOGY_PREFIX, …): see README.md, "Settings",
 and docs/configuration.md for all of them.`;
@@ -29,6 +32,10 @@ try {
     await import('../ingest/main.js');
   } else if (command === 'console') {
     await import('../console/main.js');
+  } else if (command === 'topology') {
+    await import('../topology/main.js');
+  } else if (command === 'accounts') {
+    process.exitCode = accountsCommand(rest);
   } else if (command === 'dlq') {
     process.exitCode = await dlqCommand(rest);
   } else if (command === 'cancel' || command === 'target') {

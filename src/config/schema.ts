@@ -125,7 +125,7 @@ export const configSchema = {
     env: 'DRAIN_TIMEOUT',
   },
   publishTimeout: {
-    doc: 'How long a publish waits for the broker\'s confirm (including while disconnected) before it rejects; in a worker, how long an outcome event waits before it is given up, and after how long a copy\'s late confirm is logged (the copy is waited for until the broker answers). A publisher\'s first topology declaration is not counted.',
+    doc: 'How long a publish waits for the broker\'s confirm (including while disconnected) before it rejects; in a worker, how long an outcome event waits before it is given up, and after how long a copy\'s late confirm is logged (the copy is waited for until the broker answers).',
     format: 'positive-duration',
     default: 10e3,
     env: 'PUBLISH_TIMEOUT',

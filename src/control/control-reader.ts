@@ -70,6 +70,12 @@ export interface ControlReaderOptions {
   publishTimeoutMs?: number | undefined;
   /** Renew pauses whose newest marker is older than this (default PAUSE_RENEW_AGE_MS), checking every `checkMs`. */
   renewPauses?: { ageMs: number; checkMs: number } | undefined;
+  /**
+   * Whether the reader declares P.control on every connect (default: yes, as workers do). An
+   * operator's reader does not: its account may not declare (topology/accounts.ts), and it checked
+   * passively that the stream exists.
+   */
+  declare?: boolean | undefined;
 }
 
 /**
@@ -186,7 +192,7 @@ export async function startControlReader(options: ControlReaderOptions): Promise
   const channel: ChannelWrapper = manager.createChannel({
     confirm: true,
     setup: async (ch: ConfirmChannel) => {
-      await applyDeclarations(ch, controlStream(names));
+      if (options.declare !== false) await applyDeclarations(ch, controlStream(names));
       await ch.prefetch(PREFETCH);
       const checking = reread && last !== undefined;
       if (checking && last !== undefined) {

@@ -88,8 +88,7 @@ export function wrapperChannel(wrapper: ChannelWrapper): MarkerChannel {
 
 /**
  * Time a channel spent declaring the topology since a moment (a Date.now() value): left out of a
- * marker's PUBLISH_TIMEOUT, as it is no wait for the broker to store the marker (see
- * producer/declaration-gate.ts).
+ * marker's PUBLISH_TIMEOUT, as it is no wait for the broker to store the marker.
  */
 export type DeclaringSince = (since: number) => number;
 

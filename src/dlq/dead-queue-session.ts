@@ -46,7 +46,7 @@ export async function openDeadQueueSession(config: DeadQueueSettings): Promise<D
         if (!isNotFound(error)) throw error;
         throw new RelayError(
           'CR_ERR_CONFIG',
-          `TOPOLOGY_PREFIX: ${what} does not exist on the broker (value was "${config.topologyPrefix}"; a worker, a publisher or \`npm run topology\` declares it)`,
+          `TOPOLOGY_PREFIX: ${what} does not exist on the broker (value was "${config.topologyPrefix}"; a worker or \`callback-relay topology\` declares it)`,
           { cause: error },
         );
       }
@@ -62,7 +62,7 @@ export async function openDeadQueueSession(config: DeadQueueSettings): Promise<D
       messageCount,
       publishTimeoutMs: config.publishTimeout,
       // On a connection of its own: probing for the plugin's exchange type is a connection error without it.
-      delayMode: async () => resolveDelayMode(config.delayMode, (await inspectBroker(url)).hasDelayedPlugin),
+      delayMode: async () => resolveDelayMode(config.delayMode, (await inspectBroker(url, names)).hasDelayedPlugin),
       requireExchange: () => probe((ch) => ch.checkExchange(names.exchange), `exchange "${names.exchange}"`),
       async close() {
         await channel.close().catch(() => {});

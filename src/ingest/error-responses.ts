@@ -25,7 +25,8 @@ const DEDUP = 'the relay does not deduplicate: two stored copies are both delive
  * - invalid input: 400, nothing published;
  * - an Idempotency-Key seen with another callback: 422, nothing published;
  * - CR_ERR_BUFFER_FULL: 429, nothing published;
- * - no confirm (timeout, outcome unknown), a nack, a return (no queue bound), or a closing publisher: 503, stored or not.
+ * - no confirm (timeout, outcome unknown), a nack, a return (no queue bound), or a closing publisher: 503, stored or not;
+ * - no topology declared yet (CR_ERR_TOPOLOGY_MISSING): 503, nothing published.
  * Anything else (a topology the broker refused, a bug) is a 500. With `assigned` (the error is about
  * publishing that callback) the answer carries its id and says how to send it again keeping the id.
  */
@@ -54,6 +55,8 @@ export function errorResponse(error: unknown, assigned?: AssignedId): ErrorRespo
       return withId(503, { code, message: `the broker has no queue for the callback (a half-deleted topology); it was not stored: ${again}`, retry: true });
     case 'CR_ERR_CLOSED':
       return withId(503, { code, message: `this ingest is shutting down; nothing was stored: ${again}`, retry: true });
+    case 'CR_ERR_TOPOLOGY_MISSING':
+      return withId(503, { code, message: `the relay's queues are not declared on the broker yet; nothing was stored: ${again}`, retry: true });
     default:
       return withId(500, { code, message: `${message}${maybe}`, retry: true });
   }

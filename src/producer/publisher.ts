@@ -5,21 +5,20 @@ import { loadConfig, type RelayConfig } from '../config/load-config.js';
 import { RelayError, isRelayError } from '../errors.js';
 import { createLogger, type Logger } from '../logger.js';
 import type { Callback } from '../message/callback.js';
-import { connectTopology, queueNotStartedYet, createRedeclare, type ResolvedTopology } from '../topology/connect-topology.js';
-import { declareDueQueueAside } from '../topology/declare-topology.js';
+import { replyCode } from '../amqp/broker-errors.js';
+import { ACCESS_REFUSED, connectTopology, type ResolvedTopology } from '../topology/connect-topology.js';
 import { deliveryRoute, laneBucket } from '../topology/topology-names.js';
-import { retireEarlierLevelsAside, type EarlierLevelsHeld } from '../topology/retire-earlier-levels.js';
 import { readString } from '../message/headers.js';
 import { traceHeaders, traceOption, type TraceContext } from '../tracing/trace-context.js';
 import { loadTracing, type Tracing } from '../tracing/tracing.js';
-import { withTimeout } from '../util/with-timeout.js';
+import { sleep, withTimeout } from '../util/with-timeout.js';
 import { amqpSocket, createWriteCoalescer } from './coalesce-writes.js';
 import { encodeCallback } from './encode-callback.js';
 import { markerTimeoutError } from '../control/marker-failure.js';
 import { cancelMarker, markerName, publishMarker, wrapperChannel } from '../control/publish-markers.js';
 import { firstAttemptDelay, type PublishOptions } from './first-attempt-delay.js';
-import { DECLARATION_BOUND_MS, DeclarationGate } from './declaration-gate.js';
 import { decidePublishFailure, publishTimeoutError } from './publish-failure.js';
+import { TopologyCheck } from './topology-check.js';
 
 export { firstAttemptDelay, type PublishOptions };
 
@@ -28,8 +27,9 @@ export interface CallbackPublisher {
    * Validates, publishes and resolves with the callback's id once the broker has confirmed it. When
    * the connection drops before the confirm, it publishes the callback again (same id) until
    * PUBLISH_TIMEOUT. Rejects with `CR_ERR_INVALID_CALLBACK` (nothing published), `CR_ERR_BUFFER_FULL`,
-   * `CR_ERR_CLOSED` (called after close(); nothing published), `CR_ERR_PUBLISH_NACKED`,
-   * `CR_ERR_PUBLISH_RETURNED` (no queue took it even after declaring the topology again), or, outcome
+   * `CR_ERR_CLOSED` (called after close(); nothing published), `CR_ERR_TOPOLOGY_MISSING` (no topology
+   * declared on the broker; nothing published), `CR_ERR_PUBLISH_NACKED`,
+   * `CR_ERR_PUBLISH_RETURNED` (no queue is bound for it: a half-deleted topology), or, outcome
    * unknown, `CR_ERR_PUBLISH_TIMEOUT` / `CR_ERR_OUTCOME_UNKNOWN` (publish again with the same id).
    */
   publish(callback: Callback, options?: PublishOptions): Promise<{ id: string }>;
@@ -44,9 +44,9 @@ export interface CallbackPublisher {
    */
   cancel(id: string): Promise<void>;
   /**
-   * Whether a publish goes straight to the broker now: the connection is up and its channel has declared
-   * the topology (a readiness probe; after a reconnect that takes seconds in queues mode, and a publish
-   * made meanwhile waits for it within its PUBLISH_TIMEOUT).
+   * Whether a publish goes straight to the broker now: the connection is up, its channel open and the
+   * topology found on the broker (a readiness probe; a publish made meanwhile waits for them within its
+   * PUBLISH_TIMEOUT).
    */
   connected(): boolean;
   /** Stops accepting publishes, lets those under way settle (each within PUBLISH_TIMEOUT), then closes the connection. */
@@ -54,8 +54,11 @@ export interface CallbackPublisher {
 }
 
 /**
- * A publisher on its own reconnecting connection. It declares the topology too, so a callback
- * published before any worker has started is queued, not dropped as unroutable.
+ * A publisher on its own reconnecting connection. It declares nothing: it checks that the topology
+ * exists (passive declares, which need no permission) and publishes. Declaring is the job of the
+ * workers and of the admin step (`callback-relay topology`); a publish into a prefix without a
+ * topology rejects with CR_ERR_TOPOLOGY_MISSING, so a producer's broker account needs no configure
+ * right (topology/accounts.ts).
  */
 export function createPublisher(
   config: RelayConfig = loadConfig(),
@@ -80,12 +83,15 @@ export function createPublisher(
   // Every loss of the channel or connection counts: an attempt that saw the count change lost its confirm.
   let losses = 0;
   const manager = connectManager(config.amqpUrl);
-  const gate = new DeclarationGate();
-  // Set once a channel's setup has declared the topology, cleared when the channel or connection goes.
+  // Known once the topology's names and mode are; passed until the channel or connection goes.
+  let check: TopologyCheck | undefined;
+  const checkOf = (resolved: ResolvedTopology): TopologyCheck => (check ??= new TopologyCheck(resolved.names, resolved.mode));
+  // Set once a channel's setup has run, cleared when the channel or connection goes.
   let channelReady = false;
   manager.on('disconnect', ({ err }) => {
     losses += 1;
     channelReady = false;
+    check?.forget();
     logger.warn({ err: err?.message }, 'producer disconnected from the broker');
   });
   // Tokens of mandatory publishes waiting for their confirm, and those the broker returned: it sends
@@ -100,67 +106,96 @@ export function createPublisher(
       ch.once('close', () => {
         losses += 1;
         channelReady = false;
+        check?.forget();
       });
       ch.on('return', (message: { properties: { headers?: Record<string, unknown> } }) => {
         const token = readString(message.properties.headers, RETURN_TOKEN_HEADER);
         if (token !== undefined && pending.has(token)) returned.add(token);
       });
-      const { declare, mode, names } = await topology;
-      // One channel: a setup that opened more on a connection being cut could wait forever, and
-      // close() waits for the setup (what runs aside below opens channels of its own, so it gives up after 5 s).
-      // Before the first delayed publish, on channels of their own and given up after a few seconds,
-      // both counted as declaring, like the declaration (PUBLISH_TIMEOUT): queues mode unbinds an
-      // earlier version's levels, still bound, which would deliver it twice; plugin mode declares P.due,
-      // because the plugin drops a message that falls due with no queue bound, and on a topology no
-      // worker has run on yet a short delay could fall due before P.due's bindings were made.
-      let held: EarlierLevelsHeld | undefined;
-      const aside = async (): Promise<void> => {
-        if (!manager.connection) return;
-        if (mode === 'queues') held = await retireEarlierLevelsAside(manager.connection, names);
-        else await declareDueQueueAside(manager.connection, names, 5_000);
-      };
-      await gate.track(declare(ch).then(aside));
+      // A refusal (a cancel() with an account that may not write P.control: topology/accounts.ts) closes
+      // the channel, and the connection manager opens the next one only on a reconnect: ask for it.
+      ch.on('error', (err: unknown) => {
+        if (replyCode(err) === ACCESS_REFUSED && !closed) setTimeout(() => !closed && manager.reconnect(), 0).unref();
+      });
       channelReady = true;
-      if (held) logger.info({ messages: held.messages, queues: held.levels.join(', ') }, 'delay levels of an earlier version: unbound from the entry exchange; they drain on their own (docs/delay-modes.md)');
+      // Checked at once, so that connected() tells and a missing topology is logged before the first publish.
+      watchTopology(await topology);
     },
   });
+  // While the topology is missing it is checked again every few seconds, so connected() (the ingest's
+  // /readyz) turns true once the topology step has run or a worker has started, with no publish needed.
+  let watching = false;
+  function watchTopology(resolved: ResolvedTopology): void {
+    if (watching) return;
+    watching = true;
+    let warned = false;
+    const attempt = (): void => {
+      const connection = manager.connection;
+      if (closed || !connection) {
+        watching = false;
+        return;
+      }
+      checkOf(resolved)
+        .run(connection)
+        .then(
+          () => (watching = false),
+          (error: Error) => {
+            if (!warned) logger.warn({ err: error.message, code: (error as RelayError).code }, 'the topology is not on the broker yet');
+            warned = true;
+            setTimeout(attempt, TOPOLOGY_RECHECK_MS).unref();
+          },
+        );
+    };
+    attempt();
+  }
   channel.on('error', (err) => {
     logger.error({ err: (err as Error).message, code: (err as RelayError).code }, 'producer channel setup failed');
-    // A queue that another process declared at the same moment had not started (the broker's 404,
-    // topology/connect-topology.ts): the refusal closed the channel, which would stay closed until the connection
-    // drops. A reconnect a moment later runs the setup again.
-    if (queueNotStartedYet(err)) {
-      setTimeout(() => {
-        if (!closed) manager.reconnect();
-      }, 500).unref();
-    }
   });
   // Cancel markers go on the same channel, once its setup declared the control stream.
   const markerChannel = wrapperChannel(channel);
   const holdWrites = createWriteCoalescer(() => amqpSocket(manager));
-  // One redeclare at a time for every publish that came back, made once the topology is known.
-  let redeclarer: (() => Promise<void>) | undefined;
-  const redeclare = (resolved: ResolvedTopology): (() => Promise<void>) => (redeclarer ??= createRedeclare(resolved, config.publishTimeout));
   const underWay = new Set<Promise<unknown>>();
   let closed = false;
+
+  /**
+   * Waits until the topology check has passed on the current connection, up to `until`: rejects with
+   * CR_ERR_TOPOLOGY_MISSING when the broker has no topology, with `timeout()` when no broker answers.
+   */
+  async function topologyFound(resolved: ResolvedTopology, until: number, timeout: () => RelayError): Promise<void> {
+    const found = checkOf(resolved);
+    while (!found.isPassed) {
+      const remaining = until - Date.now();
+      if (remaining <= 0) throw timeout();
+      const connection = manager.connection;
+      try {
+        if (connection) {
+          await withTimeout(found.run(connection), remaining, timeout);
+          continue;
+        }
+      } catch (error) {
+        if (isRelayError(error)) throw error;
+        // The connection went while checking: the next one is checked.
+      }
+      await sleep(Math.min(CHECK_PAUSE_MS, remaining));
+    }
+  }
 
   /** `dueAt`: when the callback is due (ms since the epoch), fixed when publish() was called. */
   async function publishConfirmed(content: Buffer, id: string, dueAt: number, bucket: number, trace: TraceContext | undefined): Promise<void> {
     const timeout = (): RelayError => publishTimeoutError(config.publishTimeout);
-    // The first declaration of the topology is not the publish's time (declaration-gate.ts).
-    if (!gate.isDeclared) await gate.wait(config.publishTimeout, timeout);
     const deadline = Date.now() + config.publishTimeout;
     const lossesAtStart = losses;
     const resolved = resolvedTopology ?? (await withTimeout(topology, config.publishTimeout, timeout));
-    // The delay left once the topology is declared: a first publish waits for that (a second or more
-    // on 4.3), and its callback must still fall due when the caller asked, not that much later.
+    // Before the first attempt: a topology that is missing rejects with its own code, nothing published.
+    await topologyFound(resolved, deadline, timeout);
+    // The delay left now: a first publish waits for the broker's inspection, and its callback must
+    // still fall due when the caller asked, not that much later.
     const now = Date.now();
     const route = deliveryRoute(resolved.names, resolved.mode, Math.max(0, dueAt - now), bucket, now);
     // Mandatory, so a lane or binding an operator deleted returns the callback instead of dropping it;
     // not with x-delay: the x-delayed-message exchange routes a delayed message to no queue at publish
     // time (https://github.com/rabbitmq/rabbitmq-delayed-message-exchange#limitations).
     const mandatory = route.headers['x-delay'] === undefined;
-    let redeclared = false;
     for (;;) {
       const lossesBefore = losses;
       const remaining = deadline - Date.now();
@@ -168,6 +203,8 @@ export function createPublisher(
       pending.add(token);
       try {
         if (remaining <= 0) throw timeout();
+        // After a loss the topology is checked again: one deleted meanwhile rejects with its own code.
+        await topologyFound(resolved, deadline, timeout);
         // The channel's own timeout, a little later than ours, drops the message from its buffer.
         const confirmed = channel.publish(route.exchange, route.routingKey, content, {
           persistent: true,
@@ -182,12 +219,16 @@ export function createPublisher(
         holdWrites();
         await withTimeout(confirmed, remaining, timeout);
         if (!returned.has(token)) return;
-        // Unroutable: declare the topology again (as settle does) and publish once more, else fail loudly.
-        if (redeclared) throw new RelayError('CR_ERR_PUBLISH_RETURNED', `the broker returned the callback as unroutable: no queue is bound to exchange "${route.exchange}" with routing key "${route.routingKey}", even after declaring the topology again; it was not queued`);
-        redeclared = true;
-        logger.warn({ id, exchange: route.exchange, routingKey: route.routingKey }, 'the broker returned a callback as unroutable; declaring the topology again');
-        await redeclare(resolved)().catch((error: Error) => logger.warn({ err: error.message }, 'could not declare the topology again'));
-        continue;
+        // Unroutable. A publisher declares nothing: a topology deleted whole is CR_ERR_TOPOLOGY_MISSING,
+        // one half deleted (a lane or a binding gone) is this, and either way the admin step or a worker declares it again.
+        checkOf(resolved).forget();
+        await topologyFound(resolved, deadline, timeout);
+        logger.warn({ id, exchange: route.exchange, routingKey: route.routingKey }, 'the broker returned a callback as unroutable');
+        throw new RelayError(
+          'CR_ERR_PUBLISH_RETURNED',
+          `the broker returned the callback as unroutable: no queue is bound to exchange "${route.exchange}" with routing key "${route.routingKey}" (the topology is half deleted); ` +
+            'run `npx callback-relay topology` (`npm run topology`) or restart a worker to declare it again; it was not queued',
+        );
       } catch (error) {
         if (isRelayError(error) && error.code !== 'CR_ERR_PUBLISH_TIMEOUT') throw error;
         const decision = decidePublishFailure({
@@ -234,8 +275,7 @@ export function createPublisher(
     const deadline = Date.now() + config.publishTimeout;
     const settled = (async () => {
       const { names } = resolvedTopology ?? (await withTimeout(topology, config.publishTimeout, () => markerTimeoutError(markerName(marker), config.publishTimeout, false)));
-      // A reconnect's declaration of the topology (seconds in queues mode) is not the marker's time.
-      await publishMarker(markerChannel, names.controlQueue, marker, deadline - Date.now(), (since) => Math.min(gate.declaredMsSince(since), DECLARATION_BOUND_MS));
+      await publishMarker(markerChannel, names.controlQueue, marker, deadline - Date.now());
     })();
     // close() waits for cancels under way as for publishes.
     const forget = (): void => void underWay.delete(tracked);
@@ -256,8 +296,14 @@ export function createPublisher(
     await (await tracing)?.shutdown().catch(() => {});
   }
 
-  return { publish, cancel, close, connected: () => channelReady && manager.isConnected() };
+  return { publish, cancel, close, connected: () => channelReady && check?.isPassed === true && manager.isConnected() };
 }
+
+/** Between checks of a topology found missing, for connected(). */
+const TOPOLOGY_RECHECK_MS = 2_000;
+
+/** Between checks for the topology while no connection is up. */
+const CHECK_PAUSE_MS = 100;
 
 /** Past our own deadline, so that the channel's timeout never answers first (its error carries no code). */
 const CHANNEL_TIMEOUT_GRACE_MS = 1_000;

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Channel } from 'amqplib';
-import { replyCode } from '../amqp/broker-errors.js';
+import { REPLY, replyCode } from '../amqp/broker-errors.js';
 import { openChannel, openConnection } from '../amqp/connect.js';
 import { amqpUrls } from '../config/amqp-urls.js';
 import type { RelayConfig } from '../config/load-config.js';
@@ -13,6 +13,7 @@ import { redactUrl } from '../config/redact-url.js';
 import { RelayError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { sleep, withTimeout } from '../util/with-timeout.js';
+import { PROBE_EXCHANGE_PREFIX } from './accounts.js';
 import { brokerFeatures, type OpenChannel, type BrokerFeatures } from './declare-list.js';
 import { declareTopology, declareDueQueueAside } from './declare-topology.js';
 import { resolveDelayMode, type DelayMode } from './delay-levels.js';
@@ -37,11 +38,14 @@ export type TopologySettings = Pick<RelayConfig, 'amqpUrl' | 'delayMode' | 'topo
 
 /** Waits for the broker, picks the delay mode (logging the choice) and prepares the topology setup. */
 export async function connectTopology(config: TopologySettings, logger: Logger, signal: AbortSignal): Promise<ResolvedTopology> {
-  const broker = await waitForBroker(amqpUrls(config.amqpUrl), signal, (url, error) =>
-    logger.warn({ broker: redactUrl(url), err: error.message }, 'broker unreachable; retrying'),
+  const names = topologyNames(config.topologyPrefix, config.lanes);
+  const broker = await waitForBroker(
+    amqpUrls(config.amqpUrl),
+    signal,
+    (url, error) => logger.warn({ broker: redactUrl(url), err: error.message }, 'broker unreachable; retrying'),
+    names,
   );
   const mode = resolveDelayMode(config.delayMode, broker.hasDelayedPlugin);
-  const names = topologyNames(config.topologyPrefix, config.lanes);
   logger.info(
     { delayMode: mode, requested: config.delayMode, brokerVersion: broker.version, plugin: broker.hasDelayedPlugin, prefix: names.exchange },
     `delay mode: ${mode}${config.delayMode === 'auto' ? (broker.hasDelayedPlugin ? ' (auto: broker has x-delayed-message)' : ' (auto: broker lacks x-delayed-message)') : ''}`,
@@ -61,22 +65,45 @@ export interface BrokerInfo extends BrokerFeatures {
  * own: declaring an unknown exchange type is a connection-level error (503 COMMAND_INVALID) that
  * would otherwise take the caller's connection down with it.
  */
-export async function inspectBroker(url: string): Promise<BrokerInfo> {
+export async function inspectBroker(url: string, names?: Pick<TopologyNames, 'delayExchange'>): Promise<BrokerInfo> {
   const connection = await openConnection(url);
   try {
     const version = String(connection.connection.serverProperties.version ?? '0.0.0');
     const channel = await openChannel(connection);
-    const probe = `callback-relay.probe.${randomUUID()}`;
+    const probe = `${PROBE_EXCHANGE_PREFIX}${randomUUID()}`;
+    let refused = false;
     const hasDelayedPlugin = await channel
       .assertExchange(probe, 'x-delayed-message', { durable: false, autoDelete: true, arguments: { 'x-delayed-type': 'direct' } })
       .then(async () => {
         await channel.deleteExchange(probe);
         return true;
       })
-      .catch(() => false);
+      .catch((error: unknown) => {
+        refused = replyCode(error) === ACCESS_REFUSED;
+        return false;
+      });
+    // An account without configure rights (a producer, the console: accounts.ts) cannot probe. The
+    // topology then tells: P.delay exists in queues mode only, so without it the plugin is in use.
+    if (refused && names) return { ...brokerFeatures(version), hasDelayedPlugin: !(await exchangeExists(connection, names.delayExchange)) };
     return { ...brokerFeatures(version), hasDelayedPlugin };
   } finally {
     await connection.close().catch(() => {});
+  }
+}
+
+/** AMQP's access-refused: the account lacks the permission: https://www.rabbitmq.com/amqp-0-9-1-reference#constants */
+export const ACCESS_REFUSED = 403;
+
+/** Whether exchange `name` exists: a passive declare (no permission needed) on a channel of its own, since a 404 closes it. */
+export async function exchangeExists(connection: { createChannel(): Promise<Channel> }, name: string): Promise<boolean> {
+  const channel = await openChannel(connection);
+  try {
+    await channel.checkExchange(name);
+    await channel.close().catch(() => {});
+    return true;
+  } catch (error) {
+    if (replyCode(error) === REPLY.notFound) return false;
+    throw error;
   }
 }
 
@@ -89,12 +116,13 @@ export async function waitForBroker(
   urls: string[],
   signal: AbortSignal,
   onRetry: (url: string, error: Error) => void = () => {},
+  names?: Pick<TopologyNames, 'delayExchange'>,
 ): Promise<BrokerInfo & { url: string }> {
   for (let pauseMs = 1_000; ; pauseMs = Math.min(pauseMs * 2, 10_000)) {
     for (const url of urls) {
       if (signal.aborted) throw new RelayError('CR_ERR_CLOSED', 'closed while waiting for the broker');
       try {
-        return { ...(await inspectBroker(url)), url };
+        return { ...(await inspectBroker(url, names)), url };
       } catch (error) {
         onRetry(url, error as Error);
       }

@@ -6,12 +6,13 @@ import { declareOnce } from './connect-topology.js';
 import { deleteTopologyAt, teardownNames } from './teardown.js';
 import { topologyNames } from './topology-names.js';
 
-const USAGE = `usage: npm run topology [-- delete --yes]
+const USAGE = `usage: npm run topology [-- delete --yes]   (or: callback-relay topology [delete --yes])
 
   (no arguments)  declare the topology of TOPOLOGY_PREFIX (idempotent) and exit
   delete --yes    delete every queue and exchange of TOPOLOGY_PREFIX, messages included`;
 
-const args = process.argv.slice(2);
+// Run as `npm run topology` or as `callback-relay topology`, whose first word is the command's name.
+const args = process.argv.slice(process.argv[2] === 'topology' ? 3 : 2);
 try {
   const config = loadConfig();
   if (args.length === 0) {

@@ -137,10 +137,12 @@ describe('queues mode delay levels', () => {
     expect(Math.abs(waited - expected), `the old level's callback waited ${waited} ms, its worker up after ${workerUpAt - oldSentAt} ms`).toBeLessThan(1_000);
   });
 
-  it('an upgrade that starts a new publisher before any new worker: its delayed callback arrives once', async () => {
+  it('an upgrade that runs the topology step, then a new publisher before any new worker: its delayed callback arrives once', async () => {
     receiver = await open.receiver(() => ({ status: 200 }));
     relay = await open.relay({ DELAY_MODE: 'queues' });
     await declareBinaryLevels(relay.channel, relay.names);
+    // The upgrade's topology step (`callback-relay topology`) unbinds the old levels: publishers declare nothing.
+    await declareOnce(relay.config, createLogger('silent'));
     // This publisher connects after the old levels exist, and publishes before any new worker ran.
     const publisher = createPublisher(relay.config, createLogger('silent'));
     try {

@@ -10,6 +10,8 @@ export interface TestBroker {
   containerId?: string;
   /** What the container's image was built from (source `testcontainers`). */
   image?: string;
+  /** A node started here (source `local-node`): what `rabbitmqctl -n` needs (local-broker.ts). */
+  node?: { name: string; home: string; serverBin: string };
   /** Absent for an external broker, which tests must not restart. */
   restart?: () => Promise<void>;
   stop(): Promise<void>;
@@ -30,7 +32,10 @@ export async function startTestBroker(options: { allowExternal?: boolean } = {})
     const broker = await startContainerBroker();
     return { ...broker, source: 'testcontainers', containerId: broker.id };
   }
-  if (bin) return withSource(await startLocalBroker(bin), 'local-node');
+  if (bin) {
+    const local = await startLocalBroker(bin);
+    return { ...withSource(local, 'local-node'), node: { name: local.node, home: local.home, serverBin: bin } };
+  }
   throw new Error(
     choice === 'local'
       ? 'TEST_BROKER=local needs rabbitmq-server (Debian: apt-get install -y rabbitmq-server)'

@@ -8,6 +8,8 @@ declare module 'vitest' {
     brokerSource: string;
     /** The harness's broker container ('' unless brokerSource is testcontainers): restartable by id. */
     brokerContainerId: string;
+    /** JSON of the harness's local node ({ name, home, serverBin }), '' unless brokerSource is local-node: for rabbitmqctl. */
+    brokerNode: string;
     brokerVersion: string;
     hasDelayedPlugin: boolean;
   }
@@ -22,6 +24,7 @@ export async function setup(project: TestProject): Promise<void> {
   project.provide('amqpUrl', broker.url);
   project.provide('brokerSource', broker.source);
   project.provide('brokerContainerId', broker.containerId ?? '');
+  project.provide('brokerNode', broker.node ? JSON.stringify(broker.node) : '');
   project.provide('brokerVersion', info.version);
   project.provide('hasDelayedPlugin', info.hasDelayedPlugin);
   const image = broker.image ? ` (rabbitmq/ image: ${broker.image})` : '';

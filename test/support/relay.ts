@@ -5,6 +5,7 @@ import { loadConfig, type RelayConfig } from '../../src/config/load-config.js';
 import { createWorker, type Worker, type WorkerDeps } from '../../src/consumer/worker.js';
 import { createLogger } from '../../src/logger.js';
 import { createPublisher, type CallbackPublisher } from '../../src/producer/publisher.js';
+import { declareOnce } from '../../src/topology/connect-topology.js';
 import { deleteTopology } from '../../src/topology/teardown.js';
 import { topologyNames, type TopologyNames } from '../../src/topology/topology-names.js';
 
@@ -44,10 +45,15 @@ export function testConfig(env: Record<string, string> = {}): RelayConfig {
   });
 }
 
-export async function startRelay(env: Record<string, string> = {}): Promise<RelayFixture> {
+/**
+ * A relay on a fresh prefix. Its topology is declared first, as the admin step (`callback-relay
+ * topology`) does: publishers declare nothing. `declare: false` leaves the prefix empty.
+ */
+export async function startRelay(env: Record<string, string> = {}, options: { declare?: boolean } = {}): Promise<RelayFixture> {
   const config = testConfig(env);
   const names = topologyNames(config.topologyPrefix, config.lanes);
   const logger = createLogger(config.logLevel);
+  if (options.declare !== false) await declareOnce(config, logger);
   const publisher = createPublisher(config, logger);
   const workers: Worker[] = [];
   const connection: ChannelModel = await amqplib.connect(config.amqpUrl);

@@ -122,6 +122,25 @@ describe('docker-compose.yml', () => {
   });
 });
 
+describe('docker-compose.yml accounts', () => {
+  const setup = dict(services.setup, 'services.setup');
+
+  it('a one-shot setup creates the accounts and declares the topology once the broker is healthy; the relay waits for it', () => {
+    expect(dict(dict(setup.depends_on, 'setup.depends_on').rabbitmq, 'setup.depends_on.rabbitmq').condition).toBe('service_healthy');
+    expect(String(setup.command)).toMatch(/accounts --format definitions[\s\S]*\/api\/definitions[\s\S]*callback-relay-admin[\s\S]*topology/);
+    for (const name of ['worker', 'ingest', 'console']) {
+      const service = dict(services[name], `services.${name}`);
+      expect(dict(dict(service.depends_on, `${name}.depends_on`).setup, `${name}.depends_on.setup`).condition).toBe('service_completed_successfully');
+    }
+  });
+
+  it('each process connects with the account of its role, never guest', () => {
+    for (const name of ['worker', 'ingest', 'console']) {
+      expect(environmentOf(dict(services[name], `services.${name}`)).AMQP_URL).toMatch(new RegExp(`^amqp://callback-relay-${name}:[^@]+@rabbitmq:5672$`));
+    }
+  });
+});
+
 describe('docker-compose.yml ingest', () => {
   const ingest = dict(services.ingest, 'services.ingest');
 
