@@ -93,6 +93,12 @@ export const configSchema = {
     default: '',
     env: 'TARGET_LIMITS_FILE',
   },
+  limitHoldMax: {
+    doc: 'The longest a callback may wait unacked in a worker for its target\'s limit (rate, back-off or a receiver\'s pause); one that would wait longer is stored in the delay path until shortly before its turn, at most 3 × this at a time. Keep it well below the broker\'s consumer_timeout (30 min by default), which closes a channel holding a message unacked for longer. See docs/limits.md.',
+    format: 'positive-duration',
+    default: 300e3,
+    env: 'LIMIT_HOLD_MAX',
+  },
   responseBodyLimit: {
     doc: 'Bytes of a response body read at most (then discarded); a longer body is cut off.',
     format: 'positive-int',

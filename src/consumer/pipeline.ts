@@ -56,6 +56,8 @@ export interface PipelineContext {
    * their lane whatever its window holds.
    */
   laneExcess?: ((lane: Lane) => number) | undefined;
+  /** LIMIT_HOLD_MAX in ms: a callback its limit would hold longer waits in the delay path instead. */
+  limitHoldMs: number;
 }
 
 /** Step 1 → 2: a decoded message waiting for a slot. */
@@ -79,13 +81,10 @@ const BUCKET_CACHE = 10_000;
 /** How often the worker looks for busy targets whose excess should leave their lanes. */
 const SWEEP_EVERY_MS = 50;
 /**
- * The longest a callback may wait unacked in the worker for its target's limit: longer, and it is stored
- * in the delay path until its turn. Far below any broker's consumer timeout (30 min by default), so a
- * limit never has a channel closed for it (https://www.rabbitmq.com/docs/consumers#acknowledgement-timeout).
+ * A callback stored in the delay path for its limit (LIMIT_HOLD_MAX, `limitHoldMs`) comes back after this
+ * many holds at most, and is looked at again: a limit cleared meanwhile reaches it that soon.
  */
-export const LIMIT_HOLD_MS = 10_000;
-/** A callback stored for its limit comes back after this long at most, and is looked at again. */
-const LIMIT_DEFER_MAX_MS = 3_600_000;
+const LIMIT_DEFER_HOLDS = 3;
 
 /** The share of the time since its last call that this process's event loop was busy (0–1). */
 function loopUtilisation(): () => number {
@@ -178,7 +177,8 @@ export function createPipeline(context: PipelineContext) {
   const { laneExcess } = context;
   if (laneExcess) scheduler.watchWindows?.({ of: (job) => job.lane, excess: (lane) => Math.max(0, laneExcess(lane as Lane) - (moving.get(lane as Lane) ?? 0)) });
   const sweeper = setInterval(() => {
-    for (const { item, delayMs } of scheduler.outwaiting?.(clock(), LIMIT_HOLD_MS, LIMIT_DEFER_MAX_MS) ?? []) void deferForLimit(item, delayMs);
+    // A wait for a limit past LIMIT_HOLD_MAX would meet the broker's consumer timeout: such callbacks wait in the delay path instead.
+    for (const { item, delayMs } of scheduler.outwaiting?.(clock(), context.limitHoldMs, LIMIT_DEFER_HOLDS * context.limitHoldMs) ?? []) void deferForLimit(item, delayMs);
     for (const job of scheduler.sweep(clock(), loopBusy())) void overflow(job);
   }, SWEEP_EVERY_MS);
   sweeper.unref();
@@ -300,7 +300,7 @@ export function createPipeline(context: PipelineContext) {
   }
 
   /**
-   * A callback its target's limit holds back for longer than LIMIT_HOLD_MS leaves the worker through the
+   * A callback its target's limit holds back for longer than LIMIT_HOLD_MAX leaves the worker through the
    * delay path, its attempt unchanged, and comes back about when its turn would have come; acked once the
    * copy is confirmed. One that cannot be stored waits here after all.
    */

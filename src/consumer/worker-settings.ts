@@ -55,6 +55,8 @@ export interface WorkerSettings {
   publishTimeoutMs: number;
   /** TARGET_LIMITS_FILE, read and checked: origin → fleet-wide limit. */
   targetLimits: Map<string, TargetLimit>;
+  /** LIMIT_HOLD_MAX in ms: the longest a callback waits unacked for its limit. */
+  limitHoldMs: number;
 }
 
 /**
@@ -88,6 +90,7 @@ export function resolveWorkerSettings(config: RelayConfig): WorkerSettings {
     autoPauseAfterMs: config.autoPauseAfter,
     publishTimeoutMs: config.publishTimeout,
     targetLimits: loadTargetLimits(config.targetLimitsFile),
+    limitHoldMs: config.limitHoldMax,
   };
 }
 

@@ -375,6 +375,7 @@ function pipelineContext(settings: WorkerSettings, parts: PipelineParts): Pipeli
     // A copy that came back unroutable (an operator deleted P.dead, P.slow, a level or a binding) declares the topology again.
     settle: { confirmTimeoutMs: settings.publishTimeoutMs, redeclare: parts.redeclare },
     laneExcess: parts.laneExcess,
+    limitHoldMs: settings.limitHoldMs,
     autoPause: settings.autoPauseAfterMs > 0 ? new AutoPause(settings.autoPauseAfterMs) : undefined,
     durableEvents: settings.events === 'durable' ? createDurableEvents(topology.names.eventsExchange, clock, settings.publishTimeoutMs) : undefined,
   };

@@ -13,7 +13,8 @@ import { NO_RESTART, restartableBroker, type RestartableBroker } from '../suppor
  * unacked in the worker: the broker would close the channel, requeue every unacked message on it (other
  * targets' attempts too) and count toward the delivery limit
  * (https://www.rabbitmq.com/docs/consumers#acknowledgement-timeout). A broker of this file's own runs with
- * a short consumer timeout; the limit spreads the callbacks over four times that.
+ * a short consumer timeout, the workers a LIMIT_HOLD_MAX well below it; the limit spreads the callbacks
+ * over four times that timeout.
  */
 const CONSUMER_TIMEOUT_MS = 30_000;
 const RATE_PER_MINUTE = 30;
@@ -45,7 +46,7 @@ it.skipIf(process.env.TEST_BROKER === 'none')(
     const receiver = await open.receiver(() => ({ status: 200 }));
     const limits = join(mkdtempSync(join(tmpdir(), 'limit-waits-')), 'limits.json');
     writeFileSync(limits, JSON.stringify({ [receiver.origin]: { rate: `${RATE_PER_MINUTE}/m`, burst: 1 } }));
-    const relay = await open.relay({ AMQP_URL: broker.url, TARGET_LIMITS_FILE: limits, PREFETCH: '10', METRICS_PORT: String(await freePort()) });
+    const relay = await open.relay({ AMQP_URL: broker.url, TARGET_LIMITS_FILE: limits, LIMIT_HOLD_MAX: '10s', PREFETCH: '10', METRICS_PORT: String(await freePort()) });
     const worker = await relay.startWorker();
     const started = Date.now();
     const ids = await Promise.all(Array.from({ length: CALLBACKS }, (_, i) => relay.publisher.publish({ url: `${receiver.origin}/n/${i}`, body: i }).then((r) => r.id)));
