@@ -187,6 +187,8 @@ const INVALID: Array<[string, string]> = [
   ['RETRY_AFTER_MAX', '1d'],
   ['HTTP_TIMEOUT', '-1s'],
   ['HTTP_TIMEOUT', '10 s'],
+  ['LIMIT_HOLD_MAX', '0'],
+  ['LIMIT_HOLD_MAX', 'a while'],
   ['RESPONSE_BODY_LIMIT', '0'],
   ['RESPONSE_BODY_LIMIT', '64k'],
   ['MAX_PAYLOAD_BYTES', '1MB'],
