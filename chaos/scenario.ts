@@ -10,6 +10,7 @@ import { dueAt, startLoad, type DueSchedule } from './load.js';
 import { progress, waitQuiescent, type Quiescence } from './quiesce.js';
 import { drainDead, queueDepths, type DeadEntry, type Depths } from './queues.js';
 import { idOf } from './fates.js';
+import { faultWindows, type FaultWindow } from './fault-window.js';
 import { judge, type Verdict } from './verdict.js';
 import { startWorkerPool, type PoolStats, type WorkerPool } from './worker-pool.js';
 
@@ -53,6 +54,8 @@ export interface ScenarioSpec {
   durableEvents?: boolean;
   /** `--cancel`: every `always-fail` callback is cancelled this long after its publish, during its retries. */
   cancelAfterMs?: number;
+  /** Read once the workers declared the topology, before the first publish (e.g. where the quorum queue leaders are). */
+  onTopology?: (names: TopologyNames) => Promise<Record<string, number>>;
 }
 
 /** Everything the run saw of one callback, for a post-mortem. */
@@ -81,6 +84,10 @@ export interface ScenarioResult {
   events?: EventsVerdict;
   /** With `due`: how late first attempts reached the receiver after their `deliverAt`, in ms (negative: early). */
   lateness?: Lateness;
+  /** With `due` and node faults (container cluster): the callbacks due during each fault, and the delivery rate. */
+  faults?: FaultWindow[];
+  /** Quorum queues per leader node when the workers had declared the topology (container cluster). */
+  leaders?: Record<string, number>;
 }
 
 export interface Lateness {
@@ -117,6 +124,8 @@ export async function runScenario(spec: ScenarioSpec, say: (line: string) => voi
   onCleanup('workers', () => pool.stop(5_000), () => pool.killAllNow());
   say(`\n== ${spec.title}: ${spec.callbacks} callbacks, ${spec.workerUrls.length} workers, prefix ${prefix}`);
   await pool.waitConsuming(90_000);
+  const leaders = await spec.onTopology?.(names).catch((error: Error) => void say(`  warning: leaders not read: ${error.message}`));
+  if (leaders) say(`  quorum queue leaders: ${Object.entries(leaders).map(([node, n]) => `${node} ${n}`).join(', ')}`);
   // Bound before the first publish, so every event of the run is kept (the workers declared P.events).
   if (spec.durableEvents) await bindEventsQueue(spec.inspectUrl, names);
 
@@ -168,6 +177,8 @@ export async function runScenario(spec: ScenarioSpec, say: (line: string) => voi
     ...(spec.lossExpected ? { lossExpected: spec.lossExpected } : {}),
     ...(events ? { events } : {}),
     ...(spec.due ? { lateness: latenessOf(run, spec.callbacks, spec.due, load.startedAt, ledger) } : {}),
+    ...(spec.due && chaos.some((act) => act.kind === 'node-fault') ? { faults: faultWindows(chaos, run, spec.callbacks, spec.due, load.startedAt, ledger) } : {}),
+    ...(leaders ? { leaders } : {}),
     traces: Object.fromEntries(
       [...new Set([...verdict.lostIds, ...spec.traceIds])].slice(0, 20).map((id) => [id, { requests: ledger.byId.get(id) ?? [], dead: dead.filter((entry) => entry.id === id) }]),
     ),
