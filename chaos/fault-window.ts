@@ -18,6 +18,11 @@ export interface FaultWindow {
   lateMax: number;
   /** First attempts more than 50 ms before `deliverAt`: must be 0. */
   early: number;
+  /**
+   * Callbacks answered 2xx more than once whose second 2xx came after this fault began and before the
+   * next one did: the duplicates this fault's redeliveries made (delivery is at least once).
+   */
+  duplicates: number;
   /** 2xx answers written back per second: during the fault, and over the same span just before it. */
   ratePerSecBefore: number;
   ratePerSecDuring: number;
@@ -30,6 +35,16 @@ function deliveriesBetween(ledger: Ledger, from: number, to: number): number {
   return n;
 }
 
+/** For each callback answered 2xx more than once, when its second 2xx answer went out. */
+function secondDeliveryTimes(ledger: Ledger): number[] {
+  const times: number[] = [];
+  for (const attempts of ledger.byId.values()) {
+    const ok = attempts.filter((a) => a.answered && a.status >= 200 && a.status < 300).map((a) => a.at).sort((a, b) => a - b);
+    if (ok.length > 1) times.push(ok[1]!);
+  }
+  return times;
+}
+
 const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN;
 
 /**
@@ -39,7 +54,11 @@ const percentile = (sorted: number[], p: number): number => sorted[Math.min(sort
  */
 export function faultWindows(chaos: ChaosLogEntry[], run: string, callbacks: number, due: DueSchedule, startedAt: number, ledger: Ledger): FaultWindow[] {
   const windows: FaultWindow[] = [];
-  for (const act of chaos.filter((entry) => entry.kind === 'node-fault')) {
+  const faults = chaos.filter((entry) => entry.kind === 'node-fault');
+  const secondDeliveries = secondDeliveryTimes(ledger);
+  for (const [i, act] of faults.entries()) {
+    const next = faults[i + 1];
+    const until = next ? startedAt + next.startedS * 1000 : Number.POSITIVE_INFINITY;
     const from = startedAt + act.startedS * 1000;
     const to = from + act.tookS * 1000;
     const late: number[] = [];
@@ -65,6 +84,7 @@ export function faultWindows(chaos: ChaosLogEntry[], run: string, callbacks: num
       lateP99: percentile(late, 99),
       lateMax: late.at(-1) ?? Number.NaN,
       early: late.filter((ms) => ms < -50).length,
+      duplicates: secondDeliveries.filter((t) => t >= from && t < until).length,
       ratePerSecBefore: before >= 5_000 ? Math.round((deliveriesBetween(ledger, from - before, from) / before) * 10_000) / 10 : Number.NaN,
       ratePerSecDuring: Math.round((deliveriesBetween(ledger, from, to) / span) * 10_000) / 10,
     });
@@ -79,7 +99,7 @@ export function formatFaultWindows(windows: FaultWindow[]): string[] {
   for (const w of windows) {
     lines.push(
       `  ${w.label}\n    t=${w.fromS}–${w.toS} s: ${w.dueDuring} due, ${w.firstAttempts} attempted; late p50 ${w.lateP50} ms, p99 ${w.lateP99} ms, max ${w.lateMax} ms; ` +
-        `${w.early} early; delivered ${w.ratePerSecDuring}/s during vs ${w.ratePerSecBefore}/s before`,
+        `${w.early} early; ${w.duplicates} delivered twice; delivered ${w.ratePerSecDuring}/s during vs ${w.ratePerSecBefore}/s before`,
     );
   }
   return lines;
