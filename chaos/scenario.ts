@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../src/config/load-config.js';
+import { createLogger } from '../src/logger.js';
+import { declareOnce } from '../src/topology/connect-topology.js';
 import { deleteTopologyAt } from '../src/topology/teardown.js';
 import { topologyNames, type TopologyNames } from '../src/topology/topology-names.js';
 import { onCleanup } from './cleanup.js';
@@ -118,6 +120,9 @@ export async function runScenario(spec: ScenarioSpec, say: (line: string) => voi
   const names = topologyNames(prefix);
   const env = { ...WORKER_ENV, TOPOLOGY_PREFIX: prefix, DELAY_MODE: spec.mode, ...(spec.durableEvents && { EVENTS: 'durable' }) };
   const config = loadConfig({ ...env, AMQP_URL: spec.workerUrls[0]! }); // fails fast on a bad setting
+  // The topology first, as an operator's admin step declares it (npm run topology): neither the
+  // publisher nor, where a role may not declare, the workers are relied on for it.
+  await declareOnce(config, createLogger('error', 'chaos-topology'), 120_000);
   const ledger = await startLedger();
   onCleanup('ledger receiver', () => ledger.close());
   const pool = startWorkerPool(spec.workerUrls, env, spec.logDir);
