@@ -56,7 +56,7 @@ export interface ScenarioSpec {
   durableEvents?: boolean;
   /** `--cancel`: every `always-fail` callback is cancelled this long after its publish, during its retries. */
   cancelAfterMs?: number;
-  /** Read once the workers declared the topology, before the first publish (e.g. where the quorum queue leaders are). */
+  /** Read once the topology is declared and the workers consume, before the first publish (e.g. where the quorum queue leaders are). */
   onTopology?: (names: TopologyNames) => Promise<Record<string, number>>;
 }
 
@@ -88,7 +88,7 @@ export interface ScenarioResult {
   lateness?: Lateness;
   /** With `due` and node faults (container cluster): the callbacks due during each fault, and the delivery rate. */
   faults?: FaultWindow[];
-  /** Quorum queues per leader node when the workers had declared the topology (container cluster). */
+  /** Quorum queues per leader node before the first publish (container cluster). */
   leaders?: Record<string, number>;
 }
 
