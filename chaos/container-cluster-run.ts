@@ -28,7 +28,7 @@ const GAP_MS = 25_000;
 export async function containerCluster(scenarios: ScenarioResult[], options: ContainerClusterOptions): Promise<Summary['broker']> {
   const { say, quick } = options;
   say('starting a 3-node cluster of rabbitmq/ image containers…');
-  const cluster = await startContainerCluster(3);
+  const cluster = await startContainerCluster(3, options.logDir);
   const urls = cluster.slots.map((slot) => slot.url);
   const info = await inspectBroker(urls[0]!);
   say(`cluster: ${cluster.slots.map((s) => `${s.node} (127.0.0.1:${s.port})`).join(', ')}; RabbitMQ ${info.version}; image ${cluster.image}`);

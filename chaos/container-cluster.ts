@@ -1,5 +1,6 @@
 import { execFile, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { GenericContainer } from 'testcontainers';
@@ -46,6 +47,16 @@ export interface ContainerCluster {
   replaceNode(slot: number, host: string): Promise<void>;
 }
 
+/** Writes a container's log (stdout and stderr: the node logs to the console) to `path`; best effort. */
+async function keepLog(container: string, path: string): Promise<void> {
+  try {
+    const { stdout, stderr } = await run('docker', ['logs', container], { timeout: 30_000, maxBuffer: 256 << 20 });
+    writeFileSync(path, stdout + stderr);
+  } catch {
+    // Never created, or already gone.
+  }
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -55,7 +66,7 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  * leaves its clients connected to it, as a split between broker hosts does. Removed with the network
  * by the registered cleanup step, however the run ends.
  */
-export async function startContainerCluster(size = 3): Promise<ContainerCluster> {
+export async function startContainerCluster(size: number, logDir: string): Promise<ContainerCluster> {
   const spec = brokerImageSpec(process.env);
   process.env.TESTCONTAINERS_RYUK_DISABLED ??= 'true';
   // The same build and tag as the tests' broker containers, so the image is built once for both.
@@ -70,6 +81,8 @@ export async function startContainerCluster(size = 3): Promise<ContainerCluster>
     spawnSync('docker', ['network', 'rm', network], { stdio: 'ignore' });
   };
   onCleanup('cluster containers', async () => {
+    // The nodes' own logs first, for a post-mortem beside the workers' (elections, net ticks, partitions).
+    await Promise.all([...created].map((name) => keepLog(name, `${logDir}/node-${name.slice(network.length + 1)}.log`)));
     await Promise.all([...created].map((name) => docker(['rm', '-f', '-v', name]).catch(() => undefined)));
     await docker(['network', 'rm', network]).catch(() => undefined);
   }, removeAll);
