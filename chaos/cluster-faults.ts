@@ -97,6 +97,7 @@ export function faultPlan(fault: Fault, cluster: ContainerCluster, downMs: numbe
         label: `node 2 lost for good (docker rm) for ${downMs / 1000} s, forgotten, replaced by a new node, quorum queues grown onto it`,
         run: async () => {
           const lost = cluster.slots[slot]!;
+          await cluster.keepLog(slot);
           await cluster.docker(['rm', '-f', '-v', lost.container]);
           await sleep(downMs);
           await until(() => cluster.cli(0, ['rabbitmqctl', 'forget_cluster_node', lost.node], 120_000), 120_000);

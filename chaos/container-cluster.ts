@@ -43,6 +43,8 @@ export interface ContainerCluster {
   docker(args: string[], timeoutMs?: number): Promise<string>;
   /** Waits until the node of `slot` accepts AMQP and the cluster reports `expected` nodes running. */
   waitReady(slot: number, expected: number, timeoutMs?: number): Promise<void>;
+  /** Keeps the log of the node now in `slot` (chaos/results/logs/node-N.log), e.g. before its container is removed. */
+  keepLog(slot: number): Promise<void>;
   /** Creates and starts a fresh node (empty data) in `slot` under hostname `host`; it joins by peer discovery. */
   replaceNode(slot: number, host: string): Promise<void>;
 }
@@ -74,6 +76,7 @@ export async function startContainerCluster(size: number, logDir: string): Promi
   const tag = randomBytes(3).toString('hex');
   const network = `callback-relay-chaos-${tag}`;
   const cookie = randomBytes(24).toString('hex');
+  const logPath = (container: string): string => `${logDir}/node-${container.slice(network.length + 1)}.log`;
   const created = new Set<string>();
   const docker = async (args: string[], timeoutMs = 120_000): Promise<string> => (await run('docker', args, { timeout: timeoutMs, maxBuffer: 16 << 20 })).stdout;
   const removeAll = (): void => {
@@ -82,7 +85,7 @@ export async function startContainerCluster(size: number, logDir: string): Promi
   };
   onCleanup('cluster containers', async () => {
     // The nodes' own logs first, for a post-mortem beside the workers' (elections, net ticks, partitions).
-    await Promise.all([...created].map((name) => keepLog(name, `${logDir}/node-${name.slice(network.length + 1)}.log`)));
+    await Promise.all([...created].map((name) => keepLog(name, logPath(name))));
     await Promise.all([...created].map((name) => docker(['rm', '-f', '-v', name]).catch(() => undefined)));
     await docker(['network', 'rm', network]).catch(() => undefined);
   }, removeAll);
@@ -135,6 +138,7 @@ export async function startContainerCluster(size: number, logDir: string): Promi
     cli,
     docker,
     waitReady,
+    keepLog: (slot) => keepLog(slots[slot]!.container, logPath(slots[slot]!.container)),
     async replaceNode(slot, host) {
       const old = slots[slot]!;
       const fresh: NodeSlot = { ...old, container: `${network}-${host}`, host, node: `rabbit@${host}` };
