@@ -1,5 +1,7 @@
 /**
  * "Prove no loss": `npm run chaos [-- --quick | --cluster [--quick] [--node-kill | --node-loss]] [--callbacks N] [--canary] [--mode queues|plugin] [--events durable] [--cancel]`.
+ * `--cluster` with TEST_BROKER=container (or `--containers`): three rabbitmq/ image containers, callbacks
+ * pending in the delay levels, and node faults (`--fault kill|partition|rolling|replace`, repeatable).
  * `--pending` runs only the "pending at scale" scenario (100,000 callbacks scheduled ahead; 5,000 with
  * `--quick`), which the single-node runs also end with. `--events durable` runs the workers with EVENTS=durable and also fails if a callback's final outcome
  * event is missing or false. `--cancel` cancels every `always-fail` callback during its retries.
@@ -14,6 +16,9 @@ import { parseArgs } from 'node:util';
 import { inspectBroker } from '../src/topology/connect-topology.js';
 import { installCleanupHandlers, runCleanup } from './cleanup.js';
 import { startCluster } from './cluster.js';
+import { parseFaults } from './cluster-faults.js';
+import { containerCluster } from './container-cluster-run.js';
+import { brokerChoice } from '../test/support/broker-image.js';
 import { spaced, type ChaosEvent } from './driver.js';
 import { Canary } from './canary.js';
 import { formatScenario, writeSummary, type Skipped, type Summary } from './report.js';
@@ -36,8 +41,14 @@ const { values } = parseArgs({
     cancel: { type: 'boolean', default: false },
     mode: { type: 'string' },
     pending: { type: 'boolean', default: false },
+    containers: { type: 'boolean', default: false },
+    fault: { type: 'string', multiple: true },
   },
 });
+// --cluster with TEST_BROKER=container (or --containers): three rabbitmq/ image containers and node faults (container-cluster-run.ts).
+const onContainers = values.cluster && (values.containers || brokerChoice(process.env) === 'container');
+const faults = onContainers ? parseFaults(values.fault, values.quick) : [];
+if (values.fault && !onContainers) throw new Error('--fault: needs --cluster on containers (TEST_BROKER=container or --containers)');
 const RESULTS = fileURLToPath(new URL('./results/', import.meta.url));
 const LOGS = `${RESULTS}logs`;
 const say = (line: string): void => void process.stdout.write(`${line}\n`);
@@ -190,14 +201,18 @@ const scenarios: ScenarioResult[] = [];
 const skipped: Skipped[] = [];
 let exitCode = 1;
 try {
-  const broker = values.cluster ? await cluster(scenarios, skipped) : await singleNode(scenarios, skipped);
+  const broker = onContainers
+    ? await containerCluster(scenarios, { quick: values.quick, faults, callbacks: values.callbacks ? callbacks : undefined, logDir: LOGS, say })
+    : values.cluster
+      ? await cluster(scenarios, skipped)
+      : await singleNode(scenarios, skipped);
   const judged = scenarios.filter((s) => !s.lossExpected);
   const lost = judged.reduce((sum, s) => sum + s.verdict.lost, 0);
   const lostByDesign = scenarios.reduce((sum, s) => sum + s.verdict.lost, 0) - lost;
   const undelivered = judged.reduce((sum, s) => sum + s.verdict.undelivered.length, 0);
   const eventErrors = durableEvents ? judged.reduce((sum, s) => sum + (s.events ? s.events.missingFinal + s.events.falseFinal : 0), 0) : undefined;
   const summary: Summary = {
-    kind: `${values.cluster ? 'cluster' : 'single-node'}${values.quick ? ' quick' : ''}`,
+    kind: `${onContainers ? `container cluster (${faults.join(', ')})` : values.cluster ? 'cluster' : 'single-node'}${values.quick ? ' quick' : ''}`,
     startedAt: new Date(started).toISOString(),
     seconds: Math.round((Date.now() - started) / 1000),
     broker,

@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Fate } from './fates.js';
+import { formatFaultWindows } from './fault-window.js';
 import type { ScenarioResult } from './scenario.js';
 
 /** A scenario that was not run, and why (e.g. plugin mode on a broker without the plugin). */
@@ -56,7 +57,7 @@ export function formatScenario(result: ScenarioResult): string {
       `${v.duplicates.parkedTwice} parked twice, ${v.duplicates.deliveredAndParked} delivered and parked; ${v.repeatedAttempts} repeated attempts; ` +
       `${v.unansweredSuccesses} 2xx answers never sent (worker gone)`,
     `chaos: ${result.workers.sigkills} worker SIGKILLs, ${count('broker-restart')} broker restarts, ${count('connection-cut')} connection cuts, ` +
-      `${count('node-stop')} node stops / ${count('node-start')} node starts${failedActs ? `, ${failedActs} acts FAILED` : ''}`,
+      `${count('node-stop')} node stops / ${count('node-start')} node starts, ${count('node-fault')} node faults${failedActs ? `, ${failedActs} acts FAILED` : ''}`,
     `workers: ${result.workers.spawned} spawned, ${result.workers.disconnects} broker disconnects logged, ${result.workers.unexpectedExits} unexpected exits`,
     `publisher: ${result.publish.confirmed} confirmed, ${result.publish.republished} republished, ${result.publish.unconfirmed} unconfirmed` +
       (result.publish.cancelled ? `, ${result.publish.cancelled} cancelled mid-retry (${v.canceled} parked as canceled, the rest ended first)` : '') +
@@ -72,6 +73,7 @@ export function formatScenario(result: ScenarioResult): string {
   );
   const l = result.lateness;
   if (l) lines.push(`first attempts after deliverAt (${l.firstAttempts}): late p50 ${l.p50} ms, p99 ${l.p99} ms, max ${l.max} ms; ${l.early} more than 50 ms early`);
+  lines.push(...formatFaultWindows(result.faults ?? []));
   const e = result.events;
   if (e) {
     lines.push(

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { loadConfig } from '../src/config/load-config.js';
+import { createLogger } from '../src/logger.js';
+import { declareOnce } from '../src/topology/connect-topology.js';
 import { deleteTopologyAt } from '../src/topology/teardown.js';
 import { topologyNames, type TopologyNames } from '../src/topology/topology-names.js';
 import { onCleanup } from './cleanup.js';
@@ -10,6 +12,7 @@ import { dueAt, startLoad, type DueSchedule } from './load.js';
 import { progress, waitQuiescent, type Quiescence } from './quiesce.js';
 import { drainDead, queueDepths, type DeadEntry, type Depths } from './queues.js';
 import { idOf } from './fates.js';
+import { faultWindows, type FaultWindow } from './fault-window.js';
 import { judge, type Verdict } from './verdict.js';
 import { startWorkerPool, type PoolStats, type WorkerPool } from './worker-pool.js';
 
@@ -53,6 +56,8 @@ export interface ScenarioSpec {
   durableEvents?: boolean;
   /** `--cancel`: every `always-fail` callback is cancelled this long after its publish, during its retries. */
   cancelAfterMs?: number;
+  /** Read once the topology is declared and the workers consume, before the first publish (e.g. where the quorum queue leaders are). */
+  onTopology?: (names: TopologyNames) => Promise<Record<string, number>>;
 }
 
 /** Everything the run saw of one callback, for a post-mortem. */
@@ -81,6 +86,10 @@ export interface ScenarioResult {
   events?: EventsVerdict;
   /** With `due`: how late first attempts reached the receiver after their `deliverAt`, in ms (negative: early). */
   lateness?: Lateness;
+  /** With `due` and node faults (container cluster): the callbacks due during each fault, and the delivery rate. */
+  faults?: FaultWindow[];
+  /** Quorum queues per leader node before the first publish (container cluster). */
+  leaders?: Record<string, number>;
 }
 
 export interface Lateness {
@@ -111,12 +120,17 @@ export async function runScenario(spec: ScenarioSpec, say: (line: string) => voi
   const names = topologyNames(prefix);
   const env = { ...WORKER_ENV, TOPOLOGY_PREFIX: prefix, DELAY_MODE: spec.mode, ...(spec.durableEvents && { EVENTS: 'durable' }) };
   const config = loadConfig({ ...env, AMQP_URL: spec.workerUrls[0]! }); // fails fast on a bad setting
+  // The topology first, as an operator's admin step declares it (npm run topology): neither the
+  // publisher nor, where a role may not declare, the workers are relied on for it.
+  await declareOnce(config, createLogger('error', 'chaos-topology'), 120_000);
   const ledger = await startLedger();
   onCleanup('ledger receiver', () => ledger.close());
   const pool = startWorkerPool(spec.workerUrls, env, spec.logDir);
   onCleanup('workers', () => pool.stop(5_000), () => pool.killAllNow());
   say(`\n== ${spec.title}: ${spec.callbacks} callbacks, ${spec.workerUrls.length} workers, prefix ${prefix}`);
   await pool.waitConsuming(90_000);
+  const leaders = await spec.onTopology?.(names).catch((error: Error) => void say(`  warning: leaders not read: ${error.message}`));
+  if (leaders) say(`  quorum queue leaders: ${Object.entries(leaders).map(([node, n]) => `${node} ${n}`).join(', ')}`);
   // Bound before the first publish, so every event of the run is kept (the workers declared P.events).
   if (spec.durableEvents) await bindEventsQueue(spec.inspectUrl, names);
 
@@ -168,6 +182,8 @@ export async function runScenario(spec: ScenarioSpec, say: (line: string) => voi
     ...(spec.lossExpected ? { lossExpected: spec.lossExpected } : {}),
     ...(events ? { events } : {}),
     ...(spec.due ? { lateness: latenessOf(run, spec.callbacks, spec.due, load.startedAt, ledger) } : {}),
+    ...(spec.due && chaos.some((act) => act.kind === 'node-fault') ? { faults: faultWindows(chaos, run, spec.callbacks, spec.due, load.startedAt, ledger) } : {}),
+    ...(leaders ? { leaders } : {}),
     traces: Object.fromEntries(
       [...new Set([...verdict.lostIds, ...spec.traceIds])].slice(0, 20).map((id) => [id, { requests: ledger.byId.get(id) ?? [], dead: dead.filter((entry) => entry.id === id) }]),
     ),
