@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { execInContainer } from '../support/container-broker.js';
 import { freePort } from '../support/free-port.js';
-import { findRabbitmqServer, localRabbitmqctl, type LocalNode } from '../support/local-broker.js';
+import { localRabbitmqctl, type LocalNode } from '../support/local-broker.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
 import { NO_RESTART, restartableBroker, type RestartableBroker } from '../support/restartable-broker.js';
 
@@ -26,7 +26,8 @@ const open = openedInEachTest();
 /** `rabbitmqctl ARGS` on the file's broker, a container or a throwaway node. */
 async function ctl(own: RestartableBroker, args: string[]): Promise<string> {
   if (own.containerId) return execInContainer(own.containerId, ['rabbitmqctl', ...args]);
-  return localRabbitmqctl(findRabbitmqServer() ?? 'rabbitmq-server', own as unknown as LocalNode, args);
+  if (!own.node) throw new Error('the broker of this file is neither a container nor a node started here');
+  return localRabbitmqctl(own.node.serverBin, { node: own.node.name, home: own.node.home } as LocalNode, args);
 }
 
 beforeAll(async () => {
