@@ -202,6 +202,8 @@ export class TargetIsolation<T> implements Scheduler<T> {
    */
   outwaiting(nowMs: number, boundMs: number, maxDelayMs: number): Array<{ item: T; delayMs: number }> {
     const out: Array<{ item: T; delayMs: number }> = [];
+    // Called on every sweep: without a limit or a back-off anywhere, nothing to look at.
+    if (!this.limits.governsAny) return out;
     for (const target of [...this.share.waitingTargets()]) {
       if (!this.limits.governs(target)) continue;
       const inFlight = this.share.inFlight(target);

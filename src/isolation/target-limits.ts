@@ -85,6 +85,11 @@ export class TargetLimits {
     for (const gate of this.gates.values()) this.reshape(gate, nowMs);
   }
 
+  /** Whether any target has a limit or a back-off. */
+  get governsAny(): boolean {
+    return this.gates.size > 0;
+  }
+
   /** Whether `target` has a limit or a back-off (else it is never held back here). */
   governs(target: string): boolean {
     return this.gates.has(target);
