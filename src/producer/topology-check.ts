@@ -24,7 +24,7 @@ export function topologyMissing(missing: string, prefix: string): RelayError {
  */
 export class TopologyCheck {
   private passed = false;
-  private running: Promise<void> | undefined;
+  private running: { promise: Promise<void>; abandon: (error: Error) => void } | undefined;
 
   constructor(
     private readonly names: TopologyNames,
@@ -37,17 +37,34 @@ export class TopologyCheck {
 
   forget(): void {
     this.passed = false;
+    // A check under way on the lost connection may never be answered: its waiters go on to the next one.
+    this.running?.abandon(new Error('the connection was lost while the topology was checked'));
+    this.running = undefined;
   }
 
-  /** Resolves once the exchanges exist; rejects with CR_ERR_TOPOLOGY_MISSING, or the broker's error. */
+  /** Resolves once the exchanges exist; rejects with CR_ERR_TOPOLOGY_MISSING, the broker's error, or a plain Error when forgotten meanwhile. */
   run(connection: { createChannel(): Promise<Channel> }): Promise<void> {
     if (this.passed) return Promise.resolve();
-    this.running ??= (async () => {
+    if (this.running) return this.running.promise;
+    let abandon: (error: Error) => void = () => {};
+    const abandoned = new Promise<never>((_, reject) => (abandon = reject));
+    const work = (async () => {
       for (const name of publishedExchanges(this.names, this.mode)) {
         if (!(await exchangeExists(connection, name))) throw topologyMissing(name, this.names.exchange);
       }
-      this.passed = true;
-    })().finally(() => (this.running = undefined));
-    return this.running;
+    })();
+    const entry = {
+      abandon,
+      promise: Promise.race([work, abandoned])
+        .then(() => {
+          // Only a check of the current connection counts: one forgotten meanwhile proves nothing.
+          if (this.running === entry) this.passed = true;
+        })
+        .finally(() => {
+          if (this.running === entry) this.running = undefined;
+        }),
+    };
+    this.running = entry;
+    return entry.promise;
   }
 }
