@@ -7,26 +7,23 @@ import { headerTableSize, MAX_PRODUCER_HEADER_BYTES } from '../message/header-ta
 import { HEADER, readAttempt, readString } from '../message/headers.js';
 import { carriesPolicy, readPolicyHeaders } from '../message/policy-headers.js';
 import type { MessagePolicy, RetryPolicies } from '../policy/message-policy.js';
+import type { CallbackState } from '../policy/schedule-end.js';
 import { readTraceContext, type TraceContext } from '../tracing/trace-context.js';
 
-/** A decoded, valid callback and the retry state its headers carry. */
-export interface Delivery {
-  id: string;
+/**
+ * A decoded, valid callback and the retry state its headers carry (`CallbackState`: what the retry
+ * rules of src/policy read). Every header the later steps need is read here, once.
+ */
+export interface Delivery extends CallbackState {
   callback: Callback;
   /** `callback.url`, parsed. */
   url: URL;
   /** The request body: `callback.body` serialised once, here, so deliver cannot fail on it. */
   payload: string;
-  /** The number of the attempt about to be made (1-based). */
-  attempt: number;
-  /** ISO time of attempt 1, when there was one. */
-  firstAttemptAt: string | undefined;
-  /** Deferred by an open circuit: when this attempt first came due (ms since the epoch). */
-  heldSince?: number | undefined;
-  /** How long open circuits held its earlier attempts past their due times (ms, `x-callback-held-ms`); absent: never. */
-  heldMs?: number | undefined;
-  /** The callback's named policy, resolved; `undefined` (no policy): the worker's own settings. */
-  policy?: MessagePolicy | undefined;
+  /** How often an open circuit deferred this attempt so far (`x-callback-deferrals`); absent: never. */
+  deferrals?: number | undefined;
+  /** A copy replayed from P.dead: when (`x-replayed-at`, ISO time); a cancel marker written before it does not apply to it. */
+  replayedAt?: string | undefined;
   /** The trace context published with it (W3C `traceparent`/`tracestate` AMQP headers), carried through retries. */
   trace?: TraceContext | undefined;
 }
@@ -81,14 +78,19 @@ export function decode(message: ConsumeMessage, maxPayloadBytes: number, policie
     }
   }
   const id = idOf(callback.id);
-  return { ok: true, delivery: { id, callback, url, payload, attempt, firstAttemptAt: readString(headers, HEADER.firstAttemptAt), ...heldOf(headers), policy, trace: readTraceContext(headers) } };
+  return { ok: true, delivery: { id, callback, url, payload, attempt, firstAttemptAt: readString(headers, HEADER.firstAttemptAt), ...heldOf(headers), policy, trace: readTraceContext(headers), replayedAt: readString(headers, HEADER.replayedAt) } };
 }
 
-/** What open circuits' holds left in the headers: this attempt's start of hold, and the earlier ones' total. */
-function heldOf(headers: Record<string, unknown> | undefined): Pick<Delivery, 'heldSince' | 'heldMs'> {
+/** What open circuits' holds left in the headers: this attempt's start of hold and deferrals, and the earlier attempts' total. */
+function heldOf(headers: Record<string, unknown> | undefined): Pick<Delivery, 'heldSince' | 'heldMs' | 'deferrals'> {
   const since = Date.parse(readString(headers, HEADER.heldSince) ?? '');
   const ms = Number(headers?.[HEADER.heldMs]);
-  return { heldSince: Number.isNaN(since) ? undefined : since, heldMs: Number.isFinite(ms) && ms > 0 ? ms : undefined };
+  const deferrals = Number(headers?.[HEADER.deferrals]);
+  return {
+    heldSince: Number.isNaN(since) ? undefined : since,
+    heldMs: Number.isFinite(ms) && ms > 0 ? ms : undefined,
+    deferrals: Number.isInteger(deferrals) && deferrals > 0 ? deferrals : undefined,
+  };
 }
 
 /**

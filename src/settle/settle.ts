@@ -1,7 +1,7 @@
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import { DEFERRAL_HEADERS, HEADER, carriedHeaders } from '../message/headers.js';
 import { policyHeaders } from '../message/policy-headers.js';
-import type { MessagePolicy } from '../policy/message-policy.js';
+import type { AttemptRecord } from '../policy/verdict.js';
 import type { Decision } from '../policy/decide.js';
 import type { DelayMode } from '../topology/delay-levels.js';
 import { deliveryRoute, type Route, type TopologyNames } from '../topology/topology-names.js';
@@ -10,20 +10,8 @@ import { RelayError } from '../errors.js';
 import { publishCopy, type Copy, type CopyFailure, type CopyResult } from './publish-copy.js';
 import { sendBack, type ReturnRoute } from './send-back.js';
 
-/** What the relay knows about a callback's attempts so far, written into retry and DLQ headers. */
-export interface AttemptRecord {
-  id: string;
-  /** Attempts made, this one included (0 for a message that could not be decoded). */
-  attempts: number;
-  firstAttemptAt: string | undefined;
-  lastAttemptAt: string | undefined;
-  lastStatus: number | undefined;
-  lastError: string | undefined;
-  /** The callback's resolved policy, carried forward in the copy's headers; absent without one. */
-  policy?: MessagePolicy | undefined;
-  /** How long open circuits held its attempts past their due times, this one included (ms); absent: as the message says. */
-  heldMs?: number | undefined;
-}
+export type { AttemptRecord };
+
 /**
  * Hold a paused target's callback: move it, unattempted, to `queue` (P.paused; from P.paused.check,
  * back there or to its lane), its headers as they are, attempt count included. `returnTo` is where it

@@ -107,6 +107,27 @@ describe('decode: valid callbacks', () => {
   });
 });
 
+describe('decode: the headers later steps read', () => {
+  const content = json({ url: 'https://x.test', body: 1 });
+  const decodeWith = (headers: Record<string, unknown>): Delivery => delivered(decode(message(content, { headers, messageId: 'm1' }), LIMIT));
+
+  it('reads what open circuits held: the hold under way, its deferrals, the earlier holds\' total', () => {
+    const delivery = decodeWith({ [HEADER.heldSince]: '2025-01-01T00:00:00.000Z', [HEADER.deferrals]: 3, [HEADER.heldMs]: 1_500 });
+    expect(delivery).toMatchObject({ heldSince: Date.parse('2025-01-01T00:00:00.000Z'), deferrals: 3, heldMs: 1_500 });
+  });
+
+  it('ignores holds it cannot read', () => {
+    const delivery = decodeWith({ [HEADER.heldSince]: 'soon', [HEADER.deferrals]: 1.5, [HEADER.heldMs]: -1 });
+    expect([delivery.heldSince, delivery.deferrals, delivery.heldMs]).toEqual([undefined, undefined, undefined]);
+    expect(decodeWith({ [HEADER.deferrals]: '2' }).deferrals).toBe(2);
+  });
+
+  it('reads the replay stamp a cancel marker is weighed against', () => {
+    expect(decodeWith({ [HEADER.replayedAt]: '2025-01-01T00:00:00.000Z' }).replayedAt).toBe('2025-01-01T00:00:00.000Z');
+    expect(decodeWith({}).replayedAt).toBeUndefined();
+  });
+});
+
 describe('decode: failures never throw', () => {
   it('rejects a message over the size limit before parsing it', () => {
     const content = json({ url: 'https://x.test', body: 'x'.repeat(100) });
