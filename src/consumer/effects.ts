@@ -34,7 +34,14 @@ export interface MessageEffects {
    * Never rejects.
    */
   sendBack(at: Omit<Place, 'bucket'>, why: string, id: string | undefined): Promise<void>;
-  /** Nacks with requeue: a stopping worker's waiting message, for another worker to take now. Never throws. */
+  /**
+   * A message the stopping worker will not attempt: nacked with requeue, at once, so another worker
+   * takes it now, not after DRAIN_TIMEOUT. This is the one requeue the worker makes, once per message
+   * per stop and only after its consumers are cancelled, so the broker never hands it back to this
+   * worker. It needs no count of ours (return-bound.ts): the message was decoded and never attempted,
+   * so it cannot be what stops a worker, and a worker that dies holding it is counted by the broker on
+   * every version (docs/operations.md#graceful-shutdown). Never throws.
+   */
   giveBack(at: Omit<Place, 'bucket'>): void;
 }
 

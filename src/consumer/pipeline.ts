@@ -1,67 +1,18 @@
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
-import type { AutoPause } from '../control/auto-pause.js';
-import type { ControlView } from '../control/control-state.js';
-import type { DurableEvents } from '../events/durable-events.js';
 import type { HealthState } from '../isolation/health.js';
 import type { AttemptKind, Effects, Scheduler, Source } from '../isolation/scheduler.js';
-import type { TargetKey } from '../isolation/target-isolation.js';
-import type { Logger } from '../logger.js';
-import type { RetryPolicy } from '../policy/decide.js';
-import type { Random } from '../policy/jitter.js';
-import type { RetryPolicies } from '../policy/message-policy.js';
-import type { ScheduleRules } from '../policy/schedule-end.js';
-import type { Lane, PipelineObserver } from '../reports.js';
-import type { SettleContext } from '../settle/settle.js';
-import type { DelayMode } from '../topology/delay-levels.js';
-import type { TopologyNames } from '../topology/topology-names.js';
-import type { Tracing } from '../tracing/tracing.js';
-import { admit, jobOf, OriginBuckets, sourceOf, type AdmitDeps, type Job, type JobDeps } from './admit.js';
-import { attempt, type AttemptDeps, type Attempted } from './attempt.js';
-import { concludeAttempt, concludeInvalid, concludeUnattempted, settleConcluded, type Concluded, type ConcludeDeps, type SettleDeps } from './conclude.js';
+import type { Lane } from '../reports.js';
+import { admit, jobOf, sourceOf, type Job } from './admit.js';
+import { attempt, type Attempted } from './attempt.js';
+import { concludeAttempt, concludeInvalid, concludeUnattempted, settleConcluded, type Concluded } from './conclude.js';
 import { decode } from './decode.js';
-import { deliver, type DeliverOptions } from './deliver.js';
 import { BrokerEffects, type MessageEffects, type Place } from './effects.js';
 import { HealthNews } from './health-news.js';
-import { circuitStep, LaneMoves, overflow, type MoveDeps } from './move-out.js';
+import { circuitStep, overflow } from './move-out.js';
+import { effectsSettings, stageDeps, type PipelineContext, type StageDeps } from './pipeline-context.js';
 import { LimitWake, Sweeper } from './pipeline-timers.js';
 
-export type { Job, Lane };
-
-/** Everything the per-message path needs, built once when the worker starts. */
-export interface PipelineContext {
-  names: TopologyNames;
-  mode: DelayMode;
-  maxPayloadBytes: number;
-  /** The worker's own retry policy, and the named ones a callback's `policy` field picks from. */
-  retry: RetryPolicy;
-  policies: RetryPolicies | undefined;
-  deliver: DeliverOptions;
-  /** Target isolation, or arrival order when ISOLATION=off: which waiting job gets the next slot. */
-  scheduler: Scheduler<Job>;
-  targetKey: TargetKey;
-  clock: () => number;
-  random: Random;
-  logger: Logger;
-  observer: PipelineObserver;
-  /** Confirm timeout and topology redeclare for settle (see SettleContext). */
-  settle: Pick<SettleContext, 'confirmTimeoutMs' | 'redeclare'>;
-  /** A span per attempt, when OTEL_EXPORTER_OTLP_ENDPOINT is set. */
-  tracing?: Tracing | undefined;
-  /** EVENTS=durable: each outcome's event is stored before its message is settled. */
-  durableEvents?: DurableEvents | undefined;
-  /** The control stream's cancels and pauses, as this worker has read them (src/control/). */
-  control?: ControlView | undefined;
-  /** AUTO_PAUSE_AFTER: failure streaks per origin that pause a target fleet-wide once long enough. */
-  autoPause?: AutoPause | undefined;
-  /**
-   * How many unsettled messages a lane's consumer window holds beyond the line where what queues
-   * behind them still comes in (negative: room left). Without it, a busy target's callbacks leave
-   * their lane whatever its window holds.
-   */
-  laneExcess?: ((lane: Lane) => number) | undefined;
-  /** LIMIT_HOLD_MAX in ms: a callback its limit would hold longer waits in the delay path instead. */
-  limitHoldMs: number;
-}
+export type { Job, Lane, PipelineContext };
 
 /**
  * A callback stored in the delay path for its limit (LIMIT_HOLD_MAX, `limitHoldMs`) comes back after this
@@ -101,30 +52,17 @@ class Pipeline {
   private readonly health: HealthNews;
   private readonly wake = new LimitWake(() => this.pump());
   private readonly sweeper: Sweeper;
-  // Each stage's few dependencies, put together once.
-  private readonly jobs: JobDeps;
-  private readonly admission: AdmitDeps;
-  private readonly attempts: AttemptDeps;
-  private readonly conclusions: ConcludeDeps;
-  private readonly settling: SettleDeps;
-  private readonly moving: MoveDeps;
+  private readonly stages: StageDeps;
 
   constructor(private readonly context: PipelineContext) {
-    const { scheduler, clock, logger, observer, control, names } = context;
+    const { scheduler, clock, logger, observer, control } = context;
     this.scheduler = scheduler;
-    const { mode, durableEvents, settle } = context;
-    this.effects = new BrokerEffects({ names, mode, logger, observer, settle, durableEvents, stopping: this.stopping.signal, isClosed: (channel) => this.closed.has(channel) });
+    this.effects = new BrokerEffects({ ...effectsSettings(context), stopping: this.stopping.signal, isClosed: (channel) => this.closed.has(channel) });
     this.health = new HealthNews(logger, observer, control);
-    const rules: ScheduleRules = { retry: context.retry, timeoutMs: context.deliver.timeoutMs, failedThroughout: scheduler.failedThroughout?.bind(scheduler) };
-    this.jobs = { targetKey: context.targetKey, buckets: new OriginBuckets() };
-    this.admission = { control, rules };
-    const send = (delivery: Job['delivery'], deadline: Parameters<typeof deliver>[2], trace: Parameters<typeof deliver>[3]) => deliver(delivery, context.deliver, deadline, trace);
-    this.attempts = { scheduler, send, tracing: context.tracing, clock, rules, apply: (effects) => this.apply(effects), freed: () => this.pump() };
-    this.conclusions = { rules, random: context.random };
-    this.settling = { effects: this.effects, autoPause: context.autoPause, control, logger, clock };
-    this.moving = { effects: this.effects, scheduler, underway: new LaneMoves(), slowQueue: names.slowQueue, rules, clock };
+    this.stages = stageDeps(context, this.effects, { apply: (effects) => this.apply(effects), freed: () => this.pump() });
     const { laneExcess } = context;
-    if (laneExcess) scheduler.watchWindows?.({ of: (job) => job.lane, excess: (lane) => Math.max(0, laneExcess(lane) - this.moving.underway.of(lane)) });
+    const { underway } = this.stages.moving;
+    if (laneExcess) scheduler.watchWindows?.({ of: (job) => job.lane, excess: (lane) => Math.max(0, laneExcess(lane) - underway.of(lane)) });
     // Busy targets' waiting callbacks leave their lanes for the overflow queue (target-isolation.ts).
     this.sweeper = new Sweeper((loopBusy) => {
       // A wait for a limit past LIMIT_HOLD_MAX would meet the broker's consumer timeout: such callbacks wait in the delay path instead.
@@ -151,9 +89,9 @@ class Pipeline {
       try {
         const decoded = decode(message, this.context.maxPayloadBytes, this.context.policies);
         if (!decoded.ok) return void this.settle({ message, channel, lane, bucket: 0, finish }, concludeInvalid(decoded));
-        job = jobOf(decoded.delivery, message, channel, lane, finish, this.jobs);
+        job = jobOf(decoded.delivery, message, channel, lane, finish, this.stages.jobs);
       } catch (error) {
-        return this.failed({ message, channel, lane, finish }, 'prepare', error);
+        return this.handleError({ message, channel, lane, finish }, 'prepare', error);
       }
       this.admit(job);
     });
@@ -161,7 +99,7 @@ class Pipeline {
 
   /** Step 2: a job waits for a slot, or is parked or held unattempted. */
   private admit(job: Job): void {
-    const admission = admit(job, this.admission, this.context.clock());
+    const admission = admit(job, this.stages.admission, this.context.clock());
     if (admission === 'waits') return this.offer(job, sourceOf(job));
     void this.settle(job, concludeUnattempted(job, admission, this.context.names));
   }
@@ -193,15 +131,15 @@ class Pipeline {
   private async run(job: Job, kind: AttemptKind): Promise<void> {
     let attempted: Attempted;
     try {
-      attempted = await attempt(job, kind, this.attempts);
+      attempted = await attempt(job, kind, this.stages.attempts);
     } catch (error) {
-      return this.failed(job, 'attempt', error);
+      return this.handleError(job, 'attempt', error);
     }
     let concluded: Concluded;
     try {
       concluded = this.conclude(attempted);
     } catch (error) {
-      return this.failed(job, 'conclude', error);
+      return this.handleError(job, 'conclude', error);
     }
     await this.settle(job, concluded);
   }
@@ -209,7 +147,7 @@ class Pipeline {
   /** Step 4: what the outcome means; the attempt's span ends with it. */
   private conclude(attempted: Attempted): Concluded {
     const { logger, clock } = this.context;
-    const concluded = concludeAttempt(attempted, this.conclusions, clock());
+    const concluded = concludeAttempt(attempted, this.stages.conclusions, clock());
     const { report } = concluded;
     if (logger.isLevelEnabled('debug')) {
       const { outcome, decision } = report;
@@ -222,15 +160,15 @@ class Pipeline {
   /** Step 5, the end of every path: what was concluded is carried out, and the message's promise settles. */
   private async settle(at: Place & Pick<Job, 'finish'>, concluded: Concluded): Promise<void> {
     try {
-      await settleConcluded(at, concluded, this.settling);
+      await settleConcluded(at, concluded, this.stages.settling);
     } catch (error) {
-      return this.failed(at, 'settle', error);
+      return this.handleError(at, 'settle', error);
     }
     at.finish();
   }
 
   /** Where a stage's failure decides what becomes of its message (see `Stage`). */
-  private failed(job: Handled, stage: Stage, error: unknown): void {
+  private handleError(job: Handled, stage: Stage, error: unknown): void {
     if (stage === 'settle' || stage === 'move') return job.finish(error);
     const id = job.delivery?.id;
     const err = error instanceof Error ? error.message : String(error);
@@ -242,9 +180,9 @@ class Pipeline {
   private async overflow(job: Job): Promise<void> {
     let moved: boolean;
     try {
-      moved = await overflow(job, this.moving);
+      moved = await overflow(job, this.stages.moving);
     } catch (error) {
-      return this.failed(job, 'move', error);
+      return this.handleError(job, 'move', error);
     }
     if (moved) job.finish();
     else this.offer(job, 'overflow');
@@ -261,7 +199,7 @@ class Pipeline {
     try {
       moved = await this.effects.move(job, job.delivery.id, { kind: 'move', delayMs, headers: {} }, 'limited');
     } catch (error) {
-      return this.failed(job, 'move', error);
+      return this.handleError(job, 'move', error);
     }
     if (moved) job.finish();
     else this.offer(job, sourceOf(job));
@@ -270,14 +208,14 @@ class Pipeline {
   /** A callback whose target's circuit is open (move-out.ts `circuitStep`); one whose deferral cannot be stored is forced. */
   private async deferForCircuit(job: Job): Promise<void> {
     if (this.givenBack) return this.giveBack(job);
-    const step = circuitStep(job, this.moving);
+    const step = circuitStep(job, this.stages.moving);
     if (step.kind === 'expired') return this.settle(job, concludeUnattempted(job, 'expired', this.context.names));
     if (step.kind === 'queued') return this.pump();
     let moved: boolean;
     try {
       moved = await this.effects.move(job, job.delivery.id, step.move, 'deferred');
     } catch (error) {
-      return this.failed(job, 'move', error);
+      return this.handleError(job, 'move', error);
     }
     if (moved) return job.finish();
     if (this.givenBack) return this.giveBack(job);
@@ -327,14 +265,7 @@ class Pipeline {
     return waiting.length;
   }
 
-  /**
-   * A job the stopping worker will not attempt: nacked with requeue, at once, so another worker takes
-   * it now, not after DRAIN_TIMEOUT. This is the one requeue the worker makes, once per message per
-   * stop and only after its consumers are cancelled, so the broker never hands it back to this worker.
-   * It needs no count of ours (return-bound.ts): the message was decoded and never attempted, so it
-   * cannot be what stops a worker, and a worker that dies holding it is counted by the broker on every
-   * version (docs/operations.md#graceful-shutdown).
-   */
+  /** A job the stopping worker will not attempt goes back to its queue at once (effects.ts `giveBack`). */
   private giveBack(job: Job): void {
     this.effects.giveBack(job);
     job.finish();
