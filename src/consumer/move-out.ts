@@ -2,8 +2,8 @@ import { circuitWait, type Scheduler } from '../isolation/scheduler.js';
 import { HEADER } from '../message/headers.js';
 import { failedThroughout, scheduleOf, timeoutOf, type ScheduleRules } from '../policy/schedule-end.js';
 import type { Lane } from '../reports.js';
-import { sourceOf, type Job } from './admit.js';
 import type { Move } from '../settle/settle.js';
+import { sourceOf, type Job } from './admit.js';
 import type { MessageEffects } from './effects.js';
 
 /*
