@@ -70,8 +70,8 @@ export interface DeliveryPathOptions {
 
 /**
  * Exchange P; the work lanes P.work, P.work.1 … (topology-names.ts), bound with `deliver` (lane 0) and
- * `deliver.<bucket>` (bucket mod lanes); the slow lane P.slow of earlier versions (drained, no longer filled) and the dead-letter
- * queue P.dead. Every consumed queue dead-letters into P.dead, so a message that keeps crashing
+ * `deliver.<bucket>` (bucket mod lanes); the overflow queue P.slow (a busy target's waiting callbacks,
+ * moved there by the worker so the others in its lane go on) and the dead-letter queue P.dead. Every consumed queue dead-letters into P.dead, so a message that keeps crashing
  * workers is parked once it passes the delivery limit:
  * https://www.rabbitmq.com/docs/quorum-queues#poison-message-handling
  */

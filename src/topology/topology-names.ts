@@ -24,7 +24,7 @@ export interface TopologyNames {
    */
   dueQueue: string;
   dueRoutingKey: 'due';
-  /** Slow lane of earlier versions: no longer filled, still drained by every worker. */
+  /** Overflow queue: a busy target's waiting callbacks move here (ISOLATION), so the callbacks behind them in its lane go on; every worker consumes it. */
   slowQueue: string;
   /** Topic exchange of outcome events (`delivered`, `retry-scheduled`, `dead`). */
   eventsExchange: string;
