@@ -19,7 +19,7 @@ export default defineConfig({
       { test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
       // Delivery, retries, DLQ, producer, ingest, console, security, hostile input: minutes, not tens.
       brokerProject('integration', 'test/integration'),
-      // Broker restarts, long timers, isolation and limit waits, delay accuracy, the control plane.
+      // Broker restarts, long timers, isolation, target limits and their waits, delay accuracy, the control plane.
       brokerProject('scenarios', 'test/scenarios'),
     ],
   },
