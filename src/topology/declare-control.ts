@@ -1,5 +1,5 @@
-import { queue, type Declaration } from '../topology/declare-list.js';
-import type { TopologyNames } from '../topology/topology-names.js';
+import { queue, type Declaration } from './declare-list.js';
+import type { TopologyNames } from './topology-names.js';
 
 /**
  * How long P.control keeps a marker: longer than any retry schedule a worker runs (the default one

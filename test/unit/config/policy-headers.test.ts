@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { HEADER } from '../../../src/message/headers.js';
-import { policyHeaders, readPolicyHeaders } from '../../../src/message/policy-headers.js';
+import { policyHeaders, readPolicyHeaders } from '../../../src/config/policy-headers.js';
 import { resolvePolicy, type PolicyDefaults } from '../../../src/policy/message-policy.js';
 
 const FIRST: PolicyDefaults = {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import amqplib, { type Channel, type ConsumeMessage } from 'amqplib';
 import { expect, inject, it } from 'vitest';
 import { startControlReader } from '../../src/control/control-reader.js';
-import { controlStream } from '../../src/control/declare-control.js';
+import { controlStream } from '../../src/topology/declare-control.js';
 import type { OutcomeEvent } from '../../src/events/outcome-events.js';
 import { createLogger } from '../../src/logger.js';
 import { createPublisher } from '../../src/producer/publisher.js';

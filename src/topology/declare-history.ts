@@ -1,5 +1,5 @@
-import { binding, exchange, queue, type Declaration } from '../topology/declare-list.js';
-import type { TopologyNames } from '../topology/topology-names.js';
+import { binding, exchange, queue, type Declaration } from './declare-list.js';
+import type { TopologyNames } from './topology-names.js';
 
 /**
  * HISTORY=on: the stream P.history, bound to P.events with `#`, so every outcome event is kept for

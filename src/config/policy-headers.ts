@@ -1,8 +1,8 @@
-import { formatDuration } from '../config/duration.js';
-import { parsePolicyFields, type PolicyFieldName, type RawPolicyFields } from '../config/policy-fields.js';
+import { formatDuration } from './duration.js';
+import { parsePolicyFields, type PolicyFieldName, type RawPolicyFields } from './policy-fields.js';
 import { RelayError } from '../errors.js';
 import { resolvePolicy, type MessagePolicy, type PolicyDefaults } from '../policy/message-policy.js';
-import { HEADER, readString } from './headers.js';
+import { HEADER, readString } from '../message/headers.js';
 
 /** The header that carries each field of a resolved policy. */
 const FIELD_HEADER: Record<PolicyFieldName, string> = {

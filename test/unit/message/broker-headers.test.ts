@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BROKER_HEADERS, withoutBrokerHeaders } from '../../../src/amqp/broker-headers.js';
+import { BROKER_HEADERS, withoutBrokerHeaders } from '../../../src/message/broker-headers.js';
 import { replayHeaders } from '../../../src/dlq/replay-publish-options.js';
 import { derivedId } from '../../../src/message/derived-id.js';
 import { carriedHeaders, HEADER } from '../../../src/message/headers.js';

@@ -1,5 +1,5 @@
-import { DEAD_QUEUE_DELIVERY_LIMIT, queue, queueArguments, type Declaration } from '../topology/declare-list.js';
-import type { TopologyNames } from '../topology/topology-names.js';
+import { DEAD_QUEUE_DELIVERY_LIMIT, queue, queueArguments, type Declaration } from './declare-list.js';
+import type { TopologyNames } from './topology-names.js';
 
 /** How long a held callback waits in P.paused before it is checked again: at most this long after a resume, it is back in its lane. */
 export const HOLD_RECHECK_MS = 10_000;
