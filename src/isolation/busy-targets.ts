@@ -121,7 +121,7 @@ export class BusyTargets<T> {
    * backlog here (half the worker's slots waiting, or more) whose pace the machine sets
    * (`AttemptPace.pacedByMachine`). Then the other targets' attempts wait for the worker's CPU as much
    * as for slots, and max-min by slots would give each of a flood of new targets a slot before the
-   * backlog's next one, for no gain to them (docs/isolation.md#kept-slots). A receiver slower than the
+   * backlog's next one, for no gain to them (docs/isolation.md#3-overflow-a-busy-targets-excess-leaves-its-lane). A receiver slower than the
    * machine by itself is not kept: half the slots would halve a flood's pace.
    */
   private backlogsKept(): Set<string> {
@@ -168,7 +168,7 @@ export class BusyTargets<T> {
   /**
    * Holds all its limit allows, and none of its attempts ended for `overflowAfterMs` while it had some
    * running: it hangs. In a saturated worker HANG_SATURATED times as long, since there even instant
-   * answers take long while a pre-filled queue starts (docs/isolation-journal.md#hang-saturated).
+   * answers take long while a pre-filled queue starts (docs/isolation.md#3-overflow-a-busy-targets-excess-leaves-its-lane).
    */
   private stuckAtLimit(target: string): boolean {
     const inFlight = this.share.inFlight(target);
