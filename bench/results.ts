@@ -42,8 +42,8 @@ export function markdownScenario(name: string, result: ScenarioResult & { error?
 }
 
 /**
- * Writes `results/<timestamp>.json`, plus `results/latest.json` and `results/latest.svg` (the tracked
- * reference) when `complete`: a run of some scenarios does not replace the full results. Returns the paths.
+ * Writes `results/<timestamp>.json`, plus `results/latest.json` and `results/latest.svg` (the
+ * newest full run, kept out of git like every run file) when `complete`: a run of some scenarios does not replace the full results. Returns the paths.
  */
 export function writeReport(report: BenchReport, complete: boolean): string[] {
   mkdirSync(RESULTS_DIR, { recursive: true });

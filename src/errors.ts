@@ -14,7 +14,7 @@ export const ERROR_CODES = {
   CR_ERR_OUTCOME_UNKNOWN:
     'the connection dropped before the broker confirmed a publish, and republishing it got no confirm in time: it may or may not be queued (republish with the same id)',
   CR_ERR_EVENT_NOT_STORED:
-    'EVENTS=durable and the broker did not store an outcome event, so the callback was not acked: it went back to its queue to be attempted again',
+    'EVENTS=durable and the broker did not store an outcome event, even when published once more: the callback was settled as decided all the same (acked, its retry or dead copy stored), without its event',
   CR_ERR_CLOSED: 'the publisher, worker or channel was closed',
   CR_ERR_BROKER_UNREACHABLE: 'no broker of AMQP_URL accepted a connection (the message names them, without passwords)',
   CR_ERR_TOPOLOGY: 'the broker refused to declare the topology (e.g. a queue exists with other arguments)',

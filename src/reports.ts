@@ -55,8 +55,7 @@ export interface ExpiredReport extends ReportedCallback {
   why: string;
 }
 
-/** The code an expired callback's last error starts with (`CIRCUIT_OPEN: …`), as `TIMEOUT: …` does a timed-out attempt's. */
-export const CIRCUIT_OPEN = 'CIRCUIT_OPEN';
+export { CIRCUIT_OPEN } from './policy/verdict.js';
 
 /** A message that is not a valid callback, parked in P.dead as `invalid`. */
 export interface InvalidReport {

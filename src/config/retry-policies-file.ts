@@ -2,7 +2,7 @@ import type { RelayError } from '../errors.js';
 import { configError, isObject, readJsonObject } from './json-file.js';
 import { isValidPolicyName } from '../message/callback.js';
 import { headerTableSize } from '../message/header-table-size.js';
-import { policyHeaders } from '../message/policy-headers.js';
+import { policyHeaders } from './policy-headers.js';
 import { noPolicies, resolvePolicy, type MessagePolicy, type PolicyDefaults, type RetryPolicies } from '../policy/message-policy.js';
 import { parsePolicyFields, POLICY_FIELDS, type RawPolicyFields } from './policy-fields.js';
 

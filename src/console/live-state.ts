@@ -1,7 +1,7 @@
 import type { RelayConfig } from '../config/load-config.js';
 import { amqpUrls } from '../config/amqp-urls.js';
 import { parseMarker } from '../control/control-markers.js';
-import { CONTROL_MAX_AGE_MS } from '../control/declare-control.js';
+import { CONTROL_MAX_AGE_MS } from '../topology/declare-control.js';
 import type { OutcomeEvent } from '../events/outcome-events.js';
 import type { Logger } from '../logger.js';
 import type { TopologyNames } from '../topology/topology-names.js';

@@ -4,6 +4,7 @@ import type { RelayConfig } from '../config/load-config.js';
 import { RelayError } from '../errors.js';
 import { parseConsoleTokens } from '../formats/console-tokens.js';
 import type { Logger } from '../logger.js';
+import { listenOrigin } from '../http/listen-origin.js';
 import { topologyNames } from '../topology/topology-names.js';
 import { registerActions } from './action-routes.js';
 import { ConsoleAuth } from './auth.js';
@@ -67,13 +68,11 @@ export async function startConsole(config: RelayConfig, logger: Logger, options:
   }
   const { port: bound, address } = app.server.address() as AddressInfo;
   const host = address.includes(':') ? `[${address}]` : address;
-  // Reachable where it says: a wildcard address answers on loopback too.
-  const local = address === '0.0.0.0' ? '127.0.0.1' : address === '::' ? '[::1]' : host;
   // Logged before the streams are read, so it is the first line whatever they log.
   logger.info({ host: address, port: bound, url: `http://${host}:${bound}`, operators: tokens.map((t) => t.name), windowMs: config.consoleWindow }, `console listening on http://${host}:${bound}`);
   live.follow();
   return {
-    origin: `http://${local}:${bound}`,
+    origin: listenOrigin(address, bound),
     host: address,
     port: bound,
     app,

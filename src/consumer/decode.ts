@@ -5,7 +5,7 @@ import { callbackId } from '../message/callback-id.js';
 import { derivedId } from '../message/derived-id.js';
 import { headerTableSize, MAX_PRODUCER_HEADER_BYTES } from '../message/header-table-size.js';
 import { HEADER, readAttempt, readString } from '../message/headers.js';
-import { carriesPolicy, readPolicyHeaders } from '../message/policy-headers.js';
+import { carriesPolicy, readPolicyHeaders } from '../config/policy-headers.js';
 import type { MessagePolicy, RetryPolicies } from '../policy/message-policy.js';
 import type { CallbackState } from '../policy/schedule-end.js';
 import { readTraceContext, type TraceContext } from '../tracing/trace-context.js';

@@ -14,9 +14,9 @@ import type { Lane } from './pipeline.js';
  * skips ahead of older unacked messages costs the broker the length of that walk. Fair scheduling
  * acks out of order by design (a quiet target's callback is settled before a busy one's that came
  * first), and queues mode holds messages until due, unacked, ahead of the rest. With every lane on
- * one channel the walk covered every lane's unacked messages: measured on 3.10, the channel's
- * process took 20–70 times the reductions, and the broker 2–3 times the CPU per callback, with
- * isolation on than with `ISOLATION=off`. One channel per queue keeps each walk within one lane, and
+ * one channel the walk covered every lane's unacked messages, and the channel's process and the
+ * broker spent many times the work per callback with isolation on than with `ISOLATION=off`
+ * (docs/isolation.md). One channel per queue keeps each walk within one lane, and
  * each channel's acks leave in runs from its oldest unacked message where they can (coalesce-acks.ts).
  *
  * The channels are opened on the connection the topology was declared on, after it was declared,

@@ -10,7 +10,7 @@ import { ControlState, type ControlView, type OriginLimit, type PausedOrigin } f
 import type { TargetLimit } from '../formats/target-limit.js';
 import type { Backoff } from '../isolation/target-limits.js';
 import { applyDeclarations } from '../topology/declare-list.js';
-import { CONTROL_MAX_AGE_MS, controlStream } from './declare-control.js';
+import { CONTROL_MAX_AGE_MS, controlStream } from '../topology/declare-control.js';
 import { heldDestination, moveTo } from './move-held.js';
 import { publishMarker, publishMarkerBestEffort, wrapperChannel } from './publish-markers.js';
 import { sleep } from '../util/with-timeout.js';

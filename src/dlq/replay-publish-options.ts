@@ -1,5 +1,5 @@
 import type { Options } from 'amqplib';
-import { withoutBrokerHeaders } from '../amqp/broker-headers.js';
+import { withoutBrokerHeaders } from '../message/broker-headers.js';
 import { HEADER } from '../message/headers.js';
 
 /**

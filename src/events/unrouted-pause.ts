@@ -9,7 +9,7 @@
  *
  * Without the probe's wait, every event after a pause went out until the probe's return arrived, a
  * round trip later: at thousands of callbacks a second on a loaded broker, a burst each second that
- * cost a saturated worker about a fifth of its rate against EVENTS=off.
+ * cost a saturated worker a large share of its rate against EVENTS=off (docs/events-and-history.md).
  */
 export class UnroutedPause {
   /** Per routing key: skipped until `until`; `probing` once the probe after a pause went out. */

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { RelayConfig } from '../config/load-config.js';
 import type { Logger } from '../logger.js';
 import { startMetricsServer } from '../metrics/metrics-server.js';
+import { listenOrigin } from '../http/listen-origin.js';
 import { createPublisher } from '../producer/publisher.js';
 import { buildIngestServer, type IngestServer } from './ingest-server.js';
 import { ingestOptions } from './ingest-options.js';
@@ -17,11 +18,8 @@ export interface RunningIngest {
   close(): Promise<void>;
 }
 
-/** A host to reach a bound address from this machine: every interface is reached on loopback. */
-const originHost = (address: string): string => (address === '0.0.0.0' ? '127.0.0.1' : address === '::' ? '[::1]' : address.includes(':') ? `[${address}]` : address);
-
 /**
- * Starts an ingest replica: its own publisher (which declares the topology) and the HTTP server on
+ * Starts an ingest replica: its own publisher (which checks that the topology exists) and the HTTP server on
  * INGEST_HOST:INGEST_PORT (`port` overrides it; 0 picks a free one). Throws `CR_ERR_CONFIG` without a token, or
  * with INGEST_INFLIGHT_BYTES below the largest request body.
  */
@@ -46,7 +44,7 @@ export async function startIngest(config: RelayConfig, logger: Logger, port = co
   const { address, port: bound } = server.app.server.address() as AddressInfo;
   logger.info({ host: address, port: bound }, 'ingest listening');
   return {
-    origin: `http://${originHost(address)}:${bound}`,
+    origin: listenOrigin(address, bound),
     server,
     metricsPort: (metricsServer?.address() as AddressInfo | undefined)?.port,
     async close() {

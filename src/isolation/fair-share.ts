@@ -116,7 +116,7 @@ export class FairShare<T> {
    * marks (`mayBorrowIdle`: one whose circuit is open, whose only waiting items are attempts owed their
    * request): it may borrow while fewer than half the slots are taken, the other half staying free for
    * targets that answer. Held to its own limit, a backlog of a target that hangs would reach the
-   * dead-letter queue tens of times later than without isolation, with the slots idle meanwhile.
+   * dead-letter queue far later than without isolation, with the slots idle meanwhile.
    */
   private pick(): string | undefined {
     const kept = this.keptPick();

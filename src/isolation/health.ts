@@ -1,3 +1,5 @@
+import type { AttemptRange } from '../policy/retry-schedule.js';
+
 /** Thresholds of the per-target health state machine (seed 002: 10 abnormal of 20, quiet period T). */
 export interface HealthPolicy {
   /** Results remembered per target (sliding window). */
@@ -63,11 +65,7 @@ interface TargetRecord {
 /** Attempt numbers tracked per target (memory stays bounded); a callback with more left is never judged to have failed throughout. */
 export const MAX_TRACKED_ATTEMPT = 64;
 
-/** Attempt numbers, inclusive: what is left of a callback's schedule. */
-export interface AttemptRange {
-  from: number;
-  to: number;
-}
+export type { AttemptRange };
 
 /** Successes in a row a flapping target needs at most to close its circuit. */
 export const MAX_REQUIRED_SUCCESSES = 16;

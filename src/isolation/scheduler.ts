@@ -1,12 +1,13 @@
 import type { DeliveryOutcome } from '../policy/classify-outcome.js';
 import { FairShare, type Started } from './fair-share.js';
+import type { ScheduleLeft } from '../policy/retry-schedule.js';
 import type { AttemptRange, HealthState, Transition } from './health.js';
 import type { Backoff } from './target-limits.js';
 
 /*
  * What the consumer asks of a scheduler, the scheduler of ISOLATION=off (arrival order), and how long
  * an attempt waits while its target's circuit is open. Target isolation, the scheduler of the
- * defaults, is target-isolation.ts.
+ * defaults, is target-isolation.ts (composing circuit.ts, busy-targets.ts and limit-gate.ts).
  */
 
 /** How a started item is attempted: a normal attempt, or a probe of a target whose circuit is open. */
@@ -35,6 +36,14 @@ export interface Effects<T> {
 
 /** Where a consumed item came from: a work lane, or the overflow queue (it never overflows twice). */
 export type Source = 'lane' | 'overflow';
+
+/** A waiting item as target isolation keeps it: how it will be attempted, when it was offered, and where it came from. */
+export interface Waiting<T> {
+  item: T;
+  kind: AttemptKind;
+  at: number;
+  source: Source;
+}
 
 /**
  * What becomes of an offered item: it waits for a slot; its target's circuit is open and no probe is
@@ -141,15 +150,7 @@ export interface CircuitWait {
   defer: { delayMs: number; heldSince: number; deferrals: number };
 }
 
-/**
- * What is left of a callback's schedule: how long its attempts from the one due would take, every one
- * timing out (retry-schedule.ts `scheduleLeftMs`), and how long open circuits held its earlier attempts
- * past their due times (`x-callback-held-ms`).
- */
-export interface ScheduleLeft {
-  leftMs: number;
-  heldMs: number;
-}
+export type { ScheduleLeft };
 
 /**
  * An attempt that comes due while its target's circuit is open is deferred (its attempt number kept)

@@ -1,4 +1,4 @@
-import { withoutBrokerHeaders } from '../amqp/broker-headers.js';
+import { withoutBrokerHeaders } from './broker-headers.js';
 
 /**
  * AMQP header names of the wire contract. Retry state travels here, never in the message body, so the
@@ -34,7 +34,7 @@ export const HEADER = {
   copy: 'x-callback-copy',
   /**
    * On the copies of a callback with a `policy`: the policy as the worker of its first attempt resolved
-   * it (policy-headers.ts). Later attempts follow these, never their own worker's RETRY_POLICIES_FILE.
+   * it (config/policy-headers.ts). Later attempts follow these, never their own worker's RETRY_POLICIES_FILE.
    */
   policy: 'x-callback-policy',
   schedule: 'x-callback-schedule',

@@ -36,3 +36,19 @@ export function scheduleLeftMs(schedule: readonly number[], maxAttempts: number,
 export function delayWithinSchedule(delayMs: number, leftMs: number, heldMs: number): number {
   return Math.min(delayMs, Math.max(0, delayMs + leftMs - heldMs));
 }
+
+/**
+ * What is left of a callback's schedule: how long its attempts from the one due would take, every one
+ * timing out (`scheduleLeftMs`), and how long open circuits held its earlier attempts past their due
+ * times (`x-callback-held-ms`).
+ */
+export interface ScheduleLeft {
+  leftMs: number;
+  heldMs: number;
+}
+
+/** Attempt numbers, inclusive: what is left of a callback's schedule. */
+export interface AttemptRange {
+  from: number;
+  to: number;
+}

@@ -1,8 +1,6 @@
-import type { AttemptRange } from '../isolation/health.js';
-import type { ScheduleLeft } from '../isolation/scheduler.js';
 import type { RetryPolicy } from './decide.js';
 import type { MessagePolicy, PolicyDefaults } from './message-policy.js';
-import { scheduleLeftMs } from './retry-schedule.js';
+import { scheduleLeftMs, type AttemptRange, type ScheduleLeft } from './retry-schedule.js';
 
 /*
  * When a callback that open circuits held has run out of schedule. Pure: the time is an input, and

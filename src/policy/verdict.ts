@@ -1,10 +1,12 @@
-import { CIRCUIT_OPEN } from '../reports.js';
 import type { DeliveryOutcome } from './classify-outcome.js';
 import { decide, type Decision, type RetryPolicy } from './decide.js';
 import type { Random } from './jitter.js';
 import type { MessagePolicy } from './message-policy.js';
 import { delayWithinSchedule } from './retry-schedule.js';
 import { failedThroughout, scheduleOf, type CallbackState, type ScheduleRules } from './schedule-end.js';
+
+/** The code an expired callback's last error starts with (`CIRCUIT_OPEN: …`), as `TIMEOUT: …` does a timed-out attempt's. */
+export const CIRCUIT_OPEN = 'CIRCUIT_OPEN';
 
 /** What the relay knows about a callback's attempts so far, written into retry and DLQ headers (settle/settle.ts). */
 export interface AttemptRecord {

@@ -1,6 +1,6 @@
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import { DEFERRAL_HEADERS, HEADER, carriedHeaders } from '../message/headers.js';
-import { policyHeaders } from '../message/policy-headers.js';
+import { policyHeaders } from '../config/policy-headers.js';
 import type { AttemptRecord } from '../policy/verdict.js';
 import type { Decision } from '../policy/decide.js';
 import type { DelayMode } from '../topology/delay-levels.js';

@@ -2,7 +2,8 @@
  * The topology as data: a declaration (exchange, queue, binding) is a value, a topology a list of
  * them, applied idempotently on every connect, and its names are what the teardown deletes. Here
  * are the primitives every list is built from (queue arguments included); the relay's own list is
- * declare-topology.ts, and history/ and control/ add their streams and queues to it.
+ * declare-topology.ts, with the streams and queues of history/ and control/ (declare-history.ts,
+ * declare-control.ts, declare-paused.ts).
  */
 import type { Channel } from 'amqplib';
 

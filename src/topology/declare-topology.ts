@@ -1,15 +1,16 @@
 /*
  * What the relay declares: the delivery path (exchange P, the work lanes, P.slow, P.dead), the delay
  * path of the mode in use (the radix-16 level queues in queues mode, P.due in plugin mode), and the
- * streams and queues of history/ and control/. One list, declared on every connect.
+ * streams and queues that history/ and control/ read (declare-history.ts, declare-control.ts,
+ * declare-paused.ts). One list, declared on every connect.
  */
 import type { Channel } from 'amqplib';
 import { openChannel } from '../amqp/connect.js';
 import { withTimeout } from '../util/with-timeout.js';
-import { controlStream } from '../control/declare-control.js';
-import { pausedQueues } from '../control/declare-paused.js';
+import { controlStream } from './declare-control.js';
+import { pausedQueues } from './declare-paused.js';
 import { RelayError } from '../errors.js';
-import { historyStream } from '../history/declare-history.js';
+import { historyStream } from './declare-history.js';
 import { applyDeclarations, binding, DEAD_QUEUE_DELIVERY_LIMIT, exchange, queue, queueArguments, type BrokerFeatures, type Declaration, type OpenChannel } from './declare-list.js';
 import { DELAY_LEVELS, DIGITS, levelTtlMs, type DelayMode } from './delay-levels.js';
 import { lowestFirst, type LevelLayout } from './level-layouts.js';
@@ -69,8 +70,8 @@ export interface DeliveryPathOptions {
 
 /**
  * Exchange P; the work lanes P.work, P.work.1 … (topology-names.ts), bound with `deliver` (lane 0) and
- * `deliver.<bucket>` (bucket mod lanes); the slow lane P.slow of earlier versions (drained, no longer filled) and the dead-letter
- * queue P.dead. Every consumed queue dead-letters into P.dead, so a message that keeps crashing
+ * `deliver.<bucket>` (bucket mod lanes); the overflow queue P.slow (a busy target's waiting callbacks,
+ * moved there by the worker so the others in its lane go on) and the dead-letter queue P.dead. Every consumed queue dead-letters into P.dead, so a message that keeps crashing
  * workers is parked once it passes the delivery limit:
  * https://www.rabbitmq.com/docs/quorum-queues#poison-message-handling
  */

@@ -24,20 +24,20 @@ export interface TopologyNames {
    */
   dueQueue: string;
   dueRoutingKey: 'due';
-  /** Slow lane of earlier versions: no longer filled, still drained by every worker. */
+  /** Overflow queue: a busy target's waiting callbacks move here (ISOLATION), so the callbacks behind them in its lane go on; every worker consumes it. */
   slowQueue: string;
   /** Topic exchange of outcome events (`delivered`, `retry-scheduled`, `dead`). */
   eventsExchange: string;
-  /** HISTORY=on: the stream of every outcome event, bound to P.events (src/history/). */
+  /** HISTORY=on: the stream of every outcome event, bound to P.events (declare-history.ts; read by src/history/). */
   historyQueue: string;
-  /** The control stream of cancel and pause markers every worker reads (src/control/). */
+  /** The control stream of cancel and pause markers every worker reads (declare-control.ts; read and written by src/control/). */
   controlQueue: string;
   /**
    * Fanout exchange of the workers' heartbeats (src/control/fleet-presence.ts): each worker binds an
    * exclusive queue of its own, so every worker knows the live ones. Transient: declared by the workers.
    */
   presenceExchange: string;
-  /** Held callbacks of paused targets, and the queue they are checked in (src/control/declare-paused.ts). */
+  /** Held callbacks of paused targets, and the queue they are checked in (src/topology/declare-paused.ts). */
   pausedQueue: string;
   pausedCheckQueue: string;
   /** Dead-letter queue operators inspect and replay from. */

@@ -321,7 +321,7 @@ describe('rabbitmq/ (broker image)', () => {
 describe('container scripts', () => {
   // The first two do not run in CI as a whole: the smoke run needs a Docker engine, the plugin build runs
   // inside the image build (its steps are exercised by test/integration/delayed-plugin-build.test.ts).
-  // before-stop.sh runs in test/integration/plugin-restart.test.ts.
+  // before-stop.sh runs in test/scenarios/plugin-restart.test.ts.
   const scripts = ['scripts/compose-smoke.sh', 'rabbitmq/build-delayed-plugin.sh', 'rabbitmq/before-stop.sh', 'rabbitmq/stop-in-order.sh'];
   const hasShellcheck = spawnSync('sh', ['-c', 'command -v shellcheck'], { encoding: 'utf8' }).status === 0;
 

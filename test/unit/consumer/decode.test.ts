@@ -3,7 +3,7 @@ import type { ConsumeMessage } from 'amqplib';
 import { decode, type Decoded, type Delivery } from '../../../src/consumer/decode.js';
 import { MAX_PRODUCER_HEADER_BYTES } from '../../../src/message/header-table-size.js';
 import { HEADER } from '../../../src/message/headers.js';
-import { policyHeaders } from '../../../src/message/policy-headers.js';
+import { policyHeaders } from '../../../src/config/policy-headers.js';
 import { resolvePolicy, type PolicyDefaults, type RetryPolicies } from '../../../src/policy/message-policy.js';
 
 const LIMIT = 1_048_576;

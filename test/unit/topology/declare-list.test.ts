@@ -40,7 +40,7 @@ const digest = (calls: unknown[][]): string => createHash('sha256').update(JSON.
 // that differs from what exists. The digests pin what the releases before the declare list asked of the
 // broker, call for call (some 2,500 in queues mode), with P.control, P.paused and P.paused.check since
 // cancel and pause; a change here must be deliberate. P.paused.check gained its delivery limit and
-// dead-letter target (docs/rabbitmq-4.md says how an existing topology takes the change). Queues mode's
+// dead-letter target (a queue's arguments cannot change in place: an older one is deleted once empty). Queues mode's
 // delay levels went from one per bit to radix 16, then from highest digit first to lowest digit first
 // (new names each time; the old ones are retired at start by retire-earlier-levels.ts, never redeclared).
 // Then the delay exchanges gained the bindings of the hex keys beside the binary ones, which stay as
