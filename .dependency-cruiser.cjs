@@ -71,14 +71,16 @@ module.exports = {
     {
       name: 'bottom-reaches-no-io-package',
       severity: 'error',
-      comment: 'Not even indirectly: a module of config, policy, isolation, formats or message must load without amqplib, undici, pino, fastify, prom-client or OpenTelemetry.',
+      comment:
+        'Not even indirectly: a module of config, policy, isolation, formats or message must load without amqplib, undici, pino, fastify, prom-client or OpenTelemetry.',
       from: { path: BOTTOM },
       to: { path: IO_PACKAGES, reachable: true },
     },
     {
       name: 'only-the-consumer-imports-the-consumer',
       severity: 'error',
-      comment: 'src/consumer drives the rest (worker, pipeline), and only the package entry (src/index.ts) exports it; what it drives sits below it: the ports they share are in src/reports.ts, the settle in src/settle.',
+      comment:
+        'src/consumer drives the rest (worker, pipeline), and only the package entry (src/index.ts) exports it; what it drives sits below it: the ports they share are in src/reports.ts, the settle in src/settle.',
       from: { path: '^src/', pathNot: '^src/(consumer/|index\\.ts$)' },
       to: { path: '^src/consumer/' },
     },
@@ -87,6 +89,10 @@ module.exports = {
     doNotFollow: { path: 'node_modules' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
-    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'], extensions: ['.ts', '.js'] },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+      extensions: ['.ts', '.js'],
+    },
   },
 };

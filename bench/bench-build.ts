@@ -31,22 +31,33 @@ export function benchBuild(): BenchBuild {
   if (build) return build;
   const dir = mkdtempSync(join(tmpdir(), 'relay-bench-build-'));
   const tsc = join(ROOT, 'node_modules/typescript/bin/tsc');
-  const result = spawnSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(dir, 'dist'), '--declaration', 'false', '--sourceMap', 'true'], {
-    cwd: ROOT,
-    encoding: 'utf8',
-  });
+  const result = spawnSync(
+    process.execPath,
+    [tsc, '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', join(dir, 'dist'), '--declaration', 'false', '--sourceMap', 'true'],
+    {
+      cwd: ROOT,
+      encoding: 'utf8',
+    },
+  );
   if (result.status !== 0) throw new Error(`tsc failed:\n${result.stdout}${result.stderr}`);
   mkdirSync(join(dir, 'bench/scenarios'), { recursive: true });
   for (const name of SCRIPTS) {
     const source = readFileSync(join(ROOT, 'bench', `${name}.ts`), 'utf8');
-    const { outputText } = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } });
+    const { outputText } = ts.transpileModule(source, {
+      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+    });
     // A script that uses the library imports src/; here that is the compiled dist/.
     writeFileSync(join(dir, 'bench', `${name}.js`), outputText.replace(/(from '(?:\.\.\/)+)src\//g, '$1dist/'));
   }
   // Bare imports resolve through node_modules next to the build; the package is ESM.
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
   writeFileSync(join(dir, 'package.json'), '{"type":"module"}\n');
-  build = { dir, relayMain: join(dir, 'dist/consumer/main.js'), ingestMain: join(dir, 'dist/ingest/main.js'), script: (name) => join(dir, 'bench', `${name}.js`) };
+  build = {
+    dir,
+    relayMain: join(dir, 'dist/consumer/main.js'),
+    ingestMain: join(dir, 'dist/ingest/main.js'),
+    script: (name) => join(dir, 'bench', `${name}.js`),
+  };
   return build;
 }
 

@@ -22,8 +22,12 @@ export function localBrokerCtl(broker: object): ((args: string[]) => Promise<str
   if (typeof node !== 'string' || typeof home !== 'string' || !dir) return undefined;
   return (args) =>
     new Promise((resolve, reject) => {
-      execFile(`${dir}/rabbitmqctl`, ['-n', node, ...args], { env: { ...process.env, HOME: home }, timeout: 60_000, encoding: 'utf8' }, (error, stdout, stderr) =>
-        error ? reject(new Error(`rabbitmqctl ${args.join(' ')}: ${(stderr || error.message).trim()}`)) : resolve(stdout),
+      execFile(
+        `${dir}/rabbitmqctl`,
+        ['-n', node, ...args],
+        { env: { ...process.env, HOME: home }, timeout: 60_000, encoding: 'utf8' },
+        (error, stdout, stderr) =>
+          error ? reject(new Error(`rabbitmqctl ${args.join(' ')}: ${(stderr || error.message).trim()}`)) : resolve(stdout),
       );
     });
 }
@@ -70,7 +74,12 @@ export class BrokerTap {
    * Mandatory: the broker confirms an unroutable message and drops it (a binding not made yet), so
    * one it returns fails the run instead of showing up as a callback the relay never delivered.
    */
-  async publishRaw(exchange: string, routingKey: string, callbacks: Array<{ id: string; url: string; body: unknown }>, batch = 500): Promise<void> {
+  async publishRaw(
+    exchange: string,
+    routingKey: string,
+    callbacks: Array<{ id: string; url: string; body: unknown }>,
+    batch = 500,
+  ): Promise<void> {
     const returned: string[] = [];
     const onReturn = (message: { properties: { messageId?: string } }): void => void returned.push(message.properties.messageId ?? '?');
     this.confirm.on('return', onReturn);
@@ -89,7 +98,10 @@ export class BrokerTap {
     } finally {
       this.confirm.off('return', onReturn);
     }
-    if (returned.length) throw new Error(`the broker returned ${returned.length} raw publishes to ${exchange} with key ${routingKey} as unroutable (first: ${returned[0]}): is the topology declared?`);
+    if (returned.length)
+      throw new Error(
+        `the broker returned ${returned.length} raw publishes to ${exchange} with key ${routingKey} as unroutable (first: ${returned[0]}): is the topology declared?`,
+      );
   }
 
   async close(): Promise<void> {
@@ -125,19 +137,23 @@ export class PublishTap {
     const queue = `bench-trace-${randomBytes(4).toString('hex')}`;
     await channel.assertQueue(queue, { exclusive: true, autoDelete: true, durable: false });
     await channel.bindQueue(queue, 'amq.rabbitmq.trace', 'publish.#');
-    await channel.consume(queue, (message) => {
-      if (!message) return;
-      const exchange = String(message.properties.headers?.exchange_name ?? '');
-      if (exchange.endsWith('.events')) return;
-      try {
-        const { url: target } = JSON.parse(message.content.toString('utf8')) as { url?: unknown };
-        if (typeof target !== 'string') return;
-        const origin = new URL(target).origin;
-        tap.byOrigin.set(origin, (tap.byOrigin.get(origin) ?? 0) + 1);
-      } catch {
-        // not a callback body
-      }
-    }, { noAck: true });
+    await channel.consume(
+      queue,
+      (message) => {
+        if (!message) return;
+        const exchange = String(message.properties.headers?.exchange_name ?? '');
+        if (exchange.endsWith('.events')) return;
+        try {
+          const { url: target } = JSON.parse(message.content.toString('utf8')) as { url?: unknown };
+          if (typeof target !== 'string') return;
+          const origin = new URL(target).origin;
+          tap.byOrigin.set(origin, (tap.byOrigin.get(origin) ?? 0) + 1);
+        } catch {
+          // not a callback body
+        }
+      },
+      { noAck: true },
+    );
     await ctl(['trace_on']);
     return tap;
   }

@@ -6,7 +6,16 @@ import { join } from 'node:path';
 import amqplib from 'amqplib';
 import { encodeCallback } from '../src/producer/encode-callback.js';
 import type { BenchContext } from './context.js';
-import { cpuSeconds, deferredCount, overflowCount, rssMb, sleep, spawnBenchScript, spawnRelayWorker, type BenchChild } from './processes.js';
+import {
+  cpuSeconds,
+  deferredCount,
+  overflowCount,
+  rssMb,
+  sleep,
+  spawnBenchScript,
+  spawnRelayWorker,
+  type BenchChild,
+} from './processes.js';
 import { benchPublisher, publishAll } from './publish.js';
 import { benchBody, type BenchReceiver } from './receiver.js';
 import { summarizeProfile, type ProfileSummary } from './profile-summary.js';
@@ -87,7 +96,9 @@ export async function rawCeiling(ctx: BenchContext, receiver: BenchReceiver, cou
         const i = next++;
         const { id, content } = encodeCallback({ url: receiver.urlFor(i), body: benchBody(i) }, 1 << 20);
         const options = { persistent: true, contentType: 'application/json', messageId: id, timestamp: Math.floor(Date.now() / 1000) };
-        await new Promise<void>((resolve, reject) => channel.publish('', queue, content, options, (error) => (error ? reject(error) : resolve())));
+        await new Promise<void>((resolve, reject) =>
+          channel.publish('', queue, content, options, (error) => (error ? reject(error) : resolve())),
+        );
       }
     };
     await Promise.all(Array.from({ length: 200 }, lane));
@@ -99,7 +110,10 @@ export async function rawCeiling(ctx: BenchContext, receiver: BenchReceiver, cou
     const brokerBefore = beamCpu(ctx);
     const deadline = Date.now() + timeoutFor(count);
     while (!child.output().includes('result ') && Date.now() < deadline) await sleep(20);
-    const line = child.output().split('\n').find((l) => l.startsWith('result '));
+    const line = child
+      .output()
+      .split('\n')
+      .find((l) => l.startsWith('result '));
     if (!line) throw new Error(`raw consumer did not finish within ${timeoutFor(count)} ms`);
     const result = JSON.parse(line.slice('result '.length)) as { firstAt: number; lastAt: number; latency: Summary };
     const seconds = (result.lastAt - result.firstAt) / 1000;
@@ -157,7 +171,10 @@ export async function httpRun(ctx: BenchContext, receiver: BenchReceiver, option
     const metricsPort = await freePort();
     const child: BenchChild =
       kind === 'relay'
-        ? spawnRelayWorker({ AMQP_URL: ctx.url, TOPOLOGY_PREFIX: prefix, METRICS_PORT: String(metricsPort), ...options.env }, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])
+        ? spawnRelayWorker(
+            { AMQP_URL: ctx.url, TOPOLOGY_PREFIX: prefix, METRICS_PORT: String(metricsPort), ...options.env },
+            profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+          )
         : spawnBenchScript('minimal-consumer', { AMQP_URL: ctx.url, QUEUES: topologyNames(prefix).workQueues.join(','), PREFETCH: '100' });
     scope.add(child);
     await child.ready;
@@ -208,7 +225,8 @@ async function listenToEvents(url: string, exchange: string): Promise<{ close():
 }
 
 /** CPU seconds the broker's VM has used so far; undefined where its process cannot be read (a remote broker). */
-export const beamCpu = (ctx: BenchContext): number | undefined => (ctx.broker.beamPid === undefined ? undefined : cpuSeconds(ctx.broker.beamPid));
+export const beamCpu = (ctx: BenchContext): number | undefined =>
+  ctx.broker.beamPid === undefined ? undefined : cpuSeconds(ctx.broker.beamPid);
 
 function usPerCallback(pid: number | undefined, cpuBefore: number | undefined, count: number): number | undefined {
   const cpuAfter = pid === undefined ? undefined : cpuSeconds(pid);

@@ -28,7 +28,13 @@ export interface BenchContext {
     rate: number | undefined;
     shapes: string[] | undefined;
     long: boolean;
-    pending: { count: number | undefined; windowS: number | undefined; modes: Array<'queues' | 'plugin'> | undefined; background: number | undefined; leadS: number | undefined };
+    pending: {
+      count: number | undefined;
+      windowS: number | undefined;
+      modes: Array<'queues' | 'plugin'> | undefined;
+      background: number | undefined;
+      leadS: number | undefined;
+    };
   };
   /** Progress line on stderr. */
   log(line: string): void;

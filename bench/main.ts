@@ -52,7 +52,9 @@ const { values } = parseArgs({
   },
 });
 if (values.help) {
-  process.stdout.write(`usage: npm run bench -- [--quick] [--scenario ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--shape SHAPE[,…]] [--long] [--profile] [--repeat N] [--rate N] [--count N --window SECONDS --mode queues,plugin --background N --lead SECONDS]\n`);
+  process.stdout.write(
+    `usage: npm run bench -- [--quick] [--scenario ${SCENARIOS.map((s) => s.name).join('|')}[,…]] [--shape SHAPE[,…]] [--long] [--profile] [--repeat N] [--rate N] [--count N --window SECONDS --mode queues,plugin --background N --lead SECONDS]\n`,
+  );
   process.exit(0);
 }
 const names = values.scenario ? values.scenario.split(',').map((name) => name.trim()) : SCENARIOS.map((s) => s.name);
@@ -90,13 +92,23 @@ try {
   const ctx: BenchContext = {
     url: broker.url,
     quick: values.quick,
-    broker: { version: info.version, hasPlugin: info.hasDelayedPlugin, source: broker.source, beamPid: isLoopback(broker.url) ? findBeamPid(port) : undefined, ctl: localBrokerCtl(broker), inspect: brokerInspect(broker) },
+    broker: {
+      version: info.version,
+      hasPlugin: info.hasDelayedPlugin,
+      source: broker.source,
+      beamPid: isLoopback(broker.url) ? findBeamPid(port) : undefined,
+      ctl: localBrokerCtl(broker),
+      inspect: brokerInspect(broker),
+    },
     shared: {},
     options: {
       profile: values.profile,
       repeat: numbers.repeat,
       rate: numbers.rate,
-      shapes: values.shape?.split(',').map((shape) => shape.trim()).filter(Boolean),
+      shapes: values.shape
+        ?.split(',')
+        .map((shape) => shape.trim())
+        .filter(Boolean),
       long: values.long,
       pending: {
         count: numbers.count,
@@ -119,7 +131,14 @@ try {
       report.scenarios[scenario.name] = { ...result, seconds: (Date.now() - started) / 1000 };
     } catch (error) {
       log(`scenario ${scenario.name} failed: ${(error as Error).stack ?? error}`);
-      report.scenarios[scenario.name] = { tables: [], data: {}, notes: [], charts: [], seconds: (Date.now() - started) / 1000, error: (error as Error).message };
+      report.scenarios[scenario.name] = {
+        tables: [],
+        data: {},
+        notes: [],
+        charts: [],
+        seconds: (Date.now() - started) / 1000,
+        error: (error as Error).message,
+      };
     }
     process.stdout.write(markdownScenario(scenario.name, report.scenarios[scenario.name]!));
     process.stdout.write(`_(${report.scenarios[scenario.name]!.seconds.toFixed(0)} s)_\n\n`);

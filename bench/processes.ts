@@ -73,7 +73,8 @@ export const spawnIngest = (env: Record<string, string>, nodeArgs: string[] = []
   spawnNode([...nodeArgs, benchBuild().ingestMain], { LOG_LEVEL: 'info', ...env }, '"msg":"ingest listening"');
 
 /** The floor of the ingest scenario (bench/scenarios/ingest-floor.ts, compiled like the ingest), ready once it prints "listening". */
-export const spawnIngestFloor = (env: Record<string, string>): BenchChild => spawnNode([benchBuild().script('scenarios/ingest-floor')], { LOG_LEVEL: 'info', ...env }, 'listening');
+export const spawnIngestFloor = (env: Record<string, string>): BenchChild =>
+  spawnNode([benchBuild().script('scenarios/ingest-floor')], { LOG_LEVEL: 'info', ...env }, 'listening');
 
 /** A ceiling consumer (bench/NAME.ts, transpiled), ready once it prints "consuming". */
 export const spawnBenchScript = (name: 'minimal-consumer' | 'raw-consumer', env: Record<string, string>): BenchChild =>
@@ -139,7 +140,8 @@ export async function scrapeMetric(port: number, name: string, labels: Record<st
 }
 
 /** callback_relay_callbacks_total{outcome="delivered"} of one worker. */
-export const scrapeDelivered = (port: number): Promise<number> => scrapeMetric(port, 'callback_relay_callbacks_total', { outcome: 'delivered' });
+export const scrapeDelivered = (port: number): Promise<number> =>
+  scrapeMetric(port, 'callback_relay_callbacks_total', { outcome: 'delivered' });
 
 /** Callbacks a worker deferred because their target's circuit was open (moved unattempted, their attempt kept). */
 export const deferredCount = (port: number): Promise<number> => scrapeMetric(port, 'callback_relay_moves_total', { kind: 'deferred' });

@@ -49,7 +49,8 @@ const moduleOf = (frame: ProfileNode['callFrame']): string => {
 function firstSampleIn(profile: CpuProfile, byId: Map<number, ProfileNode>, file: RegExp): number {
   const parent = new Map<number, number>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
-  const inside = (id: number | undefined): boolean => id !== undefined && (file.test(byId.get(id)?.callFrame.url ?? '') || inside(parent.get(id)));
+  const inside = (id: number | undefined): boolean =>
+    id !== undefined && (file.test(byId.get(id)?.callFrame.url ?? '') || inside(parent.get(id)));
   const index = profile.samples.findIndex((id) => inside(id));
   return index === -1 ? 0 : index;
 }
@@ -89,7 +90,9 @@ export function summarizeProfile(file: string, top = 15, from = /consumer\/pipel
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const summary = summarizeProfile(process.argv[2] ?? '', Number(process.argv[3] ?? '25'));
   process.stdout.write(`profile: ${(summary.totalMs / 1000).toFixed(1)} s sampled\n\nself time by frame:\n`);
-  for (const line of summary.frames) process.stdout.write(`${line.percent.toFixed(1).padStart(5)}%  ${line.ms.toFixed(0).padStart(6)} ms  ${line.name}\n`);
+  for (const line of summary.frames)
+    process.stdout.write(`${line.percent.toFixed(1).padStart(5)}%  ${line.ms.toFixed(0).padStart(6)} ms  ${line.name}\n`);
   process.stdout.write('\nself time by module:\n');
-  for (const line of summary.modules) process.stdout.write(`${line.percent.toFixed(1).padStart(5)}%  ${line.ms.toFixed(0).padStart(6)} ms  ${line.name}\n`);
+  for (const line of summary.modules)
+    process.stdout.write(`${line.percent.toFixed(1).padStart(5)}%  ${line.ms.toFixed(0).padStart(6)} ms  ${line.name}\n`);
 }

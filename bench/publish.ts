@@ -14,11 +14,26 @@ export interface Job {
  * declare nothing: the topology is declared first, as `callback-relay topology` does in a deployment,
  * and every publish (and `connected()`) waits for that.
  */
-export function benchPublisher(url: string, prefix: string, env: Record<string, string> = {}): { config: RelayConfig; publisher: CallbackPublisher } {
-  const config = loadConfig({ AMQP_URL: url, TOPOLOGY_PREFIX: prefix, LOG_LEVEL: 'silent', METRICS_PORT: '0', PUBLISH_BUFFER_LIMIT: '5000', PUBLISH_TIMEOUT: '60s', ...env });
+export function benchPublisher(
+  url: string,
+  prefix: string,
+  env: Record<string, string> = {},
+): { config: RelayConfig; publisher: CallbackPublisher } {
+  const config = loadConfig({
+    AMQP_URL: url,
+    TOPOLOGY_PREFIX: prefix,
+    LOG_LEVEL: 'silent',
+    METRICS_PORT: '0',
+    PUBLISH_BUFFER_LIMIT: '5000',
+    PUBLISH_TIMEOUT: '60s',
+    ...env,
+  });
   const declared = declareOnce(config, createLogger('silent'));
   let ready = false;
-  declared.then(() => (ready = true), () => {});
+  declared.then(
+    () => (ready = true),
+    () => {},
+  );
   const inner = createPublisher(config, createLogger('silent'));
   const publisher: CallbackPublisher = {
     publish: async (callback, options) => {
@@ -43,7 +58,12 @@ export interface PublishReport {
 }
 
 /** Publishes `count` jobs as fast as the broker confirms them, `concurrency` unconfirmed at a time. */
-export async function publishAll(publisher: CallbackPublisher, count: number, job: (i: number) => Job, concurrency = 200): Promise<PublishReport> {
+export async function publishAll(
+  publisher: CallbackPublisher,
+  count: number,
+  job: (i: number) => Job,
+  concurrency = 200,
+): Promise<PublishReport> {
   const started = performance.now();
   let next = 0;
   const lane = async (): Promise<void> => {
@@ -61,7 +81,13 @@ export async function publishAll(publisher: CallbackPublisher, count: number, jo
  * Publishes `count` jobs at `rate` per second, on schedule: job i is published at i / rate s, whatever
  * the confirms of earlier ones are doing (at most `maxInFlight` unconfirmed; beyond that it falls behind).
  */
-export async function publishPaced(publisher: CallbackPublisher, count: number, rate: number, job: (i: number) => Job, maxInFlight = 2000): Promise<PublishReport & { behindMs: number }> {
+export async function publishPaced(
+  publisher: CallbackPublisher,
+  count: number,
+  rate: number,
+  job: (i: number) => Job,
+  maxInFlight = 2000,
+): Promise<PublishReport & { behindMs: number }> {
   const started = performance.now();
   let next = 0;
   let inFlight = 0;

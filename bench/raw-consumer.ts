@@ -19,7 +19,8 @@ await channel.consume(process.env.QUEUE ?? '', (message) => {
   channel.ack(message);
   if (firstAt === 0) firstAt = now;
   latencies.push(now - body.sentAt);
-  if (latencies.length === expect) process.stdout.write(`result ${JSON.stringify({ firstAt, lastAt: now, latency: summarize(latencies) })}\n`);
+  if (latencies.length === expect)
+    process.stdout.write(`result ${JSON.stringify({ firstAt, lastAt: now, latency: summarize(latencies) })}\n`);
 });
 process.stdout.write('consuming\n');
 

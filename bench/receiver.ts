@@ -4,7 +4,12 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 export type ReceiverMode = 'ok' | 'fail-once';
 
 /** The callback body every scenario publishes: the publish time, a sequence number and some padding (~330 bytes on the wire). */
-export const benchBody = (i: number): { sentAt: number; i: number; event: string; pad: string } => ({ sentAt: Date.now(), i, event: 'order.paid', pad: 'x'.repeat(200) });
+export const benchBody = (i: number): { sentAt: number; i: number; event: string; pad: string } => ({
+  sentAt: Date.now(),
+  i,
+  event: 'order.paid',
+  pad: 'x'.repeat(200),
+});
 
 export interface BenchReceiver {
   origins: string[];

@@ -26,10 +26,11 @@ export class Canary {
       atMs,
       kind: 'canary',
       label: `canary: a rogue consumer acks ${CANARY_COUNT} fresh messages undelivered`,
-      run: async () => void (await swallow(url, names.workQueue, CANARY_COUNT, accept, (id) => {
-        this.swallowed.push(id);
-        this.takenAt[id] = Date.now();
-      })),
+      run: async () =>
+        void (await swallow(url, names.workQueue, CANARY_COUNT, accept, (id) => {
+          this.swallowed.push(id);
+          this.takenAt[id] = Date.now();
+        })),
     };
   }
 
@@ -39,7 +40,9 @@ export class Canary {
    * the ledger and is rightly not lost, so it is left out of the expectation.
    */
   check(results: ScenarioResult[]): { passed: boolean; line: string } {
-    const mustBeLost = this.swallowed.filter((id) => results.some((r) => r.traces[id] && r.traces[id].requests.length === 0 && r.traces[id].dead.length === 0));
+    const mustBeLost = this.swallowed.filter((id) =>
+      results.some((r) => r.traces[id] && r.traces[id].requests.length === 0 && r.traces[id].dead.length === 0),
+    );
     const lost = results.reduce((sum, r) => sum + r.verdict.lost, 0);
     const found = mustBeLost.filter((id) => results.some((r) => r.verdict.lostIds.includes(id)));
     const passed = mustBeLost.length > 0 && found.length === mustBeLost.length && lost === mustBeLost.length;

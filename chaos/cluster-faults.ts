@@ -6,7 +6,8 @@ export type Fault = (typeof FAULTS)[number];
 
 export function parseFaults(values: string[] | undefined, quick: boolean): Fault[] {
   if (!values || values.length === 0) return quick ? ['kill', 'rolling'] : [...FAULTS];
-  for (const value of values) if (!(FAULTS as readonly string[]).includes(value)) throw new Error(`--fault: one of ${FAULTS.join(', ')}, got ${value}`);
+  for (const value of values)
+    if (!(FAULTS as readonly string[]).includes(value)) throw new Error(`--fault: one of ${FAULTS.join(', ')}, got ${value}`);
   return FAULTS.filter((fault) => values.includes(fault));
 }
 
@@ -78,14 +79,18 @@ export function faultPlan(fault: Fault, cluster: ContainerCluster, downMs: numbe
           for (let slot = 0; slot < size; slot += 1) {
             const started = Date.now();
             await until(() => cluster.cli(slot, ['rabbitmq-upgrade', 'await_online_quorum_plus_one', '-t', '120'], 150_000), 300_000);
-            await cluster.cli(slot, ['rabbitmq-upgrade', 'drain'], 120_000).catch((error: Error) => say(`    drain of node ${slot + 1} failed: ${firstLine(error)}`));
+            await cluster
+              .cli(slot, ['rabbitmq-upgrade', 'drain'], 120_000)
+              .catch((error: Error) => say(`    drain of node ${slot + 1} failed: ${firstLine(error)}`));
             await cluster.docker(['stop', '-t', '60', cluster.slots[slot]!.container], 90_000);
             await cluster.docker(['start', cluster.slots[slot]!.container]);
             await cluster.waitReady(slot, size);
             await cluster.cli(slot, ['rabbitmq-upgrade', 'revive'], 60_000).catch(() => undefined);
             say(`    node ${slot + 1} restarted in ${((Date.now() - started) / 1000).toFixed(1)} s`);
           }
-          await cluster.cli(0, ['rabbitmq-queues', 'rebalance', 'quorum'], 180_000).catch((error: Error) => say(`    rebalance failed: ${firstLine(error)}`));
+          await cluster
+            .cli(0, ['rabbitmq-queues', 'rebalance', 'quorum'], 180_000)
+            .catch((error: Error) => say(`    rebalance failed: ${firstLine(error)}`));
         },
       };
     case 'replace': {

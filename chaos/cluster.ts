@@ -70,10 +70,14 @@ export async function startCluster(size = 3): Promise<Cluster> {
     await waitForAmqp(nodes[i]!.url, 120_000, () => child.exitCode !== null);
   };
   const ctl = (i: number, args: string[]): Promise<string> => rabbitmqctl(nodes[i]!.name, home, args);
-  onCleanup('cluster nodes', async () => {
-    await Promise.all([...children.values()].map((child) => haltGroup(child)));
-    rmSync(base, { recursive: true, force: true });
-  }, forceStop);
+  onCleanup(
+    'cluster nodes',
+    async () => {
+      await Promise.all([...children.values()].map((child) => haltGroup(child)));
+      rmSync(base, { recursive: true, force: true });
+    },
+    forceStop,
+  );
 
   await Promise.all(nodes.map((_, i) => boot(i)));
   for (let i = 1; i < size; i += 1) {
@@ -82,7 +86,8 @@ export async function startCluster(size = 3): Promise<Cluster> {
     await ctl(i, ['start_app']);
   }
   const status = JSON.parse(await ctl(0, ['cluster_status', '--formatter', 'json'])) as { running_nodes?: string[] };
-  if ((status.running_nodes ?? []).length !== size) throw new Error(`cluster formed with ${status.running_nodes?.length ?? 0} of ${size} nodes running`);
+  if ((status.running_nodes ?? []).length !== size)
+    throw new Error(`cluster formed with ${status.running_nodes?.length ?? 0} of ${size} nodes running`);
 
   return {
     nodes,

@@ -31,7 +31,9 @@ export async function containerCluster(scenarios: ScenarioResult[], options: Con
   const cluster = await startContainerCluster(3, options.logDir);
   const urls = cluster.slots.map((slot) => slot.url);
   const info = await inspectBroker(urls[0]!);
-  say(`cluster: ${cluster.slots.map((s) => `${s.node} (127.0.0.1:${s.port})`).join(', ')}; RabbitMQ ${info.version}; image ${cluster.image}`);
+  say(
+    `cluster: ${cluster.slots.map((s) => `${s.node} (127.0.0.1:${s.port})`).join(', ')}; RabbitMQ ${info.version}; image ${cluster.image}`,
+  );
 
   const callbacks = options.callbacks ?? (quick ? 3_000 : 50_000);
   // Every publish confirmed before the first is due (50,000 to quorum queues on three nodes takes a while).

@@ -78,17 +78,22 @@ export async function startContainerCluster(size: number, logDir: string): Promi
   const cookie = randomBytes(24).toString('hex');
   const logPath = (container: string): string => `${logDir}/node-${container.slice(network.length + 1)}.log`;
   const created = new Set<string>();
-  const docker = async (args: string[], timeoutMs = 120_000): Promise<string> => (await run('docker', args, { timeout: timeoutMs, maxBuffer: 16 << 20 })).stdout;
+  const docker = async (args: string[], timeoutMs = 120_000): Promise<string> =>
+    (await run('docker', args, { timeout: timeoutMs, maxBuffer: 16 << 20 })).stdout;
   const removeAll = (): void => {
     for (const name of created) spawnSync('docker', ['rm', '-f', '-v', name], { stdio: 'ignore' });
     spawnSync('docker', ['network', 'rm', network], { stdio: 'ignore' });
   };
-  onCleanup('cluster containers', async () => {
-    // The nodes' own logs first, for a post-mortem beside the workers' (elections, net ticks, partitions).
-    await Promise.all([...created].map((name) => keepLog(name, logPath(name))));
-    await Promise.all([...created].map((name) => docker(['rm', '-f', '-v', name]).catch(() => undefined)));
-    await docker(['network', 'rm', network]).catch(() => undefined);
-  }, removeAll);
+  onCleanup(
+    'cluster containers',
+    async () => {
+      // The nodes' own logs first, for a post-mortem beside the workers' (elections, net ticks, partitions).
+      await Promise.all([...created].map((name) => keepLog(name, logPath(name))));
+      await Promise.all([...created].map((name) => docker(['rm', '-f', '-v', name]).catch(() => undefined)));
+      await docker(['network', 'rm', network]).catch(() => undefined);
+    },
+    removeAll,
+  );
   await docker(['network', 'create', '--label', `${OWNER_LABEL}=${process.pid}`, network]);
 
   const slots: NodeSlot[] = [];
@@ -96,13 +101,26 @@ export async function startContainerCluster(size: number, logDir: string): Promi
   const launch = async (slot: NodeSlot): Promise<void> => {
     created.add(slot.container);
     await docker([
-      'create', '--name', slot.container, '--hostname', slot.host,
-      '--label', `${OWNER_LABEL}=${process.pid}`,
-      '-p', `127.0.0.1:${slot.port}:5672`,
-      '-e', `RABBITMQ_ERLANG_COOKIE=${cookie}`,
-      '-v', `${CLUSTER_CONF}:/etc/rabbitmq/conf.d/20-cluster.conf:ro`,
-      '--stop-timeout', '60',
-      '--entrypoint', 'sh', spec.tag, '-c', ENTRYPOINT,
+      'create',
+      '--name',
+      slot.container,
+      '--hostname',
+      slot.host,
+      '--label',
+      `${OWNER_LABEL}=${process.pid}`,
+      '-p',
+      `127.0.0.1:${slot.port}:5672`,
+      '-e',
+      `RABBITMQ_ERLANG_COOKIE=${cookie}`,
+      '-v',
+      `${CLUSTER_CONF}:/etc/rabbitmq/conf.d/20-cluster.conf:ro`,
+      '--stop-timeout',
+      '60',
+      '--entrypoint',
+      'sh',
+      spec.tag,
+      '-c',
+      ENTRYPOINT,
     ]);
     // Before the start: peer discovery at boot must already reach the other nodes by name.
     await docker(['network', 'connect', '--alias', slot.host, network, slot.container]);
@@ -113,18 +131,22 @@ export async function startContainerCluster(size: number, logDir: string): Promi
     const host = `rabbitmq-${i + 1}`;
     slots.push({ url: `amqp://guest:guest@127.0.0.1:${port}`, port, container: `${network}-${i + 1}`, host, node: `rabbit@${host}` });
   }
-  const cli = (slot: number, args: string[], timeoutMs = 120_000): Promise<string> => docker(['exec', slots[slot]!.container, ...args], timeoutMs);
+  const cli = (slot: number, args: string[], timeoutMs = 120_000): Promise<string> =>
+    docker(['exec', slots[slot]!.container, ...args], timeoutMs);
   const waitReady = async (slot: number, expected: number, timeoutMs = 180_000): Promise<void> => {
     const deadline = Date.now() + timeoutMs;
     await waitForAmqp(slots[slot]!.url, timeoutMs);
     for (;;) {
       try {
-        const status = JSON.parse(await cli(slot, ['rabbitmqctl', 'cluster_status', '--formatter', 'json'], 30_000)) as { running_nodes?: string[] };
+        const status = JSON.parse(await cli(slot, ['rabbitmqctl', 'cluster_status', '--formatter', 'json'], 30_000)) as {
+          running_nodes?: string[];
+        };
         if ((status.running_nodes ?? []).length >= expected) return;
       } catch {
         // The node is still booting, or its metadata store still waits for a majority.
       }
-      if (Date.now() > deadline) throw new Error(`cluster: ${slots[slot]!.node} does not see ${expected} nodes running within ${timeoutMs / 1000} s`);
+      if (Date.now() > deadline)
+        throw new Error(`cluster: ${slots[slot]!.node} does not see ${expected} nodes running within ${timeoutMs / 1000} s`);
       await sleep(1_000);
     }
   };

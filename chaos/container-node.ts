@@ -11,9 +11,13 @@ import type { ChaosNode } from './single-node.js';
  */
 export async function startChaosContainer(): Promise<ChaosNode> {
   const broker = await startContainerBroker();
-  onCleanup('broker container', () => broker.stop(), () => {
-    spawnSync('docker', ['rm', '-f', '-v', broker.id], { stdio: 'ignore' });
-  });
+  onCleanup(
+    'broker container',
+    () => broker.stop(),
+    () => {
+      spawnSync('docker', ['rm', '-f', '-v', broker.id], { stdio: 'ignore' });
+    },
+  );
   return {
     url: broker.url,
     node: `container ${broker.id.slice(0, 12)} (${broker.image})`,

@@ -36,7 +36,9 @@ export async function runChaos(events: ChaosEvent[], startedAt: number, say: (li
       entry.error = (error as Error).message.split('\n')[0];
     }
     entry.tookS = round((Date.now() - began) / 1000);
-    say(`  t=${entry.startedS.toFixed(1).padStart(6)}s  ${event.label}${entry.error ? `  FAILED: ${entry.error}` : ` (${entry.tookS.toFixed(1)} s)`}`);
+    say(
+      `  t=${entry.startedS.toFixed(1).padStart(6)}s  ${event.label}${entry.error ? `  FAILED: ${entry.error}` : ` (${entry.tookS.toFixed(1)} s)`}`,
+    );
     log.push(entry);
   }
   return log;

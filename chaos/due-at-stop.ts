@@ -27,7 +27,13 @@ function publishUntilStopped(url: string, names: TopologyNames): { confirmedAt: 
   let sent = 0;
   const publishOne = (channel: ConfirmChannel, id: string): Promise<void> =>
     new Promise((resolve, reject) => {
-      channel.publish(names.exchange, `${names.dueRoutingKey}.0`, Buffer.from(id), { persistent: true, messageId: id, headers: { 'x-delay': DELAY_MS } }, (error) => (error ? reject(error) : resolve()));
+      channel.publish(
+        names.exchange,
+        `${names.dueRoutingKey}.0`,
+        Buffer.from(id),
+        { persistent: true, messageId: id, headers: { 'x-delay': DELAY_MS } },
+        (error) => (error ? reject(error) : resolve()),
+      );
     });
   const loop = (async () => {
     while (!stopped) {
@@ -48,7 +54,13 @@ function publishUntilStopped(url: string, names: TopologyNames): { confirmedAt: 
       }
     }
   })();
-  return { confirmedAt, stop: async () => { stopped = true; await loop; } };
+  return {
+    confirmedAt,
+    stop: async () => {
+      stopped = true;
+      await loop;
+    },
+  };
 }
 
 installCleanupHandlers();
@@ -72,14 +84,19 @@ try {
     const reader = await amqplib.connect(node.url);
     const readChannel = await reader.createChannel();
     const arrived = new Set<string>();
-    for (let m = await readChannel.get(names.dueQueue, { noAck: true }); m; m = await readChannel.get(names.dueQueue, { noAck: true })) arrived.add(m.content.toString());
+    for (let m = await readChannel.get(names.dueQueue, { noAck: true }); m; m = await readChannel.get(names.dueQueue, { noAck: true }))
+      arrived.add(m.content.toString());
     await reader.close();
     const lost = [...publisher.confirmedAt].filter(([id]) => !arrived.has(id));
     lostInAll += lost.length;
     const when = lost.map(([id, at]) => `${id} due ${at + DELAY_MS - stoppingAt} ms after the stop began`);
-    say(`round ${round}: ${publisher.confirmedAt.size} confirmed, ${arrived.size} in P.due, lost ${lost.length}${when.length ? `: ${when.join(', ')}` : ''}`);
+    say(
+      `round ${round}: ${publisher.confirmedAt.size} confirmed, ${arrived.size} in P.due, lost ${lost.length}${when.length ? `: ${when.join(', ')}` : ''}`,
+    );
   }
-  say(`${lostInAll === 0 ? 'PASS' : 'FAIL'}: lost ${lostInAll} in ${rounds} restarts${values['before-stop'] ? ' (before-stop.sh first)' : ''}`);
+  say(
+    `${lostInAll === 0 ? 'PASS' : 'FAIL'}: lost ${lostInAll} in ${rounds} restarts${values['before-stop'] ? ' (before-stop.sh first)' : ''}`,
+  );
 } finally {
   await runCleanup();
 }

@@ -43,7 +43,10 @@ export async function bindEventsQueue(url: string, names: TopologyNames): Promis
 }
 
 /** Reads every event once the workers are stopped, then deletes the queue: final event types per callback id. */
-export async function drainEvents(url: string, names: TopologyNames): Promise<{ finals: Map<string, Finals>; events: number; duplicates: number }> {
+export async function drainEvents(
+  url: string,
+  names: TopologyNames,
+): Promise<{ finals: Map<string, Finals>; events: number; duplicates: number }> {
   const connection = await amqplib.connect(url);
   const channel = await connection.createChannel();
   const queue = eventsQueue(names);
@@ -78,9 +81,22 @@ export async function drainEvents(url: string, names: TopologyNames): Promise<{ 
 }
 
 /** Holds the events read against what the receiver and P.dead saw of each callback of the run. */
-export function judgeEvents(run: string, callbacks: number, byId: Map<string, Attempt[]>, dead: DeadEntry[], read: Awaited<ReturnType<typeof drainEvents>>): EventsVerdict {
+export function judgeEvents(
+  run: string,
+  callbacks: number,
+  byId: Map<string, Attempt[]>,
+  dead: DeadEntry[],
+  read: Awaited<ReturnType<typeof drainEvents>>,
+): EventsVerdict {
   const parked = new Set(dead.map((entry) => entry.id));
-  const verdict: EventsVerdict = { events: read.events, duplicates: read.duplicates, missingFinal: 0, falseFinal: 0, disagreeing: 0, examples: [] };
+  const verdict: EventsVerdict = {
+    events: read.events,
+    duplicates: read.duplicates,
+    missingFinal: 0,
+    falseFinal: 0,
+    disagreeing: 0,
+    examples: [],
+  };
   const note = (id: string, problem: string): void => {
     if (verdict.examples.length < 20) verdict.examples.push({ id, problem });
   };

@@ -84,4 +84,5 @@ export const successAttempt = (fate: Fate): number => (fate === 'fail-then-ok' |
  * and parking it in P.dead is a failure of the run, however busy the target looked to the relay
  * (isolation changes who waits, never whether a callback is delivered).
  */
-export const successCertain = (fate: Fate, maxAttempts: number): boolean => expectedOf(fate).kind === 'delivered' && successAttempt(fate) <= maxAttempts;
+export const successCertain = (fate: Fate, maxAttempts: number): boolean =>
+  expectedOf(fate).kind === 'delivered' && successAttempt(fate) <= maxAttempts;

@@ -31,7 +31,8 @@ export interface FaultWindow {
 /** Answers 2xx written back to a worker with `from <= at < to`. */
 function deliveriesBetween(ledger: Ledger, from: number, to: number): number {
   let n = 0;
-  for (const attempts of ledger.byId.values()) for (const a of attempts) if (a.answered && a.status >= 200 && a.status < 300 && a.at >= from && a.at < to) n += 1;
+  for (const attempts of ledger.byId.values())
+    for (const a of attempts) if (a.answered && a.status >= 200 && a.status < 300 && a.at >= from && a.at < to) n += 1;
   return n;
 }
 
@@ -39,20 +40,31 @@ function deliveriesBetween(ledger: Ledger, from: number, to: number): number {
 function secondDeliveryTimes(ledger: Ledger): number[] {
   const times: number[] = [];
   for (const attempts of ledger.byId.values()) {
-    const ok = attempts.filter((a) => a.answered && a.status >= 200 && a.status < 300).map((a) => a.at).sort((a, b) => a - b);
+    const ok = attempts
+      .filter((a) => a.answered && a.status >= 200 && a.status < 300)
+      .map((a) => a.at)
+      .sort((a, b) => a - b);
     if (ok.length > 1) times.push(ok[1]!);
   }
   return times;
 }
 
-const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN;
+const percentile = (sorted: number[], p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN;
 
 /**
  * One window per node-fault act of the chaos log. The "before" span has the fault's own length (at
  * most 30 s, and none before the first callback was due) and ends at its first blow; with callbacks falling due at a steady pace, both rates
  * measure whether the fleet keeps up with what falls due.
  */
-export function faultWindows(chaos: ChaosLogEntry[], run: string, callbacks: number, due: DueSchedule, startedAt: number, ledger: Ledger): FaultWindow[] {
+export function faultWindows(
+  chaos: ChaosLogEntry[],
+  run: string,
+  callbacks: number,
+  due: DueSchedule,
+  startedAt: number,
+  ledger: Ledger,
+): FaultWindow[] {
   const windows: FaultWindow[] = [];
   const faults = chaos.filter((entry) => entry.kind === 'node-fault');
   const secondDeliveries = secondDeliveryTimes(ledger);
@@ -95,7 +107,10 @@ export function faultWindows(chaos: ChaosLogEntry[], run: string, callbacks: num
 /** The faults' table, as the run prints it. */
 export function formatFaultWindows(windows: FaultWindow[]): string[] {
   if (windows.length === 0) return [];
-  const lines = ['', 'fault windows (callbacks due during each fault: first-attempt lateness; 2xx deliveries a second during the fault vs the span before it):'];
+  const lines = [
+    '',
+    'fault windows (callbacks due during each fault: first-attempt lateness; 2xx deliveries a second during the fault vs the span before it):',
+  ];
   for (const w of windows) {
     lines.push(
       `  ${w.label}\n    t=${w.fromS}–${w.toS} s: ${w.dueDuring} due, ${w.firstAttempts} attempted; late p50 ${w.lateP50} ms, p99 ${w.lateP99} ms, max ${w.lateMax} ms; ` +

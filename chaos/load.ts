@@ -44,7 +44,8 @@ export interface DueSchedule {
 }
 
 /** The time callback `n` of `callbacks` falls due under `due`, for a run that started publishing at `startedAt`. */
-export const dueAt = (due: DueSchedule, startedAt: number, n: number, callbacks: number): number => startedAt + due.afterMs + Math.floor((n * due.spreadMs) / callbacks);
+export const dueAt = (due: DueSchedule, startedAt: number, n: number, callbacks: number): number =>
+  startedAt + due.afterMs + Math.floor((n * due.spreadMs) / callbacks);
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -80,7 +80,8 @@ const modes = MODES.filter((mode) => values.mode === undefined || values.mode ==
 if (modes.length === 0) throw new Error(`--mode: queues or plugin, got ${values.mode}`);
 
 const canary = values.canary ? new Canary() : undefined;
-if (values.events !== undefined && values.events !== 'durable') throw new Error(`--events: only "durable" is checked, got ${values.events}`);
+if (values.events !== undefined && values.events !== 'durable')
+  throw new Error(`--events: only "durable" is checked, got ${values.events}`);
 const durableEvents = values.events === 'durable';
 // After the first attempt (at once) and during the second (1 s later): the cancel meets the third.
 const cancelAfterMs = values.cancel ? 1_500 : undefined;
@@ -101,37 +102,48 @@ async function singleNode(scenarios: ScenarioResult[], skipped: Skipped[]): Prom
   const [kills, restarts, cuts] = values.quick ? [4, 1, 1] : [12, 2, 3];
   // Plugin mode restarts the broker the way docs/plugin-mode.md tells operators to: before-stop.sh first.
   // Without it, delayed messages that fall due while the node stops are lost inside the plugin.
-  const timeline = (mode: 'queues' | 'plugin') => ({ pool, names, ledger }: Run): ChaosEvent[] => [
-    // Early, before any cut or restart has returned messages: the canary wants callbacks with one copy.
-    ...(canary ? [canary.event(node.url, names, ledger, 0.25 * span)] : []),
-    ...spaced(kills, 0.15 * span, span).map((at) => kill(pool, at)),
-    ...spaced(restarts, 0.45 * span, 0.75 * span).map((atMs, i) => ({
-      atMs,
-      kind: 'broker-restart' as const,
-      label: `broker restart #${i + 1}${mode === 'plugin' ? ' (before-stop.sh first)' : ''}`,
-      run: () => node.restart({ beforeStop: mode === 'plugin' }),
-    })),
-    ...spaced(cuts, 0.3 * span, 0.9 * span).map((atMs, i) => ({ atMs, kind: 'connection-cut' as const, label: `close_all_connections #${i + 1}`, run: () => node.cutConnections() })),
-  ];
+  const timeline =
+    (mode: 'queues' | 'plugin') =>
+    ({ pool, names, ledger }: Run): ChaosEvent[] => [
+      // Early, before any cut or restart has returned messages: the canary wants callbacks with one copy.
+      ...(canary ? [canary.event(node.url, names, ledger, 0.25 * span)] : []),
+      ...spaced(kills, 0.15 * span, span).map((at) => kill(pool, at)),
+      ...spaced(restarts, 0.45 * span, 0.75 * span).map((atMs, i) => ({
+        atMs,
+        kind: 'broker-restart' as const,
+        label: `broker restart #${i + 1}${mode === 'plugin' ? ' (before-stop.sh first)' : ''}`,
+        run: () => node.restart({ beforeStop: mode === 'plugin' }),
+      })),
+      ...spaced(cuts, 0.3 * span, 0.9 * span).map((atMs, i) => ({
+        atMs,
+        kind: 'connection-cut' as const,
+        label: `close_all_connections #${i + 1}`,
+        run: () => node.cutConnections(),
+      })),
+    ];
   // Pending at scale: the acts fall before the first callback is due; the restart waits for the last
   // publish, so that it meets every callback pending.
   const ahead = PENDING.due.afterMs;
-  const pendingTimeline = (mode: 'queues' | 'plugin') => ({ pool, names, published }: Run): ChaosEvent[] => [
-    kill(pool, 0.25 * ahead),
-    {
-      atMs: 0.4 * ahead,
-      kind: 'broker-restart',
-      label: `broker restart once every callback is published${mode === 'plugin' ? ' (before-stop.sh first)' : ''}`,
-      run: async () => {
-        await published;
-        const depths = await queueDepths(node.url, names);
-        say(`  pending before the restart: ${mode === 'queues' ? `${depths?.delay ?? '?'} in the delay levels` : 'in the plugin table'}, ${depths?.work ?? '?'} in the lanes`);
-        await node.restart({ beforeStop: mode === 'plugin' });
+  const pendingTimeline =
+    (mode: 'queues' | 'plugin') =>
+    ({ pool, names, published }: Run): ChaosEvent[] => [
+      kill(pool, 0.25 * ahead),
+      {
+        atMs: 0.4 * ahead,
+        kind: 'broker-restart',
+        label: `broker restart once every callback is published${mode === 'plugin' ? ' (before-stop.sh first)' : ''}`,
+        run: async () => {
+          await published;
+          const depths = await queueDepths(node.url, names);
+          say(
+            `  pending before the restart: ${mode === 'queues' ? `${depths?.delay ?? '?'} in the delay levels` : 'in the plugin table'}, ${depths?.work ?? '?'} in the lanes`,
+          );
+          await node.restart({ beforeStop: mode === 'plugin' });
+        },
       },
-    },
-    kill(pool, 0.75 * ahead),
-    { atMs: 0.85 * ahead, kind: 'connection-cut', label: 'close_all_connections', run: () => node.cutConnections() },
-  ];
+      kill(pool, 0.75 * ahead),
+      { atMs: 0.85 * ahead, kind: 'connection-cut', label: 'close_all_connections', run: () => node.cutConnections() },
+    ];
   for (const mode of modes) {
     const kinds = values.pending ? ['pending'] : ['mixed', 'pending'];
     for (const kind of kinds) {
@@ -141,10 +153,27 @@ async function singleNode(scenarios: ScenarioResult[], skipped: Skipped[]): Prom
         say(`\n== ${title}: ${NO_PLUGIN}`);
         continue;
       }
-      const common = { title, mode, workerUrls: [node.url, node.url], publisherUrl: node.url, inspectUrl: node.url, traceIds: canary?.swallowed ?? [], logDir: LOGS, durableEvents, cancelAfterMs };
+      const common = {
+        title,
+        mode,
+        workerUrls: [node.url, node.url],
+        publisherUrl: node.url,
+        inspectUrl: node.url,
+        traceIds: canary?.swallowed ?? [],
+        logDir: LOGS,
+        durableEvents,
+        cancelAfterMs,
+      };
       const spec: ScenarioSpec =
         kind === 'pending'
-          ? { ...common, callbacks: pendingCallbacks, spreadMs: 0, due: PENDING.due, quiesceTimeoutMs: PENDING.quiesceMs, timeline: pendingTimeline(mode) }
+          ? {
+              ...common,
+              callbacks: pendingCallbacks,
+              spreadMs: 0,
+              due: PENDING.due,
+              quiesceTimeoutMs: PENDING.quiesceMs,
+              timeline: pendingTimeline(mode),
+            }
           : { ...common, callbacks, spreadMs: span, quiesceTimeoutMs: PROFILE.quiesceMs, timeline: timeline(mode) };
       scenarios.push(await runScenario(spec, say));
     }
@@ -164,20 +193,32 @@ const PLUGIN_CLUSTER_LOSS = 'plugin mode keeps delayed messages on one node (by 
 async function cluster(scenarios: ScenarioResult[], skipped: Skipped[]): Promise<Summary['broker']> {
   say('starting a 3-node cluster…');
   const c = await startCluster(3);
-  const [n1, n2, n3] = c.nodes as [typeof c.nodes[0], typeof c.nodes[0], typeof c.nodes[0]];
+  const [n1, n2, n3] = c.nodes as [(typeof c.nodes)[0], (typeof c.nodes)[0], (typeof c.nodes)[0]];
   const info = await inspectBroker(n1.url);
   say(`cluster: ${c.nodes.map((n) => `${n.name} (${new URL(n.url).host})`).join(', ')}; RabbitMQ ${info.version}`);
   const lose = values['node-loss'];
   const how = values['node-kill'] || lose ? 'kill' : 'stop_app';
   const span = PROFILE.spreadMs;
-  const timeline = (mode: 'queues' | 'plugin') => ({ pool, names, ledger }: Run): ChaosEvent[] => [
-    ...(canary && mode === 'queues' ? [canary.event(n1.url, names, ledger, 0.5 * span)] : []),
-    kill(pool, 0.15 * span),
-    { atMs: 0.3 * span, kind: 'node-stop', label: `${how === 'kill' ? 'SIGKILL' : 'stop_app'} node 2 (${n2.name})${lose ? ', for good' : ''}`, run: () => c.stopNode(1, how) },
-    ...(lose ? [] : [{ atMs: 0.65 * span, kind: 'node-start' as const, label: `bring node 2 back`, run: () => c.startNode(1, how) }]),
-    kill(pool, 0.8 * span),
-    { atMs: 0.9 * span, kind: 'connection-cut', label: 'close_all_connections via node 3 (cluster-wide)', run: () => c.cutConnections(2) },
-  ];
+  const timeline =
+    (mode: 'queues' | 'plugin') =>
+    ({ pool, names, ledger }: Run): ChaosEvent[] => [
+      ...(canary && mode === 'queues' ? [canary.event(n1.url, names, ledger, 0.5 * span)] : []),
+      kill(pool, 0.15 * span),
+      {
+        atMs: 0.3 * span,
+        kind: 'node-stop',
+        label: `${how === 'kill' ? 'SIGKILL' : 'stop_app'} node 2 (${n2.name})${lose ? ', for good' : ''}`,
+        run: () => c.stopNode(1, how),
+      },
+      ...(lose ? [] : [{ atMs: 0.65 * span, kind: 'node-start' as const, label: `bring node 2 back`, run: () => c.startNode(1, how) }]),
+      kill(pool, 0.8 * span),
+      {
+        atMs: 0.9 * span,
+        kind: 'connection-cut',
+        label: 'close_all_connections via node 3 (cluster-wide)',
+        run: () => c.cutConnections(2),
+      },
+    ];
   for (const mode of modes) {
     const title = `3-node cluster [${mode} mode]${lose ? ' (node lost)' : how === 'kill' ? ' (node killed)' : ''}`;
     const skip = mode === 'plugin' && (!info.hasDelayedPlugin ? NO_PLUGIN : canary ? 'skipped: the canary runs in queues mode' : undefined);
@@ -186,7 +227,21 @@ async function cluster(scenarios: ScenarioResult[], skipped: Skipped[]): Promise
       say(`\n== ${title}: ${skip}`);
       continue;
     }
-    const spec: ScenarioSpec = { title, mode, callbacks, spreadMs: span, quiesceTimeoutMs: PROFILE.quiesceMs, workerUrls: [n1.url, n2.url, n3.url], publisherUrl: n1.url, inspectUrl: n1.url, timeline: timeline(mode), traceIds: canary?.swallowed ?? [], logDir: LOGS, durableEvents, cancelAfterMs };
+    const spec: ScenarioSpec = {
+      title,
+      mode,
+      callbacks,
+      spreadMs: span,
+      quiesceTimeoutMs: PROFILE.quiesceMs,
+      workerUrls: [n1.url, n2.url, n3.url],
+      publisherUrl: n1.url,
+      inspectUrl: n1.url,
+      timeline: timeline(mode),
+      traceIds: canary?.swallowed ?? [],
+      logDir: LOGS,
+      durableEvents,
+      cancelAfterMs,
+    };
     scenarios.push(await runScenario(mode === 'plugin' ? { ...spec, lossExpected: PLUGIN_CLUSTER_LOSS } : spec, say));
     if (lose) await c.startNode(1, how); // the next scenario starts on three nodes again
   }
@@ -202,7 +257,13 @@ const skipped: Skipped[] = [];
 let exitCode = 1;
 try {
   const broker = onContainers
-    ? await containerCluster(scenarios, { quick: values.quick, faults, callbacks: values.callbacks ? callbacks : undefined, logDir: LOGS, say })
+    ? await containerCluster(scenarios, {
+        quick: values.quick,
+        faults,
+        callbacks: values.callbacks ? callbacks : undefined,
+        logDir: LOGS,
+        say,
+      })
     : values.cluster
       ? await cluster(scenarios, skipped)
       : await singleNode(scenarios, skipped);
@@ -210,7 +271,9 @@ try {
   const lost = judged.reduce((sum, s) => sum + s.verdict.lost, 0);
   const lostByDesign = scenarios.reduce((sum, s) => sum + s.verdict.lost, 0) - lost;
   const undelivered = judged.reduce((sum, s) => sum + s.verdict.undelivered.length, 0);
-  const eventErrors = durableEvents ? judged.reduce((sum, s) => sum + (s.events ? s.events.missingFinal + s.events.falseFinal : 0), 0) : undefined;
+  const eventErrors = durableEvents
+    ? judged.reduce((sum, s) => sum + (s.events ? s.events.missingFinal + s.events.falseFinal : 0), 0)
+    : undefined;
   const summary: Summary = {
     kind: `${onContainers ? `container cluster (${faults.join(', ')})` : values.cluster ? 'cluster' : 'single-node'}${values.quick ? ' quick' : ''}`,
     startedAt: new Date(started).toISOString(),
@@ -229,9 +292,15 @@ try {
   for (const skip of skipped) say(`\n### ${skip.title}: ${skip.reason}`);
   writeSummary(`${RESULTS}latest.json`, summary);
   if (canary) say(`\n${canary.check(judged).line}`);
-  say(`\n${summary.passed ? 'PASS' : 'FAIL'}: lost ${lost}, undelivered ${undelivered}${eventErrors === undefined ? '' : `, final events missing or false ${eventErrors}`}${lostByDesign ? ` (and ${lostByDesign} by design, see above)` : ''} in ${summary.seconds} s; summary in chaos/results/latest.json, worker logs in chaos/results/logs/`);
+  say(
+    `\n${summary.passed ? 'PASS' : 'FAIL'}: lost ${lost}, undelivered ${undelivered}${eventErrors === undefined ? '' : `, final events missing or false ${eventErrors}`}${lostByDesign ? ` (and ${lostByDesign} by design, see above)` : ''} in ${summary.seconds} s; summary in chaos/results/latest.json, worker logs in chaos/results/logs/`,
+  );
   // The scenarios' own lines may be far above the end of a long log: the undelivered are named here too.
-  for (const scenario of judged) for (const miss of scenario.verdict.undelivered.slice(0, 5)) say(`  undelivered in ${scenario.title}: ${miss.id}: ${miss.got}${miss.reachedSuccess ? '' : ' (the attempt scripted to succeed was never sent)'}`);
+  for (const scenario of judged)
+    for (const miss of scenario.verdict.undelivered.slice(0, 5))
+      say(
+        `  undelivered in ${scenario.title}: ${miss.id}: ${miss.got}${miss.reachedSuccess ? '' : ' (the attempt scripted to succeed was never sent)'}`,
+      );
   exitCode = summary.passed ? 0 : 1;
 } finally {
   say('cleaning up (workers, receiver, broker nodes, data dirs)…');

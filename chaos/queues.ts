@@ -89,14 +89,20 @@ export async function drainDead(url: string, names: TopologyNames): Promise<Dead
     if (!message) return;
     lastAt = Date.now();
     const headers = message.properties.headers ?? {};
-    const text = (value: unknown): string | undefined => (value === undefined ? undefined : Buffer.isBuffer(value) ? value.toString('utf8') : String(value));
+    const text = (value: unknown): string | undefined =>
+      value === undefined ? undefined : Buffer.isBuffer(value) ? value.toString('utf8') : String(value);
     const deaths = headers['x-death'] as { reason?: string }[] | undefined;
     const reason = text(headers['x-callback-reason']) ?? `x-death:${deaths?.[0]?.reason ?? 'unknown'}`;
     let id = text(message.properties.messageId);
     // A message parked by the broker itself still has the producer's body id.
     if (!id) id = (JSON.parse(message.content.toString('utf8')) as { id?: string }).id ?? '(no id)';
     const attempts = headers['x-callback-attempts'];
-    entries.push({ id, reason, attempts: attempts === undefined ? undefined : Number(attempts), lastError: text(headers['x-callback-last-error']) });
+    entries.push({
+      id,
+      reason,
+      attempts: attempts === undefined ? undefined : Number(attempts),
+      lastError: text(headers['x-callback-last-error']),
+    });
     channel.ack(message);
   });
   while (entries.length < expected && Date.now() - lastAt < 5_000) await sleep(100);
@@ -107,7 +113,13 @@ export async function drainDead(url: string, names: TopologyNames): Promise<Dead
 }
 
 /** The canary's rogue consumer (see canary.ts): acks `count` accepted, never-redelivered messages undelivered. */
-export async function swallow(url: string, queue: string, count: number, accept: (id: string) => boolean, onTaken: (id: string) => void): Promise<number> {
+export async function swallow(
+  url: string,
+  queue: string,
+  count: number,
+  accept: (id: string) => boolean,
+  onTaken: (id: string) => void,
+): Promise<number> {
   const connection = await amqplib.connect(url);
   const channel = await connection.createChannel();
   await channel.prefetch(1);

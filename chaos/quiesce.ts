@@ -17,7 +17,14 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  * for its confirm. Never before `notBefore` (ms since the epoch): callbacks the plugin still holds are
  * in no queue.
  */
-export async function waitQuiescent(url: string, names: TopologyNames, ledger: Ledger, quietMs: number, timeoutMs: number, notBefore = 0): Promise<Quiescence> {
+export async function waitQuiescent(
+  url: string,
+  names: TopologyNames,
+  ledger: Ledger,
+  quietMs: number,
+  timeoutMs: number,
+  notBefore = 0,
+): Promise<Quiescence> {
   if (notBefore > Date.now()) await sleep(notBefore - Date.now());
   const started = Date.now();
   let calm = 0;
@@ -34,7 +41,14 @@ export async function waitQuiescent(url: string, names: TopologyNames, ledger: L
 }
 
 /** Prints one progress line every `everyMs` until stopped; the run is long and otherwise silent. */
-export function progress(url: string, names: TopologyNames, ledger: Ledger, confirmed: () => number, say: (line: string) => void, everyMs = 15_000): () => void {
+export function progress(
+  url: string,
+  names: TopologyNames,
+  ledger: Ledger,
+  confirmed: () => number,
+  say: (line: string) => void,
+  everyMs = 15_000,
+): () => void {
   const started = Date.now();
   let stopped = false;
   void (async () => {
@@ -44,7 +58,9 @@ export function progress(url: string, names: TopologyNames, ledger: Ledger, conf
       const depths = await queueDepths(url, names);
       const requests = [...ledger.byId.values()].reduce((sum, list) => sum + list.length, 0);
       const queues = depths ? `work ${depths.work}, slow ${depths.slow}, delay ${depths.delay}, dead ${depths.dead}` : 'broker unreachable';
-      say(`  t=${((Date.now() - started) / 1000).toFixed(0).padStart(5)}s  confirmed ${confirmed()}, requests ${requests}, ids seen ${ledger.byId.size}; ${queues}`);
+      say(
+        `  t=${((Date.now() - started) / 1000).toFixed(0).padStart(5)}s  confirmed ${confirmed()}, requests ${requests}, ids seen ${ledger.byId.size}; ${queues}`,
+      );
     }
   })();
   return () => {

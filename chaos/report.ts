@@ -41,18 +41,61 @@ export function formatScenario(result: ScenarioResult): string {
     `\n### ${result.title} (${result.seconds} s, prefix ${result.prefix})`,
     pad(['fate', 'callbacks', 'delivered', 'dead (ok)', 'UNDELIVERED', 'other', 'lost', 'dup 2xx', 'repeats'], widths),
   ];
-  const total = { callbacks: 0, delivered: 0, deadAsExpected: 0, undelivered: 0, otherOutcome: 0, lost: 0, duplicateDeliveries: 0, repeatedAttempts: 0 };
+  const total = {
+    callbacks: 0,
+    delivered: 0,
+    deadAsExpected: 0,
+    undelivered: 0,
+    otherOutcome: 0,
+    lost: 0,
+    duplicateDeliveries: 0,
+    repeatedAttempts: 0,
+  };
   for (const [fate, row] of Object.entries(v.perFate) as [Fate, typeof total][]) {
-    lines.push(pad([fate, row.callbacks, row.delivered, row.deadAsExpected, row.undelivered, row.otherOutcome, row.lost, row.duplicateDeliveries, row.repeatedAttempts], widths));
+    lines.push(
+      pad(
+        [
+          fate,
+          row.callbacks,
+          row.delivered,
+          row.deadAsExpected,
+          row.undelivered,
+          row.otherOutcome,
+          row.lost,
+          row.duplicateDeliveries,
+          row.repeatedAttempts,
+        ],
+        widths,
+      ),
+    );
     for (const key of Object.keys(total) as (keyof typeof total)[]) total[key] += row[key];
   }
-  lines.push(pad(['total', total.callbacks, total.delivered, total.deadAsExpected, total.undelivered, total.otherOutcome, total.lost, total.duplicateDeliveries, total.repeatedAttempts], widths));
+  lines.push(
+    pad(
+      [
+        'total',
+        total.callbacks,
+        total.delivered,
+        total.deadAsExpected,
+        total.undelivered,
+        total.otherOutcome,
+        total.lost,
+        total.duplicateDeliveries,
+        total.repeatedAttempts,
+      ],
+      widths,
+    ),
+  );
   const count = (kind: string): number => result.chaos.filter((event) => event.kind === kind && !event.error).length;
   const failedActs = result.chaos.filter((event) => event.error).length;
   lines.push(
     '',
     `LOST: ${v.lost}${v.lostIds.length ? ` (e.g. ${v.lostIds.slice(0, 5).join(', ')})` : ''}${result.lossExpected ? `; measured, not judged: ${result.lossExpected}` : ''}`,
-    `P.dead by reason: ${Object.entries(v.dead).map(([reason, n]) => `${reason} ${n}`).join(', ') || 'none'}`,
+    `P.dead by reason: ${
+      Object.entries(v.dead)
+        .map(([reason, n]) => `${reason} ${n}`)
+        .join(', ') || 'none'
+    }`,
     `duplicates: ${v.duplicates.deliveredTwice} delivered twice (${v.duplicates.afterRepublish} after a producer republish), ` +
       `${v.duplicates.parkedTwice} parked twice, ${v.duplicates.deliveredAndParked} delivered and parked; ${v.repeatedAttempts} repeated attempts; ` +
       `${v.unansweredSuccesses} 2xx answers never sent (worker gone)`,
@@ -60,25 +103,56 @@ export function formatScenario(result: ScenarioResult): string {
       `${count('node-stop')} node stops / ${count('node-start')} node starts, ${count('node-fault')} node faults${failedActs ? `, ${failedActs} acts FAILED` : ''}`,
     `workers: ${result.workers.spawned} spawned, ${result.workers.disconnects} broker disconnects logged, ${result.workers.unexpectedExits} unexpected exits`,
     `publisher: ${result.publish.confirmed} confirmed, ${result.publish.republished} republished, ${result.publish.unconfirmed} unconfirmed` +
-      (result.publish.cancelled ? `, ${result.publish.cancelled} cancelled mid-retry (${v.canceled} parked as canceled, the rest ended first)` : '') +
+      (result.publish.cancelled
+        ? `, ${result.publish.cancelled} cancelled mid-retry (${v.canceled} parked as canceled, the rest ended first)`
+        : '') +
       (Object.keys(result.publish.errors).length ? ` (errors: ${JSON.stringify(result.publish.errors)})` : ''),
     `end state: ${result.quiescence.quiescent ? 'quiescent' : 'NOT quiescent'}; left in queues after stop: ` +
-      (result.leftInQueues ? `work ${result.leftInQueues.work}, slow ${result.leftInQueues.slow}, delay ${result.leftInQueues.delay}` : 'unknown'),
+      (result.leftInQueues
+        ? `work ${result.leftInQueues.work}, slow ${result.leftInQueues.slow}, delay ${result.leftInQueues.delay}`
+        : 'unknown'),
     `UNDELIVERED (2xx certain within MAX_ATTEMPTS, yet parked in P.dead): ${v.undelivered.length}` +
       (v.undelivered.length
-        ? ` (${v.undelivered.filter((x) => !x.reachedSuccess).length} never sent the attempt scripted to succeed), e.g. ${v.undelivered.slice(0, 3).map((x) => `${x.id}: ${x.got}`).join('; ')}`
+        ? ` (${v.undelivered.filter((x) => !x.reachedSuccess).length} never sent the attempt scripted to succeed), e.g. ${v.undelivered
+            .slice(0, 3)
+            .map((x) => `${x.id}: ${x.got}`)
+            .join('; ')}`
         : ''),
-    `schedule/attempt violations: ${v.violations.length}${v.violations.length ? `, e.g. ${v.violations.slice(0, 3).map((x) => `${x.id}: ${x.problem}`).join('; ')}` : ''}`,
-    `outcomes other than the fate implies: ${v.otherOutcomes.length}${v.otherOutcomes.length ? `, e.g. ${v.otherOutcomes.slice(0, 3).map((x) => `${x.id}: ${x.got}`).join('; ')}` : ''}`,
+    `schedule/attempt violations: ${v.violations.length}${
+      v.violations.length
+        ? `, e.g. ${v.violations
+            .slice(0, 3)
+            .map((x) => `${x.id}: ${x.problem}`)
+            .join('; ')}`
+        : ''
+    }`,
+    `outcomes other than the fate implies: ${v.otherOutcomes.length}${
+      v.otherOutcomes.length
+        ? `, e.g. ${v.otherOutcomes
+            .slice(0, 3)
+            .map((x) => `${x.id}: ${x.got}`)
+            .join('; ')}`
+        : ''
+    }`,
   );
   const l = result.lateness;
-  if (l) lines.push(`first attempts after deliverAt (${l.firstAttempts}): late p50 ${l.p50} ms, p99 ${l.p99} ms, max ${l.max} ms; ${l.early} more than 50 ms early`);
+  if (l)
+    lines.push(
+      `first attempts after deliverAt (${l.firstAttempts}): late p50 ${l.p50} ms, p99 ${l.p99} ms, max ${l.max} ms; ${l.early} more than 50 ms early`,
+    );
   lines.push(...formatFaultWindows(result.faults ?? []));
   const e = result.events;
   if (e) {
     lines.push(
       `durable events: ${e.events} read (${e.duplicates} repeated message ids); MISSING FINAL: ${e.missingFinal}, FALSE FINAL: ${e.falseFinal}; ` +
-        `${e.disagreeing} delivered with only a dead event${e.examples.length ? `; e.g. ${e.examples.slice(0, 3).map((x) => `${x.id}: ${x.problem}`).join('; ')}` : ''}`,
+        `${e.disagreeing} delivered with only a dead event${
+          e.examples.length
+            ? `; e.g. ${e.examples
+                .slice(0, 3)
+                .map((x) => `${x.id}: ${x.problem}`)
+                .join('; ')}`
+            : ''
+        }`,
     );
   }
   return lines.join('\n');

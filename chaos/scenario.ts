@@ -110,7 +110,13 @@ function latenessOf(run: string, callbacks: number, due: DueSchedule, startedAt:
   }
   late.sort((a, b) => a - b);
   const at = (p: number): number => late[Math.min(late.length - 1, Math.max(0, Math.ceil((p / 100) * late.length) - 1))] ?? Number.NaN;
-  return { firstAttempts: late.length, p50: at(50), p99: at(99), max: late.at(-1) ?? Number.NaN, early: late.filter((ms) => ms < -50).length };
+  return {
+    firstAttempts: late.length,
+    p50: at(50),
+    p99: at(99),
+    max: late.at(-1) ?? Number.NaN,
+    early: late.filter((ms) => ms < -50).length,
+  };
 }
 
 /** One ledger run: workers + ledger receiver + paced publisher + chaos, then quiescence and the verdict. */
@@ -126,18 +132,41 @@ export async function runScenario(spec: ScenarioSpec, say: (line: string) => voi
   const ledger = await startLedger();
   onCleanup('ledger receiver', () => ledger.close());
   const pool = startWorkerPool(spec.workerUrls, env, spec.logDir);
-  onCleanup('workers', () => pool.stop(5_000), () => pool.killAllNow());
+  onCleanup(
+    'workers',
+    () => pool.stop(5_000),
+    () => pool.killAllNow(),
+  );
   say(`\n== ${spec.title}: ${spec.callbacks} callbacks, ${spec.workerUrls.length} workers, prefix ${prefix}`);
   await pool.waitConsuming(90_000);
   const leaders = await spec.onTopology?.(names).catch((error: Error) => void say(`  warning: leaders not read: ${error.message}`));
-  if (leaders) say(`  quorum queue leaders: ${Object.entries(leaders).map(([node, n]) => `${node} ${n}`).join(', ')}`);
+  if (leaders)
+    say(
+      `  quorum queue leaders: ${Object.entries(leaders)
+        .map(([node, n]) => `${node} ${n}`)
+        .join(', ')}`,
+    );
   // Bound before the first publish, so every event of the run is kept (the workers declared P.events).
   if (spec.durableEvents) await bindEventsQueue(spec.inspectUrl, names);
 
   const startedAt = Date.now();
-  const load = startLoad({ amqpUrl: spec.publisherUrl, prefix, mode: spec.mode, run, callbacks: spec.callbacks, spreadMs: spec.spreadMs, giveUpMs: 120_000, ledger, cancelAfterMs: spec.cancelAfterMs, due: spec.due });
+  const load = startLoad({
+    amqpUrl: spec.publisherUrl,
+    prefix,
+    mode: spec.mode,
+    run,
+    callbacks: spec.callbacks,
+    spreadMs: spec.spreadMs,
+    giveUpMs: 120_000,
+    ledger,
+    cancelAfterMs: spec.cancelAfterMs,
+    due: spec.due,
+  });
   const stopProgress = progress(spec.inspectUrl, names, ledger, () => load.stats.confirmed, say);
-  const [stats, chaos] = await Promise.all([load.done, runChaos(spec.timeline({ pool, names, ledger, published: load.done }), startedAt, say)]);
+  const [stats, chaos] = await Promise.all([
+    load.done,
+    runChaos(spec.timeline({ pool, names, ledger, published: load.done }), startedAt, say),
+  ]);
   say(`  publishing done: ${stats.confirmed} confirmed, ${stats.republished} republished, ${stats.unconfirmed.length} unconfirmed`);
   // A worker killed by the last act may still be starting: judge the relay at full strength.
   await pool.waitConsuming(90_000).catch((error: Error) => say(`  warning: ${error.message}`));
@@ -149,7 +178,9 @@ export async function runScenario(spec: ScenarioSpec, say: (line: string) => voi
   await pool.stop(10_000);
   const leftInQueues = await queueDepths(spec.inspectUrl, names);
   const dead = await drainDead(spec.inspectUrl, names);
-  const events = spec.durableEvents ? judgeEvents(run, spec.callbacks, ledger.byId, dead, await drainEvents(spec.inspectUrl, names)) : undefined;
+  const events = spec.durableEvents
+    ? judgeEvents(run, spec.callbacks, ledger.byId, dead, await drainEvents(spec.inspectUrl, names))
+    : undefined;
   await ledger.close();
   // The same teardown as the tests and the bench: a run against a node that is kept leaves nothing behind.
   await deleteTopologyAt(spec.inspectUrl, names).catch((error: Error) => say(`  warning: topology teardown failed: ${error.message}`));
@@ -167,13 +198,20 @@ export async function runScenario(spec: ScenarioSpec, say: (line: string) => voi
     cancelled: stats.cancelled,
   });
   const { unexpectedExits, ...workerStats } = pool.stats;
-  for (const exit of unexpectedExits) say(`  worker ${exit.worker} exited unexpectedly (code ${exit.code}, signal ${exit.signal}); respawned`);
+  for (const exit of unexpectedExits)
+    say(`  worker ${exit.worker} exited unexpectedly (code ${exit.code}, signal ${exit.signal}); respawned`);
   return {
     title: spec.title,
     mode: spec.mode,
     prefix,
     seconds: Math.round((Date.now() - startedAt) / 1000),
-    publish: { confirmed: stats.confirmed, republished: stats.republished, unconfirmed: stats.unconfirmed.length, errors: stats.errors, cancelled: stats.cancelled.size },
+    publish: {
+      confirmed: stats.confirmed,
+      republished: stats.republished,
+      unconfirmed: stats.unconfirmed.length,
+      errors: stats.errors,
+      cancelled: stats.cancelled.size,
+    },
     chaos,
     workers: { ...workerStats, unexpectedExits: unexpectedExits.length },
     quiescence,
@@ -182,10 +220,14 @@ export async function runScenario(spec: ScenarioSpec, say: (line: string) => voi
     ...(spec.lossExpected ? { lossExpected: spec.lossExpected } : {}),
     ...(events ? { events } : {}),
     ...(spec.due ? { lateness: latenessOf(run, spec.callbacks, spec.due, load.startedAt, ledger) } : {}),
-    ...(spec.due && chaos.some((act) => act.kind === 'node-fault') ? { faults: faultWindows(chaos, run, spec.callbacks, spec.due, load.startedAt, ledger) } : {}),
+    ...(spec.due && chaos.some((act) => act.kind === 'node-fault')
+      ? { faults: faultWindows(chaos, run, spec.callbacks, spec.due, load.startedAt, ledger) }
+      : {}),
     ...(leaders ? { leaders } : {}),
     traces: Object.fromEntries(
-      [...new Set([...verdict.lostIds, ...spec.traceIds])].slice(0, 20).map((id) => [id, { requests: ledger.byId.get(id) ?? [], dead: dead.filter((entry) => entry.id === id) }]),
+      [...new Set([...verdict.lostIds, ...spec.traceIds])]
+        .slice(0, 20)
+        .map((id) => [id, { requests: ledger.byId.get(id) ?? [], dead: dead.filter((entry) => entry.id === id) }]),
     ),
   };
 }

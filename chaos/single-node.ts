@@ -59,10 +59,14 @@ export async function startChaosNode(): Promise<ChaosNode> {
     forceStop();
     throw error;
   }
-  onCleanup('single broker node', async () => {
-    await started.stop();
-    rmSync(base, { recursive: true, force: true });
-  }, forceStop);
+  onCleanup(
+    'single broker node',
+    async () => {
+      await started.stop();
+      rmSync(base, { recursive: true, force: true });
+    },
+    forceStop,
+  );
   const port = new URL(started.url).port;
   // The naming rule of startLocalBroker: cr-test-<our pid>-<AMQP port>@localhost.
   const node = `cr-test-${process.pid}-${port}@localhost`;

@@ -77,7 +77,19 @@ export function judge(input: VerdictInput): Verdict {
   for (const entry of input.dead) deadById.set(entry.id, [...(deadById.get(entry.id) ?? []), entry]);
   const unconfirmed = new Set(input.unconfirmed);
   const perFate = Object.fromEntries(
-    (Object.keys(FATES) as Fate[]).map((fate) => [fate, { callbacks: 0, delivered: 0, deadAsExpected: 0, undelivered: 0, otherOutcome: 0, lost: 0, duplicateDeliveries: 0, repeatedAttempts: 0 }]),
+    (Object.keys(FATES) as Fate[]).map((fate) => [
+      fate,
+      {
+        callbacks: 0,
+        delivered: 0,
+        deadAsExpected: 0,
+        undelivered: 0,
+        otherOutcome: 0,
+        lost: 0,
+        duplicateDeliveries: 0,
+        repeatedAttempts: 0,
+      },
+    ]),
   ) as Record<Fate, FateRow>;
   const verdict: Verdict = {
     callbacks: input.callbacks,
@@ -158,17 +170,23 @@ export function judge(input: VerdictInput): Verdict {
       const first = attempts.find((a) => a.attempt === k + 1);
       const previous = attempts.find((a) => a.attempt === k);
       if (first && previous && first.at - previous.at < minGapMs(input, k)) {
-        violate(id, `attempt ${k + 1} came ${first.at - previous.at} ms after attempt ${k}; the schedule allows ≥ ${minGapMs(input, k) + SLACK_MS} ms`);
+        violate(
+          id,
+          `attempt ${k + 1} came ${first.at - previous.at} ms after attempt ${k}; the schedule allows ≥ ${minGapMs(input, k) + SLACK_MS} ms`,
+        );
       }
     }
     // Parked copies must carry the attempt count their reason implies.
     for (const entry of parked) {
       // Fewer only when its target's circuit stayed open to the end of its schedule (isolation.md#schedule-keeps-its-time).
       const expired = entry.lastError?.split(':')[0] === CIRCUIT_OPEN && (entry.attempts ?? 0) < input.maxAttempts;
-      if (entry.reason === 'exhausted' && entry.attempts !== input.maxAttempts && !expired) violate(id, `parked exhausted with x-callback-attempts ${entry.attempts}, not ${input.maxAttempts}`);
-      if (entry.reason === 'rejected' && fate === '4xx' && entry.attempts !== 1) violate(id, `parked rejected with x-callback-attempts ${entry.attempts}, not 1`);
+      if (entry.reason === 'exhausted' && entry.attempts !== input.maxAttempts && !expired)
+        violate(id, `parked exhausted with x-callback-attempts ${entry.attempts}, not ${input.maxAttempts}`);
+      if (entry.reason === 'rejected' && fate === '4xx' && entry.attempts !== 1)
+        violate(id, `parked rejected with x-callback-attempts ${entry.attempts}, not 1`);
     }
-    if (successes.length > 0 && fate !== 'ok' && successes[0]!.attempt < successAttempt(fate)) violate(id, `answered 2xx at attempt ${successes[0]!.attempt}`);
+    if (successes.length > 0 && fate !== 'ok' && successes[0]!.attempt < successAttempt(fate))
+      violate(id, `answered 2xx at attempt ${successes[0]!.attempt}`);
   }
   return verdict;
 }

@@ -31,7 +31,9 @@ const server = createServer((req, res) => {
     const { status, body, delayMs } = answerFor(path);
     const id = req.headers['webhook-id'] ?? '-';
     const attempt = req.headers['x-callback-attempt'] ?? '-';
-    console.log(`${new Date().toISOString()} ${req.method} ${path} webhook-id=${id} attempt=${attempt} body=${bytes}B -> ${status}${delayMs ? ` after ${delayMs}ms` : ''}`);
+    console.log(
+      `${new Date().toISOString()} ${req.method} ${path} webhook-id=${id} attempt=${attempt} body=${bytes}B -> ${status}${delayMs ? ` after ${delayMs}ms` : ''}`,
+    );
     const send = () => {
       res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' });
       res.end(body);

@@ -69,7 +69,10 @@ try {
   await page.fill('input[name="password"]', pass);
   await page.click('input[type="submit"]');
   await page.waitForSelector('#logout', { state: 'attached' }).catch(async () => {
-    const status = await page.locator('#login-status, .form-popup-warn').allInnerTexts().catch(() => []);
+    const status = await page
+      .locator('#login-status, .form-popup-warn')
+      .allInnerTexts()
+      .catch(() => []);
     throw new Error(`login as ${user} failed at ${baseUrl} ${status.join(' ')}`.trim());
   });
 
@@ -100,10 +103,14 @@ try {
   await form.locator('input[type="submit"][value="Get Message(s)"]').click();
 
   const results = page.locator('#msg-wrapper');
-  await results.locator('table.facts').first().waitFor().catch(async () => {
-    const text = (await results.innerText().catch(() => '')).trim();
-    throw new Error(`no message shown for ${queue}${text ? `: ${text}` : ' (is the queue empty?)'}`);
-  });
+  await results
+    .locator('table.facts')
+    .first()
+    .waitFor()
+    .catch(async () => {
+      const text = (await results.innerText().catch(() => '')).trim();
+      throw new Error(`no message shown for ${queue}${text ? `: ${text}` : ' (is the queue empty?)'}`);
+    });
   // Move the pointer off the (now highlighted) button and let the layout settle.
   await page.mouse.move(1270, 990);
   await page.waitForTimeout(500);

@@ -5,7 +5,8 @@
 export const ERROR_CODES = {
   CR_ERR_CONFIG: 'a setting has an invalid value (the message names the setting and the value)',
   CR_ERR_USAGE: 'a CLI command or flag, or a console form field, is wrong (the message names it); the CLI exits 2, the console answers 400',
-  CR_ERR_DEAD_CHANGED: 'P.dead no longer holds every message a console page showed (taken by another view, replayed or purged meanwhile); nothing was done',
+  CR_ERR_DEAD_CHANGED:
+    'P.dead no longer holds every message a console page showed (taken by another view, replayed or purged meanwhile); nothing was done',
   CR_ERR_INVALID_CALLBACK: 'a callback failed validation (`field` names the offending field)',
   CR_ERR_PUBLISH_TIMEOUT: 'the broker did not confirm a publish in time (unreachable or blocked)',
   CR_ERR_PUBLISH_NACKED: 'the broker refused a publish (negative confirm)',
@@ -27,7 +28,8 @@ export const ERROR_CODES = {
   CR_ERR_IDEMPOTENCY_KEY_REUSED:
     'an HTTP ingest request reused an Idempotency-Key this replica saw with another callback within INGEST_IDEMPOTENCY_WINDOW; it was not stored (422)',
   CR_ERR_REQUEST_TIMEOUT: 'an HTTP ingest request did not arrive in full within INGEST_REQUEST_TIMEOUT; it was not read',
-  CR_ERR_FORBIDDEN_TARGET: 'TARGET_POLICY refused a callback URL: its host resolves to a forbidden address, or to the worker\'s own broker on one of its ports',
+  CR_ERR_FORBIDDEN_TARGET:
+    "TARGET_POLICY refused a callback URL: its host resolves to a forbidden address, or to the worker's own broker on one of its ports",
   CR_ERR_SIGNATURE_MISSING: '`webhook-id`, `webhook-timestamp` or `webhook-signature` is absent or empty',
   CR_ERR_SIGNATURE_INVALID: 'a signature header is malformed, or no `v1` signature matches any secret',
   CR_ERR_SIGNATURE_EXPIRED: '`webhook-timestamp` is further than the tolerance from now',

@@ -9,6 +9,12 @@ export { HEADER } from './message/headers.js';
 export { topologyNames, type TopologyNames } from './topology/topology-names.js';
 export { declareOnce } from './topology/connect-topology.js';
 export type { Decision, DeadReason, RetryPolicy } from './policy/decide.js';
-export { verifyCallback, SignatureError, type SignatureErrorCode, type VerifyCallbackOptions, type CallbackHeaders } from './signing/verify-callback.js';
+export {
+  verifyCallback,
+  SignatureError,
+  type SignatureErrorCode,
+  type VerifyCallbackOptions,
+  type CallbackHeaders,
+} from './signing/verify-callback.js';
 export { signCallback, type SignedHeaders } from './signing/sign-callback.js';
 export { parseSigningSecrets, loadSigningSecrets, type SigningKey } from './formats/signing-secrets.js';

@@ -12,7 +12,10 @@ class RssSampler {
   private phase = 'idle';
   private readonly timer: NodeJS.Timeout;
 
-  constructor(private readonly workerPid: number, private readonly brokerPid: number | undefined) {
+  constructor(
+    private readonly workerPid: number,
+    private readonly brokerPid: number | undefined,
+  ) {
     this.timer = setInterval(() => this.sample(), 250);
     this.sample();
   }
@@ -69,7 +72,11 @@ async function runBacklog(ctx: BenchContext, count: number, mode: 'queues' | 'pl
     sampler.stop();
     // What the worker's RSS is made of, right after the drain (prom-client's default process metrics).
     const mb = async (name: string): Promise<number> => (await scrapeMetric(relay.metricsPort, name)) / 2 ** 20;
-    const memory = { heapUsedMb: await mb('nodejs_heap_size_used_bytes'), heapTotalMb: await mb('nodejs_heap_size_total_bytes'), externalMb: await mb('nodejs_external_memory_bytes') };
+    const memory = {
+      heapUsedMb: await mb('nodejs_heap_size_used_bytes'),
+      heapTotalMb: await mb('nodejs_heap_size_total_bytes'),
+      externalMb: await mb('nodejs_external_memory_bytes'),
+    };
     // The drain counts the callbacks due at the final due time (whole seconds, so from 1 s before it).
     const arrivals = receiver.latencies.map((latency, k) => latency + (receiver.sentAts[k] ?? 0)).filter((at) => at >= dueAt - 1_000);
     const drainStart = arrivals.reduce((a, b) => Math.min(a, b), Infinity);
@@ -80,7 +87,8 @@ async function runBacklog(ctx: BenchContext, count: number, mode: 'queues' | 'pl
       published,
       publishedLate,
       dueSpreadMs: dueAt - firstDueAt,
-      brokerCpuUsPerPublish: brokerCpuBefore === undefined || brokerCpuAfter === undefined ? undefined : ((brokerCpuAfter - brokerCpuBefore) * 1e6) / count,
+      brokerCpuUsPerPublish:
+        brokerCpuBefore === undefined || brokerCpuAfter === undefined ? undefined : ((brokerCpuAfter - brokerCpuBefore) * 1e6) / count,
       satForSeconds: satFor / 1000,
       delivered: receiver.delivered,
       complete,
@@ -128,20 +136,42 @@ export const backlog: Scenario = {
       tables: [
         {
           title: `Backlog: ${count} delayed callbacks due at the same moment`,
-          headers: ['delay mode', 'publish /s', 'broker CPU µs/publish', 'sat for s', 'worker RSS MB idle / sitting / draining', 'broker RSS MB idle / sitting / draining', 'drain s', 'drain /s', 'deferred (circuit open)'],
+          headers: [
+            'delay mode',
+            'publish /s',
+            'broker CPU µs/publish',
+            'sat for s',
+            'worker RSS MB idle / sitting / draining',
+            'broker RSS MB idle / sitting / draining',
+            'drain s',
+            'drain /s',
+            'deferred (circuit open)',
+          ],
           rows: [...runs.map(row), ...(plugin ? [] : [['plugin', SKIP_PLUGIN, '', '', '', '', '', '', '']])],
         },
       ],
       // The queues run stays at the top level, where earlier results keep it; the plugin run beside it.
       data: { ...run, ...(plugin ? { plugin } : {}), workerTargetMb: 150 },
       notes: [
-        'Published with the library publisher (200 unconfirmed at a time) and `deliverAt` = one shared due time. In queues mode each callback routes through the delay levels of its own remaining seconds; in plugin mode it waits in the plugin\'s node-local table with its own `x-delay`. All fall due together.',
+        "Published with the library publisher (200 unconfirmed at a time) and `deliverAt` = one shared due time. In queues mode each callback routes through the delay levels of its own remaining seconds; in plugin mode it waits in the plugin's node-local table with its own `x-delay`. All fall due together.",
         `Worker: one compiled relay worker process (\`node …/consumer/main.js\`, as \`npm start\` runs it) with the defaults; RSS is VmRSS from /proc, peak per phase (target ≤ 150 MB). Broker: RSS of the throwaway node's beam.smp (${ctx.broker.beamPid ? 'local' : 'n/a: not a local broker'}).`,
         ...runs.map(drainNote),
       ],
       charts: runs.flatMap((r) => [
-        { title: `worker RSS (peak per phase, ${r.mode} mode)`, unit: 'MB', target: 150, bars: ['idle', 'sitting', 'draining'].map((phase) => ({ label: phase, value: r.rss[phase]?.worker ?? Number.NaN })) },
-        { title: `delayed publish and drain rates (${r.mode} mode)`, unit: '/s', bars: [{ label: 'publish (delayed)', value: r.published.rate }, { label: 'drain', value: r.drainRate }] },
+        {
+          title: `worker RSS (peak per phase, ${r.mode} mode)`,
+          unit: 'MB',
+          target: 150,
+          bars: ['idle', 'sitting', 'draining'].map((phase) => ({ label: phase, value: r.rss[phase]?.worker ?? Number.NaN })),
+        },
+        {
+          title: `delayed publish and drain rates (${r.mode} mode)`,
+          unit: '/s',
+          bars: [
+            { label: 'publish (delayed)', value: r.published.rate },
+            { label: 'drain', value: r.drainRate },
+          ],
+        },
       ]),
     };
   },

@@ -111,11 +111,18 @@ export function runsAlone(shape: CrowdShape): boolean {
  * `firehose`: the tracer, on for every crowd run (a rabbitmqctl call can take half a minute on a
  * loaded machine), reset here.
  */
-export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 'on' | 'off', firehose: PublishTap | undefined, alone = false): Promise<CrowdRun> {
+export async function crowdRun(
+  ctx: BenchContext,
+  shape: CrowdShape,
+  isolation: 'on' | 'off',
+  firehose: PublishTap | undefined,
+  alone = false,
+): Promise<CrowdRun> {
   const perBusy = ctx.quick ? QUICK_BUSY_CALLBACKS : BUSY_CALLBACKS;
   return withScope(ctx.url, async (scope) => {
     const busy: Target[] = [];
-    for (let i = 0; i < (alone ? 0 : shape.busy); i += 1) busy.push(await startTarget(scope, () => ({ status: 200, delayMs: BUSY_ANSWER_MS })));
+    for (let i = 0; i < (alone ? 0 : shape.busy); i += 1)
+      busy.push(await startTarget(scope, () => ({ status: 200, delayMs: BUSY_ANSWER_MS })));
     const quiet: Target[] = [];
     for (let i = 0; i < shape.quiet; i += 1) quiet.push(await startTarget(scope, () => ({ status: 200, delayMs: 0 })));
     const prefix = scope.prefix('crowd');
@@ -127,18 +134,30 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
     firehose?.reset();
     const send = async (jobs: Array<{ target: Target; path: string; i: number }>): Promise<void> => {
       if (shape.routing === 'plain') {
-        await tap.publishRaw(names.exchange, names.routingKey, jobs.map(({ target, path, i }) => ({ id: `${prefix}${path}`, url: `${target.origin}${path}`, body: i })));
+        await tap.publishRaw(
+          names.exchange,
+          names.routingKey,
+          jobs.map(({ target, path, i }) => ({ id: `${prefix}${path}`, url: `${target.origin}${path}`, body: i })),
+        );
         return;
       }
       for (let start = 0; start < jobs.length; start += 500) {
-        await Promise.all(jobs.slice(start, start + 500).map(({ target, path, i }) => publisher.publish({ url: `${target.origin}${path}`, body: i })));
+        await Promise.all(
+          jobs.slice(start, start + 500).map(({ target, path, i }) => publisher.publish({ url: `${target.origin}${path}`, body: i })),
+        );
       }
     };
     // benchPublisher declares the topology first; a raw producer relies on it existing, bindings
     // included (the exchange alone is not enough: a message it cannot route yet is dropped).
     if (!(await waitUntil(() => publisher.connected(), 60_000, Date.now()))) throw new Error('the topology was not declared within 60 s');
     // Busy backlogs interleaved, so every busy target has work from the start.
-    await send(Array.from({ length: perBusy * busy.length }, (_, n) => ({ target: busy[n % busy.length]!, path: `/t/${Math.floor(n / busy.length)}`, i: n })));
+    await send(
+      Array.from({ length: perBusy * busy.length }, (_, n) => ({
+        target: busy[n % busy.length]!,
+        path: `/t/${Math.floor(n / busy.length)}`,
+        i: n,
+      })),
+    );
     // The workers are compiled once per bench run: not on the clock of the first run.
     benchBuild();
     const brokerBefore = beamCpu(ctx);
@@ -149,7 +168,14 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
       const steps = startOf(worker.readyLine());
       return { ...(at !== undefined && { readyS: (at - started) / 1000 }), ...(steps && { steps }) };
     };
-    const ports = await startConsumers(ctx, scope, prefix, { kind: 'relay', workers: shape.workers, env: { ISOLATION: isolation }, processes: true }, { PREFETCH: String(PREFETCH) }, workers);
+    const ports = await startConsumers(
+      ctx,
+      scope,
+      prefix,
+      { kind: 'relay', workers: shape.workers, env: { ISOLATION: isolation }, processes: true },
+      { PREFETCH: String(PREFETCH) },
+      workers,
+    );
     const workersReady = (Date.now() - started) / 1000;
     const readyTimes = workers.map((worker) => worker.readyAt()).filter((at) => at !== undefined);
     const firstReady = readyTimes.length ? (Math.min(...readyTimes) - started) / 1000 : undefined;
@@ -157,7 +183,10 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
     const movedSoFar: number[] = [];
     const sampler = setInterval(() => {
       const bin = Math.floor((Date.now() - started) / TIMELINE_BIN_MS);
-      void workerMetric(ports, 'callback_relay_moves_total', { kind: 'overflow' }).then((count) => (movedSoFar[bin] = Math.max(movedSoFar[bin] ?? 0, count)), () => {});
+      void workerMetric(ports, 'callback_relay_moves_total', { kind: 'overflow' }).then(
+        (count) => (movedSoFar[bin] = Math.max(movedSoFar[bin] ?? 0, count)),
+        () => {},
+      );
     }, TIMELINE_BIN_MS);
     scope.defer(async () => clearInterval(sampler));
     await sleep(500);
@@ -176,12 +205,16 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
     const brokerAfter = beamCpu(ctx);
     const workersCpu = workers.map((worker) => cpuSeconds(worker.pid));
     const cpuS = {
-      workers: workersCpu.every((seconds) => seconds !== undefined) ? workersCpu.reduce<number>((sum, seconds) => sum + (seconds ?? 0), 0) : undefined,
+      workers: workersCpu.every((seconds) => seconds !== undefined)
+        ? workersCpu.reduce<number>((sum, seconds) => sum + (seconds ?? 0), 0)
+        : undefined,
       broker: brokerBefore !== undefined && brokerAfter !== undefined ? brokerAfter - brokerBefore : undefined,
     };
     if (!(done(quiet, QUIET_CALLBACKS) && done(busy, perBusy))) await logCutOff(ctx, tap, names, busy, perBusy, ports, workers);
     const last = (target: Target): number => Math.max(...target.delivered.values());
-    const quietDone = quiet.filter((target) => target.delivered.size >= QUIET_CALLBACKS).map((target) => (last(target) - publishedAt.get(target)!) / 1000);
+    const quietDone = quiet
+      .filter((target) => target.delivered.size >= QUIET_CALLBACKS)
+      .map((target) => (last(target) - publishedAt.get(target)!) / 1000);
     const delivered = (targets: Target[]): number => targets.reduce((sum, target) => sum + target.delivered.size, 0);
     const origins = (targets: Target[]): string[] => targets.map((target) => target.origin);
     const allPublished = perBusy * busy.length + QUIET_CALLBACKS * shape.quiet;
@@ -198,7 +231,10 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
       quietNotDone: shape.quiet - quietDone.length,
       quietOverGoal: quietDone.filter((seconds) => seconds > QUIET_GOAL_S).length,
       busyDrained: busy.length && done(busy, perBusy) ? (Math.max(...busy.map(last)) - started) / 1000 : undefined,
-      allDone: quietDone.length === shape.quiet && (busy.length === 0 || done(busy, perBusy)) ? (Math.max(...busy.map(last), ...quiet.map(last)) - started) / 1000 : undefined,
+      allDone:
+        quietDone.length === shape.quiet && (busy.length === 0 || done(busy, perBusy))
+          ? (Math.max(...busy.map(last), ...quiet.map(last)) - started) / 1000
+          : undefined,
       workersReady,
       firstReady,
       workerStarts: workers.map(workerStart),
@@ -209,7 +245,13 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
       overflowMoves,
       deferrals,
       cpuS,
-      timeline: { binMs: TIMELINE_BIN_MS, busy: perBin(busy, started), quiet: perBin(quiet, started), quietPublishedAt: (Math.min(...publishedAt.values()) - started) / 1000, moved: movesPerBin(movedSoFar) },
+      timeline: {
+        binMs: TIMELINE_BIN_MS,
+        busy: perBin(busy, started),
+        quiet: perBin(quiet, started),
+        quietPublishedAt: (Math.min(...publishedAt.values()) - started) / 1000,
+        moved: movesPerBin(movedSoFar),
+      },
     };
     ctx.log(
       `fairness ${shape.name}, ISOLATION=${isolation}${alone ? ', quiet targets alone' : ''}: quiet p50 ${fmt(run.quietDone.p50, 2)} s, max ${fmt(run.quietDone.max, 2)} s, ` +
@@ -228,7 +270,15 @@ export async function crowdRun(ctx: BenchContext, shape: CrowdShape, isolation: 
  * stuck callback can be told from a late one; each worker's counters (attempts by result, moves,
  * consumers the broker cancelled, in flight) and its warnings and errors.
  */
-async function logCutOff(ctx: BenchContext, tap: BrokerTap, names: ReturnType<typeof topologyNames>, busy: Target[], perBusy: number, ports: number[], workers: BenchChild[]): Promise<void> {
+async function logCutOff(
+  ctx: BenchContext,
+  tap: BrokerTap,
+  names: ReturnType<typeof topologyNames>,
+  busy: Target[],
+  perBusy: number,
+  ports: number[],
+  workers: BenchChild[],
+): Promise<void> {
   const queues = [...names.workQueues, names.slowQueue, names.deadQueue];
   const counts: string[] = [];
   for (const queue of queues) counts.push(`${queue.slice(queue.lastIndexOf('.') + 1)} ${await tap.messageCount(queue)}`);
@@ -238,19 +288,46 @@ async function logCutOff(ctx: BenchContext, tap: BrokerTap, names: ReturnType<ty
   });
   const retryable = await workerMetric(ports, 'callback_relay_attempts_total', { result: 'retryable' });
   const inFlight = await workerMetric(ports, 'callback_relay_in_flight');
-  ctx.log(`cut off: ready messages ${counts.join(', ')}; the workers' failed attempts (retryable) ${retryable}, in flight ${inFlight}; ${missing.join('; ')}`);
+  ctx.log(
+    `cut off: ready messages ${counts.join(', ')}; the workers' failed attempts (retryable) ${retryable}, in flight ${inFlight}; ${missing.join('; ')}`,
+  );
   if (ctx.broker.inspect) {
-    const listed = await ctx.broker.inspect(['list_queues', '-q', 'name', 'messages_ready', 'messages_unacknowledged', 'consumers']).catch((error: Error) => error.message);
+    const listed = await ctx.broker
+      .inspect(['list_queues', '-q', 'name', 'messages_ready', 'messages_unacknowledged', 'consumers'])
+      .catch((error: Error) => error.message);
     const ours = listed.split('\n').filter((line) => line.startsWith(names.exchange) && !/\s0\s+0\s+\d+\s*$/.test(line));
-    ctx.log(`cut off, the broker's queues of the prefix with messages (name, ready, unacked, consumers):\n  ${ours.join('\n  ') || '(none)'}`);
-    const channels = await ctx.broker.inspect(['list_channels', '-q', 'pid', 'consumer_count', 'messages_unacknowledged', 'prefetch_count']).catch((error: Error) => error.message);
-    ctx.log(`cut off, channels holding unacked messages (pid, consumers, unacked, prefetch):\n  ${channels.split('\n').filter((line) => /\s[1-9]\d*\s+\d+\s*$/.test(line)).join('\n  ') || '(none)'}`);
+    ctx.log(
+      `cut off, the broker's queues of the prefix with messages (name, ready, unacked, consumers):\n  ${ours.join('\n  ') || '(none)'}`,
+    );
+    const channels = await ctx.broker
+      .inspect(['list_channels', '-q', 'pid', 'consumer_count', 'messages_unacknowledged', 'prefetch_count'])
+      .catch((error: Error) => error.message);
+    ctx.log(
+      `cut off, channels holding unacked messages (pid, consumers, unacked, prefetch):\n  ${
+        channels
+          .split('\n')
+          .filter((line) => /\s[1-9]\d*\s+\d+\s*$/.test(line))
+          .join('\n  ') || '(none)'
+      }`,
+    );
   }
   for (const [index, port] of ports.entries()) {
-    const text = await fetch(`http://127.0.0.1:${port}/metrics`).then((res) => res.text(), (error: Error) => `unreachable: ${error.message}`);
-    const counters = text.split('\n').filter((line) => /^callback_relay_(attempts_total|moves_total|consumer_cancelled_total|in_flight|callbacks_total|settle_fallbacks_total)/.test(line));
-    const noisy = (workers[index]?.output() ?? '').split('\n').filter((line) => /"level":(40|50|60)/.test(line)).slice(-20);
-    ctx.log(`cut off, worker ${index + 1} (exited: ${await Promise.race([workers[index]?.exited.then((code) => String(code)), sleep(0).then(() => 'no')])}):\n  ${counters.join('\n  ')}\n  warnings and errors, the last 20:\n  ${noisy.join('\n  ') || '(none)'}`);
+    const text = await fetch(`http://127.0.0.1:${port}/metrics`).then(
+      (res) => res.text(),
+      (error: Error) => `unreachable: ${error.message}`,
+    );
+    const counters = text
+      .split('\n')
+      .filter((line) =>
+        /^callback_relay_(attempts_total|moves_total|consumer_cancelled_total|in_flight|callbacks_total|settle_fallbacks_total)/.test(line),
+      );
+    const noisy = (workers[index]?.output() ?? '')
+      .split('\n')
+      .filter((line) => /"level":(40|50|60)/.test(line))
+      .slice(-20);
+    ctx.log(
+      `cut off, worker ${index + 1} (exited: ${await Promise.race([workers[index]?.exited.then((code) => String(code)), sleep(0).then(() => 'no')])}):\n  ${counters.join('\n  ')}\n  warnings and errors, the last 20:\n  ${noisy.join('\n  ') || '(none)'}`,
+    );
   }
 }
 
@@ -277,7 +354,28 @@ function perBin(targets: Target[], startMs: number): number[] {
   return Array.from(counts, (count) => count ?? 0);
 }
 
-const CROWD_HEADERS = ['ISOLATION', 'quiet done p50 (s)', 'p99 (s)', 'max (s)', `quiet over ${QUIET_GOAL_S} s`, 'busy drained (s)', '× off', 'first worker ready (s)', 'all ready (s)', '× off, from first ready', 'from all ready', 'everything delivered (s)', '× off', 'CPU s: workers', 'broker', 'publishes / delivered: quiet', 'busy', 'all (metrics)', 'moved to P.slow', 'deferred (circuit open)'];
+const CROWD_HEADERS = [
+  'ISOLATION',
+  'quiet done p50 (s)',
+  'p99 (s)',
+  'max (s)',
+  `quiet over ${QUIET_GOAL_S} s`,
+  'busy drained (s)',
+  '× off',
+  'first worker ready (s)',
+  'all ready (s)',
+  '× off, from first ready',
+  'from all ready',
+  'everything delivered (s)',
+  '× off',
+  'CPU s: workers',
+  'broker',
+  'publishes / delivered: quiet',
+  'busy',
+  'all (metrics)',
+  'moved to P.slow',
+  'deferred (circuit open)',
+];
 
 /** A table of one shape: isolation on (the defaults) beside off, with the drain ratio on / off. */
 export function crowdTable(shape: CrowdShape, runs: CrowdRun[]): Table {
@@ -314,8 +412,12 @@ function crowdRow(label: string, run: CrowdRun, off: CrowdRun | undefined, shape
     run.busyDrained !== undefined && off?.busyDrained !== undefined ? fmt(run.busyDrained / off.busyDrained, 2) : '—',
     run.firstReady === undefined ? '—' : fmt(run.firstReady, 2),
     run.workersReady === undefined ? '—' : fmt(run.workersReady, 2),
-    run.busyDrained !== undefined && off?.busyDrained !== undefined && run.firstReady !== undefined && off.firstReady !== undefined ? fmt((run.busyDrained - run.firstReady) / (off.busyDrained - off.firstReady), 2) : '—',
-    run.busyDrained !== undefined && off?.busyDrained !== undefined ? fmt((run.busyDrained - run.workersReady) / (off.busyDrained - off.workersReady), 2) : '—',
+    run.busyDrained !== undefined && off?.busyDrained !== undefined && run.firstReady !== undefined && off.firstReady !== undefined
+      ? fmt((run.busyDrained - run.firstReady) / (off.busyDrained - off.firstReady), 2)
+      : '—',
+    run.busyDrained !== undefined && off?.busyDrained !== undefined
+      ? fmt((run.busyDrained - run.workersReady) / (off.busyDrained - off.workersReady), 2)
+      : '—',
     run.allDone === undefined ? '—' : fmt(run.allDone, 1),
     !run.alone && run.allDone !== undefined && off?.allDone !== undefined ? fmt(run.allDone / off.allDone, 2) : '—',
     fmt(run.cpuS?.workers, 1),
@@ -337,8 +439,20 @@ function medianRow(runs: CrowdRun[]): string[] {
   });
   const row = new Array<string>(CROWD_HEADERS.length).fill('—');
   row[0] = `on, median of ${on.length} pairs`;
-  row[1] = fmt(percentile(on.map((run) => run.quietDone.p50), 50), 2);
-  row[3] = `${fmt(percentile(on.map((run) => run.quietDone.max), 50), 2)} (worst ${fmt(Math.max(...on.map((run) => run.quietDone.max)), 2)})`;
+  row[1] = fmt(
+    percentile(
+      on.map((run) => run.quietDone.p50),
+      50,
+    ),
+    2,
+  );
+  row[3] = `${fmt(
+    percentile(
+      on.map((run) => run.quietDone.max),
+      50,
+    ),
+    2,
+  )} (worst ${fmt(Math.max(...on.map((run) => run.quietDone.max)), 2)})`;
   row[4] = `${on.filter((run) => run.quietOverGoal > 0).length} of ${on.length} runs with a target over`;
   if (ratios.length) row[6] = `${fmt(percentile(ratios, 50), 2)} (${fmt(Math.min(...ratios), 2)}–${fmt(Math.max(...ratios), 2)})`;
   return row;
@@ -346,7 +460,9 @@ function medianRow(runs: CrowdRun[]): string[] {
 
 /** One worker's start for the log: "3.41 s: topology 2156, control 171, presence 1, consume 222". */
 function describeStart({ readyS, steps }: { readyS?: number; steps?: Record<string, number> }): string {
-  return `${fmt(readyS ?? NaN, 2)} s: ${Object.entries(steps ?? {}).map(([step, ms]) => `${step.replace(/Ms$/, '')} ${ms}`).join(', ')}`;
+  return `${fmt(readyS ?? NaN, 2)} s: ${Object.entries(steps ?? {})
+    .map(([step, ms]) => `${step.replace(/Ms$/, '')} ${ms}`)
+    .join(', ')}`;
 }
 
 /** The start steps a worker's "consuming" line reports (src/consumer/worker.ts), if it parses. */

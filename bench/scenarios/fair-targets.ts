@@ -69,7 +69,12 @@ export const LANES = 8;
 export const laneOfTarget = (target: Target): number => laneOf(laneBucket(target.origin), LANES);
 
 /** A target in the same lane as `other` (or in another one): ports are random, so listen until it fits. */
-export async function startTargetInLane(scope: Scope, other: Target, same: boolean, answer: Parameters<typeof startTarget>[1]): Promise<Target> {
+export async function startTargetInLane(
+  scope: Scope,
+  other: Target,
+  same: boolean,
+  answer: Parameters<typeof startTarget>[1],
+): Promise<Target> {
   for (;;) {
     const trial = new Scope(scope.url);
     const candidate = await startTarget(trial, answer);
@@ -89,9 +94,22 @@ export type Consumer = { kind: 'relay'; workers: number; env: Record<string, str
  * returns the metrics ports of the relay workers.
  */
 /** `children`, when given, gets the worker processes (consumer.processes), for their output. */
-export async function startConsumers(ctx: BenchContext, scope: Scope, prefix: string, consumer: Consumer, base: Record<string, string>, children?: BenchChild[]): Promise<number[]> {
+export async function startConsumers(
+  ctx: BenchContext,
+  scope: Scope,
+  prefix: string,
+  consumer: Consumer,
+  base: Record<string, string>,
+  children?: BenchChild[],
+): Promise<number[]> {
   if (consumer.kind === 'minimal') {
-    const child = scope.add(spawnBenchScript('minimal-consumer', { AMQP_URL: ctx.url, QUEUES: topologyNames(prefix, LANES).workQueues.join(','), PREFETCH: base.PREFETCH ?? '50' }));
+    const child = scope.add(
+      spawnBenchScript('minimal-consumer', {
+        AMQP_URL: ctx.url,
+        QUEUES: topologyNames(prefix, LANES).workQueues.join(','),
+        PREFETCH: base.PREFETCH ?? '50',
+      }),
+    );
     await child.ready;
     return [];
   }
@@ -106,7 +124,16 @@ export async function startConsumers(ctx: BenchContext, scope: Scope, prefix: st
   }
   for (let i = 0; i < consumer.workers; i += 1) {
     const port = await freePort();
-    const config = loadConfig({ AMQP_URL: ctx.url, TOPOLOGY_PREFIX: prefix, LOG_LEVEL: 'silent', METRICS_PORT: String(port), LANES: String(LANES), TARGET_POLICY: 'default', ...base, ...consumer.env });
+    const config = loadConfig({
+      AMQP_URL: ctx.url,
+      TOPOLOGY_PREFIX: prefix,
+      LOG_LEVEL: 'silent',
+      METRICS_PORT: String(port),
+      LANES: String(LANES),
+      TARGET_POLICY: 'default',
+      ...base,
+      ...consumer.env,
+    });
     const worker = scope.add(createWorker(config, createLogger('silent')));
     await worker.start();
     ports.push(port);
@@ -127,7 +154,11 @@ export const workerPublishes = (ports: number[]): Promise<number> => workerMetri
 /** Publishes `count` callbacks to `target`, 500 at a time (the publisher's buffer holds PUBLISH_BUFFER_LIMIT). */
 export async function publishTo(publisher: ReturnType<typeof createPublisher>, target: Target, tag: string, count: number): Promise<void> {
   for (let start = 0; start < count; start += 500) {
-    await Promise.all(Array.from({ length: Math.min(500, count - start) }, (_, i) => publisher.publish({ url: `${target.origin}/${tag}/${start + i}`, body: start + i })));
+    await Promise.all(
+      Array.from({ length: Math.min(500, count - start) }, (_, i) =>
+        publisher.publish({ url: `${target.origin}/${tag}/${start + i}`, body: start + i }),
+      ),
+    );
   }
 }
 

@@ -7,7 +7,18 @@ import type { BenchContext, ChartPanel, Scenario, Table } from '../context.js';
 import { withScope } from '../scope.js';
 import { fmt } from '../stats.js';
 import { CROWD_SHAPES, crowdRun, crowdTable, QUIET_GOAL_S, runsAlone, type CrowdRun } from './crowd.js';
-import { laneOfTarget, LANES, publishTo, startConsumers, startTarget, startTargetInLane, waitUntil, workerPublishes, type Consumer, type Target } from './fair-targets.js';
+import {
+  laneOfTarget,
+  LANES,
+  publishTo,
+  startConsumers,
+  startTarget,
+  startTargetInLane,
+  waitUntil,
+  workerPublishes,
+  type Consumer,
+  type Target,
+} from './fair-targets.js';
 import { runIsolation, type IsolationRun } from './isolation.js';
 import { OUTAGE_SHAPES, outageRun, outageTable, type OutageRun } from './outage.js';
 
@@ -21,7 +32,13 @@ export interface BusyRun {
 }
 
 /** Scenario 1: busy healthy T (answers after 300 ms, deep backlog), then cold U with a few callbacks. */
-async function busyRun(ctx: BenchContext, name: string, consumer: Consumer, sharedLane: boolean, sizes: { busy: number; cold: number; limitMs: number }): Promise<BusyRun> {
+async function busyRun(
+  ctx: BenchContext,
+  name: string,
+  consumer: Consumer,
+  sharedLane: boolean,
+  sizes: { busy: number; cold: number; limitMs: number },
+): Promise<BusyRun> {
   return withScope(ctx.url, async (scope) => {
     const busy = await startTarget(scope, () => ({ status: 200, delayMs: 300 }));
     const cold = await startTargetInLane(scope, busy, sharedLane, () => ({ status: 200, delayMs: 0 }));
@@ -70,12 +87,18 @@ export interface SickRun {
 }
 
 /** Scenario 2: A hangs past HTTP_TIMEOUT with a backlog; 8 s later B (500 then 200) and healthy C. */
-async function sickRun(ctx: BenchContext, name: string, env: Record<string, string>, sizes: { hanging: number; others: number; limitMs: number; lagMs: number }): Promise<SickRun> {
+async function sickRun(
+  ctx: BenchContext,
+  name: string,
+  env: Record<string, string>,
+  sizes: { hanging: number; others: number; limitMs: number; lagMs: number },
+): Promise<SickRun> {
   return withScope(ctx.url, async (scope) => {
     const hanging = await startTarget(scope, () => null);
     const flaky = await startTargetInLane(scope, hanging, false, (_path, nth) => ({ status: nth === 1 ? 500 : 200, delayMs: 0 }));
     let healthy = await startTargetInLane(scope, hanging, false, () => ({ status: 200, delayMs: 0 }));
-    while (laneOfTarget(healthy) === laneOfTarget(flaky)) healthy = await startTargetInLane(scope, hanging, false, () => ({ status: 200, delayMs: 0 }));
+    while (laneOfTarget(healthy) === laneOfTarget(flaky))
+      healthy = await startTargetInLane(scope, hanging, false, () => ({ status: 200, delayMs: 0 }));
     const prefix = scope.prefix('sick');
     const settings = { PREFETCH: '50', HTTP_TIMEOUT: '5s', RETRY_SCHEDULE: '1s,2s', MAX_ATTEMPTS: '3', ...env };
     const ports = await startConsumers(ctx, scope, prefix, { kind: 'relay', workers: 1, env: settings }, {});
@@ -95,12 +118,16 @@ async function sickRun(ctx: BenchContext, name: string, env: Record<string, stri
       deadCount = Number(/^callback_relay_callbacks_total\{outcome="dead",reason="exhausted"\} (\d+)/m.exec(text)?.[1] ?? 0);
       if (deadCount >= sizes.hanging && deadAt === undefined) deadAt = Date.now();
     };
-    while (Date.now() - started < sizes.limitMs && (deadCount < sizes.hanging || flaky.delivered.size < sizes.others || healthy.delivered.size < sizes.others)) {
+    while (
+      Date.now() - started < sizes.limitMs &&
+      (deadCount < sizes.hanging || flaky.delivered.size < sizes.others || healthy.delivered.size < sizes.others)
+    ) {
       await countDead();
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     await countDead();
-    const last = (target: Target, n: number): number | undefined => (target.delivered.size === n ? (Math.max(...target.delivered.values()) - othersPublished) / 1000 : undefined);
+    const last = (target: Target, n: number): number | undefined =>
+      target.delivered.size === n ? (Math.max(...target.delivered.values()) - othersPublished) / 1000 : undefined;
     const callbacks = sizes.hanging + 2 * sizes.others;
     const run: SickRun = {
       name,
@@ -113,7 +140,9 @@ async function sickRun(ctx: BenchContext, name: string, env: Record<string, stri
       bound: 1.5 * (3 * 5 + 1 + 2) + 10,
       publishesPerCallback: (callbacks + (await workerPublishes(ports))) / callbacks,
     };
-    ctx.log(`fairness sick: ${name}: C ${fmt(run.healthyDone ?? NaN, 2)} s, B ${fmt(run.flakyDone ?? NaN, 2)} s, A dead ${run.hangingDead} in ${fmt(run.hangingDone ?? NaN, 1)} s`);
+    ctx.log(
+      `fairness sick: ${name}: C ${fmt(run.healthyDone ?? NaN, 2)} s, B ${fmt(run.flakyDone ?? NaN, 2)} s, A dead ${run.hangingDead} in ${fmt(run.hangingDone ?? NaN, 1)} s`,
+    );
     return run;
   });
 }
@@ -137,16 +166,23 @@ export function selectShapes(wanted: string[] | undefined, long: boolean): Set<s
   for (const entry of wanted) {
     const exact = ALL_SHAPES.find((shape) => shape.name === entry);
     const matches = exact ? [exact] : ALL_SHAPES.filter((shape) => shape.name.startsWith(`${entry}-`) && eligible(shape));
-    if (matches.length === 0) throw new Error(`--shape ${entry} matches no shape (long ones need --long); known: ${ALL_SHAPES.map((shape) => shape.name).join(', ')}`);
+    if (matches.length === 0)
+      throw new Error(
+        `--shape ${entry} matches no shape (long ones need --long); known: ${ALL_SHAPES.map((shape) => shape.name).join(', ')}`,
+      );
     for (const shape of matches) chosen.add(shape.name);
   }
   return chosen;
 }
 
-const secs = (value: number | undefined, limitMs: number): string => (value === undefined ? `> ${limitMs / 1000} (not all)` : fmt(value, 2));
+const secs = (value: number | undefined, limitMs: number): string =>
+  value === undefined ? `> ${limitMs / 1000} (not all)` : fmt(value, 2);
 
 /** The earlier tables: a busy target beside a cold one; hanging beside flaky beside healthy; 2 of 20 hanging. */
-async function legacyTables(ctx: BenchContext, shapes: Set<string>): Promise<{ tables: Table[]; data: Record<string, unknown>; charts: ChartPanel[] }> {
+async function legacyTables(
+  ctx: BenchContext,
+  shapes: Set<string>,
+): Promise<{ tables: Table[]; data: Record<string, unknown>; charts: ChartPanel[] }> {
   const tables: Table[] = [];
   const data: Record<string, unknown> = {};
   const charts: ChartPanel[] = [];
@@ -156,26 +192,52 @@ async function legacyTables(ctx: BenchContext, shapes: Set<string>): Promise<{ t
     const busyRuns = [
       await busyRun(ctx, 'defaults (isolation on, 8 lanes), 1 worker', defaults, false, busySizes),
       await busyRun(ctx, 'defaults, 4 workers', { kind: 'relay', workers: 4, env: {} }, false, busySizes),
-      await busyRun(ctx, 'defaults, U in T\'s lane (worst case)', defaults, true, busySizes),
+      await busyRun(ctx, "defaults, U in T's lane (worst case)", defaults, true, busySizes),
       await busyRun(ctx, 'ISOLATION=off (8 lanes)', { kind: 'relay', workers: 1, env: { ISOLATION: 'off' } }, false, busySizes),
-      await busyRun(ctx, 'ISOLATION=off, LANES=1 (one FIFO P.work)', { kind: 'relay', workers: 1, env: { ISOLATION: 'off', LANES: '1' } }, false, busySizes),
+      await busyRun(
+        ctx,
+        'ISOLATION=off, LANES=1 (one FIFO P.work)',
+        { kind: 'relay', workers: 1, env: { ISOLATION: 'off', LANES: '1' } },
+        false,
+        busySizes,
+      ),
       await busyRun(ctx, 'minimal consumer (8 lanes)', { kind: 'minimal' }, false, busySizes),
     ];
     tables.push({
       title: `busy: T answers after 300 ms with ${busySizes.busy} queued; U gets ${busySizes.cold} right after, answered at once (PREFETCH 50)`,
       headers: ['run', 'U delivered after (s)', 'T drained after (s)', 'broker publishes per callback'],
-      rows: busyRuns.map((run) => [run.name, secs(run.coldDone, busySizes.limitMs), secs(run.busyDrained, busySizes.limitMs), run.publishesPerCallback === undefined ? '—' : fmt(run.publishesPerCallback, 2)]),
+      rows: busyRuns.map((run) => [
+        run.name,
+        secs(run.coldDone, busySizes.limitMs),
+        secs(run.busyDrained, busySizes.limitMs),
+        run.publishesPerCallback === undefined ? '—' : fmt(run.publishesPerCallback, 2),
+      ]),
     });
     Object.assign(data, { busySizes, busyRuns });
-    charts.push({ title: 'U delivered after (s)', unit: 's', bars: busyRuns.map((run) => ({ label: run.name, value: run.coldDone ?? busySizes.limitMs / 1000 })) });
+    charts.push({
+      title: 'U delivered after (s)',
+      unit: 's',
+      bars: busyRuns.map((run) => ({ label: run.name, value: run.coldDone ?? busySizes.limitMs / 1000 })),
+    });
   }
   if (shapes.has('sick')) {
-    const sickSizes = ctx.quick ? { hanging: 100, others: 50, limitMs: 90_000, lagMs: 8_000 } : { hanging: 400, others: 200, limitMs: 150_000, lagMs: 8_000 };
+    const sickSizes = ctx.quick
+      ? { hanging: 100, others: 50, limitMs: 90_000, lagMs: 8_000 }
+      : { hanging: 400, others: 200, limitMs: 150_000, lagMs: 8_000 };
     const sickRuns = [await sickRun(ctx, 'defaults', {}, sickSizes), await sickRun(ctx, 'ISOLATION=off', { ISOLATION: 'off' }, sickSizes)];
     if (!ctx.quick) sickRuns.push(await sickRun(ctx, 'defaults, A has 4,000', {}, { ...sickSizes, hanging: 4_000 }));
     tables.push({
       title: `sick: A hangs (HTTP_TIMEOUT 5s) with ${sickSizes.hanging} queued; ${sickSizes.lagMs / 1000} s later B (500, then 200) and healthy C get ${sickSizes.others} each; RETRY_SCHEDULE 1s,2s, MAX_ATTEMPTS 3`,
-      headers: ['run', 'C done after (s)', 'B done after (s)', 'A dead-lettered', 'A all dead after (s)', 'bound (s)', 'requests that reached A', 'broker publishes per callback'],
+      headers: [
+        'run',
+        'C done after (s)',
+        'B done after (s)',
+        'A dead-lettered',
+        'A all dead after (s)',
+        'bound (s)',
+        'requests that reached A',
+        'broker publishes per callback',
+      ],
       rows: sickRuns.map((run) => [
         run.name,
         secs(run.healthyDone, sickSizes.limitMs),
@@ -190,7 +252,13 @@ async function legacyTables(ctx: BenchContext, shapes: Set<string>): Promise<{ t
     Object.assign(data, { sickSizes, sickRuns });
   }
   if (shapes.has('twenty')) {
-    const isolationOptions = { url: ctx.url, callbacks: ctx.quick ? 2_000 : 10_000, targets: 20, httpTimeout: '5s', timeLimitMs: ctx.quick ? 30_000 : 90_000 };
+    const isolationOptions = {
+      url: ctx.url,
+      callbacks: ctx.quick ? 2_000 : 10_000,
+      targets: 20,
+      httpTimeout: '5s',
+      timeLimitMs: ctx.quick ? 30_000 : 90_000,
+    };
     const twentyRuns: IsolationRun[] = [
       await runIsolation('fault-free', { ...isolationOptions, hanging: 0 }, {}),
       await runIsolation('2 hanging, defaults', { ...isolationOptions, hanging: 2 }, {}),
@@ -200,7 +268,13 @@ async function legacyTables(ctx: BenchContext, shapes: Set<string>): Promise<{ t
     tables.push({
       title: `twenty: 2 of 20 targets hanging, ${isolationOptions.callbacks} callbacks, HTTP_TIMEOUT 5s`,
       headers: ['run', 'healthy delivered', 'healthy throughput /s', '×fault-free', 'p99 ms'],
-      rows: twentyRuns.map((run) => [run.name, `${run.delivered}/${run.expected}${run.cutOff ? ' (cut off)' : ''}`, fmt(run.throughput), fmt(run.throughput / base.throughput, 2), fmt(run.p99)]),
+      rows: twentyRuns.map((run) => [
+        run.name,
+        `${run.delivered}/${run.expected}${run.cutOff ? ' (cut off)' : ''}`,
+        fmt(run.throughput),
+        fmt(run.throughput / base.throughput, 2),
+        fmt(run.p99),
+      ]),
     });
     Object.assign(data, { twentyRuns });
   }
@@ -221,7 +295,11 @@ export const fairness: Scenario = {
     const tables = [...legacy.tables];
     const outageRuns: OutageRun[] = [];
     // A shape that fails (a broker too loaded to confirm, say) is reported in its table; the others still run.
-    const failedTable = (name: string, error: unknown): Table => ({ title: `${name}: failed`, headers: ['error'], rows: [[(error as Error).message]] });
+    const failedTable = (name: string, error: unknown): Table => ({
+      title: `${name}: failed`,
+      headers: ['error'],
+      rows: [[(error as Error).message]],
+    });
     for (const shape of OUTAGE_SHAPES.filter((s) => shapes.has(s.name))) {
       try {
         const runs = [await outageRun(ctx, shape, 'on'), await outageRun(ctx, shape, 'off')];
@@ -263,7 +341,7 @@ export const fairness: Scenario = {
     if (legacy.tables.length) {
       notes.push(
         'The minimal consumer is amqplib consume → undici POST → ack on every lane, with no retries (so it has no row in the sick-target table: it acks a 500).',
-        'busy: U delivered after: from the publish of U\'s first callback to its last delivery. sick: B and C from their publish; A from its first publish to its last dead-lettering. Broker publishes per callback: the producer\'s publishes plus every retry and dead-letter copy the workers published, over the callbacks of the run.',
+        "busy: U delivered after: from the publish of U's first callback to its last delivery. sick: B and C from their publish; A from its first publish to its last dead-lettering. Broker publishes per callback: the producer's publishes plus every retry and dead-letter copy the workers published, over the callbacks of the run.",
       );
     }
     if (outageRuns.length) {
@@ -275,8 +353,8 @@ export const fairness: Scenario = {
       notes.push(
         `crowd-*: backlogs queued before the workers start, quiet callbacks published 0.5 s after; quiet done: per quiet target, its first publish → its last delivery (goal ≤ ${QUIET_GOAL_S} s). Busy drained: workers' start → last busy delivery; × off: over the ISOLATION=off run of the same shape; from ready: both counted from the time every worker consumed. With --repeat N, N pairs (off first in every other one), each on run over the off run of its pair, and a last row with the medians of the N pairs: quiet p50 and max (and the worst max), runs with a quiet target over the goal, the drain ratios' median (and range). "on, quiet alone" (shapes with 400 quiet targets): the same quiet callbacks with no busy backlog at all, the time this machine takes for them at best. The results file holds each run's deliveries per 250 ms (timeline).`,
         ctx.broker.ctl
-          ? 'Publishes / delivered for quiet and busy targets: every client publish carrying that target\'s callback (producer, retry, dead-letter and any other copy a worker makes), counted through the firehose tracer (rabbitmqctl trace_on), over the callbacks delivered to it. All (metrics): producer publishes plus the retry and dead copies and the moves (to P.slow, and deferrals) the workers report, over every delivered callback.'
-          : 'Publishes per target need rabbitmqctl on the broker (a local throwaway node: TEST_BROKER=local); this broker gives only the all-targets figure from the workers\' metrics (producer publishes, retry and dead copies, moves to P.slow and deferrals, over every delivered callback).',
+          ? "Publishes / delivered for quiet and busy targets: every client publish carrying that target's callback (producer, retry, dead-letter and any other copy a worker makes), counted through the firehose tracer (rabbitmqctl trace_on), over the callbacks delivered to it. All (metrics): producer publishes plus the retry and dead copies and the moves (to P.slow, and deferrals) the workers report, over every delivered callback."
+          : "Publishes per target need rabbitmqctl on the broker (a local throwaway node: TEST_BROKER=local); this broker gives only the all-targets figure from the workers' metrics (producer publishes, retry and dead copies, moves to P.slow and deferrals, over every delivered callback).",
       );
     }
     return {

@@ -28,25 +28,38 @@ interface HalfLoadRun {
  * The minimal consumer (ceiling (b) of throughput) on a relay topology: what the broker, the disk and
  * the machine add to the latency at this rate without the relay.
  */
-async function startMinimal(ctx: BenchContext, scope: Scope): Promise<{ publisher: CallbackPublisher; worker: BenchChild; metricsPort: undefined }> {
+async function startMinimal(
+  ctx: BenchContext,
+  scope: Scope,
+): Promise<{ publisher: CallbackPublisher; worker: BenchChild; metricsPort: undefined }> {
   const prefix = scope.prefix('half');
   const { config, publisher } = benchPublisher(ctx.url, prefix);
   scope.add(publisher);
   await declareOnce(config, createLogger('silent'));
-  const worker = scope.add(spawnBenchScript('minimal-consumer', { AMQP_URL: ctx.url, QUEUES: topologyNames(prefix).workQueues.join(','), PREFETCH: '100' }));
+  const worker = scope.add(
+    spawnBenchScript('minimal-consumer', { AMQP_URL: ctx.url, QUEUES: topologyNames(prefix).workQueues.join(','), PREFETCH: '100' }),
+  );
   await worker.ready;
   return { publisher, worker, metricsPort: undefined };
 }
 
 /** One consumer (a relay worker with the defaults plus `env`, or the minimal one) fed by a paced publisher at `rate`/s for `seconds`. */
-async function runAt(ctx: BenchContext, name: string, rate: number, seconds: number, env: Record<string, string> | 'minimal'): Promise<HalfLoadRun> {
+async function runAt(
+  ctx: BenchContext,
+  name: string,
+  rate: number,
+  seconds: number,
+  env: Record<string, string> | 'minimal',
+): Promise<HalfLoadRun> {
   const count = rate * seconds;
   return withScope(ctx.url, async (scope) => {
     const receiver = scope.add(await startReceiver(10));
     const relay = env === 'minimal' ? await startMinimal(ctx, scope) : await startRelay(ctx, scope, 'half', env);
     const cpuBefore = cpuSeconds(relay.worker.pid);
     const started = Date.now();
-    const published = await publishPaced(relay.publisher, count, rate, (i) => ({ callback: { url: receiver.urlFor(i), body: benchBody(i) } }));
+    const published = await publishPaced(relay.publisher, count, rate, (i) => ({
+      callback: { url: receiver.urlFor(i), body: benchBody(i) },
+    }));
     await receiver.waitForDelivered(count, 60_000);
     const cpu = cpuSeconds(relay.worker.pid);
     // The first second (new connections, the bulkhead's slow start) is reported apart.
@@ -74,27 +87,61 @@ export const halfLoad: Scenario = {
   name: 'half-load',
   async run(ctx) {
     const prefilled = await relayMaxRate(ctx);
-    const endToEnd = await withScope(ctx.url, async (scope) => scaleOutStep(ctx, scope.add(await startReceiver(10)), 1, ctx.quick ? 6_000 : 30_000));
+    const endToEnd = await withScope(ctx.url, async (scope) =>
+      scaleOutStep(ctx, scope.add(await startReceiver(10)), 1, ctx.quick ? 6_000 : 30_000),
+    );
     ctx.log(`half-load: end-to-end max ${fmt(endToEnd.rate)}/s`);
     const rates = [
-      { rate: Math.max(10, Math.round(prefilled.rate / 2)), of: `50% of the pre-filled max ${fmt(prefilled.rate)}/s (${prefilled.source})` },
-      { rate: Math.max(10, Math.round(endToEnd.rate / 2)), of: `50% of the end-to-end max ${fmt(endToEnd.rate)}/s (publisher and relay together, measured now)` },
+      {
+        rate: Math.max(10, Math.round(prefilled.rate / 2)),
+        of: `50% of the pre-filled max ${fmt(prefilled.rate)}/s (${prefilled.source})`,
+      },
+      {
+        rate: Math.max(10, Math.round(endToEnd.rate / 2)),
+        of: `50% of the end-to-end max ${fmt(endToEnd.rate)}/s (publisher and relay together, measured now)`,
+      },
     ];
     const seconds = ctx.quick ? 10 : 30;
     const runs: Array<HalfLoadRun & { rate: number; of: string }> = [];
     for (const [k, { rate, of }] of rates.entries()) {
-      const consumers: Array<[string, Record<string, string> | 'minimal']> = [['relay, every feature on', {}], ...(k === 1 ? [['relay, ISOLATION=off', { ISOLATION: 'off' }] as [string, Record<string, string>]] : []), ['minimal consumer (ceiling b)', 'minimal']];
+      const consumers: Array<[string, Record<string, string> | 'minimal']> = [
+        ['relay, every feature on', {}],
+        ...(k === 1 ? [['relay, ISOLATION=off', { ISOLATION: 'off' }] as [string, Record<string, string>]] : []),
+        ['minimal consumer (ceiling b)', 'minimal'],
+      ];
       for (const [name, env] of consumers) runs.push({ ...(await runAt(ctx, name, rate, seconds, env)), rate, of });
     }
     const row = (run: HalfLoadRun & { rate: number; of: string }): string[] => {
       const s = run.steady;
-      return [run.of, run.name, String(s.count), fmt(s.p50, 1), fmt(s.p99, 1), fmt(s.p999, 1), fmt(s.max), s.p99 <= TARGET_P99_MS ? 'yes' : 'no', String(run.deferred), fmt(run.all.p99, 1)];
+      return [
+        run.of,
+        run.name,
+        String(s.count),
+        fmt(s.p50, 1),
+        fmt(s.p99, 1),
+        fmt(s.p999, 1),
+        fmt(s.max),
+        s.p99 <= TARGET_P99_MS ? 'yes' : 'no',
+        String(run.deferred),
+        fmt(run.all.p99, 1),
+      ];
     };
     return {
       tables: [
         {
           title: `Half load: ${seconds} s per run, 10 targets; latencies after a ${WARM_UP_S} s warm-up`,
-          headers: ['rate', 'consumer', 'delivered', 'p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', `p99 ≤ ${TARGET_P99_MS} ms`, 'deferred (circuit open)', 'p99 incl. warm-up'],
+          headers: [
+            'rate',
+            'consumer',
+            'delivered',
+            'p50 ms',
+            'p99 ms',
+            'p99.9 ms',
+            'max ms',
+            `p99 ≤ ${TARGET_P99_MS} ms`,
+            'deferred (circuit open)',
+            'p99 incl. warm-up',
+          ],
           rows: runs.map(row),
         },
       ],

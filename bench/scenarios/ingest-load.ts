@@ -83,7 +83,8 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
             const end = headEnd + HEADER_END.length + length;
             if (buffered.length < end) break;
             const status = Number(head.slice(9, 12));
-            if (status !== expectStatus) return fail(new Error(`answered ${status}: ${buffered.toString('utf8', headEnd + 4, end).slice(0, 300)}`));
+            if (status !== expectStatus)
+              return fail(new Error(`answered ${status}: ${buffered.toString('utf8', headEnd + 4, end).slice(0, 300)}`));
             latencies.push(performance.now() - (sentAt.shift() as number));
             buffered = buffered.subarray(end);
             answered += 1;

@@ -38,12 +38,18 @@ interface IngestRun {
 
 const callbackFor = (i: number) => ({ url: `http://127.0.0.1:9/ingest/${i % 10}`, body: benchBody(i) });
 
-const brokerCpu = (ctx: BenchContext): number | undefined => (ctx.broker.beamPid === undefined ? undefined : cpuSeconds(ctx.broker.beamPid));
+const brokerCpu = (ctx: BenchContext): number | undefined =>
+  ctx.broker.beamPid === undefined ? undefined : cpuSeconds(ctx.broker.beamPid);
 const perCallback = (before: number | undefined, after: number | undefined, count: number): number | undefined =>
   before === undefined || after === undefined ? undefined : ((after - before) * 1e6) / count;
 
 /** Runs `count / perCall` calls, `concurrency` at a time, timing each; `call(i)` handles callbacks i…i+perCall-1. */
-async function drive(count: number, perCall: number, concurrency: number, call: (first: number) => Promise<void>): Promise<{ seconds: number; latencies: number[]; cpuUs: number }> {
+async function drive(
+  count: number,
+  perCall: number,
+  concurrency: number,
+  call: (first: number) => Promise<void>,
+): Promise<{ seconds: number; latencies: number[]; cpuUs: number }> {
   const latencies: number[] = [];
   const cpuBefore = process.cpuUsage();
   let next = 0;
@@ -99,8 +105,18 @@ interface ServerRunOptions {
 /** A server process on `prefix`, under `node --cpu-prof` when `profileDir` is given. */
 async function startServer(ctx: BenchContext, scope: Scope, server: Server, prefix: string, profileDir: string | undefined) {
   const port = await freePort();
-  const env = { AMQP_URL: ctx.url, TOPOLOGY_PREFIX: prefix, INGEST_PORT: String(port), INGEST_TOKENS: TOKEN, METRICS_PORT: '0', PUBLISH_BUFFER_LIMIT: '5000', PUBLISH_TIMEOUT: '60s' };
-  const child = scope.add(server === 'floor' ? spawnIngestFloor(env) : spawnIngest(env, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []));
+  const env = {
+    AMQP_URL: ctx.url,
+    TOPOLOGY_PREFIX: prefix,
+    INGEST_PORT: String(port),
+    INGEST_TOKENS: TOKEN,
+    METRICS_PORT: '0',
+    PUBLISH_BUFFER_LIMIT: '5000',
+    PUBLISH_TIMEOUT: '60s',
+  };
+  const child = scope.add(
+    server === 'floor' ? spawnIngestFloor(env) : spawnIngest(env, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
+  );
   await child.ready;
   return { port, child };
 }
@@ -117,18 +133,27 @@ async function serverRun(ctx: BenchContext, count: number, warmup: number, optio
     const profileDir = options.profile ? mkdtempSync(join(tmpdir(), 'relay-prof-')) : undefined;
     if (profileDir) scope.defer(() => rm(profileDir, { recursive: true, force: true }));
     const prefix = scope.prefix('ingest');
-    const servers = await Promise.all(Array.from({ length: options.processes }, () => startServer(ctx, scope, options.server, prefix, profileDir)));
+    const servers = await Promise.all(
+      Array.from({ length: options.processes }, () => startServer(ctx, scope, options.server, prefix, profileDir)),
+    );
     const ports = servers.map(({ port }) => port);
     const host = `127.0.0.1:${ports[0]}`;
     const path = batch ? '/v1/callbacks:batch' : '/v1/callbacks';
     const perCall = batch ? BATCH : 1;
-    const payload = (first: number): unknown => (batch ? { callbacks: Array.from({ length: BATCH }, (_, k) => callbackFor(first + k)) } : callbackFor(first));
+    const payload = (first: number): unknown =>
+      batch ? { callbacks: Array.from({ length: BATCH }, (_, k) => callbackFor(first + k)) } : callbackFor(first);
     let load: (offset: number, callbacks: number) => Promise<{ seconds: number; latencies: number[]; cpuUs: number }>;
     if (client === 'lean') {
       const headers = [`Authorization: Bearer ${TOKEN}`];
       load = async (offset, callbacks) => {
         const calls = Math.ceil(callbacks / perCall);
-        const result = await runLoad({ ports, connections: batch ? BATCHES_AT_ONCE : CONCURRENCY, count: calls, expectStatus: 202, request: (i) => postRequest(host, path, headers, JSON.stringify(payload(offset + i * perCall))) });
+        const result = await runLoad({
+          ports,
+          connections: batch ? BATCHES_AT_ONCE : CONCURRENCY,
+          count: calls,
+          expectStatus: 202,
+          request: (i) => postRequest(host, path, headers, JSON.stringify(payload(offset + i * perCall))),
+        });
         return { seconds: result.seconds, latencies: result.latencies, cpuUs: result.cpuUsPerRequest * calls };
       };
     } else {
@@ -158,8 +183,11 @@ async function serverRun(ctx: BenchContext, count: number, warmup: number, optio
         profile = { file, summary: summarizeProfile(file, 20, /ingest\/envelope\.[jt]s$/) };
       }
     }
-    const what = options.server === 'floor' ? 'floor (bare node:http + publish())' : options.processes > 1 ? `ingest ×${options.processes}` : 'ingest';
-    const how = [batch ? `batches of ${BATCH}` : '', client === 'undici' ? 'undici Pool client' : '', profileDir ? '--cpu-prof' : ''].filter(Boolean).join(', ');
+    const what =
+      options.server === 'floor' ? 'floor (bare node:http + publish())' : options.processes > 1 ? `ingest ×${options.processes}` : 'ingest';
+    const how = [batch ? `batches of ${BATCH}` : '', client === 'undici' ? 'undici Pool client' : '', profileDir ? '--cpu-prof' : '']
+      .filter(Boolean)
+      .join(', ');
     return {
       name: how ? `${what}, ${how}` : what,
       count,
@@ -205,7 +233,9 @@ export const ingest: Scenario = {
     const runs: IngestRun[] = [];
     const step = async (plan: () => Promise<IngestRun>): Promise<IngestRun> => {
       const done = await plan();
-      ctx.log(`ingest: ${done.name}: ${fmt(done.rate)}/s, p99 ${fmt(done.latency.p99, 1)} ms, server ${fmt(sum(done.serverCpuUsPerCallback))} µs, bench ${fmt(done.benchCpuUsPerCallback)} µs, broker ${fmt(done.brokerCpuUsPerCallback)} µs per callback`);
+      ctx.log(
+        `ingest: ${done.name}: ${fmt(done.rate)}/s, p99 ${fmt(done.latency.p99, 1)} ms, server ${fmt(sum(done.serverCpuUsPerCallback))} µs, bench ${fmt(done.benchCpuUsPerCallback)} µs, broker ${fmt(done.brokerCpuUsPerCallback)} µs per callback`,
+      );
       runs.push(done);
       return done;
     };
@@ -224,14 +254,29 @@ export const ingest: Scenario = {
       const round = played.find((each) => KINDS.some((kind) => each[kind] === run));
       return run.rate / (round ? round.library.rate : libraryRate);
     };
-    const medianOf = (kind: Kind | 'library', pick: (run: IngestRun) => number | undefined): number => median(played.map((round) => pick(round[kind]) ?? Number.NaN));
+    const medianOf = (kind: Kind | 'library', pick: (run: IngestRun) => number | undefined): number =>
+      median(played.map((round) => pick(round[kind]) ?? Number.NaN));
     const ratios = Object.fromEntries(KINDS.map((kind) => [kind, played.map((round) => ratioOf(round[kind]))])) as Record<Kind, number[]>;
     const machine = (kind: Kind | 'library'): number =>
-      medianOf(kind, (run) => (sum(run.serverCpuUsPerCallback) ?? 0) + run.benchCpuUsPerCallback + (run.brokerCpuUsPerCallback ?? Number.NaN));
+      medianOf(
+        kind,
+        (run) => (sum(run.serverCpuUsPerCallback) ?? 0) + run.benchCpuUsPerCallback + (run.brokerCpuUsPerCallback ?? Number.NaN),
+      );
     const tables: Table[] = [
       {
         title: `Ingest: ${count} callbacks (~300 B body) after ${warmup} of warm-up, persistent, confirmed, quorum queues, ${ctx.broker.hasPlugin ? 'plugin' : 'queues'} mode; ${rounds} rounds`,
-        headers: ['run', 's', 'accepted/s', '× library', 'p50 ms', 'p99 ms', 'p99.9 ms', 'server CPU µs/callback (per process)', 'bench CPU µs/callback', 'broker CPU µs/callback'],
+        headers: [
+          'run',
+          's',
+          'accepted/s',
+          '× library',
+          'p50 ms',
+          'p99 ms',
+          'p99.9 ms',
+          'server CPU µs/callback (per process)',
+          'bench CPU µs/callback',
+          'broker CPU µs/callback',
+        ],
         rows: runs.map((run) => [
           run.name,
           fmt(run.seconds, 1),
@@ -247,7 +292,8 @@ export const ingest: Scenario = {
         ]),
       },
       {
-        title: 'Medians of the rounds: × library, and CPU per accepted callback of the whole machine (server processes + bench process + broker)',
+        title:
+          'Medians of the rounds: × library, and CPU per accepted callback of the whole machine (server processes + bench process + broker)',
         headers: ['row', '× library (each round)', 'server µs', 'bench µs', 'broker µs', 'machine µs', 'library machine µs ÷ machine µs'],
         rows: (['library', ...KINDS] as const).map((kind) => [
           kind === 'library' ? played[0]!.library.name : played[0]![kind].name,
@@ -270,8 +316,16 @@ export const ingest: Scenario = {
     ];
     if (profiled) {
       const lines = (list: ProfileSummary['frames']): string[][] => list.map((line) => [line.name, fmt(line.ms), fmt(line.percent, 1)]);
-      tables.push({ title: 'Profile of the ingest: self time by frame (after start-up, idle excluded)', headers: ['frame', 'ms', '% of busy'], rows: lines(profiled.summary.frames) });
-      tables.push({ title: 'Profile of the ingest: self time by module', headers: ['module', 'ms', '% of busy'], rows: lines(profiled.summary.modules.slice(0, 12)) });
+      tables.push({
+        title: 'Profile of the ingest: self time by frame (after start-up, idle excluded)',
+        headers: ['frame', 'ms', '% of busy'],
+        rows: lines(profiled.summary.frames),
+      });
+      tables.push({
+        title: 'Profile of the ingest: self time by module',
+        headers: ['module', 'ms', '% of busy'],
+        rows: lines(profiled.summary.modules.slice(0, 12)),
+      });
       notes.push(`CPU profile: ${profiled.file} (open in Chrome DevTools → Performance, or \`npx tsx bench/profile-summary.ts FILE\`).`);
     }
     return {

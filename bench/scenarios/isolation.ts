@@ -74,7 +74,15 @@ export async function runIsolation(name: string, options: IsolationOptions, env:
         target.server.close();
       }
     });
-    const config = loadConfig({ AMQP_URL: options.url, TOPOLOGY_PREFIX: prefix, LOG_LEVEL: 'silent', METRICS_PORT: '0', HTTP_TIMEOUT: options.httpTimeout, TARGET_ALLOW: '127.0.0.0/8', ...env });
+    const config = loadConfig({
+      AMQP_URL: options.url,
+      TOPOLOGY_PREFIX: prefix,
+      LOG_LEVEL: 'silent',
+      METRICS_PORT: '0',
+      HTTP_TIMEOUT: options.httpTimeout,
+      TARGET_ALLOW: '127.0.0.0/8',
+      ...env,
+    });
     const logger = createLogger('silent');
     const worker = scope.add(createWorker(config, logger));
     // Publishers declare nothing: the topology step first, as a deployment runs it.
@@ -96,7 +104,16 @@ export async function runIsolation(name: string, options: IsolationOptions, env:
     const cutOff = latencies.length < expected;
     const end = cutOff ? Date.now() : lastDelivered;
     const seconds = (end - started) / 1000;
-    return { name, throughput: latencies.length / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), delivered: latencies.length, expected, seconds, cutOff };
+    return {
+      name,
+      throughput: latencies.length / seconds,
+      p50: percentile(latencies, 50),
+      p99: percentile(latencies, 99),
+      delivered: latencies.length,
+      expected,
+      seconds,
+      cutOff,
+    };
   });
 }
 
@@ -104,7 +121,13 @@ export async function runIsolation(name: string, options: IsolationOptions, env:
 export const isolation: Scenario = {
   name: 'isolation',
   async run(ctx: BenchContext) {
-    const options = { url: ctx.url, callbacks: ctx.quick ? 2_000 : 20_000, targets: 20, httpTimeout: ctx.quick ? '5s' : '10s', timeLimitMs: ctx.quick ? 30_000 : 120_000 };
+    const options = {
+      url: ctx.url,
+      callbacks: ctx.quick ? 2_000 : 20_000,
+      targets: 20,
+      httpTimeout: ctx.quick ? '5s' : '10s',
+      timeLimitMs: ctx.quick ? 30_000 : 120_000,
+    };
     const step = async (name: string, hanging: number, env: Record<string, string>): Promise<IsolationRun> => {
       const run = await runIsolation(name, { ...options, hanging }, env);
       ctx.log(`isolation: ${name}: ${fmt(run.throughput)}/s${run.cutOff ? ' (cut off)' : ''}`);
@@ -133,7 +156,13 @@ export const isolation: Scenario = {
       notes: [
         'In-process worker and publisher (publishing concurrently, 200 at a time); healthy targets answer after 5 ms, hanging ones never. Throughput: first publish → last healthy first-attempt delivery.',
       ],
-      charts: [{ title: 'healthy-target throughput vs fault-free', unit: '×', bars: runs.map((run) => ({ label: run.name, value: run.throughput / base.throughput })) }],
+      charts: [
+        {
+          title: 'healthy-target throughput vs fault-free',
+          unit: '×',
+          bars: runs.map((run) => ({ label: run.name, value: run.throughput / base.throughput })),
+        },
+      ],
     };
   },
 };

@@ -49,7 +49,11 @@ interface Step {
 }
 
 /** A receiver that records when each request came and how many were open at once; answers 200 after `delayMs`. */
-async function receiver(scope: Scope, delayMs: number, onRequest: (body: string, attempt: string | undefined) => void): Promise<{ origin: string; maxConcurrent: () => number }> {
+async function receiver(
+  scope: Scope,
+  delayMs: number,
+  onRequest: (body: string, attempt: string | undefined) => void,
+): Promise<{ origin: string; maxConcurrent: () => number }> {
   let open = 0;
   let most = 0;
   const server: Server = createServer((req, res) => {
@@ -79,7 +83,13 @@ async function receiver(scope: Scope, delayMs: number, onRequest: (body: string,
  * `concurrency` at once; `backlog` callbacks to it are published at once, then, once they are queued,
  * QUIET_TARGETS other targets get one callback each every 500 ms for `measureS` seconds.
  */
-async function limitsStep(ctx: BenchContext, { rate, concurrency }: { rate: number; concurrency: number }, workers: number, backlog: number, measureS: number): Promise<Step> {
+async function limitsStep(
+  ctx: BenchContext,
+  { rate, concurrency }: { rate: number; concurrency: number },
+  workers: number,
+  backlog: number,
+  measureS: number,
+): Promise<Step> {
   return withScope(ctx.url, async (scope) => {
     const prefix = scope.prefix('limits');
     const limitedAt: number[] = [];
@@ -105,7 +115,11 @@ async function limitsStep(ctx: BenchContext, { rate, concurrency }: { rate: numb
     const children: BenchChild[] = [];
     for (let i = 0; i < workers; i += 1) {
       ports.push(await freePort());
-      children.push(scope.add(spawnRelayWorker({ AMQP_URL: ctx.url, TOPOLOGY_PREFIX: prefix, METRICS_PORT: String(ports[i]), TARGET_LIMITS_FILE: file })));
+      children.push(
+        scope.add(
+          spawnRelayWorker({ AMQP_URL: ctx.url, TOPOLOGY_PREFIX: prefix, METRICS_PORT: String(ports[i]), TARGET_LIMITS_FILE: file }),
+        ),
+      );
     }
     await Promise.all(children.map((child) => child.ready));
     // Every worker has heard the others (heartbeats every second) before the backlog arrives.
@@ -129,7 +143,8 @@ async function limitsStep(ctx: BenchContext, { rate, concurrency }: { rate: numb
     await sleep(2_000);
     const windows: number[] = [];
     const end = steadyFrom() + measureS * 1_000;
-    for (let from = steadyFrom(); from + 1_000 <= end; from += 1_000) windows.push(limitedAt.filter((at) => at >= from && at < from + 1_000).length);
+    for (let from = steadyFrom(); from + 1_000 <= end; from += 1_000)
+      windows.push(limitedAt.filter((at) => at >= from && at < from + 1_000).length);
     const connection = await amqplib.connect(ctx.url);
     const dead = await connection
       .createChannel()
@@ -137,10 +152,17 @@ async function limitsStep(ctx: BenchContext, { rate, concurrency }: { rate: numb
       .finally(() => connection.close());
     // What the workers logged at warn or error, and whether any exited: a step with either is suspect.
     const exited = await Promise.all(children.map((child) => Promise.race([child.exited.then(() => true), sleep(10).then(() => false)])));
-    const problems = children.flatMap((child) => child.output().split('\n').filter((line) => /"level":(40|50|60)/.test(line)));
+    const problems = children.flatMap((child) =>
+      child
+        .output()
+        .split('\n')
+        .filter((line) => /"level":(40|50|60)/.test(line)),
+    );
     for (const line of problems.slice(0, 10)) ctx.log(`limits: worker said: ${line.slice(0, 300)}`);
     if (exited.some(Boolean)) ctx.log(`limits: ${exited.filter(Boolean).length} worker(s) exited during the step`);
-    const overflowMoves = (await Promise.all(ports.map((port) => scrapeMetric(port, 'callback_relay_moves_total', { kind: 'overflow' })))).reduce((a, b) => a + b, 0);
+    const overflowMoves = (
+      await Promise.all(ports.map((port) => scrapeMetric(port, 'callback_relay_moves_total', { kind: 'overflow' })))
+    ).reduce((a, b) => a + b, 0);
     return {
       workers,
       rate,
@@ -202,7 +224,9 @@ export const limits: Scenario = {
     for (const shape of SHAPES) {
       for (const workers of shape.workers) {
         const step = await limitsStep(ctx, shape, workers, backlog, measureS);
-        ctx.log(`limits: ${shape.rate}/s, ${shape.concurrency} at once, ${workers} worker(s): p50 ${step.p50}/s, max ${step.max}/s, ${step.maxConcurrent} at once, quiet max wait ${step.quietMaxWaitMs} ms`);
+        ctx.log(
+          `limits: ${shape.rate}/s, ${shape.concurrency} at once, ${workers} worker(s): p50 ${step.p50}/s, max ${step.max}/s, ${step.maxConcurrent} at once, quiet max wait ${step.quietMaxWaitMs} ms`,
+        );
         steps.push(step);
       }
     }
@@ -210,7 +234,23 @@ export const limits: Scenario = {
       tables: [
         {
           title: `Limits: one target limited (TARGET_LIMITS_FILE) with ${backlog} queued, ${QUIET_TARGETS} quiet targets (one callback each per 500 ms), ${measureS} s measured, workers as processes`,
-          headers: ['limit', 'workers', 'limited /s p50', 'p50 ÷ rate', 'max', 'mean', 'max at once', 'backlog out of the lanes after s', 'quiet delivered', 'quiet max wait ms', 'quiet p99 ms', 'quiet max wait once out ms', 'attempts spent waiting', 'P.dead', 'moved to P.slow'],
+          headers: [
+            'limit',
+            'workers',
+            'limited /s p50',
+            'p50 ÷ rate',
+            'max',
+            'mean',
+            'max at once',
+            'backlog out of the lanes after s',
+            'quiet delivered',
+            'quiet max wait ms',
+            'quiet p99 ms',
+            'quiet max wait once out ms',
+            'attempts spent waiting',
+            'P.dead',
+            'moved to P.slow',
+          ],
           rows: steps.map((s) => [
             `${s.rate}/s, ${s.concurrency} at once`,
             String(s.workers),
@@ -235,7 +275,14 @@ export const limits: Scenario = {
         'Rates are counted at the limited receiver in 1 s windows, from 1 s after the backlog had left the lanes (steady) for the measured time. "Attempts spent waiting" counts requests that were not a callback\'s first attempt (every answer is 200, so any would be a wasted attempt).',
         'The limited receiver answers after 10 ms, the quiet ones after 5 ms. Quiet wait: publish → request at the receiver; "once out": quiet callbacks published after the lanes held fewer than 50 messages (the limited backlog moved to P.slow).',
       ],
-      charts: [{ title: 'limited target rate ÷ its limit (p50 of 1 s windows)', unit: '×', target: 1, bars: steps.map((s) => ({ label: `${s.rate}/s ${s.concurrency} at once, ${s.workers} worker(s)`, value: s.p50 / s.rate })) }],
+      charts: [
+        {
+          title: 'limited target rate ÷ its limit (p50 of 1 s windows)',
+          unit: '×',
+          target: 1,
+          bars: steps.map((s) => ({ label: `${s.rate}/s ${s.concurrency} at once, ${s.workers} worker(s)`, value: s.p50 / s.rate })),
+        },
+      ],
     };
   },
 };

@@ -46,7 +46,11 @@ const down = (fault: 'hang' | 'refuse' | '503', outageMs: number, schedule: 'sho
 };
 
 export const OUTAGE_SHAPES: OutageShape[] = [
-  ...(['hang', 'refuse', '503'] as const).flatMap((fault) => [down(fault, 10_000, 'short'), down(fault, 120_000, 'short'), down(fault, 120_000, 'default')]),
+  ...(['hang', 'refuse', '503'] as const).flatMap((fault) => [
+    down(fault, 10_000, 'short'),
+    down(fault, 120_000, 'short'),
+    down(fault, 120_000, 'default'),
+  ]),
   {
     name: 'outage-stall',
     long: false,
@@ -138,7 +142,8 @@ export async function outageRun(ctx: BenchContext, shape: OutageShape, isolation
       const now = await tap.messageCount(deadQueue);
       if (now > dead) lastDeadAt = Date.now();
       dead = now;
-      for (const share of [0.5, 0.95]) if (!deadShareAt.has(share) && dead >= Math.ceil(shape.callbacks * share)) deadShareAt.set(share, Date.now());
+      for (const share of [0.5, 0.95])
+        if (!deadShareAt.has(share) && dead >= Math.ceil(shape.callbacks * share)) deadShareAt.set(share, Date.now());
       if (target.delivered.size + dead >= shape.callbacks) break;
       await sleep(250);
     }
@@ -162,7 +167,9 @@ export async function outageRun(ctx: BenchContext, shape: OutageShape, isolation
       lastDead: seconds(lastDeadAt),
       allEnded: ended ? seconds(Math.max(lastDelivery ?? 0, lastDeadAt ?? 0)) : undefined,
     };
-    ctx.log(`fairness ${shape.name}, ISOLATION=${isolation}: ${run.delivered} delivered, ${run.dead} dead, ${run.requests} requests, ended ${fmt(run.allEnded ?? NaN, 1)} s`);
+    ctx.log(
+      `fairness ${shape.name}, ISOLATION=${isolation}: ${run.delivered} delivered, ${run.dead} dead, ${run.requests} requests, ended ${fmt(run.allEnded ?? NaN, 1)} s`,
+    );
     return run;
   });
 }
@@ -180,7 +187,21 @@ function deliveredShare(delivered: Map<string, number>, callbacks: number, share
 export function outageTable(shape: OutageShape, runs: OutageRun[]): Table {
   return {
     title: `${shape.name}: ${shape.title}`,
-    headers: ['ISOLATION', 'delivered', 'dead-lettered (P.dead)', 'requests to X', 'attempts made', 'deferred (circuit open)', 'half delivered (s)', '95 % delivered (s)', 'last delivery (s)', 'half dead-lettered (s)', '95 % dead-lettered (s)', 'last dead-letter (s)', 'all ended (s)'],
+    headers: [
+      'ISOLATION',
+      'delivered',
+      'dead-lettered (P.dead)',
+      'requests to X',
+      'attempts made',
+      'deferred (circuit open)',
+      'half delivered (s)',
+      '95 % delivered (s)',
+      'last delivery (s)',
+      'half dead-lettered (s)',
+      '95 % dead-lettered (s)',
+      'last dead-letter (s)',
+      'all ended (s)',
+    ],
     rows: runs.map((run) => [
       run.isolation,
       `${run.delivered}/${run.callbacks}`,

@@ -57,7 +57,12 @@ interface PendingRun {
 }
 
 /** The body carries the callback's due time as `sentAt`: the receiver's latency is then its lateness. */
-const body = (i: number, dueAt: number): { sentAt: number; i: number; event: string; pad: string } => ({ sentAt: dueAt, i, event: 'order.paid', pad: 'x'.repeat(200) });
+const body = (i: number, dueAt: number): { sentAt: number; i: number; event: string; pad: string } => ({
+  sentAt: dueAt,
+  i,
+  event: 'order.paid',
+  pad: 'x'.repeat(200),
+});
 
 /**
  * Scheduled callbacks at scale, in one worker process with default settings:
@@ -71,21 +76,36 @@ const body = (i: number, dueAt: number): { sentAt: number; i: number; event: str
  *    for it to be done, so that every callback is pending when the first falls due); broker memory is
  *    read with all of them pending, and each one's lateness at the receiver.
  */
-async function runMode(ctx: BenchContext, mode: Mode, count: number, windowS: number, background: number, leadS: number): Promise<PendingRun> {
+async function runMode(
+  ctx: BenchContext,
+  mode: Mode,
+  count: number,
+  windowS: number,
+  background: number,
+  leadS: number,
+): Promise<PendingRun> {
   if (mode === 'plugin' && !ctx.broker.hasPlugin) return { mode, skipped: SKIP_PLUGIN };
   return withScope(ctx.url, async (scope) => {
     const receiver: BenchReceiver = scope.add(await startReceiver(TARGETS));
     const prefix = scope.prefix(`pending-${mode}`);
-    const targetsPerLane = Array.from({ length: DEFAULT_LANES }, (_, lane) => receiver.origins.filter((origin) => laneOf(laneBucket(origin), DEFAULT_LANES) === lane).length);
+    const targetsPerLane = Array.from(
+      { length: DEFAULT_LANES },
+      (_, lane) => receiver.origins.filter((origin) => laneOf(laneBucket(origin), DEFAULT_LANES) === lane).length,
+    );
     ctx.log(`pending ${mode}: targets per lane ${targetsPerLane.join(' ')}`);
     // BENCH_ISOLATION=off measures the delay path alone: on a busy machine slow attempts can open a
     // target's circuit, and its retries (15 s and more later) then count as lateness.
-    const env: Record<string, string> = { DELAY_MODE: mode, ...(process.env.BENCH_ISOLATION ? { ISOLATION: process.env.BENCH_ISOLATION } : {}) };
+    const env: Record<string, string> = {
+      DELAY_MODE: mode,
+      ...(process.env.BENCH_ISOLATION ? { ISOLATION: process.env.BENCH_ISOLATION } : {}),
+    };
     const { publisher } = benchPublisher(ctx.url, prefix, env);
     scope.add(publisher);
 
     // 1. Fresh callbacks, pre-filled: the rate this worker delivers at.
-    const freshPublished = await publishAll(publisher, count, (i) => ({ callback: { url: receiver.urlFor(i), body: body(i, Date.now()) } }));
+    const freshPublished = await publishAll(publisher, count, (i) => ({
+      callback: { url: receiver.urlFor(i), body: body(i, Date.now()) },
+    }));
     ctx.log(`pending ${mode}: ${count} fresh published at ${fmt(freshPublished.rate)}/s`);
     const metricsPort = await freePort();
     const worker = scope.add(spawnRelayWorker({ AMQP_URL: ctx.url, TOPOLOGY_PREFIX: prefix, METRICS_PORT: String(metricsPort), ...env }));
@@ -95,7 +115,14 @@ async function runMode(ctx: BenchContext, mode: Mode, count: number, windowS: nu
     const freshSeconds = (receiver.lastAt - receiver.firstAt) / 1000;
     const workerCpuFresh = perCallbackUs(workerCpuAtStart, cpuSeconds(worker.pid), receiver.delivered);
     const freshOverflowed = await overflowCount(metricsPort).catch(() => undefined);
-    const fresh = { count, publishRate: freshPublished.rate, seconds: freshSeconds, rate: receiver.delivered / freshSeconds, workerCpuUs: workerCpuFresh, overflowed: freshOverflowed };
+    const fresh = {
+      count,
+      publishRate: freshPublished.rate,
+      seconds: freshSeconds,
+      rate: receiver.delivered / freshSeconds,
+      workerCpuUs: workerCpuFresh,
+      overflowed: freshOverflowed,
+    };
     ctx.log(`pending ${mode}: fresh ${receiver.delivered}/${count} at ${fmt(fresh.rate)}/s`);
     await sleep(2_000);
 
@@ -106,7 +133,10 @@ async function runMode(ctx: BenchContext, mode: Mode, count: number, windowS: nu
     let memoryPerBackground: number | undefined;
     if (background > 0) {
       const later = Date.now() + 3 * 3_600_000;
-      const sent = await publishAll(publisher, background, (i) => ({ callback: { url: receiver.urlFor(i), body: body(i, later) }, options: { deliverAt: new Date(later + (i * 3_600_000) / background) } }));
+      const sent = await publishAll(publisher, background, (i) => ({
+        callback: { url: receiver.urlFor(i), body: body(i, later) },
+        options: { deliverAt: new Date(later + (i * 3_600_000) / background) },
+      }));
       const memoryWith = await brokerMemoryBytes(ctx);
       memoryPerBackground = memoryBefore === undefined || memoryWith === undefined ? undefined : (memoryWith - memoryBefore) / background;
       ctx.log(`pending ${mode}: ${background} background callbacks published at ${fmt(sent.rate)}/s; ${fmt(memoryPerBackground)} B each`);
@@ -120,18 +150,25 @@ async function runMode(ctx: BenchContext, mode: Mode, count: number, windowS: nu
     const beam = ctx.broker.beamPid;
     const cpuBefore = beam === undefined ? undefined : cpuSeconds(beam);
     const workerCpuBefore = cpuSeconds(worker.pid);
-    const published = await publishAll(publisher, count, (i) => ({ callback: { url: receiver.urlFor(i), body: body(i, dueOf(i)) }, options: { deliverAt: new Date(dueOf(i)) } }));
+    const published = await publishAll(publisher, count, (i) => ({
+      callback: { url: receiver.urlFor(i), body: body(i, dueOf(i)) },
+      options: { deliverAt: new Date(dueOf(i)) },
+    }));
     const deliveredWhilePublishing = receiver.delivered;
     // Published evenly in due order: those due before the last confirm were (about) published late.
     const publishedAfterDue = Math.min(count, Math.max(0, Math.ceil(((Date.now() - base) / (windowS * 1_000)) * count)));
     const memoryPending = await brokerMemoryBytes(ctx);
-    ctx.log(`pending ${mode}: ${count} delayed published at ${fmt(published.rate)}/s; first due in ${fmt((base - Date.now()) / 1000, 1)} s${publishedAfterDue > 0 ? `; ${publishedAfterDue} were due before their publishing ended (a longer --lead keeps them pending)` : ''}`);
+    ctx.log(
+      `pending ${mode}: ${count} delayed published at ${fmt(published.rate)}/s; first due in ${fmt((base - Date.now()) / 1000, 1)} s${publishedAfterDue > 0 ? `; ${publishedAfterDue} were due before their publishing ended (a longer --lead keeps them pending)` : ''}`,
+    );
     const done = await receiver.waitForDelivered(count, leadMs + windowS * 1_000 + 300_000 + count * 2);
     const cpuAfter = beam === undefined ? undefined : cpuSeconds(beam);
     const workerCpuUs = perCallbackUs(workerCpuBefore, cpuSeconds(worker.pid), receiver.delivered);
     const drainSeconds = (receiver.lastAt - base) / 1000;
     const lateness = summarize(receiver.latencies);
-    ctx.log(`pending ${mode}: ${receiver.delivered}/${count} delivered${done ? '' : ' (timed out)'}; lateness p50 ${fmt(lateness.p50)} p99 ${fmt(lateness.p99)} max ${fmt(lateness.max)} ms`);
+    ctx.log(
+      `pending ${mode}: ${receiver.delivered}/${count} delivered${done ? '' : ' (timed out)'}; lateness p50 ${fmt(lateness.p50)} p99 ${fmt(lateness.p99)} max ${fmt(lateness.max)} ms`,
+    );
     return {
       mode,
       count,
@@ -144,7 +181,9 @@ async function runMode(ctx: BenchContext, mode: Mode, count: number, windowS: nu
       memoryBefore,
       memoryPending,
       background,
-      memoryPerPending: memoryPerBackground ?? (memoryMeasured === undefined || memoryPending === undefined ? undefined : (memoryPending - memoryMeasured) / count),
+      memoryPerPending:
+        memoryPerBackground ??
+        (memoryMeasured === undefined || memoryPending === undefined ? undefined : (memoryPending - memoryMeasured) / count),
       lateness,
       delivered: receiver.delivered,
       drainSeconds,
@@ -154,7 +193,8 @@ async function runMode(ctx: BenchContext, mode: Mode, count: number, windowS: nu
       overflowed: await overflowCount(metricsPort).catch(() => undefined),
       targetsPerLane,
       bySecond: latenessBySecond(receiver.sentAts, receiver.latencies, base),
-      brokerCores: cpuBefore === undefined || cpuAfter === undefined ? undefined : (cpuAfter - cpuBefore) / ((Date.now() - base + leadMs) / 1000),
+      brokerCores:
+        cpuBefore === undefined || cpuAfter === undefined ? undefined : (cpuAfter - cpuBefore) / ((Date.now() - base + leadMs) / 1000),
     };
   });
 }
@@ -218,7 +258,24 @@ export const pending: Scenario = {
       tables: [
         {
           title: `Pending callbacks: ${count} due evenly over ${windowS} s (${fmt(count / windowS)}/s), the first ${fmt(leadS)} s after the publishing starts, one worker, ${process.env.BENCH_ISOLATION ? `ISOLATION=${process.env.BENCH_ISOLATION}` : 'default settings'}, ${TARGETS} instant targets`,
-          headers: ['delay mode', 'pending beside (--background)', 'delivered', 'publish /s', 'due before published', 'broker B/pending', 'lateness p50 ms', 'p99 ms', 'max ms', 'due /s', 'delayed /s (first due → last)', 'fresh /s (same worker)', 'delayed time ÷ fresh time', 'worker CPU µs/callback, delayed (fresh)', 'moved to P.slow, in all (in the fresh part)', 'deferred (circuit open)'],
+          headers: [
+            'delay mode',
+            'pending beside (--background)',
+            'delivered',
+            'publish /s',
+            'due before published',
+            'broker B/pending',
+            'lateness p50 ms',
+            'p99 ms',
+            'max ms',
+            'due /s',
+            'delayed /s (first due → last)',
+            'fresh /s (same worker)',
+            'delayed time ÷ fresh time',
+            'worker CPU µs/callback, delayed (fresh)',
+            'moved to P.slow, in all (in the fresh part)',
+            'deferred (circuit open)',
+          ],
           rows: runs.map(row),
         },
       ],

@@ -27,11 +27,22 @@ interface ModeRun {
  * RETRY_SCHEDULE=2s and RETRY_JITTER=0, attempt 2 is due 2 s after attempt 1; lateness is the
  * receiver's arrival time of attempt 2 minus (arrival of attempt 1 + 2 s).
  */
-async function runMode(ctx: BenchContext, mode: 'queues' | 'plugin', isolation: 'on' | 'off', count: number, rate: number): Promise<ModeRun> {
+async function runMode(
+  ctx: BenchContext,
+  mode: 'queues' | 'plugin',
+  isolation: 'on' | 'off',
+  count: number,
+  rate: number,
+): Promise<ModeRun> {
   if (mode === 'plugin' && !ctx.broker.hasPlugin) return { mode, isolation, skipped: SKIP_PLUGIN };
   return withScope(ctx.url, async (scope) => {
     const receiver = scope.add(await startReceiver(10, 'fail-once'));
-    const relay = await startRelay(ctx, scope, `retry-${mode}`, { DELAY_MODE: mode, RETRY_SCHEDULE: `${DELAY_MS}ms`, RETRY_JITTER: '0', ISOLATION: isolation });
+    const relay = await startRelay(ctx, scope, `retry-${mode}`, {
+      DELAY_MODE: mode,
+      RETRY_SCHEDULE: `${DELAY_MS}ms`,
+      RETRY_JITTER: '0',
+      ISOLATION: isolation,
+    });
     const beam = (): number | undefined => (ctx.broker.beamPid === undefined ? undefined : cpuSeconds(ctx.broker.beamPid));
     const brokerBefore = beam();
     const started = Date.now();
@@ -43,8 +54,18 @@ async function runMode(ctx: BenchContext, mode: 'queues' | 'plugin', isolation: 
     }
     const brokerAfter = beam();
     const brokerCpuUs = brokerBefore === undefined || brokerAfter === undefined ? undefined : ((brokerAfter - brokerBefore) * 1e6) / count;
-    const brokerCores = brokerBefore === undefined || brokerAfter === undefined ? undefined : (brokerAfter - brokerBefore) / ((Date.now() - started) / 1000);
-    return { mode, isolation, count, retried: lateness.length, lateness: summarize(lateness), deferred: await deferredCount(relay.metricsPort), brokerCpuUs, brokerCores };
+    const brokerCores =
+      brokerBefore === undefined || brokerAfter === undefined ? undefined : (brokerAfter - brokerBefore) / ((Date.now() - started) / 1000);
+    return {
+      mode,
+      isolation,
+      count,
+      retried: lateness.length,
+      lateness: summarize(lateness),
+      deferred: await deferredCount(relay.metricsPort),
+      brokerCpuUs,
+      brokerCores,
+    };
   });
 }
 
@@ -61,7 +82,9 @@ export const retryTiming: Scenario = {
       for (const isolation of ['on', 'off'] as const) {
         if (mode === 'plugin' && !ctx.broker.hasPlugin && isolation === 'off') continue;
         const run = await runMode(ctx, mode, isolation, count, rate);
-        ctx.log(`retry-timing ${mode}${run.skipped ? '' : `, ISOLATION=${isolation}`}: ${run.skipped ?? `p99 lateness ${fmt(run.lateness?.p99)} ms`}`);
+        ctx.log(
+          `retry-timing ${mode}${run.skipped ? '' : `, ISOLATION=${isolation}`}: ${run.skipped ?? `p99 lateness ${fmt(run.lateness?.p99)} ms`}`,
+        );
         runs.push(run);
       }
     }
@@ -80,7 +103,18 @@ export const retryTiming: Scenario = {
       tables: [
         {
           title: `Retry timing: ${count} callbacks failing once, RETRY_SCHEDULE=2s, RETRY_JITTER=0, published at ${rate}/s (a third of ${fmt(max.rate)}/s)`,
-          headers: ['delay mode', 'ISOLATION', 'retried', 'lateness p50 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'min ms', 'deferred (circuit open)', 'broker CPU µs/callback (cores busy)'],
+          headers: [
+            'delay mode',
+            'ISOLATION',
+            'retried',
+            'lateness p50 ms',
+            'p99 ms',
+            'p99.9 ms',
+            'max ms',
+            'min ms',
+            'deferred (circuit open)',
+            'broker CPU µs/callback (cores busy)',
+          ],
           rows: runs.map((run) =>
             run.skipped
               ? [run.mode, '', run.skipped, '', '', '', '', '', '', '']

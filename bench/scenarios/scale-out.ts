@@ -71,7 +71,17 @@ export const scaleOut: Scenario = {
         tables: [
           {
             title: `Scale-out: ${count} callbacks per step, 10 targets, workers as separate processes on one broker (2 cores in all)`,
-            headers: ['workers', 'delivered', 's', 'deliveries/s', '× 1 worker', 'per worker', 'max/min share', 'worker CPU µs/callback', 'publish /s'],
+            headers: [
+              'workers',
+              'delivered',
+              's',
+              'deliveries/s',
+              '× 1 worker',
+              'per worker',
+              'max/min share',
+              'worker CPU µs/callback',
+              'publish /s',
+            ],
             rows: steps.map((s) => [
               String(s.workers),
               `${s.delivered}/${count}`,
@@ -91,8 +101,16 @@ export const scaleOut: Scenario = {
           'All processes (broker, workers, publisher and receiver) share the same 2 cores, so more workers mostly add contention here; per-worker shares come from callback_relay_callbacks_total{outcome="delivered"} on each worker\'s METRICS_PORT.',
         ],
         charts: [
-          { title: 'total deliveries per second by worker count', unit: '/s', bars: steps.map((s) => ({ label: `${s.workers} worker(s)`, value: s.rate })) },
-          { title: 'busiest / least busy worker', unit: '×', bars: steps.map((s) => ({ label: `${s.workers} worker(s)`, value: s.imbalance })) },
+          {
+            title: 'total deliveries per second by worker count',
+            unit: '/s',
+            bars: steps.map((s) => ({ label: `${s.workers} worker(s)`, value: s.rate })),
+          },
+          {
+            title: 'busiest / least busy worker',
+            unit: '×',
+            bars: steps.map((s) => ({ label: `${s.workers} worker(s)`, value: s.imbalance })),
+          },
         ],
       };
     });

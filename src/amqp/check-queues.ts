@@ -14,7 +14,10 @@ export interface QueueCounts {
  * it works without the management plugin, on every broker version. A missing queue is undefined; its
  * 404 closes the channel it was asked on, so another is opened for the rest.
  */
-export async function checkQueues(connection: { createChannel(): Promise<Channel> }, queues: readonly string[]): Promise<Array<QueueCounts | undefined>> {
+export async function checkQueues(
+  connection: { createChannel(): Promise<Channel> },
+  queues: readonly string[],
+): Promise<Array<QueueCounts | undefined>> {
   let channel = await openChannel(connection);
   const counts: Array<QueueCounts | undefined> = [];
   try {

@@ -86,7 +86,14 @@ export type ReturnMatch = string | 'serial' | undefined;
  * A mandatory publish is matched to its return as `match` says (ReturnMatch), never by a token the
  * message brought along.
  */
-export async function publishConfirmed(channel: ConfirmChannel, target: PublishTarget, content: Buffer, options: Options.Publish, wait: ConfirmWait, match?: ReturnMatch): Promise<void> {
+export async function publishConfirmed(
+  channel: ConfirmChannel,
+  target: PublishTarget,
+  content: Buffer,
+  options: Options.Publish,
+  wait: ConfirmWait,
+  match?: ReturnMatch,
+): Promise<void> {
   const watched = watch(channel);
   const serial = match === 'serial';
   // Only a mandatory publish can come back; a caller's token is honoured either way.
@@ -111,10 +118,15 @@ export async function publishConfirmed(channel: ConfirmChannel, target: PublishT
       if (!(error instanceof RelayError) && (watched.closed || isClientRefusal(error))) throw closedError(where, error);
       throw error;
     }
-    const returned = returnedAs !== undefined ? watched.returned.has(returnedAs) : serial && options.mandatory === true && watched.returns > returnsBefore;
-    if (returned) throw new RelayError('CR_ERR_PUBLISH_RETURNED', `the broker returned the message as unroutable: no queue is bound to ${where}`);
+    const returned =
+      returnedAs !== undefined ? watched.returned.has(returnedAs) : serial && options.mandatory === true && watched.returns > returnsBefore;
+    if (returned)
+      throw new RelayError('CR_ERR_PUBLISH_RETURNED', `the broker returned the message as unroutable: no queue is bound to ${where}`);
     // amqplib fails the unconfirmed publishes of a closing channel with the same callback as a nack.
-    if (nack) throw watched.closed ? closedError(where, nack) : new RelayError('CR_ERR_PUBLISH_NACKED', `the broker refused the message for ${where} (negative confirm)`, { cause: nack });
+    if (nack)
+      throw watched.closed
+        ? closedError(where, nack)
+        : new RelayError('CR_ERR_PUBLISH_NACKED', `the broker refused the message for ${where} (negative confirm)`, { cause: nack });
   } finally {
     if (returnedAs !== undefined) {
       watched.pending.delete(returnedAs);

@@ -32,19 +32,35 @@ const MODES = ['auto', 'plugin', 'queues'] as const;
 export function parseAccountsArgs(argv: string[]): AccountsCommand {
   const { values } = parseFlags({
     args: argv,
-    options: { prefix: { type: 'string' }, vhost: { type: 'string' }, 'delay-mode': { type: 'string' }, format: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      prefix: { type: 'string' },
+      vhost: { type: 'string' },
+      'delay-mode': { type: 'string' },
+      format: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
     allowPositionals: false,
   });
   if (values.help) return { action: 'help', format: 'rabbitmqctl' };
   const format = values.format ?? 'rabbitmqctl';
-  if (!(FORMATS as readonly string[]).includes(format)) throw new UsageError(`--format: ${JSON.stringify(format)} is not one of ${FORMATS.join(', ')}`);
+  if (!(FORMATS as readonly string[]).includes(format))
+    throw new UsageError(`--format: ${JSON.stringify(format)} is not one of ${FORMATS.join(', ')}`);
   const mode = values['delay-mode'];
-  if (mode !== undefined && !(MODES as readonly string[]).includes(mode)) throw new UsageError(`--delay-mode: ${JSON.stringify(mode)} is not one of ${MODES.join(', ')}`);
+  if (mode !== undefined && !(MODES as readonly string[]).includes(mode))
+    throw new UsageError(`--delay-mode: ${JSON.stringify(mode)} is not one of ${MODES.join(', ')}`);
   if (values.prefix !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(values.prefix)) {
-    throw new UsageError(`--prefix: ${JSON.stringify(values.prefix)} is not a topology prefix (letters, digits, ".", "_" and "-", not starting with a sign)`);
+    throw new UsageError(
+      `--prefix: ${JSON.stringify(values.prefix)} is not a topology prefix (letters, digits, ".", "_" and "-", not starting with a sign)`,
+    );
   }
   if (values.vhost !== undefined && values.vhost === '') throw new UsageError('--vhost: "" is not a vhost name (the default vhost is /)');
-  return { action: 'print', prefix: values.prefix, vhost: values.vhost, delayMode: mode as DelayModeSetting | undefined, format: format as AccountsCommand['format'] };
+  return {
+    action: 'print',
+    prefix: values.prefix,
+    vhost: values.vhost,
+    delayMode: mode as DelayModeSetting | undefined,
+    format: format as AccountsCommand['format'],
+  };
 }
 
 /** The vhost an AMQP URL names: its path, decoded (amqp://host/ and amqp://host name the default vhost, /). */
@@ -62,11 +78,21 @@ export function vhostOf(url: string | undefined): string {
 export const passwordVariable = (role: Role): string => `ACCOUNT_PASSWORD_${role.toUpperCase()}`;
 
 /** The text `callback-relay accounts` prints, given the settings' defaults and the environment. */
-export function accountsOutput(command: AccountsCommand, defaults: { prefix: string; vhost: string; delayMode: DelayModeSetting }, env: NodeJS.ProcessEnv, password: () => string = generatePassword): string {
+export function accountsOutput(
+  command: AccountsCommand,
+  defaults: { prefix: string; vhost: string; delayMode: DelayModeSetting },
+  env: NodeJS.ProcessEnv,
+  password: () => string = generatePassword,
+): string {
   const prefix = command.prefix ?? defaults.prefix;
   const vhost = command.vhost ?? defaults.vhost;
-  const accounts: AccountWithPassword[] = accountsFor(prefix, command.delayMode ?? defaults.delayMode).map((account) => ({ ...account, password: env[passwordVariable(account.role)] || password() }));
-  return command.format === 'definitions' ? `${JSON.stringify(definitions(accounts, vhost), null, 2)}\n` : rabbitmqctlScript(accounts, vhost);
+  const accounts: AccountWithPassword[] = accountsFor(prefix, command.delayMode ?? defaults.delayMode).map((account) => ({
+    ...account,
+    password: env[passwordVariable(account.role)] || password(),
+  }));
+  return command.format === 'definitions'
+    ? `${JSON.stringify(definitions(accounts, vhost), null, 2)}\n`
+    : rabbitmqctlScript(accounts, vhost);
 }
 
 /** Runs `callback-relay accounts …` and returns the exit status (0 printed, 2 bad flags). */

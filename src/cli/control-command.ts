@@ -40,7 +40,9 @@ P = TOPOLOGY_PREFIX. Connects with AMQP_URL. Exit status: 0 done, 1 failed, 2 ba
 
 /** Runs `callback-relay cancel …` (`kind` cancel) or `callback-relay target …` and returns the exit status. */
 export async function controlCommand(kind: 'cancel' | 'target', argv: string[]): Promise<number> {
-  const command: ControlCommand | undefined = parseOrReport(kind, () => (kind === 'cancel' ? parseCancelArgs(argv) : parseTargetArgs(argv)));
+  const command: ControlCommand | undefined = parseOrReport(kind, () =>
+    kind === 'cancel' ? parseCancelArgs(argv) : parseTargetArgs(argv),
+  );
   if (command === undefined) return 2;
   if (command.action === 'help') {
     process.stdout.write(`${kind === 'cancel' ? CANCEL_USAGE : TARGET_USAGE}\n`);
@@ -51,14 +53,22 @@ export async function controlCommand(kind: 'cancel' | 'target', argv: string[]):
   const now = Date.now();
   const at = new Date(now).toISOString();
   const markers: ControlMarker[] =
-    command.action === 'cancel' ? command.ids.map((id) => cancelMarker(id, now))
-    : command.action === 'limit' ? [{ type: 'limit', origin: command.origin, at, limit: command.limit }]
-    : [command.action === 'pause' ? { type: 'pause', origin: command.origin, at, by: 'operator' } : { type: 'resume', origin: command.origin, at }];
+    command.action === 'cancel'
+      ? command.ids.map((id) => cancelMarker(id, now))
+      : command.action === 'limit'
+        ? [{ type: 'limit', origin: command.origin, at, limit: command.limit }]
+        : [
+            command.action === 'pause'
+              ? { type: 'pause', origin: command.origin, at, by: 'operator' }
+              : { type: 'resume', origin: command.origin, at },
+          ];
   await writeMarkers(config, markers);
   const done =
-    command.action === 'cancel' ? `cancel marker stored for ${command.ids.length} callback(s)`
-    : command.action === 'limit' ? `${command.origin} ${command.limit === null ? 'limit cleared' : `limited to ${describeLimit(command.limit)}`} (fleet-wide)`
-    : `${command.origin} ${command.action === 'pause' ? 'paused' : 'resumed'}`;
+    command.action === 'cancel'
+      ? `cancel marker stored for ${command.ids.length} callback(s)`
+      : command.action === 'limit'
+        ? `${command.origin} ${command.limit === null ? 'limit cleared' : `limited to ${describeLimit(command.limit)}`} (fleet-wide)`
+        : `${command.origin} ${command.action === 'pause' ? 'paused' : 'resumed'}`;
   process.stdout.write(`${done}\n`);
   return 0;
 }
@@ -73,7 +83,11 @@ async function withControlStream<T>(config: RelayConfig, use: (connection: Chann
   try {
     const probe = await openChannel(connection);
     await probe.checkQueue(queue).catch((error: unknown) => {
-      throw new RelayError('CR_ERR_CONFIG', `TOPOLOGY_PREFIX: the control stream "${queue}" does not exist (value was "${config.topologyPrefix}"; a worker or \`callback-relay topology\` declares it)`, { cause: error });
+      throw new RelayError(
+        'CR_ERR_CONFIG',
+        `TOPOLOGY_PREFIX: the control stream "${queue}" does not exist (value was "${config.topologyPrefix}"; a worker or \`callback-relay topology\` declares it)`,
+        { cause: error },
+      );
     });
     return await use(connection, queue);
   } finally {
@@ -98,9 +112,20 @@ async function listPaused(config: RelayConfig, json: boolean): Promise<number> {
   await withControlStream(config, async () => {});
   const names = topologyNames(config.topologyPrefix);
   const logger = createLogger('warn', 'callback-relay-target');
-  const reader = await startControlReader({ urls: amqpUrls(config.amqpUrl), names, logger, clock: Date.now, publishTimeoutMs: config.publishTimeout, declare: false });
+  const reader = await startControlReader({
+    urls: amqpUrls(config.amqpUrl),
+    names,
+    logger,
+    clock: Date.now,
+    publishTimeoutMs: config.publishTimeout,
+    declare: false,
+  });
   try {
-    if (!reader.readToPresent) throw new RelayError('CR_ERR_PUBLISH_TIMEOUT', `the control stream "${names.controlQueue}" was not read to its end in time: the list would be incomplete`);
+    if (!reader.readToPresent)
+      throw new RelayError(
+        'CR_ERR_PUBLISH_TIMEOUT',
+        `the control stream "${names.controlQueue}" was not read to its end in time: the list would be incomplete`,
+      );
     process.stdout.write(`${formatTargets(reader.pausedOrigins(), reader.originLimits(), json)}\n`);
     return 0;
   } finally {

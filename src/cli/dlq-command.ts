@@ -38,7 +38,9 @@ export async function dlqCommand(argv: string[]): Promise<number> {
   }
   // Refuse before connecting: without a terminal nobody can answer the question.
   if (command.action === 'purge' && !command.yes && process.stdin.isTTY !== true) {
-    process.stderr.write('callback-relay dlq purge: stdin is not a terminal, so it cannot ask for confirmation; pass --yes to purge. Nothing was purged.\n');
+    process.stderr.write(
+      'callback-relay dlq purge: stdin is not a terminal, so it cannot ask for confirmation; pass --yes to purge. Nothing was purged.\n',
+    );
     return 2;
   }
   const session = await openDeadQueueSession(loadConfig());
@@ -55,7 +57,9 @@ async function run(command: Exclude<DlqCommand, { action: 'help' }>, session: De
     const listing = await listDead(session, command.limit);
     process.stdout.write(`${command.json ? JSON.stringify(listing.entries) : formatDlqTable(listing.entries, listing.total, queue)}\n`);
     if (listing.refreshed > 0) {
-      process.stderr.write(`note: ${listing.refreshed} message(s) with a high broker delivery count were put back as fresh copies at the tail of ${queue}\n`);
+      process.stderr.write(
+        `note: ${listing.refreshed} message(s) with a high broker delivery count were put back as fresh copies at the tail of ${queue}\n`,
+      );
     }
     return 0;
   }
@@ -63,7 +67,9 @@ async function run(command: Exclude<DlqCommand, { action: 'help' }>, session: De
     const result = await replayDead(session, command.selector, command.limit);
     process.stdout.write(`replayed ${result.replayed}, kept ${result.kept}\n`);
     if (result.movedToTail > 0) {
-      process.stderr.write(`note: ${result.movedToTail} kept message(s) were moved to the tail of ${queue} rather than held in memory (over ${MAX_HELD_BYTES / 1024 / 1024} MiB)\n`);
+      process.stderr.write(
+        `note: ${result.movedToTail} kept message(s) were moved to the tail of ${queue} rather than held in memory (over ${MAX_HELD_BYTES / 1024 / 1024} MiB)\n`,
+      );
     }
     if (result.notFound.length > 0) {
       process.stderr.write(`not found among the ${result.examined} message(s) looked at in ${queue}: ${result.notFound.join(', ')}\n`);

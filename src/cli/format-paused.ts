@@ -25,9 +25,12 @@ export function formatTargets(paused: readonly PausedOrigin[], limits: readonly 
   if (json) {
     const byOrigin = new Map(limits.map(({ origin, limit, at }) => [origin, { limit, limitSetAt: at }]));
     const entries: object[] = paused.map((entry) => ({ ...entry, ...byOrigin.get(entry.origin) }));
-    for (const { origin, limit, at } of limits) if (!paused.some((entry) => entry.origin === origin)) entries.push({ origin, limit, limitSetAt: at });
+    for (const { origin, limit, at } of limits)
+      if (!paused.some((entry) => entry.origin === origin)) entries.push({ origin, limit, limitSetAt: at });
     return JSON.stringify(entries);
   }
-  const lines = limits.map(({ origin, limit, at }) => `${origin}  ${limit === null ? 'limit cleared' : `limited to ${describeLimit(limit)}`} since ${at}`);
+  const lines = limits.map(
+    ({ origin, limit, at }) => `${origin}  ${limit === null ? 'limit cleared' : `limited to ${describeLimit(limit)}`} since ${at}`,
+  );
   return [formatPaused(paused, false), ...lines].join('\n');
 }

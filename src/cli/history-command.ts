@@ -38,24 +38,45 @@ export async function historyCommand(argv: string[], signal?: AbortSignal): Prom
     const channel = await openChannel(connection);
     await channel.checkQueue(queue).catch((error: unknown) => {
       if (!isNotFound(error)) throw error;
-      throw new RelayError('CR_ERR_CONFIG', `HISTORY: the stream "${queue}" does not exist (value of TOPOLOGY_PREFIX was "${config.topologyPrefix}"; workers declare it with HISTORY=on)`, { cause: error });
+      throw new RelayError(
+        'CR_ERR_CONFIG',
+        `HISTORY: the stream "${queue}" does not exist (value of TOPOLOGY_PREFIX was "${config.topologyPrefix}"; workers declare it with HISTORY=on)`,
+        { cause: error },
+      );
     });
     const reader = await openChannel(connection);
     const since = command.sinceMs === undefined ? undefined : new Date(Date.now() - command.sinceMs);
     if (command.action === 'follow') {
       const origin = command.target;
-      const print = (event: OutcomeEvent): void => void process.stdout.write(`${command.json ? JSON.stringify(event) : formatTimelineLine(event, true)}\n`);
+      const print = (event: OutcomeEvent): void =>
+        void process.stdout.write(`${command.json ? JSON.stringify(event) : formatTimelineLine(event, true)}\n`);
       const match = (event: OutcomeEvent): boolean => origin === undefined || originOf(event.url) === origin;
       // Said once the broker reads for us: a follow from now misses whatever was stored before it.
-      const onReading = (): void => void process.stderr.write(`following ${queue} from ${since ? since.toISOString() : 'now'} until interrupted\n`);
-      await readHistory(reader, queue, { from: since ?? 'next', follow: true, match, onEvent: print, onReading, ...(signal && { signal }) });
+      const onReading = (): void =>
+        void process.stderr.write(`following ${queue} from ${since ? since.toISOString() : 'now'} until interrupted\n`);
+      await readHistory(reader, queue, {
+        from: since ?? 'next',
+        follow: true,
+        match,
+        onEvent: print,
+        onReading,
+        ...(signal && { signal }),
+      });
       return 0;
     }
     const events: OutcomeEvent[] = [];
     const from: HistoryStart = since ?? 'first';
-    await readHistory(reader, queue, { from, follow: false, match: (event) => event.id === command.id, onEvent: (event) => events.push(event) });
+    await readHistory(reader, queue, {
+      from,
+      follow: false,
+      match: (event) => event.id === command.id,
+      onEvent: (event) => events.push(event),
+    });
     if (command.json) process.stdout.write(`${JSON.stringify(events)}\n`);
-    else if (events.length === 0) process.stderr.write(`no events of callback ${JSON.stringify(command.id)} in ${queue}${since ? ` since ${since.toISOString()}` : ''}\n`);
+    else if (events.length === 0)
+      process.stderr.write(
+        `no events of callback ${JSON.stringify(command.id)} in ${queue}${since ? ` since ${since.toISOString()}` : ''}\n`,
+      );
     else for (const event of events) process.stdout.write(`${formatTimelineLine(event)}\n`);
     return events.length === 0 ? 1 : 0;
   } finally {

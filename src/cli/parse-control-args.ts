@@ -31,20 +31,27 @@ export function parseTargetArgs(argv: string[]): ControlCommand {
     return { action: 'list', json: values.json === true };
   }
   if (action === 'limit') return parseLimitArgs(rest);
-  if (action !== 'pause' && action !== 'resume') throw new UsageError(`unknown target command ${JSON.stringify(action)}; use pause, resume, limit or list`);
+  if (action !== 'pause' && action !== 'resume')
+    throw new UsageError(`unknown target command ${JSON.stringify(action)}; use pause, resume, limit or list`);
   if (rest.length !== 1) throw new UsageError(`target ${action}: give one origin (got ${rest.length})`);
   return { action, origin: originArg(action, rest[0]!) };
 }
 
 function originArg(action: string, text: string): string {
   const origin = originOf(text);
-  if (origin === undefined) throw new UsageError(`target ${action}: must be an origin such as https://partner.example, got ${JSON.stringify(text)}`);
+  if (origin === undefined)
+    throw new UsageError(`target ${action}: must be an origin such as https://partner.example, got ${JSON.stringify(text)}`);
   return origin;
 }
 
 /** `limit ORIGIN --rate 20/s [--burst N] [--concurrency N]`, or `limit ORIGIN --clear`. */
 function parseLimitArgs(args: string[]): ControlCommand {
-  const options = { rate: { type: 'string' }, burst: { type: 'string' }, concurrency: { type: 'string' }, clear: { type: 'boolean' } } as const;
+  const options = {
+    rate: { type: 'string' },
+    burst: { type: 'string' },
+    concurrency: { type: 'string' },
+    clear: { type: 'boolean' },
+  } as const;
   const { values, positionals } = parseFlags({ args, options, allowPositionals: true });
   if (positionals.length !== 1) throw new UsageError(`target limit: give one origin (got ${positionals.length})`);
   const origin = originArg('limit', positionals[0]!);
@@ -59,8 +66,12 @@ function parseLimitArgs(args: string[]): ControlCommand {
     if (typeof rate === 'string') throw new UsageError(`target limit: --rate ${rate}, got ${JSON.stringify(values.rate)}`);
     raw.rate = rate;
   }
-  for (const flag of ['burst', 'concurrency'] as const) if (values[flag] !== undefined) raw[flag] = /^\d+$/.test(values[flag]) ? Number(values[flag]) : values[flag];
+  for (const flag of ['burst', 'concurrency'] as const)
+    if (values[flag] !== undefined) raw[flag] = /^\d+$/.test(values[flag]) ? Number(values[flag]) : values[flag];
   const limit = checkLimit(raw);
-  if ('problem' in limit) throw new UsageError(`target limit: --${limit.field} ${limit.problem}${raw[limit.field] === undefined ? '' : `, got ${JSON.stringify(values[limit.field as 'rate'])}`}`);
+  if ('problem' in limit)
+    throw new UsageError(
+      `target limit: --${limit.field} ${limit.problem}${raw[limit.field] === undefined ? '' : `, got ${JSON.stringify(values[limit.field as 'rate'])}`}`,
+    );
   return { action: 'limit', origin, limit };
 }

@@ -13,17 +13,35 @@ export const DEFAULT_LIST_LIMIT = 50;
 /** Parses the arguments after `dlq`. Throws `UsageError` naming the flag at fault. */
 export function parseDlqArgs(argv: string[]): DlqCommand {
   const [action, ...rest] = argv;
-  if (action === undefined || action === 'help' || action === '--help' || action === '-h' || rest.includes('--help') || rest.includes('-h')) {
+  if (
+    action === undefined ||
+    action === 'help' ||
+    action === '--help' ||
+    action === '-h' ||
+    rest.includes('--help') ||
+    rest.includes('-h')
+  ) {
     return { action: 'help' };
   }
   if (action === 'list') {
     const { values } = parseFlags({ args: rest, options: { limit: { type: 'string' }, json: { type: 'boolean' } } });
-    return { action: 'list', limit: values.limit === undefined ? DEFAULT_LIST_LIMIT : parseLimit(values.limit), json: values.json === true };
+    return {
+      action: 'list',
+      limit: values.limit === undefined ? DEFAULT_LIST_LIMIT : parseLimit(values.limit),
+      json: values.json === true,
+    };
   }
   if (action === 'replay') {
-    const options = { id: { type: 'string', multiple: true }, reason: { type: 'string' }, all: { type: 'boolean' }, limit: { type: 'string' } } as const;
+    const options = {
+      id: { type: 'string', multiple: true },
+      reason: { type: 'string' },
+      all: { type: 'boolean' },
+      limit: { type: 'string' },
+    } as const;
     const { values } = parseFlags({ args: rest, options });
-    const given = [values.id !== undefined && '--id', values.reason !== undefined && '--reason', values.all === true && '--all'].filter(Boolean);
+    const given = [values.id !== undefined && '--id', values.reason !== undefined && '--reason', values.all === true && '--all'].filter(
+      Boolean,
+    );
     if (given.length === 0) throw new UsageError('dlq replay: say what to replay: --id ID (repeatable), --reason REASON or --all');
     if (given.length > 1) throw new UsageError(`dlq replay: give only one of --id, --reason, --all (got ${given.join(' and ')})`);
     const limit = values.limit === undefined ? undefined : parseLimit(values.limit);

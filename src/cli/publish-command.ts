@@ -79,7 +79,10 @@ export function parsePublishArgs(argv: string[]): { callback: Callback; options:
 export async function publishCommand(argv: string[]): Promise<void> {
   const { callback, options } = parsePublishArgs(argv);
   const config = loadConfig();
-  const publisher = createPublisher(config, createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, 'callback-relay-cli', config.logFormat));
+  const publisher = createPublisher(
+    config,
+    createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, 'callback-relay-cli', config.logFormat),
+  );
   try {
     const { id } = await publisher.publish(callback, options);
     process.stdout.write(`published ${id}\n`);

@@ -60,7 +60,8 @@ export function registerFormats(): void {
       coerce: (value: unknown) => (typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value),
       validate: (value: unknown) => {
         // basic.qos carries prefetch-count as an unsigned 16-bit integer.
-        if (!Number.isInteger(value) || (value as number) < 1 || (value as number) > 65_535) throw new Error('must be a whole number from 1 to 65535');
+        if (!Number.isInteger(value) || (value as number) < 1 || (value as number) > 65_535)
+          throw new Error('must be a whole number from 1 to 65535');
       },
     },
     'optional-prefetch': {
@@ -74,7 +75,8 @@ export function registerFormats(): void {
     lanes: {
       coerce: (value: unknown) => (typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value),
       validate: (value: unknown) => {
-        if (!Number.isInteger(value) || (value as number) < 1 || (value as number) > LANE_BUCKETS) throw new Error(`must be a whole number from 1 to ${LANE_BUCKETS}`);
+        if (!Number.isInteger(value) || (value as number) < 1 || (value as number) > LANE_BUCKETS)
+          throw new Error(`must be a whole number from 1 to ${LANE_BUCKETS}`);
       },
     },
     'optional-positive-int': {
@@ -88,7 +90,8 @@ export function registerFormats(): void {
     'optional-count': {
       coerce: (value: unknown) => (value === '' ? null : typeof value === 'string' && /^\d+$/.test(value.trim()) ? Number(value) : value),
       validate: (value: unknown) => {
-        if (value !== null && (!Number.isInteger(value) || (value as number) < 0)) throw new Error('must be a whole number ≥ 0, or empty for the default');
+        if (value !== null && (!Number.isInteger(value) || (value as number) < 0))
+          throw new Error('must be a whole number ≥ 0, or empty for the default');
       },
     },
     // Each names the bad entry (a secret by its position only); convict adds the setting's name.
@@ -137,7 +140,8 @@ export function registerFormats(): void {
     // https://www.rabbitmq.com/docs/streams#retention
     'stream-max-age': {
       validate: (value: unknown) => {
-        if (typeof value !== 'string' || !/^[1-9]\d{0,8}[YMDhms]$/.test(value)) throw new Error('must be a whole number and one unit of Y, M, D, h, m or s, such as 7D or 12h');
+        if (typeof value !== 'string' || !/^[1-9]\d{0,8}[YMDhms]$/.test(value))
+          throw new Error('must be a whole number and one unit of Y, M, D, h, m or s, such as 7D or 12h');
       },
     },
     'topology-prefix': {
@@ -150,7 +154,10 @@ export function registerFormats(): void {
     // An address to bind, not a name: a name could resolve to an interface other than the one meant.
     'listen-address': {
       validate: (value: unknown) => {
-        if (typeof value !== 'string' || isIP(value) === 0) throw new Error('must be an IP address to listen on, such as 127.0.0.1, ::1, 0.0.0.0 (every interface) or a container\'s own address');
+        if (typeof value !== 'string' || isIP(value) === 0)
+          throw new Error(
+            "must be an IP address to listen on, such as 127.0.0.1, ::1, 0.0.0.0 (every interface) or a container's own address",
+          );
       },
     },
   });

@@ -4,7 +4,7 @@
  */
 export const isolationSchema = {
   isolation: {
-    doc: 'Isolate targets: fair sharing of the worker\'s slots between targets, per-target health and a circuit breaker. `off` delivers in arrival order.',
+    doc: "Isolate targets: fair sharing of the worker's slots between targets, per-target health and a circuit breaker. `off` delivers in arrival order.",
     format: ['on', 'off'],
     default: 'on',
     env: 'ISOLATION',
@@ -69,14 +69,14 @@ export const isolationSchema = {
     env: 'PROBE_CONCURRENCY',
   },
   overflowAfter: {
-    doc: 'A target whose oldest waiting callback has waited this long in a worker while it holds its fair share of slots (or sits at its own limit with no attempt ending: in a worker whose event loop is saturated, for five times this long) is busy: while its lane\'s consumer window is over half full (a limited target\'s: always), its waiting callbacks move from the lane to the overflow queue P.slow (once each, the newest first), so other targets queued behind them are not held up.',
+    doc: "A target whose oldest waiting callback has waited this long in a worker while it holds its fair share of slots (or sits at its own limit with no attempt ending: in a worker whose event loop is saturated, for five times this long) is busy: while its lane's consumer window is over half full (a limited target's: always), its waiting callbacks move from the lane to the overflow queue P.slow (once each, the newest first), so other targets queued behind them are not held up.",
     format: 'positive-duration',
     default: 200,
     env: 'OVERFLOW_AFTER',
   },
   maxProbes: {
     defaultText: 'PREFETCH / 10, rounded up',
-    doc: 'Probes in flight over all targets whose circuit is open, not counting those past SLOW_THRESHOLD unanswered (those hold slots an open circuit borrows: at most half the worker\'s), so many bad targets cannot fill the worker.',
+    doc: "Probes in flight over all targets whose circuit is open, not counting those past SLOW_THRESHOLD unanswered (those hold slots an open circuit borrows: at most half the worker's), so many bad targets cannot fill the worker.",
     format: 'optional-positive-int',
     default: null as number | null,
     env: 'MAX_PROBES',

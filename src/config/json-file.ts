@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { RelayError } from '../errors.js';
 
 /** A plain JSON object (not an array, not null). */
-export const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+export const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** `CR_ERR_CONFIG` naming the bad field (a setting, or an entry of a setting's file). */
 export function configError(message: string, field: string, cause?: unknown): RelayError {

@@ -9,7 +9,10 @@ type Raw = { [K in keyof Schema]: Schema[K]['default'] };
 
 /** The validated settings; durations in milliseconds. */
 type Derived = 'maxAttempts' | 'targetConcurrency' | 'recoverThreshold' | 'maxProbes' | 'duePrefetch';
-export type RelayConfig = Omit<Raw, Derived | 'delayMode' | 'queueType' | 'logLevel' | 'logFormat' | 'isolation' | 'targetKey' | 'events' | 'history' | 'targetPolicy'> & {
+export type RelayConfig = Omit<
+  Raw,
+  Derived | 'delayMode' | 'queueType' | 'logLevel' | 'logFormat' | 'isolation' | 'targetKey' | 'events' | 'history' | 'targetPolicy'
+> & {
   delayMode: 'auto' | 'plugin' | 'queues';
   queueType: 'quorum' | 'classic';
   logLevel: string;
@@ -56,10 +59,14 @@ function resolveDerived(raw: Raw, env: NodeJS.ProcessEnv): RelayConfig {
   } as RelayConfig;
   const problems: string[] = [];
   if (config.degradeThreshold > config.healthWindow) {
-    problems.push(`  DEGRADE_THRESHOLD (degradeThreshold): must be at most HEALTH_WINDOW (${config.healthWindow}): value was "${env.DEGRADE_THRESHOLD ?? config.degradeThreshold}"`);
+    problems.push(
+      `  DEGRADE_THRESHOLD (degradeThreshold): must be at most HEALTH_WINDOW (${config.healthWindow}): value was "${env.DEGRADE_THRESHOLD ?? config.degradeThreshold}"`,
+    );
   }
   if (config.recoverThreshold >= config.degradeThreshold) {
-    problems.push(`  RECOVER_THRESHOLD (recoverThreshold): must be below DEGRADE_THRESHOLD (${config.degradeThreshold}): value was "${env.RECOVER_THRESHOLD ?? config.recoverThreshold}"`);
+    problems.push(
+      `  RECOVER_THRESHOLD (recoverThreshold): must be below DEGRADE_THRESHOLD (${config.degradeThreshold}): value was "${env.RECOVER_THRESHOLD ?? config.recoverThreshold}"`,
+    );
   }
   if (problems.length > 0) throw new RelayError('CR_ERR_CONFIG', `invalid configuration:\n${problems.join('\n')}`);
   return config;
@@ -77,7 +84,8 @@ function describe(error: unknown, env: NodeJS.ProcessEnv): string {
       const [, key = '', rest = ''] = match;
       const problem = rest.replace(/: value was .*$/, '');
       const value = env[envName(key)];
-      const shown = value === undefined ? '' : `: value was "${key === 'amqpUrl' ? redactUrls(value) : SECRET_KEYS.has(key) ? '[hidden]' : value}"`;
+      const shown =
+        value === undefined ? '' : `: value was "${key === 'amqpUrl' ? redactUrls(value) : SECRET_KEYS.has(key) ? '[hidden]' : value}"`;
       return `  ${envName(key)} (${key}): ${problem}${shown}`;
     })
     .join('\n');

@@ -36,9 +36,14 @@ export const carriesPolicy = (headers: Record<string, unknown> | undefined): boo
  * policy: such a message was not written by a worker, and is dead-lettered as invalid.
  */
 export function readPolicyHeaders(name: string, headers: Record<string, unknown>, defaults: PolicyDefaults): MessagePolicy {
-  const invalid = (header: string, problem: string): RelayError => new RelayError('CR_ERR_INVALID_CALLBACK', `${header}: ${problem}`, { field: header });
+  const invalid = (header: string, problem: string): RelayError =>
+    new RelayError('CR_ERR_INVALID_CALLBACK', `${header}: ${problem}`, { field: header });
   const carried = readString(headers, HEADER.policy);
-  if (carried !== name) throw invalid(HEADER.policy, `names policy ${JSON.stringify(carried ?? headers[HEADER.policy])}, but the callback's policy is ${JSON.stringify(name)}`);
+  if (carried !== name)
+    throw invalid(
+      HEADER.policy,
+      `names policy ${JSON.stringify(carried ?? headers[HEADER.policy])}, but the callback's policy is ${JSON.stringify(name)}`,
+    );
   const raw: RawPolicyFields = {};
   for (const [field, header] of Object.entries(FIELD_HEADER) as [PolicyFieldName, string][]) {
     const value = headers[header];

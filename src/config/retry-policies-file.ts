@@ -27,13 +27,18 @@ export function loadRetryPolicies(file: string, defaults: PolicyDefaults): Retry
   const where = `${SETTING} (${file})`;
   const parsed = readJsonObject(file, SETTING, where, 'policy name → policy');
   const byName = new Map<string, MessagePolicy>();
-  for (const [name, entry] of Object.entries(parsed)) byName.set(name, loadPolicy(name, entry, defaults, `${where}: policy ${JSON.stringify(name)}`));
+  for (const [name, entry] of Object.entries(parsed))
+    byName.set(name, loadPolicy(name, entry, defaults, `${where}: policy ${JSON.stringify(name)}`));
   return { defaults, byName };
 }
 
 function loadPolicy(name: string, entry: unknown, defaults: PolicyDefaults, where: string): MessagePolicy {
-  const fail = (problem: string, field?: string): RelayError => configError(`${where}: ${problem}`, field === undefined ? name : `${name}.${field}`);
-  if (!isValidPolicyName(name)) throw fail('the name must be 1-64 letters, digits, ".", "_", ":" or "-", starting with a letter or digit (what a callback\'s policy field accepts)');
+  const fail = (problem: string, field?: string): RelayError =>
+    configError(`${where}: ${problem}`, field === undefined ? name : `${name}.${field}`);
+  if (!isValidPolicyName(name))
+    throw fail(
+      'the name must be 1-64 letters, digits, ".", "_", ":" or "-", starting with a letter or digit (what a callback\'s policy field accepts)',
+    );
   if (!isObject(entry)) throw fail(`must be an object of ${POLICY_FIELDS.join(', ')} (each optional)`);
   for (const key of Object.keys(entry)) {
     if (!(POLICY_FIELDS as readonly string[]).includes(key)) throw fail(`${key}: is not a policy field (${POLICY_FIELDS.join(', ')})`, key);

@@ -64,7 +64,7 @@ export const configSchema = {
     env: 'RETRY_JITTER',
   },
   retryAfterMax: {
-    doc: 'Upper clamp for a receiver\'s Retry-After (seconds or HTTP date); the lower clamp is 1s.',
+    doc: "Upper clamp for a receiver's Retry-After (seconds or HTTP date); the lower clamp is 1s.",
     format: 'positive-duration',
     default: 216e5,
     env: 'RETRY_AFTER_MAX',
@@ -94,7 +94,7 @@ export const configSchema = {
     env: 'TARGET_LIMITS_FILE',
   },
   limitHoldMax: {
-    doc: 'The longest a callback may wait unacked in a worker for its target\'s limit (rate, back-off or a receiver\'s pause); one that would wait longer is stored in the delay path until shortly before its turn, at most 3 × this at a time. Keep it well below the broker\'s consumer_timeout (30 min by default), which closes a channel holding a message unacked for longer. See docs/limits.md.',
+    doc: "The longest a callback may wait unacked in a worker for its target's limit (rate, back-off or a receiver's pause); one that would wait longer is stored in the delay path until shortly before its turn, at most 3 × this at a time. Keep it well below the broker's consumer_timeout (30 min by default), which closes a channel holding a message unacked for longer. See docs/limits.md.",
     format: 'positive-duration',
     default: 300e3,
     env: 'LIMIT_HOLD_MAX',
@@ -112,14 +112,14 @@ export const configSchema = {
     env: 'MAX_PAYLOAD_BYTES',
   },
   prefetch: {
-    doc: 'A worker\'s concurrency: attempts in flight at most, over all lanes. Each lane\'s consumer may hold as many unacknowledged messages (consumer prefetch), twice as many with ISOLATION on (a look-ahead that shows isolation a busy target), so a target alone in its lane can fill every slot; in queues mode 400 more on each lane (not on P.slow), for callbacks held until due (docs/delay-modes.md).',
+    doc: "A worker's concurrency: attempts in flight at most, over all lanes. Each lane's consumer may hold as many unacknowledged messages (consumer prefetch), twice as many with ISOLATION on (a look-ahead that shows isolation a busy target), so a target alone in its lane can fill every slot; in queues mode 400 more on each lane (not on P.slow), for callbacks held until due (docs/delay-modes.md).",
     format: 'prefetch',
     default: 100,
     env: 'PREFETCH',
   },
   duePrefetch: {
     defaultText: 'PREFETCH',
-    doc: 'Plugin mode: messages a worker moves from P.due into their lanes at once (the P.due consumer\'s prefetch). Each due callback waits for about this many ÷ the rate falling due (100 at 1,000 a second: about 50 ms); more moves more a second when callbacks fall due faster than the worker delivers (docs/delay-modes.md).',
+    doc: "Plugin mode: messages a worker moves from P.due into their lanes at once (the P.due consumer's prefetch). Each due callback waits for about this many ÷ the rate falling due (100 at 1,000 a second: about 50 ms); more moves more a second when callbacks fall due faster than the worker delivers (docs/delay-modes.md).",
     format: 'optional-prefetch',
     default: null as number | null,
     env: 'DUE_PREFETCH',
@@ -131,7 +131,7 @@ export const configSchema = {
     env: 'DRAIN_TIMEOUT',
   },
   publishTimeout: {
-    doc: 'How long a publish waits for the broker\'s confirm (including while disconnected) before it rejects; in a worker, how long an outcome event waits before it is given up, and after how long a copy\'s late confirm is logged (the copy is waited for until the broker answers).',
+    doc: "How long a publish waits for the broker's confirm (including while disconnected) before it rejects; in a worker, how long an outcome event waits before it is given up, and after how long a copy's late confirm is logged (the copy is waited for until the broker answers).",
     format: 'positive-duration',
     default: 10e3,
     env: 'PUBLISH_TIMEOUT',
@@ -187,7 +187,7 @@ export const configSchema = {
     env: 'METRICS_PORT',
   },
   metricsHost: {
-    doc: 'Address the worker\'s `/metrics`, `/healthz` and `/readyz` listen on. Loopback by default; `0.0.0.0` (or the container\'s address) when Prometheus or a probe scrapes it from another host or container.',
+    doc: "Address the worker's `/metrics`, `/healthz` and `/readyz` listen on. Loopback by default; `0.0.0.0` (or the container's address) when Prometheus or a probe scrapes it from another host or container.",
     format: 'listen-address',
     default: '127.0.0.1',
     env: 'METRICS_HOST',
@@ -211,7 +211,7 @@ export const configSchema = {
     env: 'INGEST_METRICS_PORT',
   },
   ingestTokens: {
-    doc: 'Bearer tokens the HTTP ingest accepts, comma-separated (several during a rotation), each at least 16 characters: `name:token`, or a bare token named `default`. The name scopes the client\'s Idempotency-Keys (ids are `<name>:<key>`); a rotation keeps the name. The ingest refuses to start without one.',
+    doc: "Bearer tokens the HTTP ingest accepts, comma-separated (several during a rotation), each at least 16 characters: `name:token`, or a bare token named `default`. The name scopes the client's Idempotency-Keys (ids are `<name>:<key>`); a rotation keeps the name. The ingest refuses to start without one.",
     format: 'token-list',
     default: '',
     env: 'INGEST_TOKENS',
@@ -224,13 +224,13 @@ export const configSchema = {
     env: 'INGEST_BATCH_MAX',
   },
   ingestBatchBytes: {
-    doc: 'Largest request body of `POST /v1/callbacks:batch`, in bytes (413 beyond). A single POST\'s limit is MAX_PAYLOAD_BYTES.',
+    doc: "Largest request body of `POST /v1/callbacks:batch`, in bytes (413 beyond). A single POST's limit is MAX_PAYLOAD_BYTES.",
     format: 'positive-int',
     default: 4_194_304,
     env: 'INGEST_BATCH_BYTES',
   },
   ingestInflightBytes: {
-    doc: 'Request body bytes one ingest replica holds at once, counted by Content-Length (a chunked body counts as its route\'s limit) from before the body is read until the answer; a request beyond it gets 503 `CR_ERR_INGEST_BUSY` unread. At least MAX_PAYLOAD_BYTES and INGEST_BATCH_BYTES.',
+    doc: "Request body bytes one ingest replica holds at once, counted by Content-Length (a chunked body counts as its route's limit) from before the body is read until the answer; a request beyond it gets 503 `CR_ERR_INGEST_BUSY` unread. At least MAX_PAYLOAD_BYTES and INGEST_BATCH_BYTES.",
     format: 'positive-int',
     default: 33_554_432,
     env: 'INGEST_INFLIGHT_BYTES',
@@ -242,13 +242,13 @@ export const configSchema = {
     env: 'INGEST_REQUEST_TIMEOUT',
   },
   ingestConnectionTimeout: {
-    doc: 'An ingest connection on which nothing moves for this long is closed: a client that opens one and sends nothing, stops sending mid-request, or does not take its answer. Not while the ingest waits for the broker\'s confirm (PUBLISH_TIMEOUT), nor between requests (keep-alive: 65s).',
+    doc: "An ingest connection on which nothing moves for this long is closed: a client that opens one and sends nothing, stops sending mid-request, or does not take its answer. Not while the ingest waits for the broker's confirm (PUBLISH_TIMEOUT), nor between requests (keep-alive: 65s).",
     format: 'positive-duration',
     default: 60e3,
     env: 'INGEST_CONNECTION_TIMEOUT',
   },
   ingestIdempotencyWindow: {
-    doc: 'How long an ingest replica remembers the callback a single POST\'s Idempotency-Key came with: within it, the same key with another callback gets 422 `CR_ERR_IDEMPOTENCY_KEY_REUSED`. Per replica and in memory (see docs/ingest.md).',
+    doc: "How long an ingest replica remembers the callback a single POST's Idempotency-Key came with: within it, the same key with another callback gets 422 `CR_ERR_IDEMPOTENCY_KEY_REUSED`. Per replica and in memory (see docs/ingest.md).",
     format: 'positive-duration',
     default: 86_400e3,
     env: 'INGEST_IDEMPOTENCY_WINDOW',
@@ -266,7 +266,7 @@ export const configSchema = {
     env: 'CONSOLE_HOST',
   },
   consolePort: {
-    doc: 'Port of the operator console (`callback-relay console`): overview, targets, dead letters, a callback\'s timeline.',
+    doc: "Port of the operator console (`callback-relay console`): overview, targets, dead letters, a callback's timeline.",
     format: 'port',
     default: 8081,
     env: 'CONSOLE_PORT',
@@ -279,7 +279,7 @@ export const configSchema = {
     sensitive: true,
   },
   consoleWindow: {
-    doc: 'How far back the console\'s overview and targets look: it reads P.history from this long ago (x-stream-offset by time) and keeps only this window in memory.',
+    doc: "How far back the console's overview and targets look: it reads P.history from this long ago (x-stream-offset by time) and keeps only this window in memory.",
     format: 'positive-duration',
     default: 36e5,
     env: 'CONSOLE_WINDOW',

@@ -17,11 +17,15 @@ export function loadTargetLimits(file: string): Map<string, TargetLimit> {
   const parsed = readJsonObject(file, SETTING, where, 'origin → limit');
   for (const [key, entry] of Object.entries(parsed)) {
     const origin = originOf(key);
-    if (origin === undefined) throw configError(`${where}: ${JSON.stringify(key)} is not an origin such as https://partner.example (no path)`, key);
+    if (origin === undefined)
+      throw configError(`${where}: ${JSON.stringify(key)} is not an origin such as https://partner.example (no path)`, key);
     if (!isObject(entry)) throw configError(`${where}: origin ${JSON.stringify(key)}: must be an object of rate, burst, concurrency`, key);
     const limit = checkLimit(entry);
     if ('problem' in limit) {
-      throw configError(`${where}: origin ${JSON.stringify(key)}: ${limit.field} ${limit.problem} (value was ${JSON.stringify(entry[limit.field])})`, `${key}.${limit.field}`);
+      throw configError(
+        `${where}: origin ${JSON.stringify(key)}: ${limit.field} ${limit.problem} (value was ${JSON.stringify(entry[limit.field])})`,
+        `${key}.${limit.field}`,
+      );
     }
     limits.set(origin, limit);
   }

@@ -55,7 +55,11 @@ export function shownSelection(form: URLSearchParams): { ids: string[]; includeC
   if (!selected) {
     const count = Number(form.get('count'));
     if (!Number.isSafeInteger(count) || count !== ids.length) {
-      throw new RelayError('CR_ERR_USAGE', `count: the form names ${ids.length} message(s) but says ${JSON.stringify(form.get('count') ?? '')} were shown`, { field: 'count' });
+      throw new RelayError(
+        'CR_ERR_USAGE',
+        `count: the form names ${ids.length} message(s) but says ${JSON.stringify(form.get('count') ?? '')} were shown`,
+        { field: 'count' },
+      );
     }
   }
   return { ids, includeCanceled: selected || form.get('canceled') === '1' };

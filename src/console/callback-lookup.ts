@@ -11,7 +11,13 @@ export const LOOKUP_RANGES: Record<string, number | 'all'> = { '1h': 3_600_000, 
  * reads them (the read stops at the end of the stream). `undefined` when P.history does not exist.
  * Only matching events are kept: a scan of the whole stream holds no more than the one timeline.
  */
-export async function lookUpCallback(urls: string[], queue: string, id: string, range: string, now: number): Promise<OutcomeEvent[] | undefined> {
+export async function lookUpCallback(
+  urls: string[],
+  queue: string,
+  id: string,
+  range: string,
+  now: number,
+): Promise<OutcomeEvent[] | undefined> {
   const span = LOOKUP_RANGES[range] ?? LOOKUP_RANGES['24h'];
   const from: HistoryStart = span === 'all' || span === undefined ? 'first' : new Date(now - span);
   const { connection } = await connectFirst(urls);
@@ -24,7 +30,12 @@ export async function lookUpCallback(urls: string[], queue: string, id: string, 
       throw error;
     }
     const events: OutcomeEvent[] = [];
-    await readHistory(await openChannel(connection), queue, { from, follow: false, match: (event) => event.id === id, onEvent: (event) => events.push(event) });
+    await readHistory(await openChannel(connection), queue, {
+      from,
+      follow: false,
+      match: (event) => event.id === id,
+      onEvent: (event) => events.push(event),
+    });
     return events;
   } finally {
     await connection.close().catch(() => {});

@@ -15,7 +15,12 @@ export interface WhereNow {
 export function whereNow(events: readonly OutcomeEvent[], cancelled: boolean, now: number): WhereNow {
   const last = events[events.length - 1];
   if (last === undefined) {
-    return { text: cancelled ? 'no events in the range read; a cancel marker was written for it' : 'no events in the range read: not attempted yet, or older than the range', pending: !cancelled };
+    return {
+      text: cancelled
+        ? 'no events in the range read; a cancel marker was written for it'
+        : 'no events in the range read: not attempted yet, or older than the range',
+      pending: !cancelled,
+    };
   }
   switch (last.type) {
     case 'delivered':
@@ -28,8 +33,15 @@ export function whereNow(events: readonly OutcomeEvent[], cancelled: boolean, no
       return { text: 'held: its target is paused; it is attempted once the target is resumed', pending: !cancelled };
     case 'retry-scheduled': {
       const due = last.nextAttemptAt === undefined ? Number.NaN : Date.parse(last.nextAttemptAt);
-      const when = Number.isNaN(due) ? '' : due > now ? ` at ${last.nextAttemptAt} (in ${Math.ceil((due - now) / 1000)} s)` : ` (due since ${last.nextAttemptAt})`;
-      return { text: `waiting for attempt ${last.attempt + 1}${when}${cancelled ? '; a cancel marker was written for it' : ''}`, pending: !cancelled };
+      const when = Number.isNaN(due)
+        ? ''
+        : due > now
+          ? ` at ${last.nextAttemptAt} (in ${Math.ceil((due - now) / 1000)} s)`
+          : ` (due since ${last.nextAttemptAt})`;
+      return {
+        text: `waiting for attempt ${last.attempt + 1}${when}${cancelled ? '; a cancel marker was written for it' : ''}`,
+        pending: !cancelled,
+      };
     }
   }
 }

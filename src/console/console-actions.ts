@@ -37,8 +37,16 @@ export interface ConsoleActions {
  * `cancel` write it (confirmed), then applied to this replica's view at once so its next page shows
  * it; the other replicas read it from the stream.
  */
-export function consoleActions(config: DeadQueueSettings, names: TopologyNames, logger: Logger, view: ControlView, sessions: EndedSessions, clock: () => number = Date.now): ConsoleActions {
-  const log = (action: string, by: string, touched: number, details: Record<string, unknown>): void => logger.info({ action, by, touched, ...details }, `console: ${action} by ${by}`);
+export function consoleActions(
+  config: DeadQueueSettings,
+  names: TopologyNames,
+  logger: Logger,
+  view: ControlView,
+  sessions: EndedSessions,
+  clock: () => number = Date.now,
+): ConsoleActions {
+  const log = (action: string, by: string, touched: number, details: Record<string, unknown>): void =>
+    logger.info({ action, by, touched, ...details }, `console: ${action} by ${by}`);
 
   const writeMarkers = async (markers: ControlMarker[]): Promise<void> => {
     const { connection } = await connectFirst(amqpUrls(config.amqpUrl));
@@ -54,7 +62,10 @@ export function consoleActions(config: DeadQueueSettings, names: TopologyNames, 
 
   const origin = (text: string): string => {
     const value = originOf(text);
-    if (value === undefined) throw new RelayError('CR_ERR_INVALID_CALLBACK', `origin: ${JSON.stringify(text)} is not an origin such as https://partner.example`, { field: 'origin' });
+    if (value === undefined)
+      throw new RelayError('CR_ERR_INVALID_CALLBACK', `origin: ${JSON.stringify(text)} is not an origin such as https://partner.example`, {
+        field: 'origin',
+      });
     return value;
   };
 
@@ -85,8 +96,19 @@ export function consoleActions(config: DeadQueueSettings, names: TopologyNames, 
         const channel = await connection.createConfirmChannel();
         channel.on('error', () => {});
         // Mandatory: should P.control not exist, the marker comes back instead of being dropped.
-        const properties = { persistent: true, contentType: 'application/json', mandatory: true, messageId: `${marker.type}:${marker.session}` };
-        await publishConfirmed(channel, { exchange: '', routingKey: names.controlQueue }, Buffer.from(JSON.stringify(marker)), properties, config.publishTimeout);
+        const properties = {
+          persistent: true,
+          contentType: 'application/json',
+          mandatory: true,
+          messageId: `${marker.type}:${marker.session}`,
+        };
+        await publishConfirmed(
+          channel,
+          { exchange: '', routingKey: names.controlQueue },
+          Buffer.from(JSON.stringify(marker)),
+          properties,
+          config.publishTimeout,
+        );
       } finally {
         await connection.close().catch(() => {});
       }

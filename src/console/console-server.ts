@@ -32,10 +32,12 @@ export function operatorOf(request: FastifyRequest): Operator {
 }
 
 /** The fields of a posted form. */
-export const formOf = (request: FastifyRequest): URLSearchParams => (request.body instanceof URLSearchParams ? request.body : new URLSearchParams());
+export const formOf = (request: FastifyRequest): URLSearchParams =>
+  request.body instanceof URLSearchParams ? request.body : new URLSearchParams();
 
 /** Sends a page. */
-export const sendPage = (reply: FastifyReply, page: Html, status = 200): FastifyReply => reply.code(status).type('text/html; charset=utf-8').send(page.text);
+export const sendPage = (reply: FastifyReply, page: Html, status = 200): FastifyReply =>
+  reply.code(status).type('text/html; charset=utf-8').send(page.text);
 
 export interface ConsoleAppOptions {
   /** Failed logins and bearer tokens, per client address and in all (default: LOGIN_THROTTLE on the wall clock). */
@@ -62,8 +64,17 @@ export function buildConsoleApp(auth: ConsoleAuth, logger: Logger, options: Cons
     const earned = throttle.fail(client);
     if (earned !== undefined) {
       logger.warn(
-        { event: 'console.login.throttled', scope: earned.scope, client, retryAfterSeconds: retryAfterSeconds(earned), limit: earned.scope === 'client' ? throttle.limits.perClient : throttle.limits.global, windowMs: throttle.limits.windowMs },
-        earned.scope === 'client' ? 'console: too many failed logins from one address; its logins are refused for a while' : 'console: too many failed logins in all; every login is refused for a while',
+        {
+          event: 'console.login.throttled',
+          scope: earned.scope,
+          client,
+          retryAfterSeconds: retryAfterSeconds(earned),
+          limit: earned.scope === 'client' ? throttle.limits.perClient : throttle.limits.global,
+          windowMs: throttle.limits.windowMs,
+        },
+        earned.scope === 'client'
+          ? 'console: too many failed logins from one address; its logins are refused for a while'
+          : 'console: too many failed logins in all; every login is refused for a while',
       );
     }
   };
@@ -71,9 +82,18 @@ export function buildConsoleApp(auth: ConsoleAuth, logger: Logger, options: Cons
     const seconds = retryAfterSeconds(throttled);
     const who = throttled.scope === 'client' ? 'from this address' : 'in all';
     reply.header('retry-after', String(seconds));
-    return sendPage(reply, layout({ title: 'Too many attempts' }, html`<p class="notice error" id="throttled">Too many failed logins ${who}: try again in ${seconds} s.</p>`), 429);
+    return sendPage(
+      reply,
+      layout(
+        { title: 'Too many attempts' },
+        html`<p class="notice error" id="throttled">Too many failed logins ${who}: try again in ${seconds} s.</p>`,
+      ),
+      429,
+    );
   };
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => done(null, new URLSearchParams(String(body))));
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) =>
+    done(null, new URLSearchParams(String(body))),
+  );
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('content-security-policy', CONTENT_SECURITY_POLICY);
@@ -102,7 +122,14 @@ export function buildConsoleApp(auth: ConsoleAuth, logger: Logger, options: Cons
     if (request.method !== 'POST' || !operators.has(request)) return;
     if (!auth.csrfOk(operatorOf(request), formOf(request).get('csrf') ?? undefined)) {
       logger.warn({ by: operatorOf(request).name, path: request.url }, 'console: a POST without a valid CSRF token was refused');
-      return sendPage(reply, layout({ title: 'Refused' }, html`<p>This form is stale or did not come from the console (CSRF token missing or wrong). <a href="/">Back</a></p>`), 403);
+      return sendPage(
+        reply,
+        layout(
+          { title: 'Refused' },
+          html`<p>This form is stale or did not come from the console (CSRF token missing or wrong). <a href="/">Back</a></p>`,
+        ),
+        403,
+      );
     }
   });
 
@@ -112,7 +139,9 @@ export function buildConsoleApp(auth: ConsoleAuth, logger: Logger, options: Cons
     if (asset === undefined) return reply.code(404).type('text/plain').send('not found');
     return reply.header('cache-control', 'public, max-age=3600').type(asset.type).send(asset.body);
   });
-  app.get<{ Querystring: { next?: string; failed?: string } }>('/login', async (request, reply) => sendPage(reply, loginPage(request.query.failed === '1', safeNext(request.query.next))));
+  app.get<{ Querystring: { next?: string; failed?: string } }>('/login', async (request, reply) =>
+    sendPage(reply, loginPage(request.query.failed === '1', safeNext(request.query.next))),
+  );
   app.post('/login', async (request, reply) => {
     const throttled = throttle.check(request.ip);
     if (throttled !== undefined) return refuse(reply, throttled);
@@ -127,7 +156,10 @@ export function buildConsoleApp(auth: ConsoleAuth, logger: Logger, options: Cons
     // Behind a proxy that ends TLS the console itself sees HTTP: the proxy's header says so. Marking the
     // cookie Secure on its word costs nothing: at worst the cookie is not sent over plain HTTP.
     const secure = request.protocol === 'https' || request.headers['x-forwarded-proto'] === 'https' ? '; Secure' : '';
-    reply.header('set-cookie', `${SESSION_COOKIE}=${auth.newSession(entry)}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${SESSION_MS / 1000}${secure}`);
+    reply.header(
+      'set-cookie',
+      `${SESSION_COOKIE}=${auth.newSession(entry)}; HttpOnly; SameSite=Strict; Path=/; Max-Age=${SESSION_MS / 1000}${secure}`,
+    );
     logger.info({ by: entry.name }, 'console: logged in');
     return reply.redirect(next, 303);
   });
@@ -140,8 +172,18 @@ export function buildConsoleApp(auth: ConsoleAuth, logger: Logger, options: Cons
         await options.endSession(operator);
       } catch (error) {
         const code = isRelayError(error) ? error.code : undefined;
-        logger.error({ err: (error as Error).message, code, by: operator.name }, 'console: the end of a session was not stored; it stays valid on the other replicas until it expires');
-        return sendPage(reply, layout({ title: 'Logged out here only' }, html`<p class="notice error">Logged out in this browser, but the broker did not store the end of the session${code ? ` [${code}]` : ''}: a copy of its cookie stays valid until it expires. Log in and out again once the broker answers.</p><p><a href="/login">Log in</a></p>`), 503);
+        logger.error(
+          { err: (error as Error).message, code, by: operator.name },
+          'console: the end of a session was not stored; it stays valid on the other replicas until it expires',
+        );
+        return sendPage(
+          reply,
+          layout(
+            { title: 'Logged out here only' },
+            html`<p class="notice error">Logged out in this browser, but the broker did not store the end of the session${code ? ` [${code}]` : ''}: a copy of its cookie stays valid until it expires. Log in and out again once the broker answers.</p><p><a href="/login">Log in</a></p>`,
+          ),
+          503,
+        );
       }
     }
     return reply.redirect('/login', 303);
@@ -150,8 +192,17 @@ export function buildConsoleApp(auth: ConsoleAuth, logger: Logger, options: Cons
   app.setErrorHandler(async (error, request, reply) => {
     const code = isRelayError(error) ? error.code : undefined;
     logger.error({ err: (error as Error).message, code, path: request.url }, 'console: request failed');
-    const status = (error as { statusCode?: number }).statusCode ?? (code === 'CR_ERR_INVALID_CALLBACK' || code === 'CR_ERR_USAGE' ? 400 : code === 'CR_ERR_DEAD_CHANGED' ? 409 : 500);
-    return sendPage(reply, layout({ title: 'Failed' }, html`<p class="notice error">${code ? `[${code}] ` : ''}${(error as Error).message}</p><p><a href="/">Back</a></p>`), status);
+    const status =
+      (error as { statusCode?: number }).statusCode ??
+      (code === 'CR_ERR_INVALID_CALLBACK' || code === 'CR_ERR_USAGE' ? 400 : code === 'CR_ERR_DEAD_CHANGED' ? 409 : 500);
+    return sendPage(
+      reply,
+      layout(
+        { title: 'Failed' },
+        html`<p class="notice error">${code ? `[${code}] ` : ''}${(error as Error).message}</p><p><a href="/">Back</a></p>`,
+      ),
+      status,
+    );
   });
   return app;
 }

@@ -26,7 +26,8 @@ export interface DeadGroup {
 
 /** Whether `entry` passes `filter`. Text fields match case-insensitively anywhere in the value. */
 export function matchesFilter(entry: DlqEntry, filter: DeadFilter): boolean {
-  const contains = (value: string | null, part: string | undefined): boolean => part === undefined || part === '' || (value ?? '').toLowerCase().includes(part.toLowerCase());
+  const contains = (value: string | null, part: string | undefined): boolean =>
+    part === undefined || part === '' || (value ?? '').toLowerCase().includes(part.toLowerCase());
   if (!contains(entry.id, filter.id) || !contains(entry.url, filter.url)) return false;
   if (filter.reason !== undefined && filter.reason !== '' && entry.reason !== filter.reason) return false;
   if (filter.from === undefined && filter.to === undefined) return true;
@@ -46,7 +47,9 @@ export function groupDead(entries: readonly DlqEntry[]): DeadGroup[] {
     if (entry.since !== null && (group.newest === null || entry.since > group.newest)) group.newest = entry.since;
     groups.set(key, group);
   }
-  return [...groups.values()].sort((a, b) => b.count - a.count || (a.origin ?? '').localeCompare(b.origin ?? '') || a.reason.localeCompare(b.reason));
+  return [...groups.values()].sort(
+    (a, b) => b.count - a.count || (a.origin ?? '').localeCompare(b.origin ?? '') || a.reason.localeCompare(b.reason),
+  );
 }
 
 /** A filter from a query string; a time that does not parse is left out (and said so by the page). */

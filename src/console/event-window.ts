@@ -95,7 +95,8 @@ export class EventWindow {
     const last = Math.floor(this.clock() / MINUTE_MS);
     const first = last - Math.ceil(this.limits.windowMs / MINUTE_MS) + 1;
     const rows: Array<{ minute: number } & MinuteCounts> = [];
-    for (let minute = first; minute <= last; minute += 1) rows.push({ minute: minute * MINUTE_MS, ...(this.totals.get(minute) ?? { delivered: 0, retries: 0, dead: 0 }) });
+    for (let minute = first; minute <= last; minute += 1)
+      rows.push({ minute: minute * MINUTE_MS, ...(this.totals.get(minute) ?? { delivered: 0, retries: 0, dead: 0 }) });
     return rows;
   }
 
@@ -118,14 +119,20 @@ export class EventWindow {
         sum.held += counts.held;
       }
       const attempts = sum.delivered + sum.retries + sum.dead;
-      const durations = record.latencies.filter(([at]) => at >= since).map(([, ms]) => ms).sort((a, b) => a - b);
+      const durations = record.latencies
+        .filter(([at]) => at >= since)
+        .map(([, ms]) => ms)
+        .sort((a, b) => a - b);
       return {
         origin: record.origin,
         ...sum,
         successRate: attempts === 0 ? null : sum.delivered / attempts,
         p50Ms: percentile(durations, 0.5),
         p95Ms: percentile(durations, 0.95),
-        lastError: record.lastError && record.lastError.at >= since ? { at: new Date(record.lastError.at).toISOString(), text: record.lastError.text } : null,
+        lastError:
+          record.lastError && record.lastError.at >= since
+            ? { at: new Date(record.lastError.at).toISOString(), text: record.lastError.text }
+            : null,
         lastSeen: new Date(record.lastSeen).toISOString(),
       };
     });

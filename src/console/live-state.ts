@@ -34,7 +34,12 @@ export interface StartableLiveState extends LiveState {
  * Both live only in memory: every replica builds its own from the streams, so replicas need no
  * shared state and a restart loses nothing.
  */
-export function startLiveState(config: Pick<RelayConfig, 'amqpUrl' | 'consoleWindow' | 'consoleMaxTargets'>, names: TopologyNames, logger: Logger, clock: () => number = Date.now): StartableLiveState {
+export function startLiveState(
+  config: Pick<RelayConfig, 'amqpUrl' | 'consoleWindow' | 'consoleMaxTargets'>,
+  names: TopologyNames,
+  logger: Logger,
+  clock: () => number = Date.now,
+): StartableLiveState {
   const limits = { windowMs: config.consoleWindow, maxTargets: config.consoleMaxTargets };
   const events = new EventWindow(limits, clock);
   const control = new ControlView(limits, clock, CONTROL_MAX_AGE_MS);
@@ -90,7 +95,13 @@ export function startLiveState(config: Pick<RelayConfig, 'amqpUrl' | 'consoleWin
 function parseEvent(content: Buffer): OutcomeEvent | undefined {
   try {
     const event = JSON.parse(content.toString('utf8')) as OutcomeEvent;
-    return typeof event === 'object' && event !== null && typeof event.id === 'string' && typeof event.at === 'string' && typeof event.url === 'string' ? event : undefined;
+    return typeof event === 'object' &&
+      event !== null &&
+      typeof event.id === 'string' &&
+      typeof event.at === 'string' &&
+      typeof event.url === 'string'
+      ? event
+      : undefined;
   } catch {
     return undefined;
   }

@@ -45,7 +45,8 @@ export class LoginThrottle {
     const now = this.clock();
     if (this.all.resetAt > now && this.all.failures >= this.limits.global) return { scope: 'global', retryAfterMs: this.all.resetAt - now };
     const own = this.clients.get(client);
-    if (own !== undefined && own.resetAt > now && own.failures >= this.limits.perClient) return { scope: 'client', retryAfterMs: own.resetAt - now };
+    if (own !== undefined && own.resetAt > now && own.failures >= this.limits.perClient)
+      return { scope: 'client', retryAfterMs: own.resetAt - now };
     return undefined;
   }
 

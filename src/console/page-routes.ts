@@ -41,12 +41,23 @@ const DONE: Record<string, (n: string, skipped: string) => string> = {
 };
 
 /** The frame of a page for the request's operator, with an action's result when redirected from one. */
-export function frameFor(context: ConsoleContext, request: FastifyRequest<{ Querystring: Query }>, title: string, current: PageFrame['current']): PageFrame {
+export function frameFor(
+  context: ConsoleContext,
+  request: FastifyRequest<{ Querystring: Query }>,
+  title: string,
+  current: PageFrame['current'],
+): PageFrame {
   const operator = operatorOf(request);
   const done = DONE[request.query.done ?? ''];
   // Only digits from the link: nobody can make a page say something else by sending a link.
   const count = (text: string | undefined): string => (text !== undefined && /^\d{1,9}$/.test(text) ? text : '?');
-  return { title, current, operator: operator.name, csrf: context.auth.csrfToken(operator), ...(done && { notice: { text: done(count(request.query.n), count(request.query.skipped)), kind: 'ok' as const } }) };
+  return {
+    title,
+    current,
+    operator: operator.name,
+    csrf: context.auth.csrfToken(operator),
+    ...(done && { notice: { text: done(count(request.query.n), count(request.query.skipped)), kind: 'ok' as const } }),
+  };
 }
 
 /** The console's pages: each reads what it shows when asked, from memory (the streams) or the broker. */
@@ -63,14 +74,25 @@ export function registerPages(app: FastifyInstance, context: ConsoleContext): vo
       frame = { ...frame, notice: { text: `Queue depths are unavailable: ${(error as Error).message}`, kind: 'error' } };
     }
     const events = live.events;
-    const data = { series: events.series(), queues, throughput: events.throughput(), targets: events.targetCount, historyMissing: live.historyMissing, historyReading: !live.historyCaughtUp, windowMinutes };
+    const data = {
+      series: events.series(),
+      queues,
+      throughput: events.throughput(),
+      targets: events.targetCount,
+      historyMissing: live.historyMissing,
+      historyReading: !live.historyCaughtUp,
+      windowMinutes,
+    };
     return sendPage(reply, overviewPage(frame, data));
   });
 
   app.get<{ Querystring: Query }>('/targets', async (request, reply) => {
     const paused = live.control.pausedOrigins().map((p) => p.origin);
     const rows = targetRows(live.events.targetStats(), paused, (origin) => live.control.stateOf(origin, healthKeys(origin)));
-    return sendPage(reply, targetsPage(frameFor(context, request, 'Targets', 'targets'), rows, windowMinutes, live.events.forgottenTargets));
+    return sendPage(
+      reply,
+      targetsPage(frameFor(context, request, 'Targets', 'targets'), rows, windowMinutes, live.events.forgottenTargets),
+    );
   });
 
   app.get<{ Querystring: Query }>('/dead-letters', async (request, reply) => {
@@ -95,7 +117,10 @@ export function registerPages(app: FastifyInstance, context: ConsoleContext): vo
     const found = messages.find((m) => m.entry.id === request.query.id);
     const frame = frameFor(context, request, 'Dead letter', 'dead');
     if (found === undefined) {
-      const notice = { text: `No message with that id among the first ${config.consoleDeadScan} of ${names.deadQueue}.`, kind: 'warn' as const };
+      const notice = {
+        text: `No message with that id among the first ${config.consoleDeadScan} of ${names.deadQueue}.`,
+        kind: 'warn' as const,
+      };
       return sendPage(reply, layout({ ...frame, notice }, html`<p><a href="/dead-letters">Dead letters</a></p>`), 404);
     }
     return sendPage(reply, deadMessagePage(frame, found.entry, shownBody(found.content), maskHeaders(found.headers)));
@@ -103,7 +128,15 @@ export function registerPages(app: FastifyInstance, context: ConsoleContext): vo
 
   app.get<{ Querystring: Query }>('/dead-letters/purge', async (request, reply) => {
     const { total, messages } = await actions.peek(config.consoleDeadScan);
-    return sendPage(reply, purgeConfirmPage(frameFor(context, request, 'Purge dead letters', 'dead'), names.deadQueue, total, messages.map((m) => m.entry)));
+    return sendPage(
+      reply,
+      purgeConfirmPage(
+        frameFor(context, request, 'Purge dead letters', 'dead'),
+        names.deadQueue,
+        total,
+        messages.map((m) => m.entry),
+      ),
+    );
   });
 
   app.get<{ Querystring: Query }>('/callback', async (request, reply) => {
@@ -112,7 +145,8 @@ export function registerPages(app: FastifyInstance, context: ConsoleContext): vo
     let frame = frameFor(context, request, 'Callback', 'callback');
     if (id === '') return sendPage(reply, callbackPage(frame, { id, since, events: [], where: undefined }));
     const events = await lookUpCallback(amqpUrls(config.amqpUrl), names.historyQueue, id, since, clock());
-    if (events === undefined) frame = { ...frame, notice: { text: 'P.history does not exist: run the workers with HISTORY=on to keep timelines.', kind: 'warn' } };
+    if (events === undefined)
+      frame = { ...frame, notice: { text: 'P.history does not exist: run the workers with HISTORY=on to keep timelines.', kind: 'warn' } };
     const where = whereNow(events ?? [], live.control.isCancelled(id), clock());
     return sendPage(reply, callbackPage(frame, { id, since, events: events ?? [], where }));
   });

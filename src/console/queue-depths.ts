@@ -59,10 +59,14 @@ export async function queueDepthsOn(connection: { createChannel(): Promise<Chann
   ];
   const always = watchedQueues(names).filter(({ kind }) => kind !== 'delay level');
   const counts = await checkQueues(connection, [...always.map(({ queue }) => queue), ...sets.map(({ probe }) => probe)]);
-  const levels = sets
-    .filter((_, i) => counts[always.length + i])
-    .flatMap(({ queues, kind }) => queues.map((queue) => ({ queue, kind })));
-  const levelCounts = levels.length > 0 ? await checkQueues(connection, levels.map(({ queue }) => queue)) : [];
+  const levels = sets.filter((_, i) => counts[always.length + i]).flatMap(({ queues, kind }) => queues.map((queue) => ({ queue, kind })));
+  const levelCounts =
+    levels.length > 0
+      ? await checkQueues(
+          connection,
+          levels.map(({ queue }) => queue),
+        )
+      : [];
   // Where watchedQueues has today's levels: before P.dead, earlier versions' after them.
   const after = always.findIndex(({ kind }) => kind === 'dead');
   const queues = [...always.slice(0, after), ...levels, ...always.slice(after)];

@@ -22,7 +22,12 @@ export const sessionDigest = (sessionId: string): string => createHash('sha256')
 
 /** The marker ending session `sessionId`, which would have expired at `expiresMs`. */
 export function sessionEndMarker(sessionId: string, expiresMs: number, nowMs: number): SessionEndMarker {
-  return { type: 'console-session-end', session: sessionDigest(sessionId), until: new Date(expiresMs).toISOString(), at: new Date(nowMs).toISOString() };
+  return {
+    type: 'console-session-end',
+    session: sessionDigest(sessionId),
+    until: new Date(expiresMs).toISOString(),
+    at: new Date(nowMs).toISOString(),
+  };
 }
 
 /** A session-end marker read from P.control, or `undefined` for anything else on the stream. */
@@ -32,7 +37,8 @@ export function parseSessionEnd(content: Buffer): SessionEndMarker | undefined {
     if (typeof value !== 'object' || value === null || value.type !== 'console-session-end') return undefined;
     const { session, until, at } = value;
     if (typeof session !== 'string' || !/^[A-Za-z0-9_-]{43}$/.test(session)) return undefined;
-    if (typeof until !== 'string' || Number.isNaN(Date.parse(until)) || typeof at !== 'string' || Number.isNaN(Date.parse(at))) return undefined;
+    if (typeof until !== 'string' || Number.isNaN(Date.parse(until)) || typeof at !== 'string' || Number.isNaN(Date.parse(at)))
+      return undefined;
     return { type: 'console-session-end', session, until, at };
   } catch {
     return undefined;

@@ -18,7 +18,8 @@ export function shownBody(content: Buffer): string {
   if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)) {
     const record = parsed as Record<string, unknown>;
     const headers = record.headers;
-    if (typeof headers === 'object' && headers !== null && !Array.isArray(headers)) record.headers = maskHeaders(headers as Record<string, unknown>);
+    if (typeof headers === 'object' && headers !== null && !Array.isArray(headers))
+      record.headers = maskHeaders(headers as Record<string, unknown>);
     if (typeof record.url === 'string') record.url = maskUrl(record.url);
   }
   return JSON.stringify(parsed, null, 2);

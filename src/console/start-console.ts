@@ -43,12 +43,19 @@ export async function startConsole(config: RelayConfig, logger: Logger, options:
   const { port = config.consolePort, clock = Date.now } = options;
   const tokens = parseConsoleTokens(config.consoleTokens);
   if (tokens.length === 0) {
-    throw new RelayError('CR_ERR_CONFIG', 'invalid configuration:\n  CONSOLE_TOKENS (consoleTokens): the console needs at least one name:token entry: value was ""');
+    throw new RelayError(
+      'CR_ERR_CONFIG',
+      'invalid configuration:\n  CONSOLE_TOKENS (consoleTokens): the console needs at least one name:token entry: value was ""',
+    );
   }
   for (const { name, token } of tokens) {
     const problem = weakTokenProblem(token);
     if (problem !== undefined) {
-      throw new RelayError('CR_ERR_CONFIG', `invalid configuration:\n  CONSOLE_TOKENS (consoleTokens): the token of ${name} is too weak (${problem}): ${TOKEN_RULE}`, { field: 'CONSOLE_TOKENS' });
+      throw new RelayError(
+        'CR_ERR_CONFIG',
+        `invalid configuration:\n  CONSOLE_TOKENS (consoleTokens): the token of ${name} is too weak (${problem}): ${TOKEN_RULE}`,
+        { field: 'CONSOLE_TOKENS' },
+      );
     }
   }
   const names = topologyNames(config.topologyPrefix, config.lanes);
@@ -56,7 +63,10 @@ export async function startConsole(config: RelayConfig, logger: Logger, options:
   const auth = new ConsoleAuth(tokens, clock, live.sessions);
   const actions = consoleActions(config, names, logger, live.control, live.sessions, clock);
   const throttle = new LoginThrottle(options.throttle ?? LOGIN_THROTTLE, clock);
-  const app = buildConsoleApp(auth, logger, { throttle, endSession: (operator) => actions.endSession(operator.name, operator.sessionId ?? '', operator.expires ?? clock()) });
+  const app = buildConsoleApp(auth, logger, {
+    throttle,
+    endSession: (operator) => actions.endSession(operator.name, operator.sessionId ?? '', operator.expires ?? clock()),
+  });
   const context = { config, names, live, actions, auth, clock };
   registerPages(app, context);
   registerActions(app, context);
@@ -69,7 +79,10 @@ export async function startConsole(config: RelayConfig, logger: Logger, options:
   const { port: bound, address } = app.server.address() as AddressInfo;
   const host = address.includes(':') ? `[${address}]` : address;
   // Logged before the streams are read, so it is the first line whatever they log.
-  logger.info({ host: address, port: bound, url: `http://${host}:${bound}`, operators: tokens.map((t) => t.name), windowMs: config.consoleWindow }, `console listening on http://${host}:${bound}`);
+  logger.info(
+    { host: address, port: bound, url: `http://${host}:${bound}`, operators: tokens.map((t) => t.name), windowMs: config.consoleWindow },
+    `console listening on http://${host}:${bound}`,
+  );
   live.follow();
   return {
     origin: listenOrigin(address, bound),

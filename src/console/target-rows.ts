@@ -6,7 +6,16 @@ export interface TargetRow extends TargetStats {
   state: TargetState;
 }
 
-const EMPTY: Omit<TargetStats, 'origin' | 'lastSeen'> = { delivered: 0, retries: 0, dead: 0, held: 0, successRate: null, p50Ms: null, p95Ms: null, lastError: null };
+const EMPTY: Omit<TargetStats, 'origin' | 'lastSeen'> = {
+  delivered: 0,
+  retries: 0,
+  dead: 0,
+  held: 0,
+  successRate: null,
+  p50Ms: null,
+  p95Ms: null,
+  lastError: null,
+};
 
 /** Paused first, then circuits open, then the rest. */
 const STATE_RANK: Record<TargetState, number> = { paused: 0, 'circuit open': 1, limited: 2, healthy: 3 };
@@ -16,7 +25,11 @@ const STATE_RANK: Record<TargetState, number> = { paused: 0, 'circuit open': 1, 
  * event in it, sorted by trouble: by state, then by failure rate (no attempt counts as no failure),
  * then by failed attempts, then by name. Pure.
  */
-export function targetRows(stats: readonly TargetStats[], paused: readonly string[], stateOf: (origin: string) => TargetState): TargetRow[] {
+export function targetRows(
+  stats: readonly TargetStats[],
+  paused: readonly string[],
+  stateOf: (origin: string) => TargetState,
+): TargetRow[] {
   const byOrigin = new Map(stats.map((row) => [row.origin, row]));
   for (const origin of paused) if (!byOrigin.has(origin)) byOrigin.set(origin, { origin, ...EMPTY, lastSeen: '' });
   const rows = [...byOrigin.values()].map((row) => ({ ...row, state: stateOf(row.origin) }));

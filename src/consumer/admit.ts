@@ -43,7 +43,14 @@ export interface JobDeps {
 }
 
 /** Step 1 → 2: a decoded message becomes a job: its target (what isolation schedules by) and lane bucket worked out once. */
-export function jobOf(delivery: Delivery, message: ConsumeMessage, channel: ConfirmChannel, lane: Lane, finish: Job['finish'], deps: JobDeps): Job {
+export function jobOf(
+  delivery: Delivery,
+  message: ConsumeMessage,
+  channel: ConfirmChannel,
+  lane: Lane,
+  finish: Job['finish'],
+  deps: JobDeps,
+): Job {
   // URL.origin is serialised anew on every read: read once per message, its bucket hashed once per origin.
   const origin = delivery.url.origin;
   const target = deps.targetKey === 'origin' ? origin : targetOf(delivery.url, deps.targetKey);
@@ -74,7 +81,8 @@ export function admit(job: Job, deps: AdmitDeps, nowMs: number): Admission {
 }
 
 /** The replay stamp decode read, in the header form the control view takes it in. */
-const replayStamp = ({ replayedAt }: Delivery): Record<string, unknown> | undefined => (replayedAt === undefined ? undefined : { [HEADER.replayedAt]: replayedAt });
+const replayStamp = ({ replayedAt }: Delivery): Record<string, unknown> | undefined =>
+  replayedAt === undefined ? undefined : { [HEADER.replayedAt]: replayedAt };
 
 /** Where a job came from, for the scheduler: a callback from the overflow queue never overflows twice. */
 export const sourceOf = (job: Job): Source => (job.lane === 'slow' ? 'overflow' : 'lane');

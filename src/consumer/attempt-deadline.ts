@@ -27,7 +27,8 @@ export class AttemptDeadline extends EventEmitter {
     private readonly slow: SlowWatch | undefined,
   ) {
     super();
-    this.timer = slow && slow.afterMs < timeoutMs ? setTimeout(() => this.markSlow(), slow.afterMs) : setTimeout(() => this.expire(), timeoutMs);
+    this.timer =
+      slow && slow.afterMs < timeoutMs ? setTimeout(() => this.markSlow(), slow.afterMs) : setTimeout(() => this.expire(), timeoutMs);
   }
 
   /** Stops the timer; true when the attempt outlasted the slow threshold. */

@@ -51,10 +51,14 @@ export async function attempt(job: Job, kind: AttemptKind, deps: AttemptDeps): P
     const slowAfterMs = scheduler.slowThresholdMs;
     const deadline = new AttemptDeadline(
       timeoutOf(delivery, deps.rules),
-      slowAfterMs === undefined ? undefined : { afterMs: slowAfterMs, onSlow: () => deps.apply(scheduler.overdue(target, clock(), kind, delivery.attempt)) },
+      slowAfterMs === undefined
+        ? undefined
+        : { afterMs: slowAfterMs, onSlow: () => deps.apply(scheduler.overdue(target, clock(), kind, delivery.attempt)) },
     );
     // send never throws; the catch is a guarantee, not a path.
-    outcome = await deps.send(delivery, deadline, span?.context).catch((error: unknown) => ({ error: String(error), durationMs: clock() - startedAt }));
+    outcome = await deps
+      .send(delivery, deadline, span?.context)
+      .catch((error: unknown) => ({ error: String(error), durationMs: clock() - startedAt }));
     overdue = deadline.finish();
     return { job, outcome, startedAt, span };
   } finally {

@@ -35,7 +35,11 @@ type Nack = (message: Message, allUpTo?: boolean, requeue?: boolean) => void;
  * an ack of a tag never told turns the coalescing off for the channel. `isClosed` tells a closed
  * channel at once; `schedule` runs the turn's flush (setImmediate; a test passes its own).
  */
-export function coalesceAcks(channel: Channel, isClosed: () => boolean, schedule: (flush: () => void) => void = setImmediate): CoalescedAcks {
+export function coalesceAcks(
+  channel: Channel,
+  isClosed: () => boolean,
+  schedule: (flush: () => void) => void = setImmediate,
+): CoalescedAcks {
   const ack: Ack = channel.ack.bind(channel);
   const nack: Nack = channel.nack.bind(channel);
   /**

@@ -33,18 +33,39 @@ export interface ConcludeDeps {
  * Step 4 for an attempt: the retry policy's verdict on its outcome (policy/verdict.ts), against its
  * schedule's end when circuits held it. Pure: the time is `nowMs`.
  */
-export function concludeAttempt({ job, outcome, startedAt }: Attempted, deps: ConcludeDeps, nowMs: number): Concluded & { report: TriedReport } {
+export function concludeAttempt(
+  { job, outcome, startedAt }: Attempted,
+  deps: ConcludeDeps,
+  nowMs: number,
+): Concluded & { report: TriedReport } {
   const { delivery, target, lane } = job;
   const verdict = verdictOf(delivery, outcome, startedAt, deps.rules.retry, nowMs, deps.random);
   const { decision, record } = heldRetry(target, delivery, verdict, deps.rules, nowMs);
   const nextAttemptAt = decision.kind === 'retry' ? new Date(nowMs + decision.delayMs).toISOString() : undefined;
-  const report: TriedReport = { kind: 'attempt', id: delivery.id, url: delivery.callback.url, target, lane, attempt: delivery.attempt, outcome, decision, nextAttemptAt };
+  const report: TriedReport = {
+    kind: 'attempt',
+    id: delivery.id,
+    url: delivery.callback.url,
+    target,
+    lane,
+    attempt: delivery.attempt,
+    outcome,
+    decision,
+    nextAttemptAt,
+  };
   return { settlement: decision, record, report, streak: job.origin };
 }
 
 /** A message that is not a valid callback: parked in P.dead as `invalid`. */
 export function concludeInvalid({ id, attempt, error }: Extract<Decoded, { ok: false }>): Concluded {
-  const record: AttemptRecord = { id, attempts: attempt - 1, firstAttemptAt: undefined, lastAttemptAt: undefined, lastStatus: undefined, lastError: error };
+  const record: AttemptRecord = {
+    id,
+    attempts: attempt - 1,
+    firstAttemptAt: undefined,
+    lastAttemptAt: undefined,
+    lastStatus: undefined,
+    lastError: error,
+  };
   const report: InvalidReport = { kind: 'invalid', id, error };
   return { settlement: { kind: 'dead', reason: 'invalid', why: error }, record, report };
 }
@@ -62,16 +83,31 @@ export function concludeUnattempted(job: Job, why: 'canceled' | 'paused' | 'expi
       return { settlement: { kind: 'dead', reason: 'canceled', why: 'canceled by a cancel marker' }, ...unattempted(job, 'canceled') };
     case 'paused':
       // Its `paused` event is for this first hold only: the recirculation through P.paused.check (control reader) moves it without one.
-      return { settlement: { kind: 'hold', queue: names.pausedQueue, returnTo: returnRoute(names, job.lane) }, ...unattempted(job, 'held') };
+      return {
+        settlement: { kind: 'hold', queue: names.pausedQueue, returnTo: returnRoute(names, job.lane) },
+        ...unattempted(job, 'held'),
+      };
     case 'expired':
       return { settlement: { kind: 'dead', reason: 'exhausted', why: RAN_OUT }, ...unattempted(job, 'expired', RAN_OUT) };
   }
 }
 
 /** The record and report of a callback parked or held before an attempt: the attempts made before count. */
-function unattempted({ lane, delivery, target }: Job, kind: 'canceled' | 'held' | 'expired', why?: string): { record: AttemptRecord; report: AttemptReport } {
+function unattempted(
+  { lane, delivery, target }: Job,
+  kind: 'canceled' | 'held' | 'expired',
+  why?: string,
+): { record: AttemptRecord; report: AttemptReport } {
   const attempts = delivery.attempt - 1;
-  const record: AttemptRecord = { id: delivery.id, attempts, firstAttemptAt: delivery.firstAttemptAt, lastAttemptAt: undefined, lastStatus: undefined, lastError: why, policy: delivery.policy };
+  const record: AttemptRecord = {
+    id: delivery.id,
+    attempts,
+    firstAttemptAt: delivery.firstAttemptAt,
+    lastAttemptAt: undefined,
+    lastStatus: undefined,
+    lastError: why,
+    policy: delivery.policy,
+  };
   const reported = { id: delivery.id, url: delivery.callback.url, target, lane, attempt: attempts };
   return { record, report: kind === 'expired' ? { kind, ...reported, why: why ?? '' } : { kind, ...reported } };
 }

@@ -78,7 +78,21 @@ export function decode(message: ConsumeMessage, maxPayloadBytes: number, policie
     }
   }
   const id = idOf(callback.id);
-  return { ok: true, delivery: { id, callback, url, payload, attempt, firstAttemptAt: readString(headers, HEADER.firstAttemptAt), ...heldOf(headers), policy, trace: readTraceContext(headers), replayedAt: readString(headers, HEADER.replayedAt) } };
+  return {
+    ok: true,
+    delivery: {
+      id,
+      callback,
+      url,
+      payload,
+      attempt,
+      firstAttemptAt: readString(headers, HEADER.firstAttemptAt),
+      ...heldOf(headers),
+      policy,
+      trace: readTraceContext(headers),
+      replayedAt: readString(headers, HEADER.replayedAt),
+    },
+  };
 }
 
 /** What open circuits' holds left in the headers: this attempt's start of hold and deferrals, and the earlier attempts' total. */
@@ -101,5 +115,9 @@ function policyOf(name: string, headers: Record<string, unknown> | undefined, po
   if (policies && headers && carriesPolicy(headers)) return readPolicyHeaders(name, headers, policies.defaults);
   const policy = policies?.byName.get(name);
   if (policy) return policy;
-  throw new RelayError('CR_ERR_INVALID_CALLBACK', `policy: ${JSON.stringify(name)} is not a retry policy of this worker (RETRY_POLICIES_FILE)`, { field: 'policy' });
+  throw new RelayError(
+    'CR_ERR_INVALID_CALLBACK',
+    `policy: ${JSON.stringify(name)} is not a retry policy of this worker (RETRY_POLICIES_FILE)`,
+    { field: 'policy' },
+  );
 }

@@ -26,7 +26,12 @@ export interface DeliverOptions {
  * `trace` (the attempt span's context when tracing, else the published one) is sent as `traceparent`
  * and `tracestate`, replacing any the callback's own headers name, so the receiver joins the trace.
  */
-export async function deliver(delivery: Delivery, options: DeliverOptions, signal: DeadlineSignal, trace: TraceContext | undefined = delivery.trace): Promise<DeliveryOutcome> {
+export async function deliver(
+  delivery: Delivery,
+  options: DeliverOptions,
+  signal: DeadlineSignal,
+  trace: TraceContext | undefined = delivery.trace,
+): Promise<DeliveryOutcome> {
   const { callback, url, id, attempt, payload, policy } = delivery;
   const timeoutMs = policy ? policy.timeoutMs : options.timeoutMs;
   const keepBody = policy ? policy.retry.successBody !== '' : options.keepBody;
@@ -58,7 +63,9 @@ export async function deliver(delivery: Delivery, options: DeliverOptions, signa
       // The attempt's one timer: it aborts the request, headers or body, at its deadline.
       signal,
     });
-    const body = keepBody ? await readCapped(response.body, options.responseBodyLimit) : await discard(response.body, options.responseBodyLimit, signal);
+    const body = keepBody
+      ? await readCapped(response.body, options.responseBodyLimit)
+      : await discard(response.body, options.responseBodyLimit, signal);
     const retryAfter = response.headers['retry-after'];
     const outcome: DeliveryOutcome = { status: response.statusCode, durationMs: elapsed() };
     if (typeof retryAfter === 'string') outcome.retryAfter = retryAfter;
@@ -66,7 +73,8 @@ export async function deliver(delivery: Delivery, options: DeliverOptions, signa
     return outcome;
   } catch (error) {
     // Refused by the address policy before any connection: final, never retried.
-    if (isForbiddenTargetError(error)) return { error: `${FORBIDDEN_TARGET_CODE}: ${(error as Error).message}`, forbidden: true, durationMs: elapsed() };
+    if (isForbiddenTargetError(error))
+      return { error: `${FORBIDDEN_TARGET_CODE}: ${(error as Error).message}`, forbidden: true, durationMs: elapsed() };
     return { error: describeError(error, timeoutMs), durationMs: elapsed() };
   }
 }

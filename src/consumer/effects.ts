@@ -73,7 +73,12 @@ export class BrokerEffects implements MessageEffects {
 
   constructor(private readonly deps: BrokerEffectsDeps) {}
 
-  async settle({ channel, message, bucket }: Place, settlement: Settlement, record: AttemptRecord, report: AttemptReport): Promise<boolean> {
+  async settle(
+    { channel, message, bucket }: Place,
+    settlement: Settlement,
+    record: AttemptRecord,
+    report: AttemptReport,
+  ): Promise<boolean> {
     const { logger, observer } = this.deps;
     const settleWith = this.context(channel, message, bucket, record.id);
     settleWith.storeEvent = this.deps.durableEvents?.forReport(channel, report);
@@ -81,7 +86,10 @@ export class BrokerEffects implements MessageEffects {
     if (!(await settle(settlement, record, settleWith))) return false;
     if (settlement.kind === 'dead') {
       const target = report.kind === 'invalid' ? undefined : report.target;
-      logger.info({ id: record.id, target, reason: settlement.reason, attempts: record.attempts, status: record.lastStatus, error: record.lastError }, 'callback dead-lettered');
+      logger.info(
+        { id: record.id, target, reason: settlement.reason, attempts: record.attempts, status: record.lastStatus, error: record.lastError },
+        'callback dead-lettered',
+      );
     }
     observer.reported(report);
     return true;
@@ -94,10 +102,14 @@ export class BrokerEffects implements MessageEffects {
   }
 
   async sendBack({ channel, message, lane }: Omit<Place, 'bucket'>, why: string, id: string | undefined): Promise<void> {
-    const wait = { slowAfterMs: this.deps.settle.confirmTimeoutMs ?? 10_000, onSlow: (error: Error) => this.slowConfirm(id, 'requeue', error) };
+    const wait = {
+      slowAfterMs: this.deps.settle.confirmTimeoutMs ?? 10_000,
+      onSlow: (error: Error) => this.slowConfirm(id, 'requeue', error),
+    };
     try {
       const result = await sendBack(channel, message, returnRoute(this.deps.names, lane), why, wait, id, this.deps.stopping);
-      if (result !== 'returned') this.deps.logger.error({ id, result }, 'a message sent back too often, or not stored back: parked in P.dead as unsettled');
+      if (result !== 'returned')
+        this.deps.logger.error({ id, result }, 'a message sent back too often, or not stored back: parked in P.dead as unsettled');
     } catch {
       // The channel closed: the broker has requeued it already.
     }
@@ -134,7 +146,10 @@ export class BrokerEffects implements MessageEffects {
 
   /** A copy waits for a definite confirm; a late one is logged once (a blocked connection). */
   private slowConfirm(id: string | undefined, kind: string, error: Error): void {
-    this.deps.logger.warn({ id, kind, err: error.message }, 'a copy is not confirmed yet (is the connection blocked by a broker alarm?); waiting for the broker\'s answer');
+    this.deps.logger.warn(
+      { id, kind, err: error.message },
+      "a copy is not confirmed yet (is the connection blocked by a broker alarm?); waiting for the broker's answer",
+    );
   }
 
   /**
@@ -143,15 +158,29 @@ export class BrokerEffects implements MessageEffects {
    */
   private eventLost(report: AttemptReport, error: Error, final: boolean): void {
     const outcome = 'decision' in report ? report.decision.kind : report.kind;
-    const facts = { id: report.id, report: report.kind, outcome, attempt: 'attempt' in report ? report.attempt : undefined, code: (error as { code?: string }).code, err: error.message };
+    const facts = {
+      id: report.id,
+      report: report.kind,
+      outcome,
+      attempt: 'attempt' in report ? report.attempt : undefined,
+      code: (error as { code?: string }).code,
+      err: error.message,
+    };
     if (final) this.deps.logger.error(facts, 'an outcome event was not stored; the callback was settled without it');
     else this.deps.logger.warn(facts, 'a retry-scheduled event was not stored; the retry itself was');
   }
 
   private fallback({ id, kind, cause, error }: SettleFallback): void {
     const { logger } = this.deps;
-    if (kind === 'hold') return void logger.warn({ id, cause, err: error.message }, 'could not hold a paused target\'s callback: it goes back to its queue (a bounded number of times, then P.dead as unsettled)');
-    logger.error({ id, kind, cause, err: error.message }, 'could not store a copy: the message was rejected, for the broker to dead-letter to P.dead');
+    if (kind === 'hold')
+      return void logger.warn(
+        { id, cause, err: error.message },
+        "could not hold a paused target's callback: it goes back to its queue (a bounded number of times, then P.dead as unsettled)",
+      );
+    logger.error(
+      { id, kind, cause, err: error.message },
+      'could not store a copy: the message was rejected, for the broker to dead-letter to P.dead',
+    );
     this.deps.observer.settleFallback(kind, cause);
   }
 }

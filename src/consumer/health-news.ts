@@ -20,7 +20,10 @@ export class HealthNews {
     if (backoff) this.control?.broadcastBackoff?.(backoff);
     if (!transition) return false;
     if (!transition.shared) this.control?.broadcastHealth?.(transition.target, transition.to);
-    this.logger.warn({ ...transition }, transition.to === 'degraded' ? 'target degraded: circuit open, attempts deferred but for probes' : 'target recovered: circuit closed');
+    this.logger.warn(
+      { ...transition },
+      transition.to === 'degraded' ? 'target degraded: circuit open, attempts deferred but for probes' : 'target recovered: circuit closed',
+    );
     this.observer.transition(transition);
     return transition.to === 'degraded';
   }

@@ -30,7 +30,11 @@ export interface LaneChannels {
    * Opens a channel per queue on `connection` and consumes the queue on it, `prefetch` unacked
    * messages at most, or the queue's own (basic.qos per consumer: https://www.rabbitmq.com/docs/consumer-prefetch).
    */
-  open(connection: ChannelModel, queues: ReadonlyArray<readonly [queue: string, lane: Lane, prefetch?: number]>, prefetch: number): Promise<void>;
+  open(
+    connection: ChannelModel,
+    queues: ReadonlyArray<readonly [queue: string, lane: Lane, prefetch?: number]>,
+    prefetch: number,
+  ): Promise<void>;
   /** Cancels every consumer, so nothing more arrives (the worker's stop); the channels stay open to settle. */
   cancel(): Promise<void>;
   /** Every queue of the latest `open()` has its consumer (what readiness needs besides the connection). */
@@ -77,7 +81,14 @@ export function createLaneChannels(options: LaneChannelOptions): LaneChannels {
   /** Lanes waiting to be opened again, and the setup each belongs to. */
   const reopening = new Map<Lane, number>();
 
-  async function consume(connection: ChannelModel, queue: string, lane: Lane, prefetch: number, mine: number, alive: () => boolean): Promise<void> {
+  async function consume(
+    connection: ChannelModel,
+    queue: string,
+    lane: Lane,
+    prefetch: number,
+    mine: number,
+    alive: () => boolean,
+  ): Promise<void> {
     let channel: ConfirmChannel;
     try {
       channel = await connection.createConfirmChannel();
@@ -146,7 +157,9 @@ export function createLaneChannels(options: LaneChannelOptions): LaneChannels {
       // meanwhile.
       await Promise.all(
         queues.map(([queue, lane, own]) =>
-          consume(connection, queue, lane, own ?? prefetch, mine, () => open).catch((error: Error) => logger.warn({ lane, err: error.message }, 'could not consume a lane; trying again shortly')),
+          consume(connection, queue, lane, own ?? prefetch, mine, () => open).catch((error: Error) =>
+            logger.warn({ lane, err: error.message }, 'could not consume a lane; trying again shortly'),
+          ),
         ),
       );
     },
@@ -162,7 +175,9 @@ export function createLaneChannels(options: LaneChannelOptions): LaneChannels {
       for (const { acks } of open) acks.flush();
       // Bounded: a broker that never answers must not hold the stop; the connection's close follows anyway.
       const closing = Promise.all(open.map(({ channel }) => channel.close().catch(() => {})));
-      await withTimeout(closing, CLOSE_WAIT_MS, () => new Error('lane channels did not close')).catch(() => logger.warn('the lane channels did not close in time; closing the connection'));
+      await withTimeout(closing, CLOSE_WAIT_MS, () => new Error('lane channels did not close')).catch(() =>
+        logger.warn('the lane channels did not close in time; closing the connection'),
+      );
     },
     unsettled: (lane) => consumers.get(lane)?.acks.unsettled() ?? 0,
   };

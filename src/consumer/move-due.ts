@@ -116,20 +116,33 @@ export function createDueMover(names: TopologyNames, prefetch: number, logger: L
     const bucket = message.fields.routingKey.split('.')[1];
     const routingKey = bucket === undefined ? names.routingKey : `${names.routingKey}.${bucket}`;
     const id = message.properties.messageId as unknown;
-    const wait = { slowAfterMs: SLOW_CONFIRM_MS, onSlow: () => logger.warn({ id }, 'a due message is not confirmed yet (is the connection blocked by a broker alarm?); waiting') };
+    const wait = {
+      slowAfterMs: SLOW_CONFIRM_MS,
+      onSlow: () => logger.warn({ id }, 'a due message is not confirmed yet (is the connection blocked by a broker alarm?); waiting'),
+    };
     try {
       for (let tries = 0; ; tries += 1) {
         const step = nextReturn(tries % (MAX_RETURNS + 1));
         const lane = step.kind === 'return' || tries < MAX_RETURNS;
-        const error = await publishConfirmed(ch, lane ? { exchange: names.exchange, routingKey } : { exchange: '', routingKey: names.deadQueue }, message.content, lane ? publishOptions(message) : parkOptions(message), wait).then(
+        const error = await publishConfirmed(
+          ch,
+          lane ? { exchange: names.exchange, routingKey } : { exchange: '', routingKey: names.deadQueue },
+          message.content,
+          lane ? publishOptions(message) : parkOptions(message),
+          wait,
+        ).then(
           () => undefined,
           (failure: unknown) => failure as Error,
         );
         if (!error) return ch.ack(message);
         // Not stored: a closing mover leaves it unacked, and its channel's close puts it back.
         if (isClosed(ch) || closed) return;
-        logger.warn({ id, err: error.message, tries: tries + 1 }, lane ? 'a due message was refused by its lane; trying again' : 'a due message could not be parked either; trying again');
-        if (isRelayError(error, 'CR_ERR_PUBLISH_RETURNED')) await redeclare?.().catch((failure: Error) => logger.warn({ err: failure.message }, 'could not declare the topology again'));
+        logger.warn(
+          { id, err: error.message, tries: tries + 1 },
+          lane ? 'a due message was refused by its lane; trying again' : 'a due message could not be parked either; trying again',
+        );
+        if (isRelayError(error, 'CR_ERR_PUBLISH_RETURNED'))
+          await redeclare?.().catch((failure: Error) => logger.warn({ err: failure.message }, 'could not declare the topology again'));
         await sleep(step.kind === 'return' ? step.delayMs : MAX_RETURN_DELAY_MS, closing.signal);
         if (closed) return;
       }
@@ -158,7 +171,15 @@ export function createDueMover(names: TopologyNames, prefetch: number, logger: L
 function parkOptions(message: ConsumeMessage): Options.Publish {
   const options = publishOptions(message);
   const attempts = readAttempt(message.properties.headers) - 1;
-  return { ...options, headers: { ...options.headers, [HEADER.reason]: 'unsettled', [HEADER.attempts]: attempts, [HEADER.lastError]: 'its lane refused it, or no lane was bound for it' } };
+  return {
+    ...options,
+    headers: {
+      ...options.headers,
+      [HEADER.reason]: 'unsettled',
+      [HEADER.attempts]: attempts,
+      [HEADER.lastError]: 'its lane refused it, or no lane was bound for it',
+    },
+  };
 }
 
 /** The message's own properties, without the plugin's `x-delay` (already spent, now negative); mandatory. */

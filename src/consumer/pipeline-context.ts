@@ -67,7 +67,14 @@ export interface StageDeps {
 }
 
 /** What the broker effects take of the context. */
-export function effectsSettings({ names, mode, logger, observer, settle, durableEvents }: PipelineContext): Omit<BrokerEffectsDeps, 'stopping' | 'isClosed'> {
+export function effectsSettings({
+  names,
+  mode,
+  logger,
+  observer,
+  settle,
+  durableEvents,
+}: PipelineContext): Omit<BrokerEffectsDeps, 'stopping' | 'isClosed'> {
   return { names, mode, logger, observer, settle, durableEvents };
 }
 
@@ -75,14 +82,29 @@ export function effectsSettings({ names, mode, logger, observer, settle, durable
  * The stages' dependencies. `hooks`: what an attempt hands back to the pipeline, the scheduler's
  * answers (`apply`) and its freed slot (`freed`).
  */
-export function stageDeps(context: PipelineContext, effects: MessageEffects, hooks: { apply: (effects: Effects<Job>) => void; freed: () => void }): StageDeps {
+export function stageDeps(
+  context: PipelineContext,
+  effects: MessageEffects,
+  hooks: { apply: (effects: Effects<Job>) => void; freed: () => void },
+): StageDeps {
   const { scheduler, clock, logger, control } = context;
-  const rules: ScheduleRules = { retry: context.retry, timeoutMs: context.deliver.timeoutMs, failedThroughout: scheduler.failedThroughout?.bind(scheduler) };
+  const rules: ScheduleRules = {
+    retry: context.retry,
+    timeoutMs: context.deliver.timeoutMs,
+    failedThroughout: scheduler.failedThroughout?.bind(scheduler),
+  };
   const options = context.deliver;
   return {
     jobs: { targetKey: context.targetKey, buckets: new OriginBuckets() },
     admission: { control, rules },
-    attempts: { scheduler, send: (delivery, deadline, trace) => deliver(delivery, options, deadline, trace), tracing: context.tracing, clock, rules, ...hooks },
+    attempts: {
+      scheduler,
+      send: (delivery, deadline, trace) => deliver(delivery, options, deadline, trace),
+      tracing: context.tracing,
+      clock,
+      rules,
+      ...hooks,
+    },
     conclusions: { rules, random: context.random },
     settling: { effects, autoPause: context.autoPause, control, logger, clock },
     moving: { effects, scheduler, underway: new LaneMoves(), slowQueue: context.names.slowQueue, rules, clock },

@@ -44,10 +44,13 @@ export class LimitWake {
     const at = nowMs + inMs;
     if (this.wake !== undefined && this.wake.at <= at) return;
     clearTimeout(this.wake?.timer);
-    const timer = setTimeout(() => {
-      this.wake = undefined;
-      this.onWake();
-    }, Math.max(1, inMs));
+    const timer = setTimeout(
+      () => {
+        this.wake = undefined;
+        this.onWake();
+      },
+      Math.max(1, inMs),
+    );
     timer.unref();
     this.wake = { at, timer };
   }

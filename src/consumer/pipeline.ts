@@ -57,17 +57,23 @@ class Pipeline {
   constructor(private readonly context: PipelineContext) {
     const { scheduler, clock, logger, observer, control } = context;
     this.scheduler = scheduler;
-    this.effects = new BrokerEffects({ ...effectsSettings(context), stopping: this.stopping.signal, isClosed: (channel) => this.closed.has(channel) });
+    this.effects = new BrokerEffects({
+      ...effectsSettings(context),
+      stopping: this.stopping.signal,
+      isClosed: (channel) => this.closed.has(channel),
+    });
     this.health = new HealthNews(logger, observer, control);
     this.stages = stageDeps(context, this.effects, { apply: (effects) => this.apply(effects), freed: () => this.pump() });
     const { laneExcess } = context;
     const { underway } = this.stages.moving;
-    if (laneExcess) scheduler.watchWindows?.({ of: (job) => job.lane, excess: (lane) => Math.max(0, laneExcess(lane) - underway.of(lane)) });
+    if (laneExcess)
+      scheduler.watchWindows?.({ of: (job) => job.lane, excess: (lane) => Math.max(0, laneExcess(lane) - underway.of(lane)) });
     // Busy targets' waiting callbacks leave their lanes for the overflow queue (target-isolation.ts).
     this.sweeper = new Sweeper((loopBusy) => {
       // A wait for a limit past LIMIT_HOLD_MAX would meet the broker's consumer timeout: such callbacks wait in the delay path instead.
       const { limitHoldMs } = context;
-      for (const { item, delayMs } of scheduler.outwaiting?.(clock(), limitHoldMs, LIMIT_DEFER_HOLDS * limitHoldMs) ?? []) void this.deferForLimit(item, delayMs);
+      for (const { item, delayMs } of scheduler.outwaiting?.(clock(), limitHoldMs, LIMIT_DEFER_HOLDS * limitHoldMs) ?? [])
+        void this.deferForLimit(item, delayMs);
       for (const job of scheduler.sweep(clock(), loopBusy())) void this.overflow(job);
     });
   }
@@ -151,7 +157,19 @@ class Pipeline {
     const { report } = concluded;
     if (logger.isLevelEnabled('debug')) {
       const { outcome, decision } = report;
-      logger.debug({ id: report.id, target: report.target, lane: report.lane, attempt: report.attempt, status: outcome.status, error: outcome.error, ms: outcome.durationMs, decision: decision.kind }, 'attempt');
+      logger.debug(
+        {
+          id: report.id,
+          target: report.target,
+          lane: report.lane,
+          attempt: report.attempt,
+          status: outcome.status,
+          error: outcome.error,
+          ms: outcome.durationMs,
+          decision: decision.kind,
+        },
+        'attempt',
+      );
     }
     attempted.span?.end(report);
     return concluded;

@@ -40,7 +40,13 @@ async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolea
     timer.unref();
   });
   try {
-    return await Promise.race([work.then(() => true, () => true), timedOut]);
+    return await Promise.race([
+      work.then(
+        () => true,
+        () => true,
+      ),
+      timedOut,
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -138,28 +144,51 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     });
     if (applied.earlierLevels) {
       const { messages, levels } = applied.earlierLevels;
-      logger.info({ messages, queues: levels.join(', ') }, 'delay levels of an earlier version: unbound from the entry exchange; they drain on their own, delete them once empty (docs/delay-modes.md)');
+      logger.info(
+        { messages, queues: levels.join(', ') },
+        'delay levels of an earlier version: unbound from the entry exchange; they drain on their own, delete them once empty (docs/delay-modes.md)',
+      );
     }
     steps.done('topologyMs');
     // A stop during start: open nothing more (stop() closes what exists).
     if (stopping) return;
     // The broker's own AMQP, management and Prometheus endpoints are never dialled, whatever TARGET_ALLOW says.
     const broker = await resolveBrokerEndpoints(config.amqpUrl);
-    if (broker.unresolved.length > 0) logger.warn({ hosts: broker.unresolved }, 'could not resolve these AMQP_URL hosts: callbacks are not kept from their addresses');
+    if (broker.unresolved.length > 0)
+      logger.warn({ hosts: broker.unresolved }, 'could not resolve these AMQP_URL hosts: callbacks are not kept from their addresses');
     agent = createGuardedAgent({ timeoutMs: settings.delivery.timeoutMs, policy: { ...settings.addressPolicy, broker: broker.endpoints } });
     const events = settings.events === 'on' ? createOutcomeEvents(topology.names.eventsExchange, clock) : undefined;
     const observer = events ? observeAll([metrics.observer, events]) : metrics.observer;
     // Cancels and pauses: read P.control up to the present before the first message is consumed.
-    control = await startControlReader({ urls: amqpUrls(config.amqpUrl), names: topology.names, logger, clock, moveHeld: { timeoutMs: settings.publishTimeoutMs } });
+    control = await startControlReader({
+      urls: amqpUrls(config.amqpUrl),
+      names: topology.names,
+      logger,
+      clock,
+      moveHeld: { timeoutMs: settings.publishTimeoutMs },
+    });
     if (stopping) return void (await control.close());
     steps.done('controlMs');
     // Limits: the file's and the control stream's, then each worker's share of them (docs/limits.md).
     const limitsChanged = (): void => pipeline?.limitsChanged();
     const limitsAtStart = settings.targetLimits.size > 0 || control.originLimits().some(({ limit }) => limit !== null);
     if (isolation) {
-      applyLimits(isolation, { file: settings.targetLimits, control, targetKey: settings.targetKey, clock, logger, changed: limitsChanged });
+      applyLimits(isolation, {
+        file: settings.targetLimits,
+        control,
+        targetKey: settings.targetKey,
+        clock,
+        logger,
+        changed: limitsChanged,
+      });
       // Only a limit needs the fleet's size before the first message: otherwise consume at once.
-      presence = await startFleetPresence({ urls: amqpUrls(config.amqpUrl), names: topology.names, logger, clock, waitForOthers: limitsAtStart });
+      presence = await startFleetPresence({
+        urls: amqpUrls(config.amqpUrl),
+        names: topology.names,
+        logger,
+        clock,
+        waitForOthers: limitsAtStart,
+      });
       followFleet(isolation, presence, clock, limitsChanged);
       // A stop during the start closed the control reader but found no presence yet.
       if (stopping) return void (await presence.close());
@@ -173,7 +202,19 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     const line = window - Math.max(consume.prefetch, Math.ceil(window / 2));
     const laneExcess = (lane: Lane): number => lanes.unsettled(lane) - line;
     pipeline = createPipeline(
-      pipelineContext(settings, { topology, dispatcher: agent, scheduler: isolation ?? new ArrivalOrder(consume.prefetch), control, observer, tracing: await tracing, clock, random: deps.random ?? Math.random, logger, redeclare, laneExcess }),
+      pipelineContext(settings, {
+        topology,
+        dispatcher: agent,
+        scheduler: isolation ?? new ArrivalOrder(consume.prefetch),
+        control,
+        observer,
+        tracing: await tracing,
+        clock,
+        random: deps.random ?? Math.random,
+        logger,
+        redeclare,
+        laneExcess,
+      }),
     );
     const { handle, shareHealth } = pipeline;
     control.onHealth(shareHealth);
@@ -235,14 +276,31 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
         if (!connection) throw new Error('the connection closed during the setup');
         // P.slow holds no message until due (what moves there was due already), so it gets no room for
         // holds: with it, the first worker up could take 500 of a busy backlog there while its siblings started.
-        await lanes.open(connection, [...topology.names.workQueues.map((queue, lane): [string, Lane] => [queue, String(lane)]), [topology.names.slowQueue, 'slow', consume.queuePrefetch]], window);
+        await lanes.open(
+          connection,
+          [
+            ...topology.names.workQueues.map((queue, lane): [string, Lane] => [queue, String(lane)]),
+            [topology.names.slowQueue, 'slow', consume.queuePrefetch],
+          ],
+          window,
+        );
         // Plugin mode: messages whose delay ended are moved from P.due into their lanes (move-due.ts).
         if (manager?.connection) dueMover?.attach(manager.connection);
         ready = true;
-        logger.info({ lanes: topology.names.workQueues.length, prefetch: consume.prefetch, isolation: isolation ? 'on' : 'off', start: steps.last('consumeMs') }, 'consuming');
+        logger.info(
+          {
+            lanes: topology.names.workQueues.length,
+            prefetch: consume.prefetch,
+            isolation: isolation ? 'on' : 'off',
+            start: steps.last('consumeMs'),
+          },
+          'consuming',
+        );
       },
     });
-    channel.on('error', (error: Error & { code?: string }) => logger.error({ err: error.message, code: error.code }, 'channel setup failed'));
+    channel.on('error', (error: Error & { code?: string }) =>
+      logger.error({ err: error.message, code: error.code }, 'channel setup failed'),
+    );
     await channel.waitForConnect();
   }
 
@@ -278,7 +336,8 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     // No attempt starts from here on; once the consumers are cancelled nothing more arrives, and what
     // only waited for a slot goes back to its queue unattempted (pipeline.ts giveBack).
     pipeline?.stop();
-    if (!(await settlesWithin(lanes.cancel(), left(closeReserve)))) logger.warn('the broker did not confirm the cancel of the consumers in time; draining anyway');
+    if (!(await settlesWithin(lanes.cancel(), left(closeReserve))))
+      logger.warn('the broker did not confirm the cancel of the consumers in time; draining anyway');
     // Held messages not due yet go back with them, so another worker has them when due, not after the drain.
     const returned = (pipeline?.giveBackWaiting() ?? 0) + dueHold.giveBackAll();
     logger.info({ returned }, 'draining: callbacks that waited for a slot or their due time went back to their queues unattempted');
@@ -370,14 +429,21 @@ function pipelineContext(settings: WorkerSettings, parts: PipelineParts): Pipeli
     maxPayloadBytes: delivery.maxPayloadBytes,
     retry,
     policies: settings.policies,
-    deliver: { timeoutMs: delivery.timeoutMs, responseBodyLimit: delivery.responseBodyLimit, keepBody: retry.successBody !== '', dispatcher: parts.dispatcher, sign: delivery.sign },
+    deliver: {
+      timeoutMs: delivery.timeoutMs,
+      responseBodyLimit: delivery.responseBodyLimit,
+      keepBody: retry.successBody !== '',
+      dispatcher: parts.dispatcher,
+      sign: delivery.sign,
+    },
     targetKey: settings.targetKey,
     // A copy that came back unroutable (an operator deleted P.dead, P.slow, a level or a binding) declares the topology again.
     settle: { confirmTimeoutMs: settings.publishTimeoutMs, redeclare: parts.redeclare },
     laneExcess: parts.laneExcess,
     limitHoldMs: settings.limitHoldMs,
     autoPause: settings.autoPauseAfterMs > 0 ? new AutoPause(settings.autoPauseAfterMs) : undefined,
-    durableEvents: settings.events === 'durable' ? createDurableEvents(topology.names.eventsExchange, clock, settings.publishTimeoutMs) : undefined,
+    durableEvents:
+      settings.events === 'durable' ? createDurableEvents(topology.names.eventsExchange, clock, settings.publishTimeoutMs) : undefined,
   };
 }
 

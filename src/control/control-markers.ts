@@ -50,7 +50,8 @@ export function parseMarker(content: Buffer): ControlMarker | undefined {
   const record = value as Record<string, unknown>;
   const at = record.at;
   if (typeof at !== 'string' || Number.isNaN(Date.parse(at))) return undefined;
-  const text = (key: string): string | undefined => (typeof record[key] === 'string' && record[key] !== '' ? (record[key] as string) : undefined);
+  const text = (key: string): string | undefined =>
+    typeof record[key] === 'string' && record[key] !== '' ? (record[key] as string) : undefined;
   switch (record.type) {
     case 'cancel': {
       const id = text('id');

@@ -37,7 +37,10 @@ const PAUSE_RENEW_CHECK_MS = 3_600_000;
 const MARKER_TIMEOUT_MS = 10_000;
 
 /** A failed publish, for the log: its message and stable code. */
-const why = (error: unknown): { err: string; code: string | undefined } => ({ err: (error as Error).message, code: (error as { code?: string }).code });
+const why = (error: unknown): { err: string; code: string | undefined } => ({
+  err: (error as Error).message,
+  code: (error as { code?: string }).code,
+});
 
 export interface ControlReader extends ControlView {
   /** Calls `listener` with each circuit transition another worker broadcasts from now on. */
@@ -136,7 +139,10 @@ export async function startControlReader(options: ControlReaderOptions): Promise
     clearTimeout(check.timer);
     check = undefined;
     if (verdict.renewed) {
-      logger.warn({ stream: names.controlQueue }, 'the control stream is a new one (deleted and declared again): reading it from its start');
+      logger.warn(
+        { stream: names.controlQueue },
+        'the control stream is a new one (deleted and declared again): reading it from its start',
+      );
       next = 0;
     }
     for (const read of verdict.apply) applyRead(read);
@@ -184,7 +190,9 @@ export async function startControlReader(options: ControlReaderOptions): Promise
     const holdOn = (origin: string): boolean => state.isPaused(origin) && !isCancelled(id, message.properties.headers);
     // While closing it stays unacked: the channel's close puts it back in P.paused.check.
     if (closing) return;
-    const moved = sync.then(() => moveTo(channel, message, heldDestination(message.content, names, holdOn), names, timeoutMs, stopping.signal));
+    const moved = sync.then(() =>
+      moveTo(channel, message, heldDestination(message.content, names, holdOn), names, timeoutMs, stopping.signal),
+    );
     moving.add(moved);
     void moved.finally(() => moving.delete(moved));
   };
@@ -197,14 +205,28 @@ export async function startControlReader(options: ControlReaderOptions): Promise
       const checking = reread && last !== undefined;
       if (checking && last !== undefined) {
         clearTimeout(check?.timer);
-        const pending = { verdict: new RereadCheck(last), nonce: randomUUID(), timer: setTimeout(() => pending === check && decide(pending.verdict.expire()), SYNC_TIMEOUT_MS) };
+        const pending = {
+          verdict: new RereadCheck(last),
+          nonce: randomUUID(),
+          timer: setTimeout(() => pending === check && decide(pending.verdict.expire()), SYNC_TIMEOUT_MS),
+        };
         pending.timer.unref();
         check = pending;
       }
       reread = false;
-      await ch.consume(names.controlQueue, (message) => onMessage(ch, message), { noAck: false, arguments: { 'x-stream-offset': checking ? 0 : next } });
+      await ch.consume(names.controlQueue, (message) => onMessage(ch, message), {
+        noAck: false,
+        arguments: { 'x-stream-offset': checking ? 0 : next },
+      });
       // Read back, it tells a new stream shorter than the old one (reread-check.ts).
-      if (checking && check) void publishMarkerBestEffort(markerChannel, names.controlQueue, { type: 'sync', nonce: check.nonce, at: new Date(clock()).toISOString() }, markerTimeoutMs, () => {});
+      if (checking && check)
+        void publishMarkerBestEffort(
+          markerChannel,
+          names.controlQueue,
+          { type: 'sync', nonce: check.nonce, at: new Date(clock()).toISOString() },
+          markerTimeoutMs,
+          () => {},
+        );
       const moveHeld = options.moveHeld;
       if (moveHeld) {
         await ch.prefetch(HELD_PREFETCH);
@@ -217,7 +239,9 @@ export async function startControlReader(options: ControlReaderOptions): Promise
   const markerTimeoutMs = options.publishTimeoutMs ?? options.moveHeld?.timeoutMs ?? MARKER_TIMEOUT_MS;
   /** Best effort: a lost broadcast only makes the other workers detect the change themselves, a lost pause waits for the next streak. */
   const broadcast = (marker: ControlMarker): void =>
-    publishMarkerBestEffort(markerChannel, names.controlQueue, marker, markerTimeoutMs, (error) => logger.warn({ ...why(error), marker: marker.type }, 'control marker not stored'));
+    publishMarkerBestEffort(markerChannel, names.controlQueue, marker, markerTimeoutMs, (error) =>
+      logger.warn({ ...why(error), marker: marker.type }, 'control marker not stored'),
+    );
   await channel.waitForConnect();
   const own = { type: 'sync', nonce, at: new Date(clock()).toISOString() } as const;
   const stored = await publishMarker(markerChannel, names.controlQueue, own, markerTimeoutMs).then(
@@ -229,7 +253,11 @@ export async function startControlReader(options: ControlReaderOptions): Promise
   );
   const timer = new Promise<boolean>((resolve) => setTimeout(() => resolve(false), SYNC_TIMEOUT_MS).unref());
   const readToPresent = stored && (await Promise.race([sync.then(() => true), timer]));
-  if (stored && !readToPresent) logger.warn({ waitedMs: SYNC_TIMEOUT_MS }, 'the control stream was not read to its end in time; consuming while it is still being read');
+  if (stored && !readToPresent)
+    logger.warn(
+      { waitedMs: SYNC_TIMEOUT_MS },
+      'the control stream was not read to its end in time; consuming while it is still being read',
+    );
   synced();
   logger.info({ cancelled: state.cancelledCount, paused: state.pausedOrigins().length }, 'control stream read');
   // A pause lasts until its resume, not until the stream's retention drops its marker: renew it.
@@ -238,7 +266,8 @@ export async function startControlReader(options: ControlReaderOptions): Promise
     for (const { origin, since, by } of state.pausesToRenew(renew.ageMs)) {
       broadcast({ type: 'pause', origin, at: new Date(clock()).toISOString(), since, ...(by && { by }) });
     }
-    for (const { origin, limit } of state.limitsToRenew(renew.ageMs)) broadcast({ type: 'limit', origin, at: new Date(clock()).toISOString(), limit });
+    for (const { origin, limit } of state.limitsToRenew(renew.ageMs))
+      broadcast({ type: 'limit', origin, at: new Date(clock()).toISOString(), limit });
   }, renew.checkMs);
   renewal.unref();
 
@@ -252,7 +281,14 @@ export async function startControlReader(options: ControlReaderOptions): Promise
       broadcast({ type: 'pause', origin, at: new Date(clock()).toISOString(), by: 'auto-pause' });
     },
     broadcastBackoff({ target, factor, untilMs }) {
-      broadcast({ type: 'backoff', target, factor, until: new Date(untilMs).toISOString(), from: nonce, at: new Date(clock()).toISOString() });
+      broadcast({
+        type: 'backoff',
+        target,
+        factor,
+        until: new Date(untilMs).toISOString(),
+        from: nonce,
+        at: new Date(clock()).toISOString(),
+      });
     },
     onLimit(listener) {
       limitListener = listener;

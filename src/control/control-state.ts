@@ -133,7 +133,9 @@ export class ControlState {
    */
   pausesToRenew(ageMs: number): Array<{ origin: string; since: string; by: PausedBy | undefined }> {
     const before = this.clock() - ageMs;
-    return [...this.paused].filter(([, pause]) => pause.latest < before).map(([origin, { at, by }]) => ({ origin, since: new Date(at).toISOString(), by }));
+    return [...this.paused]
+      .filter(([, pause]) => pause.latest < before)
+      .map(([origin, { at, by }]) => ({ origin, since: new Date(at).toISOString(), by }));
   }
 
   /** Every origin a limit marker named, with its newest limit (`null`: cleared), oldest origin first. */

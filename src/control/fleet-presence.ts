@@ -51,7 +51,13 @@ interface Beat {
  * Times are this worker's own clock at receipt, so clocks that disagree do not matter.
  * https://www.rabbitmq.com/docs/queues#exclusive-queues
  */
-export async function startFleetPresence({ urls, names, logger, clock, waitForOthers = true }: FleetPresenceOptions): Promise<FleetPresence> {
+export async function startFleetPresence({
+  urls,
+  names,
+  logger,
+  clock,
+  waitForOthers = true,
+}: FleetPresenceOptions): Promise<FleetPresence> {
   const id = randomUUID();
   const seen = new Map<string, number>();
   let fleet: Fleet = ALONE;

@@ -31,10 +31,18 @@ export type MarkerDecision = { action: 'republish' } | { action: 'reject'; error
 export function decideMarkerFailure(failure: FailedMarker): MarkerDecision {
   const { error, what, queue } = failure;
   if (isRelayError(error, 'CR_ERR_PUBLISH_RETURNED')) {
-    return reject(new RelayError('CR_ERR_PUBLISH_RETURNED', `the control stream "${queue}" does not exist: the ${what} was not stored`, { cause: error }));
+    return reject(
+      new RelayError('CR_ERR_PUBLISH_RETURNED', `the control stream "${queue}" does not exist: the ${what} was not stored`, {
+        cause: error,
+      }),
+    );
   }
   if (isRelayError(error, 'CR_ERR_PUBLISH_NACKED')) {
-    return reject(new RelayError('CR_ERR_PUBLISH_NACKED', `the broker refused the ${what} (negative confirm): it was not stored; send it again later`, { cause: error }));
+    return reject(
+      new RelayError('CR_ERR_PUBLISH_NACKED', `the broker refused the ${what} (negative confirm): it was not stored; send it again later`, {
+        cause: error,
+      }),
+    );
   }
   const lost = failure.lostAfterSend || isRelayError(error, 'CR_ERR_CLOSED');
   if (isRelayError(error, 'CR_ERR_CLOSED') && failure.timeLeftMs > 0) return { action: 'republish' };
@@ -50,8 +58,16 @@ export function decideMarkerFailure(failure: FailedMarker): MarkerDecision {
 export function markerTimeoutError(what: string, timeoutMs: number, lost: boolean, cause?: unknown): RelayError {
   const within = formatDuration(timeoutMs);
   return lost
-    ? new RelayError('CR_ERR_OUTCOME_UNKNOWN', `outcome unknown: the connection dropped before the broker confirmed the ${what}, and no confirm came within ${within} (PUBLISH_TIMEOUT); send it again`, { cause })
-    : new RelayError('CR_ERR_PUBLISH_TIMEOUT', `the broker did not confirm the ${what} within ${within} (PUBLISH_TIMEOUT); it may be unreachable. Send it again`, { cause });
+    ? new RelayError(
+        'CR_ERR_OUTCOME_UNKNOWN',
+        `outcome unknown: the connection dropped before the broker confirmed the ${what}, and no confirm came within ${within} (PUBLISH_TIMEOUT); send it again`,
+        { cause },
+      )
+    : new RelayError(
+        'CR_ERR_PUBLISH_TIMEOUT',
+        `the broker did not confirm the ${what} within ${within} (PUBLISH_TIMEOUT); it may be unreachable. Send it again`,
+        { cause },
+      );
 }
 
 const reject = (error: unknown): MarkerDecision => ({ action: 'reject', error });

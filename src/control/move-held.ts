@@ -11,7 +11,14 @@ import { laneBucket, laneOf, type TopologyNames } from '../topology/topology-nam
  * way it is always in a queue, or unacked on this channel. `stopping` (the reader closes) sends it
  * back without the send-back's wait.
  */
-export async function moveTo(channel: ConfirmChannel, message: ConsumeMessage, queue: string, names: TopologyNames, timeoutMs: number, stopping?: AbortSignal): Promise<void> {
+export async function moveTo(
+  channel: ConfirmChannel,
+  message: ConsumeMessage,
+  queue: string,
+  names: TopologyNames,
+  timeoutMs: number,
+  stopping?: AbortSignal,
+): Promise<void> {
   const id = String(message.properties.messageId ?? '');
   const returnTo = { queue: names.pausedCheckQueue, deadQueue: names.deadQueue };
   try {

@@ -9,7 +9,8 @@ import { decideMarkerFailure } from './marker-failure.js';
 
 /** The cancel marker of callback `id`; throws `CR_ERR_INVALID_CALLBACK` for an id no callback can have. */
 export function cancelMarker(id: string, nowMs: number): ControlMarker {
-  if (typeof id !== 'string' || !isValidId(id)) throw new RelayError('CR_ERR_INVALID_CALLBACK', `id: ${JSON.stringify(id)} is not a callback id`, { field: 'id' });
+  if (typeof id !== 'string' || !isValidId(id))
+    throw new RelayError('CR_ERR_INVALID_CALLBACK', `id: ${JSON.stringify(id)} is not a callback id`, { field: 'id' });
   return { type: 'cancel', id, at: new Date(nowMs).toISOString() };
 }
 
@@ -99,7 +100,13 @@ export type DeclaringSince = (since: number) => number;
  * confirm is published again on the next one: stored twice, it has the effect of one. Rejects with
  * a stable code (marker-failure.ts).
  */
-export async function publishMarker(channel: MarkerChannel, queue: string, marker: ControlMarker, timeoutMs: number, declaring?: DeclaringSince): Promise<void> {
+export async function publishMarker(
+  channel: MarkerChannel,
+  queue: string,
+  marker: ControlMarker,
+  timeoutMs: number,
+  declaring?: DeclaringSince,
+): Promise<void> {
   const start = Date.now();
   const timeLeft = (): number => timeoutMs - (Date.now() - start) + (declaring?.(start) ?? 0);
   const content = encodeMarker(marker);
@@ -126,7 +133,12 @@ export async function publishMarker(channel: MarkerChannel, queue: string, marke
 }
 
 /** Appends markers one at a time, each confirmed before the next (so they are stored in the order given). */
-export async function publishMarkers(channel: MarkerChannel, queue: string, markers: readonly ControlMarker[], timeoutMs: number): Promise<void> {
+export async function publishMarkers(
+  channel: MarkerChannel,
+  queue: string,
+  markers: readonly ControlMarker[],
+  timeoutMs: number,
+): Promise<void> {
   for (const marker of markers) await publishMarker(channel, queue, marker, timeoutMs);
 }
 
@@ -134,6 +146,12 @@ export async function publishMarkers(channel: MarkerChannel, queue: string, mark
  * Best effort: published exactly as a confirmed marker is, but nobody waits for it; a marker that
  * could not be stored is passed to `lost` (a worker's health and pause broadcasts).
  */
-export function publishMarkerBestEffort(channel: MarkerChannel, queue: string, marker: ControlMarker, timeoutMs: number, lost: (error: unknown) => void): void {
+export function publishMarkerBestEffort(
+  channel: MarkerChannel,
+  queue: string,
+  marker: ControlMarker,
+  timeoutMs: number,
+  lost: (error: unknown) => void,
+): void {
   publishMarker(channel, queue, marker, timeoutMs).catch(lost);
 }

@@ -31,7 +31,8 @@ export class RereadCheck {
 
   next(read: ReadMarker, isOwnSync: boolean): RereadVerdict {
     const { offset } = this.last;
-    if (read.offset === offset) return read.content.equals(this.last.content) ? { decided: true, renewed: false, apply: [] } : this.renewed(read);
+    if (read.offset === offset)
+      return read.content.equals(this.last.content) ? { decided: true, renewed: false, apply: [] } : this.renewed(read);
     if (read.offset > offset) return { decided: true, renewed: false, apply: [read] };
     if (isOwnSync) return this.renewed(read);
     this.held.push(read);

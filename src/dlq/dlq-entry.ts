@@ -41,7 +41,6 @@ export function dlqEntry(message: DeadMessage, now: Date): DlqEntry {
   };
 }
 
-
 /** The body as a JSON object, or `undefined` when it is not one (an `invalid` callback may be anything). */
 export function parseBody(content: Buffer): Record<string, unknown> | undefined {
   try {

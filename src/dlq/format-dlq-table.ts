@@ -26,7 +26,10 @@ export function formatDlqTable(entries: DlqEntry[], total: number, queue: string
       .join('  ')
       .trimEnd();
   const shown = Math.max(total, entries.length);
-  const footer = entries.length < shown ? `${entries.length} of ${shown} messages in ${queue} (raise --limit to see more)` : `${shown} ${shown === 1 ? 'message' : 'messages'} in ${queue}`;
+  const footer =
+    entries.length < shown
+      ? `${entries.length} of ${shown} messages in ${queue} (raise --limit to see more)`
+      : `${shown} ${shown === 1 ? 'message' : 'messages'} in ${queue}`;
   return [line(COLUMNS.map((c) => c.title)), ...rows.map(line), '', footer].join('\n');
 }
 

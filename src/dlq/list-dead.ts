@@ -31,7 +31,11 @@ export interface PeekedDead {
 }
 
 /** As `listDead`, with each message's body and headers (the console shows them). */
-export async function peekDead(session: DeadQueueSession, limit: number, now: () => Date = () => new Date()): Promise<Omit<DeadListing, 'entries'> & { messages: PeekedDead[] }> {
+export async function peekDead(
+  session: DeadQueueSession,
+  limit: number,
+  now: () => Date = () => new Date(),
+): Promise<Omit<DeadListing, 'entries'> & { messages: PeekedDead[] }> {
   const taken: GetMessage[] = [];
   let refreshed = 0;
   let failure: unknown;
@@ -48,6 +52,10 @@ export async function peekDead(session: DeadQueueSession, limit: number, now: ()
   refreshed = await returnDeadMessages(session, taken).catch((error: unknown) => ((failure ??= error), 0));
   if (failure !== undefined) throw failure;
   const at = now();
-  const messages = taken.map((message) => ({ entry: dlqEntry(message, at), content: message.content, headers: message.properties.headers ?? {} }));
+  const messages = taken.map((message) => ({
+    entry: dlqEntry(message, at),
+    content: message.content,
+    headers: message.properties.headers ?? {},
+  }));
   return { messages, total: session.messageCount, refreshed };
 }

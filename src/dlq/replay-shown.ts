@@ -34,7 +34,14 @@ export async function replayShown(session: DeadQueueSession, ids: readonly strin
       }
       const options = { ...replayPublishOptions(message.properties, entry.id, new Date().toISOString()), mandatory };
       // One publish at a time on this channel: a return is matched without a header of ours on the copy.
-      await publishConfirmed(channel, { exchange: names.exchange, routingKey: names.routingKey }, message.content, options, session.publishTimeoutMs, 'serial');
+      await publishConfirmed(
+        channel,
+        { exchange: names.exchange, routingKey: names.routingKey },
+        message.content,
+        options,
+        session.publishTimeoutMs,
+        'serial',
+      );
       ack(message);
       replayed += 1;
     }

@@ -28,7 +28,13 @@ export async function returnDeadMessages(session: DeadQueueSession, messages: Ge
   let refreshed = 0;
   for (const message of messages) {
     if (needsRefresh(message.properties.headers)) {
-      await publishConfirmed(channel, { exchange: '', routingKey: names.deadQueue }, message.content, refreshPublishOptions(message.properties), session.publishTimeoutMs);
+      await publishConfirmed(
+        channel,
+        { exchange: '', routingKey: names.deadQueue },
+        message.content,
+        refreshPublishOptions(message.properties),
+        session.publishTimeoutMs,
+      );
       channel.ack(message);
       refreshed += 1;
     } else {
@@ -52,7 +58,11 @@ async function untilReady(session: DeadQueueSession, count: number): Promise<voi
 /** P.dead's ready messages; undefined if the broker does not say within `withinMs` (or the channel is gone). */
 async function readyCount(session: DeadQueueSession, withinMs = RETURN_VISIBLE_WITHIN_MS): Promise<number | undefined> {
   try {
-    const ok = await withTimeout(session.channel.checkQueue(session.names.deadQueue), Math.max(1, withinMs), () => new Error('checkQueue timed out'));
+    const ok = await withTimeout(
+      session.channel.checkQueue(session.names.deadQueue),
+      Math.max(1, withinMs),
+      () => new Error('checkQueue timed out'),
+    );
     return ok.messageCount;
   } catch {
     return undefined;
@@ -63,7 +73,14 @@ async function readyCount(session: DeadQueueSession, withinMs = RETURN_VISIBLE_W
 export async function moveToTail(session: DeadQueueSession, message: GetMessage, held: GetMessage[]): Promise<void> {
   try {
     const target = { exchange: '', routingKey: session.names.deadQueue };
-    await publishConfirmed(session.channel, target, message.content, { ...refreshPublishOptions(message.properties), mandatory: true }, session.publishTimeoutMs, 'serial');
+    await publishConfirmed(
+      session.channel,
+      target,
+      message.content,
+      { ...refreshPublishOptions(message.properties), mandatory: true },
+      session.publishTimeoutMs,
+      'serial',
+    );
   } catch (error) {
     held.push(message);
     throw error;

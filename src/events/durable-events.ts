@@ -35,7 +35,12 @@ export function createDurableEvents(exchange: string, clock: () => number, timeo
 
 /** Publishes `event` persistent and waits for its confirm. Never rejects; a failure comes back with its cause. */
 export function storeEvent(channel: ConfirmChannel, exchange: string, event: OutcomeEvent, timeoutMs: number): Promise<CopyResult> {
-  const options = { persistent: true, contentType: 'application/json', messageId: eventMessageId(event), timestamp: Math.floor(Date.parse(event.at) / 1000) };
+  const options = {
+    persistent: true,
+    contentType: 'application/json',
+    messageId: eventMessageId(event),
+    timestamp: Math.floor(Date.parse(event.at) / 1000),
+  };
   const target = { exchange, routingKey: event.type };
   return copyResult(channel, publishConfirmed(channel, target, Buffer.from(JSON.stringify(event)), options, timeoutMs));
 }

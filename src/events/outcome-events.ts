@@ -57,7 +57,11 @@ export function eventMessageId(event: Pick<OutcomeEvent, 'id' | 'type' | 'attemp
  * not confirmed, and dropped when the channel is gone; the callback itself is never affected. A type
  * no queue is bound for is not published (see UnroutedPause).
  */
-export function createOutcomeEvents(exchange: string, clock: () => number, worker = workerName()): PipelineObserver & { attach(channel: Channel): void } {
+export function createOutcomeEvents(
+  exchange: string,
+  clock: () => number,
+  worker = workerName(),
+): PipelineObserver & { attach(channel: Channel): void } {
   let channel: Channel | undefined;
   const unrouted = new UnroutedPause(UNROUTED_PAUSE_MS, clock, PROBE_WAIT_MS);
   const at = (): string => new Date(clock()).toISOString();
@@ -67,7 +71,11 @@ export function createOutcomeEvents(exchange: string, clock: () => number, worke
     const event = outcomeEventOf(report, worker, at());
     try {
       // mandatory: the broker returns an event no queue is bound for, and its type is paused.
-      channel.publish(exchange, event.type, Buffer.from(JSON.stringify(event)), { contentType: 'application/json', messageId: eventMessageId(event), mandatory: true });
+      channel.publish(exchange, event.type, Buffer.from(JSON.stringify(event)), {
+        contentType: 'application/json',
+        messageId: eventMessageId(event),
+        mandatory: true,
+      });
     } catch {
       // The channel closed under us: the event is lost, the callback is not.
     }
@@ -82,7 +90,10 @@ export function createOutcomeEvents(exchange: string, clock: () => number, worke
       });
       // The setup that attaches a channel re-runs whenever the settling channel is re-created, not
       // only after a reconnect: the previous events channel may still be open.
-      if (previous && previous !== next) void Promise.resolve().then(() => previous.close()).catch(() => {});
+      if (previous && previous !== next)
+        void Promise.resolve()
+          .then(() => previous.close())
+          .catch(() => {});
     },
     reported: emit,
     confirmed: none,
@@ -100,13 +111,49 @@ export function outcomeEventOf(report: AttemptReport, worker: string, at: string
   const { id, attempt } = report;
   const url = maskUrl(report.url);
   if (report.kind === 'held') {
-    return { type: 'paused', id, url, attempt, status: undefined, error: undefined, nextAttemptAt: undefined, reason: undefined, durationMs: undefined, worker, at };
+    return {
+      type: 'paused',
+      id,
+      url,
+      attempt,
+      status: undefined,
+      error: undefined,
+      nextAttemptAt: undefined,
+      reason: undefined,
+      durationMs: undefined,
+      worker,
+      at,
+    };
   }
   if (report.kind === 'canceled') {
-    return { type: 'canceled', id, url, attempt, status: undefined, error: 'canceled', nextAttemptAt: undefined, reason: 'canceled', durationMs: 0, worker, at };
+    return {
+      type: 'canceled',
+      id,
+      url,
+      attempt,
+      status: undefined,
+      error: 'canceled',
+      nextAttemptAt: undefined,
+      reason: 'canceled',
+      durationMs: 0,
+      worker,
+      at,
+    };
   }
   if (report.kind === 'expired') {
-    return { type: 'dead', id, url, attempt, status: undefined, error: report.why, nextAttemptAt: undefined, reason: 'exhausted', durationMs: 0, worker, at };
+    return {
+      type: 'dead',
+      id,
+      url,
+      attempt,
+      status: undefined,
+      error: report.why,
+      nextAttemptAt: undefined,
+      reason: 'exhausted',
+      durationMs: 0,
+      worker,
+      at,
+    };
   }
   const { decision, outcome } = report;
   return {

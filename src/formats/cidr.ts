@@ -38,7 +38,8 @@ export function parseCidr(entry: string, field: string): Cidr {
 }
 
 /** Does `cidr` cover `port`? An entry without ports covers every port. */
-export const coversPort = (cidr: Cidr, port: number | undefined): boolean => cidr.ports === undefined || (port !== undefined && cidr.ports.includes(port));
+export const coversPort = (cidr: Cidr, port: number | undefined): boolean =>
+  cidr.ports === undefined || (port !== undefined && cidr.ports.includes(port));
 
 // An IPv6 address holds colons, so ports follow either a prefix (`fd00::/8:443`) or brackets (`[::1]:443`);
 // a bare IPv4 address may take them directly (`10.0.0.1:443`).

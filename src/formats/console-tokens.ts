@@ -21,7 +21,8 @@ export function parseConsoleTokens(text: string): ConsoleToken[] {
     const colon = entry.indexOf(':');
     const name = entry.slice(0, Math.max(0, colon)).trim();
     const token = entry.slice(colon + 1).trim();
-    if (colon < 0 || !NAME.test(name)) throw new Error(`entry ${index + 1} must be name:token, the name of letters, digits and - . _ (at most 64)`);
+    if (colon < 0 || !NAME.test(name))
+      throw new Error(`entry ${index + 1} must be name:token, the name of letters, digits and - . _ (at most 64)`);
     if (names.has(name)) throw new Error(`entry ${index + 1} repeats the name ${name}`);
     names.add(name);
     if (token.length < MIN_TOKEN_LENGTH) throw new Error(`the token of ${name} must be at least ${MIN_TOKEN_LENGTH} characters`);

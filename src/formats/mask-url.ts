@@ -14,7 +14,11 @@ export function redactUrl(text: string): string {
 }
 
 /** Every URL of a comma-separated list, redacted. */
-export const redactUrls = (text: string): string => text.split(',').map((url) => redactUrl(url.trim())).join(',');
+export const redactUrls = (text: string): string =>
+  text
+    .split(',')
+    .map((url) => redactUrl(url.trim()))
+    .join(',');
 
 /**
  * A callback URL as people may read it (outcome events, P.history, the console, the CLI, logs):

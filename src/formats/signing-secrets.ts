@@ -95,7 +95,13 @@ export function signingSecretsProblem(text: string): string | undefined {
 
 class SecretProblem extends Error {}
 
-function parseFrom(text: string, field: string, origin: string, requirePrefix: boolean, fail = (problem: string): Error => configError(field, problem)): SigningKey[] {
+function parseFrom(
+  text: string,
+  field: string,
+  origin: string,
+  requirePrefix: boolean,
+  fail = (problem: string): Error => configError(field, problem),
+): SigningKey[] {
   const secrets = text.split(/\s+/).filter((secret) => secret !== '');
   if (secrets.length === 0) throw fail(`no signing secret given${origin}; expected ${SECRET_PREFIX}<base64>`);
   return secrets.map((secret, index) => {

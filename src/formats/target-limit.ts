@@ -48,19 +48,23 @@ const round = (value: number): number => Math.round(value * 1_000) / 1_000;
  */
 export function checkLimit(raw: Record<string, unknown>): TargetLimit | { problem: string; field: string } {
   for (const key of Object.keys(raw)) {
-    if (!(LIMIT_FIELDS as readonly string[]).includes(key)) return { field: key, problem: `is not a limit field (${LIMIT_FIELDS.join(', ')})` };
+    if (!(LIMIT_FIELDS as readonly string[]).includes(key))
+      return { field: key, problem: `is not a limit field (${LIMIT_FIELDS.join(', ')})` };
   }
   const limit: TargetLimit = {};
   if (raw.rate !== undefined) {
-    const rate = typeof raw.rate === 'string' ? parseRate(raw.rate) : typeof raw.rate === 'number' ? raw.rate : 'must be a rate such as 20/s';
+    const rate =
+      typeof raw.rate === 'string' ? parseRate(raw.rate) : typeof raw.rate === 'number' ? raw.rate : 'must be a rate such as 20/s';
     if (typeof rate === 'string') return { field: 'rate', problem: rate };
-    if (!(rate > 0) || rate > MAX_RATE_PER_SECOND) return { field: 'rate', problem: `must be above 0 and at most ${MAX_RATE_PER_SECOND}/s` };
+    if (!(rate > 0) || rate > MAX_RATE_PER_SECOND)
+      return { field: 'rate', problem: `must be above 0 and at most ${MAX_RATE_PER_SECOND}/s` };
     limit.rate = rate;
   }
   for (const field of ['burst', 'concurrency'] as const) {
     const value = raw[field];
     if (value === undefined) continue;
-    if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 1_000_000) return { field, problem: 'must be a whole number from 1 to 1000000' };
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 1_000_000)
+      return { field, problem: 'must be a whole number from 1 to 1000000' };
     limit[field] = value;
   }
   if (limit.rate === undefined && limit.concurrency === undefined) return { field: 'rate', problem: 'give a rate, a concurrency or both' };

@@ -81,12 +81,19 @@ export function checkAddress(ip: string, policy: AddressPolicy, port?: number): 
 
   const refuses = (cidr: Cidr): boolean => (port === undefined || coversPort(cidr, port)) && matches(toBlockList([cidr]));
   const broker = policy.broker?.find(refuses);
-  if (broker !== undefined) return { allowed: false, reason: `${shown} port ${port ?? '?'} is the relay's own broker (${broker.text}), refused whatever TARGET_ALLOW says` };
+  if (broker !== undefined)
+    return {
+      allowed: false,
+      reason: `${shown} port ${port ?? '?'} is the relay's own broker (${broker.text}), refused whatever TARGET_ALLOW says`,
+    };
   const allow = policy.allow.filter((cidr) => coversPort(cidr, port));
   if (allow.length > 0 && matches(toBlockList(allow))) {
     const closed = alwaysDeniedUnopened(views, allow);
     if (closed === undefined) return { allowed: true };
-    return { allowed: false, reason: `${shown} is ${closed.label}, refused even though TARGET_ALLOW covers it: only an entry naming ${closed.range} or a range inside it opens it` };
+    return {
+      allowed: false,
+      reason: `${shown} is ${closed.label}, refused even though TARGET_ALLOW covers it: only an entry naming ${closed.range} or a range inside it opens it`,
+    };
   }
   const denied = policy.deny.find(refuses);
   if (denied !== undefined) return { allowed: false, reason: `${shown} is in the deny list (${denied.text})` };
@@ -105,13 +112,20 @@ export function checkAddress(ip: string, policy: AddressPolicy, port?: number): 
  * range's, network inside the range) and holds the view: a wide entry that merely overlaps a metadata
  * or link-local range was written for something else, and must not hand out cloud credentials.
  */
-function alwaysDeniedUnopened(views: ReadonlyArray<{ address: string; family: 'ipv4' | 'ipv6' }>, allow: readonly Cidr[]): { label: string; range: string } | undefined {
+function alwaysDeniedUnopened(
+  views: ReadonlyArray<{ address: string; family: 'ipv4' | 'ipv6' }>,
+  allow: readonly Cidr[],
+): { label: string; range: string } | undefined {
   for (const view of views) {
     for (const denied of ALWAYS_DENIED) {
       for (const range of denied.cidrs) {
         if (range.family !== view.family || !toBlockList([range]).check(view.address, view.family)) continue;
-        const inside = allow.filter((entry) => entry.family === range.family && entry.prefix >= range.prefix && toBlockList([range]).check(entry.address, entry.family));
-        if (!inside.some((entry) => toBlockList([entry]).check(view.address, view.family))) return { label: denied.label, range: range.text };
+        const inside = allow.filter(
+          (entry) =>
+            entry.family === range.family && entry.prefix >= range.prefix && toBlockList([range]).check(entry.address, entry.family),
+        );
+        if (!inside.some((entry) => toBlockList([entry]).check(view.address, view.family)))
+          return { label: denied.label, range: range.text };
       }
     }
   }

@@ -42,7 +42,9 @@ export function brokerHosts(amqpUrl: string): BrokerHost[] {
 export function brokerEndpoints(hosts: readonly BrokerHost[], addresses: readonly string[]): Cidr[] {
   const ports = [...new Set([...BROKER_PORTS, ...hosts.map((host) => host.port)])].join(',');
   // A zone id (fe80::1%eth0) names an interface, not another address.
-  const hostBlocks = addresses.map((address) => address.split('%')[0] ?? address).map((address) => `${address}/${isIP(address) === 4 ? 32 : 128}`);
+  const hostBlocks = addresses
+    .map((address) => address.split('%')[0] ?? address)
+    .map((address) => `${address}/${isIP(address) === 4 ? 32 : 128}`);
   const blocks = [...new Set([...LOOPBACK, ...hostBlocks])];
   return blocks.map((block) => parseCidr(`${block}:${ports}`, 'AMQP_URL'));
 }
@@ -51,7 +53,10 @@ export function brokerEndpoints(hosts: readonly BrokerHost[], addresses: readonl
  * Resolves AMQP_URL's hosts (every address, as a callback's lookup would) and returns the endpoints
  * the worker refuses to dial, with the hosts that did not resolve (their other nodes are still covered).
  */
-export async function resolveBrokerEndpoints(amqpUrl: string, resolve: typeof lookup = lookup): Promise<{ endpoints: Cidr[]; unresolved: string[] }> {
+export async function resolveBrokerEndpoints(
+  amqpUrl: string,
+  resolve: typeof lookup = lookup,
+): Promise<{ endpoints: Cidr[]; unresolved: string[] }> {
   const hosts = brokerHosts(amqpUrl);
   const addresses: string[] = [];
   const unresolved: string[] = [];

@@ -72,7 +72,11 @@ export function createGuardedAgent(options: GuardedAgentOptions): Agent {
  * Supports both callback forms: `{ all: true }` (used by happy eyeballs, `autoSelectFamily`) and single.
  * `port` is the TCP port the connection will use (see `checkAddress`).
  */
-export function createGuardedLookup(policy: AddressPolicy, resolve: LookupFunction = dnsLookup as LookupFunction, port?: number): LookupFunction {
+export function createGuardedLookup(
+  policy: AddressPolicy,
+  resolve: LookupFunction = dnsLookup as LookupFunction,
+  port?: number,
+): LookupFunction {
   return (hostname, lookupOptions, callback) => {
     const fail = callback as (error: NodeJS.ErrnoException) => void;
     // Always ask for every address, so a forbidden first answer does not hide an allowed second one.

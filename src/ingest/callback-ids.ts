@@ -3,7 +3,8 @@ import { RelayError } from '../errors.js';
 import { MAX_ID_LENGTH } from '../message/callback.js';
 import type { Envelope } from './envelope.js';
 
-const invalid = (field: string, problem: string): RelayError => new RelayError('CR_ERR_INVALID_CALLBACK', `${field}: ${problem}`, { field });
+const invalid = (field: string, problem: string): RelayError =>
+  new RelayError('CR_ERR_INVALID_CALLBACK', `${field}: ${problem}`, { field });
 
 /**
  * Where a callback's id came from, so that an answer can say exactly how to send the callback again
@@ -22,13 +23,17 @@ export interface AssignedId {
 /** Characters of the item digest: 22 base64url characters are 132 bits of SHA-256. */
 export const ITEM_DIGEST_LENGTH = 22;
 /** The longest Idempotency-Key a client named `scope` can send: `<scope>:<key>` (a batch: `…:<digest>`) is an id. */
-export const maxKeyLength = (scope: string, batch: boolean): number => MAX_ID_LENGTH - scope.length - 1 - (batch ? 1 + ITEM_DIGEST_LENGTH : 0);
+export const maxKeyLength = (scope: string, batch: boolean): number =>
+  MAX_ID_LENGTH - scope.length - 1 - (batch ? 1 + ITEM_DIGEST_LENGTH : 0);
 
 const checkKeyLength = (key: string, scope: string, batch: boolean): void => {
   const most = maxKeyLength(scope, batch);
   if (key.length <= most) return;
   const shape = batch ? `<token name>:<key>:<${ITEM_DIGEST_LENGTH} characters>` : '<token name>:<key>';
-  throw invalid('Idempotency-Key', `must be at most ${most} characters${batch ? ' for a batch with items without an id' : ''} with the token named ${JSON.stringify(scope)}: the id is ${shape}, at most ${MAX_ID_LENGTH}`);
+  throw invalid(
+    'Idempotency-Key',
+    `must be at most ${most} characters${batch ? ' for a batch with items without an id' : ''} with the token named ${JSON.stringify(scope)}: the id is ${shape}, at most ${MAX_ID_LENGTH}`,
+  );
 };
 
 /** A single POST's id: its own, else `<scope>:<Idempotency-Key>` (`scope` is the token's name), else new. */
@@ -50,7 +55,13 @@ export function itemDigest(envelope: Envelope): string {
     .map(([name, value]) => [name.toLowerCase(), value])
     .sort(([a], [b]) => (a! < b! ? -1 : a! > b! ? 1 : 0));
   const canonical = JSON.stringify([envelope.method ?? 'POST', envelope.url, headers, envelope.body ?? null], (_key, value: unknown) =>
-    value !== null && typeof value === 'object' && !Array.isArray(value) ? Object.fromEntries(Object.keys(value).sort().map((k) => [k, (value as Record<string, unknown>)[k]])) : value,
+    value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? Object.fromEntries(
+          Object.keys(value)
+            .sort()
+            .map((k) => [k, (value as Record<string, unknown>)[k]]),
+        )
+      : value,
   );
   return createHash('sha256').update(canonical, 'utf8').digest('base64url').slice(0, ITEM_DIGEST_LENGTH);
 }
@@ -74,7 +85,10 @@ export function batchIds(envelopes: readonly Envelope[], key: string | undefined
     if (earlier === undefined) return void firstIndex.set(id, index);
     // Explicit ids may repeat (one event fanned out to several URLs); a derived one may not.
     if (from === 'content' || ids[earlier]!.from === 'content') {
-      throw invalid(`callbacks[${index}]`, `would get the id ${JSON.stringify(id)}, as callbacks[${earlier}] does: identical items need an id of their own, else receivers drop one as a duplicate`);
+      throw invalid(
+        `callbacks[${index}]`,
+        `would get the id ${JSON.stringify(id)}, as callbacks[${earlier}] does: identical items need an id of their own, else receivers drop one as a duplicate`,
+      );
     }
   });
   return ids;

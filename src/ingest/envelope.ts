@@ -23,12 +23,14 @@ export interface PublishJob {
   options: PublishOptions;
 }
 
-const invalid = (field: string, problem: string): RelayError => new RelayError('CR_ERR_INVALID_CALLBACK', `${field}: ${problem}`, { field });
+const invalid = (field: string, problem: string): RelayError =>
+  new RelayError('CR_ERR_INVALID_CALLBACK', `${field}: ${problem}`, { field });
 
 /** Checks an `Idempotency-Key` header: absent, or usable as a callback id. */
 export function idempotencyKey(value: string | string[] | undefined): string | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'string' || !isValidId(value)) throw invalid('Idempotency-Key', 'must be one header of 1-255 printable ASCII characters without surrounding spaces');
+  if (typeof value !== 'string' || !isValidId(value))
+    throw invalid('Idempotency-Key', 'must be one header of 1-255 printable ASCII characters without surrounding spaces');
   return value;
 }
 
@@ -44,7 +46,8 @@ export function toPublishJob(envelope: Envelope, fallbackId: string): PublishJob
   const options: PublishOptions = {};
   if (typeof delay === 'string') {
     options.delay = parseDuration(delay);
-    if (options.delay === undefined) throw invalid('delay', `must be ms or a duration such as 30s or 5m, got ${JSON.stringify(delay.slice(0, 40))}`);
+    if (options.delay === undefined)
+      throw invalid('delay', `must be ms or a duration such as 30s or 5m, got ${JSON.stringify(delay.slice(0, 40))}`);
   } else if (delay !== undefined) {
     options.delay = delay;
   }

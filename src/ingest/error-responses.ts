@@ -18,7 +18,8 @@ export interface ErrorResponse {
 }
 
 // The relay stores what the broker confirms and nothing else: no id registry, no deduplication.
-const DEDUP = 'the relay does not deduplicate: two stored copies are both delivered, with the same webhook-id, for the receiver to drop one';
+const DEDUP =
+  'the relay does not deduplicate: two stored copies are both delivered, with the same webhook-id, for the receiver to drop one';
 
 /**
  * The HTTP answer for an error out of validation or `publish()`, by its code:
@@ -48,15 +49,27 @@ export function errorResponse(error: unknown, assigned?: AssignedId): ErrorRespo
       return withId(429, { code, message: `too many callbacks are waiting for the broker; nothing was stored: ${again}`, retry: true });
     case 'CR_ERR_PUBLISH_TIMEOUT':
     case 'CR_ERR_OUTCOME_UNKNOWN':
-      return withId(503, { code, message: `the broker did not confirm in time, so the callback may or may not be stored: ${again}; ${DEDUP}`, retry: true });
+      return withId(503, {
+        code,
+        message: `the broker did not confirm in time, so the callback may or may not be stored: ${again}; ${DEDUP}`,
+        retry: true,
+      });
     case 'CR_ERR_PUBLISH_NACKED':
       return withId(503, { code, message: `the broker refused the callback; it was not stored: ${again}`, retry: true });
     case 'CR_ERR_PUBLISH_RETURNED':
-      return withId(503, { code, message: `the broker has no queue for the callback (a half-deleted topology); it was not stored: ${again}`, retry: true });
+      return withId(503, {
+        code,
+        message: `the broker has no queue for the callback (a half-deleted topology); it was not stored: ${again}`,
+        retry: true,
+      });
     case 'CR_ERR_CLOSED':
       return withId(503, { code, message: `this ingest is shutting down; nothing was stored: ${again}`, retry: true });
     case 'CR_ERR_TOPOLOGY_MISSING':
-      return withId(503, { code, message: `the relay's queues are not declared on the broker yet; nothing was stored: ${again}`, retry: true });
+      return withId(503, {
+        code,
+        message: `the relay's queues are not declared on the broker yet; nothing was stored: ${again}`,
+        retry: true,
+      });
     default:
       return withId(500, { code, message: `${message}${maybe}`, retry: true });
   }
@@ -75,7 +88,10 @@ export interface SchemaProblem {
  * `request` is the request body as a whole (`body` is the callback's body field).
  */
 export function schemaField(problem: SchemaProblem): string {
-  const segments = problem.instancePath.split('/').slice(1).map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const segments = problem.instancePath
+    .split('/')
+    .slice(1)
+    .map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~'));
   const named = problem.params.missingProperty ?? problem.params.additionalProperty;
   if (typeof named === 'string') segments.push(named);
   let field = '';
@@ -100,6 +116,13 @@ export function clientErrorResponse(errorCode: string | undefined, requestTimeou
     const message = `request: not received in full within ${requestTimeoutMs} ms (INGEST_REQUEST_TIMEOUT); nothing was read or stored`;
     return { status: 408, body: { code: 'CR_ERR_REQUEST_TIMEOUT', message, field: 'request', retry: true } };
   }
-  if (errorCode === 'HPE_HEADER_OVERFLOW') return { status: 431, body: { code: 'CR_ERR_INVALID_CALLBACK', message: 'request: the headers are too large', field: 'request', retry: false } };
-  return { status: 400, body: { code: 'CR_ERR_INVALID_CALLBACK', message: 'request: not a valid HTTP/1.1 request', field: 'request', retry: false } };
+  if (errorCode === 'HPE_HEADER_OVERFLOW')
+    return {
+      status: 431,
+      body: { code: 'CR_ERR_INVALID_CALLBACK', message: 'request: the headers are too large', field: 'request', retry: false },
+    };
+  return {
+    status: 400,
+    body: { code: 'CR_ERR_INVALID_CALLBACK', message: 'request: not a valid HTTP/1.1 request', field: 'request', retry: false },
+  };
 }

@@ -16,7 +16,12 @@ export interface IngestMetrics {
 /** Prometheus metrics of an ingest replica; labels are small fixed sets (route patterns, status codes). */
 export function createIngestMetrics(): IngestMetrics {
   const registry = createRegistry();
-  const requests = new Counter({ name: 'callback_relay_ingest_requests_total', help: 'HTTP requests answered, by route and status.', labelNames: ['route', 'status'], registers: [registry] });
+  const requests = new Counter({
+    name: 'callback_relay_ingest_requests_total',
+    help: 'HTTP requests answered, by route and status.',
+    labelNames: ['route', 'status'],
+    registers: [registry],
+  });
   const duration = new Histogram({
     name: 'callback_relay_ingest_request_duration_seconds',
     help: 'Time to answer, by route; for the callback routes it includes waiting for the broker confirm.',
@@ -24,8 +29,16 @@ export function createIngestMetrics(): IngestMetrics {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
     registers: [registry],
   });
-  const callbacks = new Counter({ name: 'callback_relay_ingest_accepted_total', help: 'Callbacks accepted (confirmed by the broker).', registers: [registry] });
-  const inflight = new Gauge({ name: 'callback_relay_ingest_inflight_bytes', help: 'Request body bytes held now: read, parsed or being published (bound: INGEST_INFLIGHT_BYTES).', registers: [registry] });
+  const callbacks = new Counter({
+    name: 'callback_relay_ingest_accepted_total',
+    help: 'Callbacks accepted (confirmed by the broker).',
+    registers: [registry],
+  });
+  const inflight = new Gauge({
+    name: 'callback_relay_ingest_inflight_bytes',
+    help: 'Request body bytes held now: read, parsed or being published (bound: INGEST_INFLIGHT_BYTES).',
+    registers: [registry],
+  });
   return {
     registry,
     answered(route, status, seconds) {

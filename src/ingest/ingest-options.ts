@@ -36,8 +36,13 @@ export function ingestOptions(config: RelayConfig): IngestOptions {
   // Else a request the route limits allow could never be admitted.
   const largest = Math.max(config.maxPayloadBytes, config.ingestBatchBytes);
   if (config.ingestInflightBytes < largest) {
-    const by = largest === config.ingestBatchBytes ? `INGEST_BATCH_BYTES (${config.ingestBatchBytes})` : `MAX_PAYLOAD_BYTES (${config.maxPayloadBytes})`;
-    problems.push(`  INGEST_INFLIGHT_BYTES (ingestInflightBytes): must be at least ${by}, the largest request body: value was "${config.ingestInflightBytes}"`);
+    const by =
+      largest === config.ingestBatchBytes
+        ? `INGEST_BATCH_BYTES (${config.ingestBatchBytes})`
+        : `MAX_PAYLOAD_BYTES (${config.maxPayloadBytes})`;
+    problems.push(
+      `  INGEST_INFLIGHT_BYTES (ingestInflightBytes): must be at least ${by}, the largest request body: value was "${config.ingestInflightBytes}"`,
+    );
   }
   if (problems.length > 0) throw new RelayError('CR_ERR_CONFIG', `invalid configuration:\n${problems.join('\n')}`);
   return {

@@ -78,7 +78,10 @@ export function buildIngestServer(options: IngestOptions, deps: IngestDeps): Ing
       const { status, body } = clientErrorResponse(error.code, options.requestTimeout);
       const text = JSON.stringify(body);
       metrics.cut(status);
-      if (socket.writable) socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`);
+      if (socket.writable)
+        socket.write(
+          `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
+        );
       socket.destroy(error);
     },
     // Reject rather than repair: unknown fields are an error (the wire contract), and no type is coerced.
@@ -92,7 +95,11 @@ export function buildIngestServer(options: IngestOptions, deps: IngestDeps): Ing
   });
 
   const logged = (response: ErrorResponse, error: unknown): ErrorResponse => {
-    if (response.status === 500) logger?.error({ err: (error as Error).message, code: (error as Partial<RelayError>).code, id: response.body.id }, 'ingest request failed');
+    if (response.status === 500)
+      logger?.error(
+        { err: (error as Error).message, code: (error as Partial<RelayError>).code, id: response.body.id },
+        'ingest request failed',
+      );
     return response;
   };
   const send = (reply: FastifyReply, { status, body }: ErrorResponse): FastifyReply => {
@@ -104,13 +111,31 @@ export function buildIngestServer(options: IngestOptions, deps: IngestDeps): Ing
     if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
       const setting = request.routeOptions.url === BATCH_PATH ? 'INGEST_BATCH_BYTES' : 'MAX_PAYLOAD_BYTES';
       const limit = request.routeOptions.bodyLimit ?? options.maxPayloadBytes;
-      return send(reply, { status: 413, body: { code: 'CR_ERR_INVALID_CALLBACK', message: `request: the request body is over ${limit} bytes (${setting})`, field: 'request', retry: false } });
+      return send(reply, {
+        status: 413,
+        body: {
+          code: 'CR_ERR_INVALID_CALLBACK',
+          message: `request: the request body is over ${limit} bytes (${setting})`,
+          field: 'request',
+          retry: false,
+        },
+      });
     }
     if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-      return send(reply, { status: 415, body: { code: 'CR_ERR_INVALID_CALLBACK', message: 'content-type: must be application/json', field: 'content-type', retry: false } });
+      return send(reply, {
+        status: 415,
+        body: { code: 'CR_ERR_INVALID_CALLBACK', message: 'content-type: must be application/json', field: 'content-type', retry: false },
+      });
     }
-    if (error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' || error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || (error.statusCode === 400 && error instanceof SyntaxError)) {
-      return send(reply, { status: 400, body: { code: 'CR_ERR_INVALID_CALLBACK', message: 'request: the request body is not valid JSON', field: 'request', retry: false } });
+    if (
+      error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ||
+      error.code === 'FST_ERR_CTP_INVALID_JSON_BODY' ||
+      (error.statusCode === 400 && error instanceof SyntaxError)
+    ) {
+      return send(reply, {
+        status: 400,
+        body: { code: 'CR_ERR_INVALID_CALLBACK', message: 'request: the request body is not valid JSON', field: 'request', retry: false },
+      });
     }
     return send(reply, logged(errorResponse(error), error));
   });
@@ -152,7 +177,12 @@ export function buildIngestServer(options: IngestOptions, deps: IngestDeps): Ing
     awaitingBroker.add(request.raw.socket);
     done();
   };
-  const answering = (request: FastifyRequest, _reply: FastifyReply, payload: unknown, done: (error: null, payload: unknown) => void): void => {
+  const answering = (
+    request: FastifyRequest,
+    _reply: FastifyReply,
+    payload: unknown,
+    done: (error: null, payload: unknown) => void,
+  ): void => {
     awaitingBroker.delete(request.raw.socket);
     done(null, payload);
   };
@@ -163,14 +193,20 @@ export function buildIngestServer(options: IngestOptions, deps: IngestDeps): Ing
     const ready = !draining && publisher.connected();
     return reply.code(ready ? 200 : 503).send(ready ? 'ready\n' : 'not ready\n');
   });
-  if (options.separateMetrics !== true) app.get('/metrics', async (request, reply) => reply.type(metrics.registry.contentType).send(await metricsText(metrics.registry, metricNames(request.url))));
+  if (options.separateMetrics !== true)
+    app.get('/metrics', async (request, reply) =>
+      reply.type(metrics.registry.contentType).send(await metricsText(metrics.registry, metricNames(request.url))),
+    );
   app.get('/openapi.json', async () => document);
 
   const failures = { 400: schemas.error, 401: schemas.error, 413: schemas.error, 415: schemas.error };
   const scopeOf = (request: FastifyRequest): string => scopes.get(request.raw) ?? '';
   app.post('/v1/callbacks', {
     ...hooks,
-    schema: { body: schemas.envelope, response: { 202: schemas.accepted, ...failures, 422: schemas.error, 429: schemas.error, 500: schemas.error, 503: schemas.error } },
+    schema: {
+      body: schemas.envelope,
+      response: { 202: schemas.accepted, ...failures, 422: schemas.error, 429: schemas.error, 500: schemas.error, 503: schemas.error },
+    },
     handler: async (request, reply) => {
       const envelope = request.body as Envelope;
       const assigned = singleId(envelope, idempotencyKey(request.headers['idempotency-key']), scopeOf(request), newId);
@@ -197,7 +233,10 @@ export function buildIngestServer(options: IngestOptions, deps: IngestDeps): Ing
   app.post(BATCH_PATH, {
     ...hooks,
     bodyLimit: options.batchBytes,
-    schema: { body: schemas.batchRequest, response: { 202: schemas.batchResult, ...failures, 429: schemas.batchResult, 503: schemas.batchUnavailable } },
+    schema: {
+      body: schemas.batchRequest,
+      response: { 202: schemas.batchResult, ...failures, 429: schemas.batchResult, 503: schemas.batchUnavailable },
+    },
     handler: async (request, reply) => {
       const key = idempotencyKey(request.headers['idempotency-key']);
       const envelopes = (request.body as { callbacks: Envelope[] }).callbacks;
@@ -209,7 +248,10 @@ export function buildIngestServer(options: IngestOptions, deps: IngestDeps): Ing
           return checkPublishJob(toPublishJob(envelope, ids[index]!.id), nowMs, options.maxPayloadBytes);
         } catch (error) {
           if (!isRelayError(error, 'CR_ERR_INVALID_CALLBACK')) throw error;
-          throw new RelayError('CR_ERR_INVALID_CALLBACK', `callbacks[${index}].${error.message}`, { field: `callbacks[${index}].${error.field}`, cause: error });
+          throw new RelayError('CR_ERR_INVALID_CALLBACK', `callbacks[${index}].${error.message}`, {
+            field: `callbacks[${index}].${error.field}`,
+            cause: error,
+          });
         }
       });
       const outcomes = await Promise.allSettled(jobs.map((job) => publisher.publish(job.callback, job.options)));

@@ -32,7 +32,9 @@ export async function startIngest(config: RelayConfig, logger: Logger, port = co
   try {
     await server.app.listen({ port, host: config.ingestHost });
     if (config.ingestMetricsPort > 0) {
-      metricsServer = await startMetricsServer(config.ingestMetricsPort, config.metricsHost, server.metrics.registry, { ready: () => !draining && publisher.connected() });
+      metricsServer = await startMetricsServer(config.ingestMetricsPort, config.metricsHost, server.metrics.registry, {
+        ready: () => !draining && publisher.connected(),
+      });
       const metricsAt = metricsServer.address() as AddressInfo;
       logger.info({ host: metricsAt.address, port: metricsAt.port }, 'ingest metrics listening');
     }

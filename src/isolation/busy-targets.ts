@@ -105,12 +105,18 @@ export class BusyTargets<T> {
       const oldest = this.share.head(target);
       if (!oldest || nowMs - oldest.at < this.policy.overflowAfterMs) continue;
       // Waiting for its limit is reason enough: those callbacks would hold their lane for nothing.
-      if (!this.share.isHeld(target) && (!(this.holdsShare(target) || this.stillBusy(target, nowMs)) || !this.worthMoving(target))) continue;
+      if (!this.share.isHeld(target) && (!(this.holdsShare(target) || this.stillBusy(target, nowMs)) || !this.worthMoving(target)))
+        continue;
       this.busy.delete(target);
       this.busy.set(target, nowMs + BUSY_FOR * this.policy.overflowAfterMs);
       // The newest leave first: the oldest are attempted from here as soon as the busy target has a slot.
       const limited = this.context.limited(target);
-      for (const item of this.share.takeWaiting(target, (w) => w.source === 'lane' && w.kind === 'attempt' && (limited || mayLeave(w.item)), true)) moved.push(item.item);
+      for (const item of this.share.takeWaiting(
+        target,
+        (w) => w.source === 'lane' && w.kind === 'attempt' && (limited || mayLeave(w.item)),
+        true,
+      ))
+        moved.push(item.item);
     }
     this.share.keep(this.backlogsKept());
     return moved;

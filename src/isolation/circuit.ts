@@ -90,7 +90,12 @@ export class Circuit<T> {
    * (fewer than half taken), so a target that does not answer never takes others' share, yet its
    * backlog is not held to its own share while the slots sit idle; forced, it waits anyway.
    */
-  owedMayWait(target: string, nowMs: number, { owed, forced, mayBorrow }: Pick<CircuitWait, 'owed' | 'forced' | 'mayBorrow'>, attempt?: number): boolean {
+  owedMayWait(
+    target: string,
+    nowMs: number,
+    { owed, forced, mayBorrow }: Pick<CircuitWait, 'owed' | 'forced' | 'mayBorrow'>,
+    attempt?: number,
+  ): boolean {
     const asks = attempt !== undefined && this.mayAsk(target, attempt, nowMs);
     const full = this.share.inFlight(target) + this.share.waiting(target) >= this.share.limit(target);
     if (!forced && !asks && !(owed && (!full || (mayBorrow && this.share.hasIdleRoom())))) return false;

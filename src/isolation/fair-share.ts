@@ -127,7 +127,8 @@ export class FairShare<T> {
     const lendsIdle = this.inFlightTotal < this.lendLine();
     for (const target of this.blocked) {
       const inFlight = this.targets.get(target)?.inFlight ?? 0;
-      if (inFlight < fewest && inFlight < this.policy.perTarget && (this.limits.has(target) || (lendsIdle && this.mayBorrowIdle(target)))) [best, fewest] = [target, inFlight];
+      if (inFlight < fewest && inFlight < this.policy.perTarget && (this.limits.has(target) || (lendsIdle && this.mayBorrowIdle(target))))
+        [best, fewest] = [target, inFlight];
     }
     return best;
   }

@@ -152,9 +152,17 @@ export class EndpointHealth {
    */
   failedThroughout(target: string, sinceMs: number, failedAfterMs: number, attempts: AttemptRange): boolean {
     const record = this.targets.get(target);
-    if (record === undefined || record.state !== 'degraded' || this.knownSince > sinceMs || record.successAt >= sinceMs || record.failureAt < failedAfterMs) return false;
+    if (
+      record === undefined ||
+      record.state !== 'degraded' ||
+      this.knownSince > sinceMs ||
+      record.successAt >= sinceMs ||
+      record.failureAt < failedAfterMs
+    )
+      return false;
     if (attempts.to > MAX_TRACKED_ATTEMPT) return false;
-    for (let attempt = Math.max(1, attempts.from); attempt <= attempts.to; attempt += 1) if (record.failedAt[attempt] !== true) return false;
+    for (let attempt = Math.max(1, attempts.from); attempt <= attempts.to; attempt += 1)
+      if (record.failedAt[attempt] !== true) return false;
     return true;
   }
 
@@ -180,7 +188,8 @@ export class EndpointHealth {
     else if (from === 'degraded') {
       record.successes = succeeded ? record.successes + 1 : 0;
       if (record.successes >= record.required) this.close(record, nowMs, true);
-      else if (abnormal <= this.policy.recoverThreshold && nowMs - record.lastAbnormalAt >= this.policy.quietPeriodMs) this.close(record, nowMs, false);
+      else if (abnormal <= this.policy.recoverThreshold && nowMs - record.lastAbnormalAt >= this.policy.quietPeriodMs)
+        this.close(record, nowMs, false);
     }
     return record.state === from ? undefined : { target, from, to: record.state, abnormal, seen };
   }
@@ -243,7 +252,20 @@ export class EndpointHealth {
     if (record) {
       this.targets.delete(target);
     } else {
-      record = { state: 'healthy', results: [], next: 0, abnormal: 0, lastAbnormalAt: Number.NEGATIVE_INFINITY, successes: 0, required: 1, closedAt: Number.NEGATIVE_INFINITY, slowSuccessAt: Number.NEGATIVE_INFINITY, successAt: Number.NEGATIVE_INFINITY, failureAt: Number.NEGATIVE_INFINITY, failedAt: [] };
+      record = {
+        state: 'healthy',
+        results: [],
+        next: 0,
+        abnormal: 0,
+        lastAbnormalAt: Number.NEGATIVE_INFINITY,
+        successes: 0,
+        required: 1,
+        closedAt: Number.NEGATIVE_INFINITY,
+        slowSuccessAt: Number.NEGATIVE_INFINITY,
+        successAt: Number.NEGATIVE_INFINITY,
+        failureAt: Number.NEGATIVE_INFINITY,
+        failedAt: [],
+      };
       if (this.targets.size >= this.policy.maxTargets) {
         this.evictOne();
         this.knownSince = Math.max(this.knownSince, nowMs);
@@ -273,5 +295,6 @@ export class EndpointHealth {
 
 /** Remembers the latest answer at `attempt` (none known: nothing to remember). */
 function noteAttempt(record: TargetRecord, attempt: number | undefined, failed: boolean): void {
-  if (attempt !== undefined && Number.isInteger(attempt) && attempt >= 1 && attempt <= MAX_TRACKED_ATTEMPT) record.failedAt[attempt] = failed;
+  if (attempt !== undefined && Number.isInteger(attempt) && attempt >= 1 && attempt <= MAX_TRACKED_ATTEMPT)
+    record.failedAt[attempt] = failed;
 }

@@ -33,7 +33,8 @@ export class LimitGate<T> {
   /** Holds `target` back while its limit allows no request now; lets it go once it does (or it waits for nothing). */
   gate(target: string, nowMs: number): void {
     this.seen(nowMs);
-    const held = this.share.waiting(target) > 0 && this.limits.governs(target) && !this.limits.mayStart(target, this.share.inFlight(target), nowMs);
+    const held =
+      this.share.waiting(target) > 0 && this.limits.governs(target) && !this.limits.mayStart(target, this.share.inFlight(target), nowMs);
     this.share.hold(target, held);
   }
 
@@ -56,7 +57,11 @@ export class LimitGate<T> {
   answered(target: string, outcome: DeliveryOutcome, fast: boolean, nowMs: number): Backoff | undefined {
     // Only a 429 or a 503 asks to slow down: no other answer's Retry-After is read here.
     const asksToWait = outcome.status === 429 || outcome.status === 503;
-    const backoff = this.limits.answered(target, { status: outcome.status, retryAfterMs: asksToWait ? parseRetryAfter(outcome.retryAfter, nowMs) : undefined, fast }, nowMs);
+    const backoff = this.limits.answered(
+      target,
+      { status: outcome.status, retryAfterMs: asksToWait ? parseRetryAfter(outcome.retryAfter, nowMs) : undefined, fast },
+      nowMs,
+    );
     this.gate(target, nowMs);
     return backoff;
   }
@@ -109,7 +114,9 @@ export class LimitGate<T> {
           position -= 1;
           positions.set(w, position);
           // From a lane it moves to the overflow queue (busy-targets.ts), where it waits in the broker for free.
-          return w.kind === 'attempt' && w.source === 'overflow' && (this.limits.msUntilNth(target, inFlight, position, nowMs) ?? 0) > boundMs;
+          return (
+            w.kind === 'attempt' && w.source === 'overflow' && (this.limits.msUntilNth(target, inFlight, position, nowMs) ?? 0) > boundMs
+          );
         },
         true,
       );

@@ -74,7 +74,14 @@ export interface Scheduler<T> {
    * its real attempt (`circuitWait`) and its target has room within its share of slots, if `forced`, or
    * if it is the one request asking the target about its `attempt` number; else left to be deferred again.
    */
-  offerOwed(target: string, item: T, source: Source, nowMs: number, wait: Pick<CircuitWait, 'owed' | 'forced' | 'mayBorrow'>, attempt?: number): 'queued' | 'circuit-open';
+  offerOwed(
+    target: string,
+    item: T,
+    source: Source,
+    nowMs: number,
+    wait: Pick<CircuitWait, 'owed' | 'forced' | 'mayBorrow'>,
+    attempt?: number,
+  ): 'queued' | 'circuit-open';
   /** `nowMs`: for limits; without it, the latest time the scheduler was given. */
   next(nowMs?: number): Next<T> | undefined;
   /** Waiting attempts held back by their limit for more than `boundMs`, with how long (absent when isolation is off: no limits). */
@@ -166,7 +173,13 @@ export type { ScheduleLeft };
  * waited under `ISOLATION=off` too.
  * Pure: `heldSince`, `deferrals` and `heldMs` travel in the message's headers.
  */
-export function circuitWait(heldSince: number | undefined, deferrals: number, nowMs: number, attemptTimeoutMs: number, schedule: ScheduleLeft = { leftMs: Number.POSITIVE_INFINITY, heldMs: 0 }): CircuitWait {
+export function circuitWait(
+  heldSince: number | undefined,
+  deferrals: number,
+  nowMs: number,
+  attemptTimeoutMs: number,
+  schedule: ScheduleLeft = { leftMs: Number.POSITIVE_INFINITY, heldMs: 0 },
+): CircuitWait {
   const since = heldSince !== undefined && heldSince <= nowMs ? heldSince : nowMs;
   const giveUpAt = since + schedule.leftMs - schedule.heldMs;
   const left = since + attemptTimeoutMs - nowMs;
@@ -179,7 +192,14 @@ export function circuitWait(heldSince: number | undefined, deferrals: number, no
   // Back by the end of its schedule: that is when it may be dead-lettered, not a deferral later.
   const delayMs = expired ? wait : Math.max(LAST_DEFER_MS, Math.min(wait, giveUpAt - nowMs));
   const forced = deferrals >= MAX_DEFERRALS;
-  return { owed: (left <= 0 && !tooLate) || forced, forced, mayBorrow: left <= -attemptTimeoutMs, expired, giveUpAt, defer: { delayMs, heldSince: since, deferrals: deferrals + 1 } };
+  return {
+    owed: (left <= 0 && !tooLate) || forced,
+    forced,
+    mayBorrow: left <= -attemptTimeoutMs,
+    expired,
+    giveUpAt,
+    defer: { delayMs, heldSince: since, deferrals: deferrals + 1 },
+  };
 }
 
 /**

@@ -51,7 +51,9 @@ export class TargetIsolation<T> implements Scheduler<T> {
     this.limits = new LimitGate(this.share, (nowMs) => {
       if (nowMs > this.lastNowMs) this.lastNowMs = nowMs;
     });
-    this.circuit = new Circuit(policy, startedAtMs, this.share, { requeue: (target, waiting) => this.enqueue(target, waiting, this.lastNowMs) });
+    this.circuit = new Circuit(policy, startedAtMs, this.share, {
+      requeue: (target, waiting) => this.enqueue(target, waiting, this.lastNowMs),
+    });
     this.busy = new BusyTargets(policy, this.share, {
       limited: (target) => this.limits.limited(target),
       degraded: (target) => this.circuit.isOpen(target),
@@ -76,7 +78,14 @@ export class TargetIsolation<T> implements Scheduler<T> {
    * (`Circuit.owedMayWait`), else left to be deferred again. A forced one from a lane may still move
    * to the overflow queue if its target turns busy.
    */
-  offerOwed(target: string, item: T, source: Source, nowMs: number, wait: Pick<CircuitWait, 'owed' | 'forced' | 'mayBorrow'>, attempt?: number): 'queued' | 'circuit-open' {
+  offerOwed(
+    target: string,
+    item: T,
+    source: Source,
+    nowMs: number,
+    wait: Pick<CircuitWait, 'owed' | 'forced' | 'mayBorrow'>,
+    attempt?: number,
+  ): 'queued' | 'circuit-open' {
     if (!this.circuit.owedMayWait(target, nowMs, wait, attempt)) return 'circuit-open';
     this.enqueue(target, { item, kind: 'attempt', at: nowMs, source }, nowMs);
     return 'queued';
@@ -103,7 +112,13 @@ export class TargetIsolation<T> implements Scheduler<T> {
   }
 
   /** An attempt ended: its slot is freed, its limit and pace learn of it, and its circuit counts it. */
-  complete(target: string, kind: AttemptKind, outcome: DeliveryOutcome, nowMs: number, { wasOverdue = false, attempt }: AttemptEnded = {}): Effects<T> {
+  complete(
+    target: string,
+    kind: AttemptKind,
+    outcome: DeliveryOutcome,
+    nowMs: number,
+    { wasOverdue = false, attempt }: AttemptEnded = {},
+  ): Effects<T> {
     const slow = wasOverdue || outcome.durationMs >= this.policy.slowThresholdMs;
     const succeeded = outcome.status !== undefined && outcome.status >= 200 && outcome.status < 300;
     this.share.done(target, !slow ? 'fast' : succeeded ? 'slow-success' : 'slow');

@@ -196,7 +196,15 @@ export class TargetLimits {
   }
 
   private newGate(): Gate {
-    return { limit: undefined, factor: 1, pausedUntil: 0, lastDecrease: Number.NEGATIVE_INFINITY, tooManyRun: 0, bucket: undefined, share: undefined };
+    return {
+      limit: undefined,
+      factor: 1,
+      pausedUntil: 0,
+      lastDecrease: Number.NEGATIVE_INFINITY,
+      tooManyRun: 0,
+      bucket: undefined,
+      share: undefined,
+    };
   }
 
   /** A gate for a target that had none (a back-off of an unlimited target), within the bound. */

@@ -25,7 +25,10 @@ const brokerHeaders = new Set(BROKER_HEADERS);
 export const isBrokerHeader = (name: string): boolean => brokerHeaders.has(name.toLowerCase());
 
 /** The headers without those the broker wrote and those `drop` names; a new object, the input untouched. */
-export function withoutBrokerHeaders(headers: Record<string, unknown> | undefined, drop: (name: string) => boolean = () => false): Record<string, unknown> {
+export function withoutBrokerHeaders(
+  headers: Record<string, unknown> | undefined,
+  drop: (name: string) => boolean = () => false,
+): Record<string, unknown> {
   const kept: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(headers ?? {})) {
     if (!isBrokerHeader(name) && !drop(name)) kept[name] = value;

@@ -27,7 +27,8 @@ const POLICY_NAME = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
 export const isValidPolicyName = (name: string): boolean => POLICY_NAME.test(name);
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 // Headers the relay owns: framing and hop-by-hop ones would corrupt the request, the rest are ours.
-const RESERVED = /^(host|content-length|content-type|transfer-encoding|connection|keep-alive|upgrade|te|trailer|expect|proxy-.*|webhook-.*|x-callback-.*)$/i;
+const RESERVED =
+  /^(host|content-length|content-type|transfer-encoding|connection|keep-alive|upgrade|te|trailer|expect|proxy-.*|webhook-.*|x-callback-.*)$/i;
 
 /** 1-255 printable ASCII characters without surrounding spaces: a valid header value and AMQP short string. */
 export const isValidId = (id: string): boolean => id.length <= MAX_ID_LENGTH && /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(id);
@@ -56,7 +57,8 @@ export function parseCallback(value: unknown): { callback: Callback; url: URL } 
   if (input.id !== undefined && (typeof input.id !== 'string' || !isValidId(input.id))) {
     throw invalid('id', `must be 1-${MAX_ID_LENGTH} printable ASCII characters without surrounding spaces`);
   }
-  if (input.method !== undefined && !METHODS.includes(input.method as CallbackMethod)) throw invalid('method', `must be one of ${METHODS.join(', ')}`);
+  if (input.method !== undefined && !METHODS.includes(input.method as CallbackMethod))
+    throw invalid('method', `must be one of ${METHODS.join(', ')}`);
   if (input.headers !== undefined) validateHeaders(input.headers);
   if (input.policy !== undefined && (typeof input.policy !== 'string' || !isValidPolicyName(input.policy))) {
     throw invalid('policy', 'must be 1-64 letters, digits, ".", "_", ":" or "-", starting with a letter or digit');
@@ -73,12 +75,14 @@ function parseUrl(url: unknown): URL {
   } catch {
     throw invalid('url', `is not a valid URL: ${JSON.stringify(url.slice(0, 100))}`);
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw invalid('url', `must be http or https, not ${parsed.protocol.slice(0, -1)}`);
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    throw invalid('url', `must be http or https, not ${parsed.protocol.slice(0, -1)}`);
   return parsed;
 }
 
 function validateHeaders(headers: unknown): void {
-  if (typeof headers !== 'object' || headers === null || Array.isArray(headers)) throw invalid('headers', 'must be an object of name → string value');
+  if (typeof headers !== 'object' || headers === null || Array.isArray(headers))
+    throw invalid('headers', 'must be an object of name → string value');
   for (const [name, value] of Object.entries(headers)) {
     const field = `headers.${name}`;
     if (!TOKEN.test(name)) throw invalid(field, 'is not a valid header name');

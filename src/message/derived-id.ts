@@ -16,7 +16,10 @@ export interface IdSource {
  */
 export function derivedId(message: IdSource): string {
   const { headers, timestamp, correlationId, appId, type } = message.properties;
-  const stable = JSON.stringify([timestamp ?? null, correlationId ?? null, appId ?? null, type ?? null, carriedHeaders(headers)], (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
+  const stable = JSON.stringify(
+    [timestamp ?? null, correlationId ?? null, appId ?? null, type ?? null, carriedHeaders(headers)],
+    (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value),
+  );
   const hash = createHash('sha256').update(stable).update('\n').update(message.content).digest('base64url');
   return `msg_${hash}`;
 }

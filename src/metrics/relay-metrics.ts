@@ -20,19 +20,33 @@ export interface HealthSource {
  * fixed sets (lane, result, reason), never by callback id or URL; targets appear only while
  * degraded and at most MAX_TARGET_LABELS at a time.
  */
-export function createRelayMetrics(health: () => HealthSource | undefined): { registry: Registry; observer: PipelineObserver; consumerCancelled: () => void; laneChannelClosed: () => void } {
+export function createRelayMetrics(health: () => HealthSource | undefined): {
+  registry: Registry;
+  observer: PipelineObserver;
+  consumerCancelled: () => void;
+  laneChannelClosed: () => void;
+} {
   const registry = createRegistry();
-  const attempts = new Counter({ name: 'callback_relay_attempts_total', help: 'Attempts by lane (work lane index, or slow) and result: success, retryable or terminal.', labelNames: ['lane', 'result'], registers: [registry] });
+  const attempts = new Counter({
+    name: 'callback_relay_attempts_total',
+    help: 'Attempts by lane (work lane index, or slow) and result: success, retryable or terminal.',
+    labelNames: ['lane', 'result'],
+    registers: [registry],
+  });
   const outcomes = new Counter({
     name: 'callback_relay_callbacks_total',
     help: 'Callbacks settled: delivered, retried (retry scheduled) or dead (by reason: exhausted, rejected, invalid, canceled…).',
     labelNames: ['outcome', 'reason'],
     registers: [registry],
   });
-  const cancelled = new Counter({ name: 'callback_relay_consumer_cancelled_total', help: 'Consumers the broker cancelled (the worker reconnects to consume again).', registers: [registry] });
+  const cancelled = new Counter({
+    name: 'callback_relay_consumer_cancelled_total',
+    help: 'Consumers the broker cancelled (the worker reconnects to consume again).',
+    registers: [registry],
+  });
   const laneClosed = new Counter({
     name: 'callback_relay_lane_channels_closed_total',
-    help: 'Lane channels closed other than by the worker\'s stop (a channel error such as a consumer timeout, or the connection lost); their unacked messages went back to their queues.',
+    help: "Lane channels closed other than by the worker's stop (a channel error such as a consumer timeout, or the connection lost); their unacked messages went back to their queues.",
     registers: [registry],
   });
   const duration = new Histogram({
@@ -67,11 +81,16 @@ export function createRelayMetrics(health: () => HealthSource | undefined): { re
   });
   const moves = new Counter({
     name: 'callback_relay_moves_total',
-    help: 'Callbacks moved unattempted, their attempt unchanged: deferred (circuit open), overflow (a busy target\'s excess, to P.slow) or limited (its limit holds it back for long: stored in the delay path).',
+    help: "Callbacks moved unattempted, their attempt unchanged: deferred (circuit open), overflow (a busy target's excess, to P.slow) or limited (its limit holds it back for long: stored in the delay path).",
     labelNames: ['kind'],
     registers: [registry],
   });
-  const transitions = new Counter({ name: 'callback_relay_target_transitions_total', help: 'Target health transitions.', labelNames: ['to'], registers: [registry] });
+  const transitions = new Counter({
+    name: 'callback_relay_target_transitions_total',
+    help: 'Target health transitions.',
+    labelNames: ['to'],
+    registers: [registry],
+  });
   new Gauge({
     name: 'callback_relay_degraded_targets',
     help: 'Targets currently degraded in this worker.',
@@ -135,10 +154,11 @@ function attemptResult({ decision }: TriedReport): 'success' | 'retryable' | 'te
  * rate() of it is the rate achieved by this worker); and how long callbacks waited for a limit.
  */
 function limitMetrics(registry: Registry, source: () => HealthSource | undefined): void {
-  const limited = (): Array<{ target: string; rate: number | undefined; factor: number; paused: boolean }> => [...(source()?.limitsNow?.(Date.now()) ?? [])].slice(0, MAX_TARGET_LABELS);
+  const limited = (): Array<{ target: string; rate: number | undefined; factor: number; paused: boolean }> =>
+    [...(source()?.limitsNow?.(Date.now()) ?? [])].slice(0, MAX_TARGET_LABELS);
   const wait = new Histogram({
     name: 'callback_relay_limit_wait_seconds',
-    help: 'How long a limited or backed-off target\'s callback waited in this worker for its limit before its attempt started.',
+    help: "How long a limited or backed-off target's callback waited in this worker for its limit before its attempt started.",
     buckets: [0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
     registers: [registry],
   });
@@ -172,7 +192,7 @@ function limitMetrics(registry: Registry, source: () => HealthSource | undefined
   });
   new Gauge({
     name: 'callback_relay_target_limit_factor',
-    help: 'The share of its rate a limited target\'s back-off leaves (1: none), and 1 per backed-off target without a rate.',
+    help: "The share of its rate a limited target's back-off leaves (1: none), and 1 per backed-off target without a rate.",
     labelNames: ['target', 'paused'],
     registers: [registry],
     collect() {

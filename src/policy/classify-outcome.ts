@@ -13,10 +13,7 @@ export interface DeliveryOutcome {
   durationMs: number;
 }
 
-export type Classification =
-  | { kind: 'success' }
-  | { kind: 'retryable'; why: string }
-  | { kind: 'terminal'; why: string };
+export type Classification = { kind: 'success' } | { kind: 'retryable'; why: string } | { kind: 'terminal'; why: string };
 
 /**
  * Sorts an outcome: 2xx succeeds (if `successBody` is set, only when the trimmed body equals it);

@@ -8,9 +8,7 @@ export type DeadReason = 'exhausted' | 'rejected' | 'invalid' | 'forbidden-targe
 
 /** What the consumer must do with a message after an attempt. */
 export type Decision =
-  | { kind: 'ack' }
-  | { kind: 'retry'; delayMs: number; attempt: number; why: string }
-  | { kind: 'dead'; reason: DeadReason; why: string };
+  { kind: 'ack' } | { kind: 'retry'; delayMs: number; attempt: number; why: string } | { kind: 'dead'; reason: DeadReason; why: string };
 
 export interface RetryPolicy {
   /** Delays before attempts 2, 3, … in ms. */
@@ -29,13 +27,7 @@ export interface RetryPolicy {
  * The whole retry decision for attempt `attempt` (1-based) that produced `outcome`. Pure: the clock
  * (`nowMs`, for Retry-After dates) and `random` (jitter) are inputs.
  */
-export function decide(
-  outcome: DeliveryOutcome,
-  attempt: number,
-  policy: RetryPolicy,
-  nowMs: number,
-  random: Random,
-): Decision {
+export function decide(outcome: DeliveryOutcome, attempt: number, policy: RetryPolicy, nowMs: number, random: Random): Decision {
   const verdict = classifyOutcome(outcome, policy.successBody);
   if (verdict.kind === 'success') return { kind: 'ack' };
   if (verdict.kind === 'terminal') return { kind: 'dead', reason: outcome.forbidden ? 'forbidden-target' : 'rejected', why: verdict.why };

@@ -50,9 +50,21 @@ export function scheduleOf(state: CallbackState, rules: PolicyDefaults): Schedul
  * request it got at each attempt number the callback has left (an answer may depend on the attempt:
  * a receiver whose first attempts hang and whose second ones succeed is not failing at attempt 2).
  */
-export function failedThroughout(target: string, state: CallbackState, rules: ScheduleRules, nowMs: number, endsAt: number, leftMs: number, fromAttempt = state.attempt): boolean {
+export function failedThroughout(
+  target: string,
+  state: CallbackState,
+  rules: ScheduleRules,
+  nowMs: number,
+  endsAt: number,
+  leftMs: number,
+  fromAttempt = state.attempt,
+): boolean {
   const attempts = { from: fromAttempt, to: retryOf(state, rules).maxAttempts };
-  return nowMs >= endsAt && rules.failedThroughout !== undefined && rules.failedThroughout(target, endsAt - leftMs, endsAt - timeoutOf(state, rules), attempts);
+  return (
+    nowMs >= endsAt &&
+    rules.failedThroughout !== undefined &&
+    rules.failedThroughout(target, endsAt - leftMs, endsAt - timeoutOf(state, rules), attempts)
+  );
 }
 
 /**

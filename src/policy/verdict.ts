@@ -37,7 +37,14 @@ export const RAN_OUT = `${CIRCUIT_OPEN}: the target failed every request until t
  * carries. A callback with a named policy is decided by it, any other by `retry`. Pure: the clock
  * (`nowMs`) and `random` are inputs.
  */
-export function verdictOf(state: CallbackState, outcome: DeliveryOutcome, startedAtMs: number, retry: RetryPolicy, nowMs: number, random: Random): Verdict {
+export function verdictOf(
+  state: CallbackState,
+  outcome: DeliveryOutcome,
+  startedAtMs: number,
+  retry: RetryPolicy,
+  nowMs: number,
+  random: Random,
+): Verdict {
   const decision = decide(outcome, state.attempt, state.policy?.retry ?? retry, nowMs, random);
   const startedAt = new Date(startedAtMs).toISOString();
   const record: AttemptRecord = {
@@ -61,7 +68,10 @@ function heldAfter({ heldMs, heldSince }: CallbackState, startedAtMs: number): n
 }
 
 /** A failed attempt past the end of its callback's schedule, its target failing throughout: no retry, P.dead as `exhausted`. */
-export const ranOutVerdict = ({ record }: Verdict): Verdict => ({ decision: { kind: 'dead', reason: 'exhausted', why: RAN_OUT }, record: { ...record, lastError: RAN_OUT } });
+export const ranOutVerdict = ({ record }: Verdict): Verdict => ({
+  decision: { kind: 'dead', reason: 'exhausted', why: RAN_OUT },
+  record: { ...record, lastError: RAN_OUT },
+});
 
 /**
  * The retry of a callback circuits held (`record.heldMs`), decided against its schedule's end, worked
@@ -75,7 +85,8 @@ export function heldRetry(target: string, state: CallbackState, verdict: Verdict
   const { decision, record } = verdict;
   if (decision.kind !== 'retry' || !record.heldMs) return verdict;
   const { leftMs } = scheduleOf({ ...state, attempt: decision.attempt }, rules);
-  if (failedThroughout(target, state, rules, nowMs, nowMs + decision.delayMs + leftMs - record.heldMs, leftMs, decision.attempt)) return ranOutVerdict(verdict);
+  if (failedThroughout(target, state, rules, nowMs, nowMs + decision.delayMs + leftMs - record.heldMs, leftMs, decision.attempt))
+    return ranOutVerdict(verdict);
   const delayMs = delayWithinSchedule(decision.delayMs, leftMs, record.heldMs);
   return delayMs === decision.delayMs ? verdict : { decision: { ...decision, delayMs }, record };
 }

@@ -27,13 +27,20 @@ export function encodeCallback(callback: Callback, maxPayloadBytes: number): Enc
     // Never empty: url and id are always there, so the body follows a comma.
     text = `${JSON.stringify({ ...callback, id, body: undefined }).slice(0, -1)},"body":${body}}`;
   } catch (error) {
-    throw new RelayError('CR_ERR_INVALID_CALLBACK', `body: must be JSON-serialisable (${(error as Error).message})`, { field: 'body', cause: error });
+    throw new RelayError('CR_ERR_INVALID_CALLBACK', `body: must be JSON-serialisable (${(error as Error).message})`, {
+      field: 'body',
+      cause: error,
+    });
   }
   const content = Buffer.from(text, 'utf8');
   if (content.length > maxPayloadBytes) {
-    throw new RelayError('CR_ERR_INVALID_CALLBACK', `body: the encoded callback is ${content.length} bytes, over the limit of ${maxPayloadBytes} (MAX_PAYLOAD_BYTES)`, {
-      field: 'body',
-    });
+    throw new RelayError(
+      'CR_ERR_INVALID_CALLBACK',
+      `body: the encoded callback is ${content.length} bytes, over the limit of ${maxPayloadBytes} (MAX_PAYLOAD_BYTES)`,
+      {
+        field: 'body',
+      },
+    );
   }
   return { id, content, url };
 }

@@ -27,13 +27,19 @@ export type FailureDecision = { action: 'republish' } | { action: 'reject'; erro
  */
 export function decidePublishFailure(attempt: FailedAttempt): FailureDecision {
   if (attempt.timedOut) {
-    const error = attempt.lostSincePublish ? outcomeUnknownError(attempt.publishTimeoutMs, attempt.cause) : publishTimeoutError(attempt.publishTimeoutMs, attempt.cause);
+    const error = attempt.lostSincePublish
+      ? outcomeUnknownError(attempt.publishTimeoutMs, attempt.cause)
+      : publishTimeoutError(attempt.publishTimeoutMs, attempt.cause);
     return { action: 'reject', error };
   }
   if (attempt.lostDuringAttempt) return { action: 'republish' };
   return {
     action: 'reject',
-    error: new RelayError('CR_ERR_PUBLISH_NACKED', 'the broker refused the callback (negative confirm): it was not queued; publish again later with the same id', { cause: attempt.cause }),
+    error: new RelayError(
+      'CR_ERR_PUBLISH_NACKED',
+      'the broker refused the callback (negative confirm): it was not queued; publish again later with the same id',
+      { cause: attempt.cause },
+    ),
   };
 }
 

@@ -181,7 +181,13 @@ export function createPublisher(
   }
 
   /** `dueAt`: when the callback is due (ms since the epoch), fixed when publish() was called. */
-  async function publishConfirmed(content: Buffer, id: string, dueAt: number, bucket: number, trace: TraceContext | undefined): Promise<void> {
+  async function publishConfirmed(
+    content: Buffer,
+    id: string,
+    dueAt: number,
+    bucket: number,
+    trace: TraceContext | undefined,
+  ): Promise<void> {
     const timeout = (): RelayError => publishTimeoutError(config.publishTimeout);
     const deadline = Date.now() + config.publishTimeout;
     const lossesAtStart = losses;
@@ -256,12 +262,19 @@ export function createPublisher(
     const delayMs = firstAttemptDelay(options, calledAt);
     const trace = traceOption(options);
     if (underWay.size >= config.publishBufferLimit) {
-      throw new RelayError('CR_ERR_BUFFER_FULL', `${underWay.size} publishes are already waiting for the broker (PUBLISH_BUFFER_LIMIT=${config.publishBufferLimit}); nothing was published`);
+      throw new RelayError(
+        'CR_ERR_BUFFER_FULL',
+        `${underWay.size} publishes are already waiting for the broker (PUBLISH_BUFFER_LIMIT=${config.publishBufferLimit}); nothing was published`,
+      );
     }
     const { origin } = url;
     const span = tracer?.startPublish(id, origin, delayMs, trace);
     const settled = publishConfirmed(content, id, calledAt + delayMs, laneBucket(origin), span ? span.context : trace);
-    if (span) void settled.then(() => span.end(), (error: unknown) => span.end(error));
+    if (span)
+      void settled.then(
+        () => span.end(),
+        (error: unknown) => span.end(error),
+      );
     const forget = (): void => void underWay.delete(tracked);
     const tracked: Promise<void> = settled.then(forget, forget);
     underWay.add(tracked);
@@ -274,7 +287,9 @@ export function createPublisher(
     const marker = cancelMarker(id, Date.now());
     const deadline = Date.now() + config.publishTimeout;
     const settled = (async () => {
-      const { names } = resolvedTopology ?? (await withTimeout(topology, config.publishTimeout, () => markerTimeoutError(markerName(marker), config.publishTimeout, false)));
+      const { names } =
+        resolvedTopology ??
+        (await withTimeout(topology, config.publishTimeout, () => markerTimeoutError(markerName(marker), config.publishTimeout, false)));
       await publishMarker(markerChannel, names.controlQueue, marker, deadline - Date.now());
     })();
     // close() waits for cancels under way as for publishes.
@@ -290,7 +305,8 @@ export function createPublisher(
     abort.abort();
     // Bounded: with the connection just cut and reconnects refused, closing the channel or the
     // manager can wait for an answer that never comes; close() must still return.
-    const closing = (done: Promise<unknown>): Promise<unknown> => withTimeout(done, config.publishTimeout, () => new Error('close timed out')).catch(() => {});
+    const closing = (done: Promise<unknown>): Promise<unknown> =>
+      withTimeout(done, config.publishTimeout, () => new Error('close timed out')).catch(() => {});
     await closing(channel.close());
     await closing(manager.close());
     await (await tracing)?.shutdown().catch(() => {});

@@ -5,7 +5,8 @@ import type { DelayMode } from '../topology/delay-levels.js';
 import type { TopologyNames } from '../topology/topology-names.js';
 
 /** What a publisher checks: the exchanges it publishes to in its delay mode. */
-export const publishedExchanges = (names: TopologyNames, mode: DelayMode): string[] => (mode === 'queues' ? [names.exchange, names.delayExchange] : [names.exchange]);
+export const publishedExchanges = (names: TopologyNames, mode: DelayMode): string[] =>
+  mode === 'queues' ? [names.exchange, names.delayExchange] : [names.exchange];
 
 /** CR_ERR_TOPOLOGY_MISSING for exchange `missing`: names the step that declares the topology. */
 export function topologyMissing(missing: string, prefix: string): RelayError {

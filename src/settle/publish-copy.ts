@@ -4,7 +4,6 @@ import { isRelayError, type RelayErrorCode } from '../errors.js';
 import { AMQP_HEADER_TABLE_LIMIT, headerTableSize } from '../message/header-table-size.js';
 import type { CopyFailure } from '../reports.js';
 
-
 /** A copy of a consumed message to publish: where, with which headers. */
 export interface Copy {
   exchange: string;
@@ -42,12 +41,22 @@ export async function copyResult(channel: ConfirmChannel, published: Promise<voi
  * Every copy carries a return token (RETURN_TOKEN_HEADER), counted in its header size. Never
  * rejects; a failure comes back with its cause.
  */
-export async function publishCopy(channel: ConfirmChannel, copy: Copy, message: ConsumeMessage, id: string | undefined, wait: ConfirmWait): Promise<CopyResult> {
+export async function publishCopy(
+  channel: ConfirmChannel,
+  copy: Copy,
+  message: ConsumeMessage,
+  id: string | undefined,
+  wait: ConfirmWait,
+): Promise<CopyResult> {
   const token = returnToken();
   const headers = { ...copy.headers, [RETURN_TOKEN_HEADER]: token };
   const size = headerTableSize(headers);
   if (size > AMQP_HEADER_TABLE_LIMIT) {
-    return { stored: false, cause: 'too-large', error: new Error(`the copy's headers are ${size} bytes encoded, over the ${AMQP_HEADER_TABLE_LIMIT} the client can send`) };
+    return {
+      stored: false,
+      cause: 'too-large',
+      error: new Error(`the copy's headers are ${size} bytes encoded, over the ${AMQP_HEADER_TABLE_LIMIT} the client can send`),
+    };
   }
   const { contentType, timestamp } = message.properties;
   const options: Options.Publish = { persistent: true, mandatory: copy.mandatory, contentType: contentType ?? 'application/json', headers };

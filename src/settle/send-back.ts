@@ -29,7 +29,15 @@ export type SendBackResult = 'returned' | 'parked' | 'rejected';
  * short (the worker stops). Throws when the channel closed: the broker has requeued the original then (a
  * channel's close counts toward a quorum queue's delivery limit on every version).
  */
-export async function sendBack(channel: ConfirmChannel, message: ConsumeMessage, route: ReturnRoute, why: string, wait: ConfirmWait, known?: string, stopping?: AbortSignal): Promise<SendBackResult> {
+export async function sendBack(
+  channel: ConfirmChannel,
+  message: ConsumeMessage,
+  route: ReturnRoute,
+  why: string,
+  wait: ConfirmWait,
+  known?: string,
+  stopping?: AbortSignal,
+): Promise<SendBackResult> {
   const headers = message.properties.headers;
   const step = nextReturn(readReturns(headers));
   // Without one, the id it had: derived-id.ts hashes the headers, which the count changes.
@@ -39,9 +47,21 @@ export async function sendBack(channel: ConfirmChannel, message: ConsumeMessage,
   if (step.kind === 'return') {
     // A stopping worker puts it back now: the count is raised all the same, so the bound holds.
     await sleep(step.delayMs, stopping);
-    result = await publishCopy(channel, { exchange: '', routingKey: route.queue, headers: { ...carried, [HEADER.returns]: step.returns }, mandatory: true }, message, id, wait);
+    result = await publishCopy(
+      channel,
+      { exchange: '', routingKey: route.queue, headers: { ...carried, [HEADER.returns]: step.returns }, mandatory: true },
+      message,
+      id,
+      wait,
+    );
   } else {
-    const parked = { ...carried, [HEADER.reason]: 'unsettled', [HEADER.attempts]: readAttempt(headers) - 1, [HEADER.lastError]: why, [HEADER.returns]: step.returns - 1 };
+    const parked = {
+      ...carried,
+      [HEADER.reason]: 'unsettled',
+      [HEADER.attempts]: readAttempt(headers) - 1,
+      [HEADER.lastError]: why,
+      [HEADER.returns]: step.returns - 1,
+    };
     result = await publishCopy(channel, { exchange: '', routingKey: route.deadQueue, headers: parked, mandatory: true }, message, id, wait);
   }
   if (result.stored) {

@@ -85,7 +85,19 @@ export interface SettleContext {
 }
 
 /** What a hold needs of the context: no route (it goes to a named queue), no attempt record. */
-export type HoldContext = Pick<SettleContext, 'channel' | 'message' | 'confirmTimeoutMs' | 'redeclare' | 'storeEvent' | 'onConfirm' | 'onFallback' | 'onEventLost' | 'onSlowConfirm' | 'stopping'>;
+export type HoldContext = Pick<
+  SettleContext,
+  | 'channel'
+  | 'message'
+  | 'confirmTimeoutMs'
+  | 'redeclare'
+  | 'storeEvent'
+  | 'onConfirm'
+  | 'onFallback'
+  | 'onEventLost'
+  | 'onSlowConfirm'
+  | 'stopping'
+>;
 
 /** Publishes an outcome's event and waits for its confirm; `rejected` when no copy was stored and the original goes to P.dead. */
 export type StoreEvent = (rejected: boolean) => Promise<CopyResult>;
@@ -170,7 +182,10 @@ async function move(settlement: Move, record: Pick<AttemptRecord, 'id'>, context
     const route = deliveryRoute(context.names, context.mode, settlement.delayMs, context.bucket, Date.now());
     copy = viaRoute(route, { ...headers, ...settlement.headers, ...route.headers }, context);
   }
-  const wait = { slowAfterMs: context.confirmTimeoutMs ?? DEFAULT_CONFIRM_TIMEOUT_MS, onSlow: (error: Error) => context.onSlowConfirm?.('move', error) };
+  const wait = {
+    slowAfterMs: context.confirmTimeoutMs ?? DEFAULT_CONFIRM_TIMEOUT_MS,
+    onSlow: (error: Error) => context.onSlowConfirm?.('move', error),
+  };
   const result = await publishOnceMore(context, () => publishCopy(channel, copy, message, record.id, wait));
   if (!result.stored) return false;
   channel.ack(message);
@@ -207,7 +222,11 @@ async function storeEvent(context: HoldContext, rejected: boolean, final: boolea
   if (!store) return;
   const result = await publishOnceMore(context, () => store(rejected));
   if (!result.stored) {
-    const lost = new RelayError('CR_ERR_EVENT_NOT_STORED', `the outcome event was not stored (${result.cause}: ${result.error.message}); the callback is settled without it`, { cause: result.error });
+    const lost = new RelayError(
+      'CR_ERR_EVENT_NOT_STORED',
+      `the outcome event was not stored (${result.cause}: ${result.error.message}); the callback is settled without it`,
+      { cause: result.error },
+    );
     context.onEventLost?.(lost, final);
   }
 }
@@ -228,7 +247,11 @@ function decisionCopy(settlement: Exclude<Decision, { kind: 'ack' }>, record: At
       return viaRoute(route, { ...recordHeaders(message, record), ...route.headers, [HEADER.attempt]: settlement.attempt }, context);
     }
     case 'dead':
-      return toQueue(names.deadQueue, { ...recordHeaders(message, record), [HEADER.reason]: settlement.reason, [HEADER.attempts]: record.attempts });
+      return toQueue(names.deadQueue, {
+        ...recordHeaders(message, record),
+        [HEADER.reason]: settlement.reason,
+        [HEADER.attempts]: record.attempts,
+      });
   }
 }
 

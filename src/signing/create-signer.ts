@@ -13,7 +13,9 @@ export type Signer = (target: string, id: string, timestampSeconds: number, body
  * with secrets of their own. Secrets are read once, at startup; any problem is a `CR_ERR_CONFIG`
  * that names the setting, never the secret.
  */
-export function createSigner(config: Pick<RelayConfig, 'signingSecret' | 'signingSecretFile' | 'signingTargetSecretsFile'>): Signer | undefined {
+export function createSigner(
+  config: Pick<RelayConfig, 'signingSecret' | 'signingSecretFile' | 'signingTargetSecretsFile'>,
+): Signer | undefined {
   const shared = loadSigningSecrets({ value: config.signingSecret, file: config.signingSecretFile }, 'SIGNING_SECRET');
   const perTarget = loadTargetSecrets(config.signingTargetSecretsFile);
   if (shared.length === 0 && perTarget.size === 0) return undefined;
@@ -30,7 +32,10 @@ function loadTargetSecrets(file: string): Map<string, SigningKey[]> {
   try {
     parsed = JSON.parse(readFileSync(file, 'utf8'));
   } catch (error) {
-    throw new RelayError('CR_ERR_CONFIG', `SIGNING_TARGET_SECRETS_FILE: cannot read ${file} as JSON (${(error as NodeJS.ErrnoException).code ?? 'invalid JSON'})`);
+    throw new RelayError(
+      'CR_ERR_CONFIG',
+      `SIGNING_TARGET_SECRETS_FILE: cannot read ${file} as JSON (${(error as NodeJS.ErrnoException).code ?? 'invalid JSON'})`,
+    );
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw new RelayError('CR_ERR_CONFIG', `SIGNING_TARGET_SECRETS_FILE: ${file} must hold a JSON object of origin → secrets`);
@@ -40,9 +45,13 @@ function loadTargetSecrets(file: string): Map<string, SigningKey[]> {
     try {
       normalised = new URL(origin).origin;
     } catch {
-      throw new RelayError('CR_ERR_CONFIG', `SIGNING_TARGET_SECRETS_FILE: ${JSON.stringify(origin)} is not an origin such as https://example.com`);
+      throw new RelayError(
+        'CR_ERR_CONFIG',
+        `SIGNING_TARGET_SECRETS_FILE: ${JSON.stringify(origin)} is not an origin such as https://example.com`,
+      );
     }
-    if (typeof secrets !== 'string') throw new RelayError('CR_ERR_CONFIG', `SIGNING_TARGET_SECRETS_FILE: the secrets of ${normalised} must be a string`);
+    if (typeof secrets !== 'string')
+      throw new RelayError('CR_ERR_CONFIG', `SIGNING_TARGET_SECRETS_FILE: the secrets of ${normalised} must be a string`);
     keys.set(normalised, parseSigningSecrets(secrets, `SIGNING_TARGET_SECRETS_FILE[${normalised}]`));
   }
   return keys;

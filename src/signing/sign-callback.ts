@@ -36,7 +36,9 @@ const HEADER_SAFE_ID = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
 export function signCallback(keys: readonly SigningKey[], id: string, timestampSeconds: number, body: string | Buffer): SignedHeaders {
   if (keys.length === 0) throw new RelayError('CR_ERR_CONFIG', 'signCallback: no signing key given');
   if (!HEADER_SAFE_ID.test(id)) {
-    throw new RelayError('CR_ERR_INVALID_CALLBACK', 'id: must be printable ASCII without leading or trailing spaces to be signed', { field: 'id' });
+    throw new RelayError('CR_ERR_INVALID_CALLBACK', 'id: must be printable ASCII without leading or trailing spaces to be signed', {
+      field: 'id',
+    });
   }
   if (!Number.isSafeInteger(timestampSeconds) || timestampSeconds < 0) {
     throw new RangeError(`signCallback: timestampSeconds must be a non-negative integer, got ${String(timestampSeconds)}`);

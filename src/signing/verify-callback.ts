@@ -11,7 +11,10 @@ import { parseSigningSecrets } from '../formats/signing-secrets.js';
  * - `CR_ERR_SIGNATURE_EXPIRED`: `webhook-timestamp` is further than the tolerance from now, in the past
  *   (a replay, or a request that sat in a queue) or in the future (clock skew).
  */
-export type SignatureErrorCode = Extract<RelayErrorCode, 'CR_ERR_SIGNATURE_MISSING' | 'CR_ERR_SIGNATURE_INVALID' | 'CR_ERR_SIGNATURE_EXPIRED'>;
+export type SignatureErrorCode = Extract<
+  RelayErrorCode,
+  'CR_ERR_SIGNATURE_MISSING' | 'CR_ERR_SIGNATURE_INVALID' | 'CR_ERR_SIGNATURE_EXPIRED'
+>;
 
 /** Thrown by {@link verifyCallback} when a request must be refused; a {@link RelayError} whose `code` is stable. */
 export class SignatureError extends RelayError<SignatureErrorCode> {
@@ -72,7 +75,9 @@ export function verifyCallback(options: VerifyCallbackOptions): VerifiedCallback
   const secrets = typeof options.secret === 'string' ? options.secret : options.secret.join(' ');
   const keys = parseSigningSecrets(secrets, 'secret', { requirePrefix: false });
   if (!Number.isFinite(toleranceSeconds) || toleranceSeconds < 0) {
-    throw new RelayError('CR_ERR_CONFIG', `toleranceSeconds: must be a finite number ≥ 0, got ${String(toleranceSeconds)}`, { field: 'toleranceSeconds' });
+    throw new RelayError('CR_ERR_CONFIG', `toleranceSeconds: must be a finite number ≥ 0, got ${String(toleranceSeconds)}`, {
+      field: 'toleranceSeconds',
+    });
   }
   if (!Number.isFinite(nowSeconds)) {
     throw new RelayError('CR_ERR_CONFIG', `nowSeconds: must be a finite number, got ${String(nowSeconds)}`, { field: 'nowSeconds' });

@@ -32,7 +32,8 @@ export function rabbitmqctlScript(accounts: readonly AccountWithPassword[], vhos
   const lines = ['# Broker accounts of callback-relay, one per role (docs/security.md, "Broker accounts and permissions").'];
   for (const account of accounts) {
     lines.push(`# ${account.role}: ${ROLE_PURPOSE[account.role]}`);
-    for (const args of rabbitmqctlCommands([account], vhost)) lines.push(['rabbitmqctl', ...args].map((word, i) => (i === 0 ? word : shellWord(word))).join(' '));
+    for (const args of rabbitmqctlCommands([account], vhost))
+      lines.push(['rabbitmqctl', ...args].map((word, i) => (i === 0 ? word : shellWord(word))).join(' '));
   }
   return `${lines.join('\n')}\n`;
 }
@@ -42,7 +43,9 @@ export function rabbitmqctlScript(accounts: readonly AccountWithPassword[], vhos
  * SHA-256(salt ‖ password): https://www.rabbitmq.com/docs/passwords#computing-password-hash
  */
 export function passwordHash(password: string, salt: Buffer = randomBytes(4)): string {
-  const digest = createHash('sha256').update(Buffer.concat([salt, Buffer.from(password, 'utf8')])).digest();
+  const digest = createHash('sha256')
+    .update(Buffer.concat([salt, Buffer.from(password, 'utf8')]))
+    .digest();
   return Buffer.concat([salt, digest]).toString('base64');
 }
 
@@ -55,7 +58,12 @@ export interface Definitions {
 /** A definitions document with the users, the vhost and the permissions, for `rabbitmqctl import_definitions` or load_definitions. */
 export function definitions(accounts: readonly AccountWithPassword[], vhost: string, salt?: () => Buffer): Definitions {
   return {
-    users: accounts.map(({ user, password }) => ({ name: user, password_hash: passwordHash(password, salt?.()), hashing_algorithm: 'rabbit_password_hashing_sha256', tags: [] })),
+    users: accounts.map(({ user, password }) => ({
+      name: user,
+      password_hash: passwordHash(password, salt?.()),
+      hashing_algorithm: 'rabbit_password_hashing_sha256',
+      tags: [],
+    })),
     vhosts: [{ name: vhost }],
     permissions: accounts.map(({ user, permissions }) => ({ user, vhost, ...permissions })),
   };

@@ -34,7 +34,10 @@ export interface ResolvedTopology {
 }
 
 /** The settings the topology is derived from. */
-export type TopologySettings = Pick<RelayConfig, 'amqpUrl' | 'delayMode' | 'topologyPrefix' | 'lanes' | 'history' | 'historyMaxAge' | 'queueType' | 'deliveryLimit'>;
+export type TopologySettings = Pick<
+  RelayConfig,
+  'amqpUrl' | 'delayMode' | 'topologyPrefix' | 'lanes' | 'history' | 'historyMaxAge' | 'queueType' | 'deliveryLimit'
+>;
 
 /** Waits for the broker, picks the delay mode (logging the choice) and prepares the topology setup. */
 export async function connectTopology(config: TopologySettings, logger: Logger, signal: AbortSignal): Promise<ResolvedTopology> {
@@ -47,7 +50,13 @@ export async function connectTopology(config: TopologySettings, logger: Logger, 
   );
   const mode = resolveDelayMode(config.delayMode, broker.hasDelayedPlugin);
   logger.info(
-    { delayMode: mode, requested: config.delayMode, brokerVersion: broker.version, plugin: broker.hasDelayedPlugin, prefix: names.exchange },
+    {
+      delayMode: mode,
+      requested: config.delayMode,
+      brokerVersion: broker.version,
+      plugin: broker.hasDelayedPlugin,
+      prefix: names.exchange,
+    },
     `delay mode: ${mode}${config.delayMode === 'auto' ? (broker.hasDelayedPlugin ? ' (auto: broker has x-delayed-message)' : ' (auto: broker lacks x-delayed-message)') : ''}`,
   );
   const history = config.history === 'on' ? { maxAge: config.historyMaxAge } : undefined;
@@ -143,7 +152,11 @@ export async function waitForBroker(
  * starting while the broker restarts waits for it as it waits for a broker not up yet, instead of
  * exiting. A refusal (a conflicting queue, access refused) still fails at once.
  */
-export async function applyTopology(url: string, topology: ResolvedTopology, untilBroker?: { signal: AbortSignal; onRetry: (error: Error) => void }): Promise<AppliedTopology> {
+export async function applyTopology(
+  url: string,
+  topology: ResolvedTopology,
+  untilBroker?: { signal: AbortSignal; onRetry: (error: Error) => void },
+): Promise<AppliedTopology> {
   for (let attempt = 1, pauseMs = 1_000; ; attempt += 1) {
     try {
       return await applyTopologyOnce(url, topology);
@@ -203,7 +216,11 @@ async function applyTopologyOnce(url: string, topology: ResolvedTopology): Promi
 }
 
 /** Declares the topology once and disconnects (`npm run topology`); gives up after `timeoutMs` without a broker. */
-export async function declareOnce(config: TopologySettings, logger: Logger, timeoutMs = 30_000): Promise<ResolvedTopology & AppliedTopology> {
+export async function declareOnce(
+  config: TopologySettings,
+  logger: Logger,
+  timeoutMs = 30_000,
+): Promise<ResolvedTopology & AppliedTopology> {
   const topology = await connectTopology(config, logger, AbortSignal.timeout(timeoutMs));
   return { ...topology, ...(await applyTopology(topology.url, topology)) };
 }
@@ -217,8 +234,10 @@ export async function declareOnce(config: TopologySettings, logger: Logger, time
 export function createRedeclare(topology: ResolvedTopology, timeoutMs: number): () => Promise<void> {
   let running: Promise<void> | undefined;
   return () => {
-    running ??= withTimeout(applyTopology(topology.url, topology).then(() => {}), timeoutMs, () =>
-      new RelayError('CR_ERR_PUBLISH_TIMEOUT', `could not declare the topology again within ${timeoutMs} ms (PUBLISH_TIMEOUT)`),
+    running ??= withTimeout(
+      applyTopology(topology.url, topology).then(() => {}),
+      timeoutMs,
+      () => new RelayError('CR_ERR_PUBLISH_TIMEOUT', `could not declare the topology again within ${timeoutMs} ms (PUBLISH_TIMEOUT)`),
     ).finally(() => (running = undefined));
     return running;
   };

@@ -14,4 +14,6 @@ export const CONTROL_MAX_AGE_MS = 30 * 86_400_000;
  * A stream, not a queue, because each worker must see every marker, and a worker started later those
  * written before it; reading removes nothing: https://www.rabbitmq.com/docs/streams#consuming
  */
-export const controlStream = (names: TopologyNames): Declaration[] => [queue(names.controlQueue, { 'x-queue-type': 'stream', 'x-max-age': CONTROL_MAX_AGE })];
+export const controlStream = (names: TopologyNames): Declaration[] => [
+  queue(names.controlQueue, { 'x-queue-type': 'stream', 'x-max-age': CONTROL_MAX_AGE }),
+];

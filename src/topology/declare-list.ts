@@ -14,9 +14,19 @@ export type Declaration =
   | { kind: 'binding'; queue: string; exchange: string; key: string };
 
 /** Every exchange and queue the relay declares is durable: they outlive a broker restart. */
-export const exchange = (name: string, type: string, args?: Record<string, unknown>): Declaration => ({ kind: 'exchange', name, type, ...(args && { arguments: args }) });
+export const exchange = (name: string, type: string, args?: Record<string, unknown>): Declaration => ({
+  kind: 'exchange',
+  name,
+  type,
+  ...(args && { arguments: args }),
+});
 export const queue = (name: string, args: Record<string, unknown>): Declaration => ({ kind: 'queue', name, arguments: args });
-export const binding = (queueName: string, exchangeName: string, key: string): Declaration => ({ kind: 'binding', queue: queueName, exchange: exchangeName, key });
+export const binding = (queueName: string, exchangeName: string, key: string): Declaration => ({
+  kind: 'binding',
+  queue: queueName,
+  exchange: exchangeName,
+  key,
+});
 
 /** Channels that declare bindings side by side, at most (see applyDeclarations). */
 export const BINDING_CHANNELS = 32;
@@ -48,9 +58,11 @@ export async function applyDeclarations(channel: Channel, declarations: readonly
   const extra = opening.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
   try {
     const channels = [channel, ...extra];
-    await Promise.all(channels.map(async (ch, i) => {
-      for (let k = i; k < bindings.length; k += channels.length) await declare(ch, bindings[k] as Declaration);
-    }));
+    await Promise.all(
+      channels.map(async (ch, i) => {
+        for (let k = i; k < bindings.length; k += channels.length) await declare(ch, bindings[k] as Declaration);
+      }),
+    );
   } finally {
     await Promise.all(extra.map((ch) => ch.close().catch(() => {})));
   }

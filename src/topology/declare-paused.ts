@@ -23,7 +23,10 @@ export const HOLD_RECHECK_MS = 10_000;
  * https://www.rabbitmq.com/docs/quorum-queues#poison-message-handling
  */
 export const pausedQueues = (names: TopologyNames, type: 'quorum' | 'classic'): Declaration[] => [
-  queue(names.pausedQueue, queueArguments({ type, messageTtlMs: HOLD_RECHECK_MS, deadLetter: { exchange: '', routingKey: names.pausedCheckQueue } })),
+  queue(
+    names.pausedQueue,
+    queueArguments({ type, messageTtlMs: HOLD_RECHECK_MS, deadLetter: { exchange: '', routingKey: names.pausedCheckQueue } }),
+  ),
   queue(names.pausedCheckQueue, {
     ...queueArguments({ type, deadLetter: { exchange: '', routingKey: names.deadQueue }, deliveryLimit: DEAD_QUEUE_DELIVERY_LIMIT }),
     'x-single-active-consumer': true,

@@ -11,7 +11,17 @@ import { controlStream } from './declare-control.js';
 import { pausedQueues } from './declare-paused.js';
 import { RelayError } from '../errors.js';
 import { historyStream } from './declare-history.js';
-import { applyDeclarations, binding, DEAD_QUEUE_DELIVERY_LIMIT, exchange, queue, queueArguments, type BrokerFeatures, type Declaration, type OpenChannel } from './declare-list.js';
+import {
+  applyDeclarations,
+  binding,
+  DEAD_QUEUE_DELIVERY_LIMIT,
+  exchange,
+  queue,
+  queueArguments,
+  type BrokerFeatures,
+  type Declaration,
+  type OpenChannel,
+} from './declare-list.js';
 import { DELAY_LEVELS, DIGITS, levelTtlMs, type DelayMode } from './delay-levels.js';
 import { lowestFirst, type LevelLayout } from './level-layouts.js';
 import { LANE_BUCKETS, laneOf, laneRoutingKey, type TopologyNames } from './topology-names.js';
@@ -95,7 +105,9 @@ export function deliveryPath(names: TopologyNames, options: DeliveryPathOptions)
         exchange(names.exchange, 'x-delayed-message', { 'x-delayed-type': 'direct' })
       : exchange(names.exchange, 'direct'),
     binding(names.workQueue, names.exchange, names.routingKey),
-    ...Array.from({ length: LANE_BUCKETS }, (_, bucket) => binding(names.workQueues[laneOf(bucket, lanes)] as string, names.exchange, laneRoutingKey(bucket))),
+    ...Array.from({ length: LANE_BUCKETS }, (_, bucket) =>
+      binding(names.workQueues[laneOf(bucket, lanes)] as string, names.exchange, laneRoutingKey(bucket)),
+    ),
     exchange(names.eventsExchange, 'topic'),
   ];
 }
@@ -112,12 +124,18 @@ export function deliveryPath(names: TopologyNames, options: DeliveryPathOptions)
  *
  * `layout` (level-layouts.ts) is today's unless an upgrade test declares an earlier version's levels.
  */
-export function delayLevels(names: TopologyNames, queueType: 'quorum' | 'classic', layout: LevelLayout = lowestFirst(names)): Declaration[] {
+export function delayLevels(
+  names: TopologyNames,
+  queueType: 'quorum' | 'classic',
+  layout: LevelLayout = lowestFirst(names),
+): Declaration[] {
   const laneQueue = (bucket: number): string => names.workQueues[laneOf(bucket, names.workQueues.length)] as string;
   const declarations: Declaration[] = [];
   for (const level of DELAY_LEVELS) {
     const deadLetter = { exchange: layout.exchange(level.position) };
-    declarations.push(queue(layout.queue(level.seconds), queueArguments({ type: queueType, messageTtlMs: levelTtlMs(level.seconds), deadLetter })));
+    declarations.push(
+      queue(layout.queue(level.seconds), queueArguments({ type: queueType, messageTtlMs: levelTtlMs(level.seconds), deadLetter })),
+    );
   }
   const bindLevels = (name: string, from: number | 'entry'): void => {
     declarations.push(exchange(name, 'topic'));
@@ -125,7 +143,9 @@ export function delayLevels(names: TopologyNames, queueType: 'quorum' | 'classic
       if (typeof to === 'number') declarations.push(binding(layout.queue(to), name, bindingKey));
       // A key without a bucket (a producer that left it out) still ends in a lane: P.work, as plain `deliver` does.
       else if (to === 'no-bucket') declarations.push(binding(names.workQueue, name, bindingKey));
-      else for (let bucket = 0; bucket < LANE_BUCKETS; bucket += 1) declarations.push(binding(laneQueue(bucket), name, bindingKey.replace(/\*$/, String(bucket))));
+      else
+        for (let bucket = 0; bucket < LANE_BUCKETS; bucket += 1)
+          declarations.push(binding(laneQueue(bucket), name, bindingKey.replace(/\*$/, String(bucket))));
     }
   };
   for (let position = 0; position < DIGITS; position += 1) bindLevels(layout.exchange(position), position);
@@ -162,7 +182,11 @@ export const declareDueQueue = (channel: Channel, names: TopologyNames): Promise
  * leave a channel open unanswered). Publishers and `npm run topology` do this too, so that delayed
  * callbacks published before any worker ran find P.due when they fall due.
  */
-export async function declareDueQueueAside(connection: { createChannel(): Promise<Channel> }, names: TopologyNames, withinMs?: number): Promise<boolean> {
+export async function declareDueQueueAside(
+  connection: { createChannel(): Promise<Channel> },
+  names: TopologyNames,
+  withinMs?: number,
+): Promise<boolean> {
   const declared = (async () => {
     const channel = await openChannel(connection);
     await declareDueQueue(channel, names);

@@ -47,7 +47,11 @@ const digitOf = (seconds: number, position: number): number => Math.floor(second
 
 /** Every level, highest first (78 with 22 bits). */
 export const DELAY_LEVELS: readonly DelayLevel[] = Array.from({ length: DIGITS }, (_, i) => DIGITS - 1 - i).flatMap((position) =>
-  Array.from({ length: digitMax(position) }, (_, i) => digitMax(position) - i).map((digit) => ({ position, digit, seconds: digit * 2 ** (position * DIGIT_BITS) })),
+  Array.from({ length: digitMax(position) }, (_, i) => digitMax(position) - i).map((digit) => ({
+    position,
+    digit,
+    seconds: digit * 2 ** (position * DIGIT_BITS),
+  })),
 );
 
 /** The levels a delay of `seconds` visits, as their waits in seconds, in the order visited: lowest first. */
@@ -151,7 +155,10 @@ export function digitRoutes(ahead: readonly number[], spelling: KeySpelling): Le
  * dead-letters into the exchange with n + 1 … ahead (DIGITS: none, only the lanes).
  */
 export function levelRoutes(bottom: number, spelling: KeySpelling): LevelRoute[] {
-  return digitRoutes(Array.from({ length: Math.max(0, DIGITS - bottom) }, (_, i) => bottom + i), spelling);
+  return digitRoutes(
+    Array.from({ length: Math.max(0, DIGITS - bottom) }, (_, i) => bottom + i),
+    spelling,
+  );
 }
 
 export const levelTtlMs = (seconds: number): number => seconds * 1_000;

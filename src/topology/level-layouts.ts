@@ -35,7 +35,10 @@ export const lowestFirst = (names: TopologyNames): LevelLayout => ({
  */
 export function highFirstLevelRoutes(top: number): LevelRoute[] {
   // That version knew only the binary keys.
-  return digitRoutes(Array.from({ length: top + 1 }, (_, i) => top - i), 'binary');
+  return digitRoutes(
+    Array.from({ length: top + 1 }, (_, i) => top - i),
+    'binary',
+  );
 }
 
 /**

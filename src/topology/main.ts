@@ -18,17 +18,27 @@ try {
   if (args.length === 0) {
     const topology = await declareOnce(config, createLogger(config.logLevel, 'callback-relay', config.logFormat));
     const { names, mode, earlierLevels } = topology;
-    const queues = [names.workQueue, names.deadQueue, ...(mode === 'queues' ? [`${names.delayLevels.length} delay levels ${names.delayLevels[0]}…${names.delayLevels.at(-1)}`] : [names.dueQueue])];
+    const queues = [
+      names.workQueue,
+      names.deadQueue,
+      ...(mode === 'queues'
+        ? [`${names.delayLevels.length} delay levels ${names.delayLevels[0]}…${names.delayLevels.at(-1)}`]
+        : [names.dueQueue]),
+    ];
     process.stdout.write(`topology ready (delay mode ${mode}): exchange ${names.exchange}, queues ${queues.join(', ')}\n`);
     if (earlierLevels) {
-      process.stdout.write(`the delay levels of an earlier version (${earlierLevels.levels.join(', ')}) hold ${earlierLevels.messages} messages: unbound from ${names.delayExchange}, they drain on their own; delete them once empty (docs/delay-modes.md)\n`);
+      process.stdout.write(
+        `the delay levels of an earlier version (${earlierLevels.levels.join(', ')}) hold ${earlierLevels.messages} messages: unbound from ${names.delayExchange}, they drain on their own; delete them once empty (docs/delay-modes.md)\n`,
+      );
     }
   } else if (args[0] === 'delete' && args.length <= 2) {
     const names = topologyNames(config.topologyPrefix, config.lanes);
     const { queues, exchanges } = teardownNames(names);
     if (args[1] !== '--yes') {
       // Deletes messages: refuse unless asked for explicitly.
-      process.stderr.write(`would delete ${queues.length} queues (${queues.join(', ')}) and ${exchanges.length} exchanges of prefix "${names.exchange}", messages included; pass --yes\n`);
+      process.stderr.write(
+        `would delete ${queues.length} queues (${queues.join(', ')}) and ${exchanges.length} exchanges of prefix "${names.exchange}", messages included; pass --yes\n`,
+      );
       process.exit(2);
     }
     await deleteTopologyAt(amqpUrls(config.amqpUrl), names);

@@ -29,14 +29,23 @@ export interface EarlierLevelsHeld {
  * when the prefix has none. Unbinding a binding that is gone already is a no-op, and an old queue an
  * operator deleted is skipped.
  */
-export async function retireEarlierLevels(connection: { createChannel(): Promise<Channel> }, names: TopologyNames): Promise<EarlierLevelsHeld | undefined> {
+export async function retireEarlierLevels(
+  connection: { createChannel(): Promise<Channel> },
+  names: TopologyNames,
+): Promise<EarlierLevelsHeld | undefined> {
   const versions = earlierLevels(names);
   // Fast path for a prefix that never had them (every new one): each version's lowest level is missing.
-  const probes = await checkQueues(connection, versions.map(({ probe }) => probe));
+  const probes = await checkQueues(
+    connection,
+    versions.map(({ probe }) => probe),
+  );
   const found = versions.filter((_, i) => probes[i]);
   if (found.length === 0) return undefined;
   const bindings = found.flatMap((version) => version.bindings);
-  const counts = await checkQueues(connection, bindings.map(({ queue }) => queue));
+  const counts = await checkQueues(
+    connection,
+    bindings.map(({ queue }) => queue),
+  );
   const channel = await openChannel(connection);
   let messages = 0;
   try {
@@ -57,6 +66,10 @@ export async function retireEarlierLevels(connection: { createChannel(): Promise
  * their own, given up after `withinMs` (a connection being cut can leave a channel open unanswered)
  * and never throwing. Returns what retireEarlierLevels does, or undefined when it failed or gave up.
  */
-export function retireEarlierLevelsAside(connection: { createChannel(): Promise<Channel> }, names: TopologyNames, withinMs = 5_000): Promise<EarlierLevelsHeld | undefined> {
+export function retireEarlierLevelsAside(
+  connection: { createChannel(): Promise<Channel> },
+  names: TopologyNames,
+  withinMs = 5_000,
+): Promise<EarlierLevelsHeld | undefined> {
   return withTimeout(retireEarlierLevels(connection, names), withinMs, () => new Error('gave up')).catch(() => undefined);
 }

@@ -18,12 +18,19 @@ export const SPAN_NAME = { publish: 'callback publish', attempt: 'callback attem
 export function createOtelTracing(): Tracing {
   // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, when set, win over the default name.
   const resource = resourceFromAttributes({ 'service.name': 'callback-relay' }).merge(detectResources({ detectors: [envDetector] }));
-  const provider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter(), batchOptions(process.env))] });
+  const provider = new BasicTracerProvider({
+    resource,
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter(), batchOptions(process.env))],
+  });
   const tracer = provider.getTracer('callback-relay');
   return {
     startPublish(id, origin, delayMs, parent) {
       // Without an explicit context, the publishing service's active span (its own SDK's context manager).
-      const span = tracer.startSpan(SPAN_NAME.publish, { kind: SpanKind.PRODUCER, attributes: publishAttributes(id, origin, delayMs) }, parentContext(parent, context.active()));
+      const span = tracer.startSpan(
+        SPAN_NAME.publish,
+        { kind: SpanKind.PRODUCER, attributes: publishAttributes(id, origin, delayMs) },
+        parentContext(parent, context.active()),
+      );
       return {
         context: contextOf(span),
         end(error) {
@@ -59,7 +66,12 @@ export function createOtelTracing(): Tracing {
  */
 function batchOptions(env: NodeJS.ProcessEnv): BufferConfig {
   const options: BufferConfig = {};
-  const keys = { OTEL_BSP_SCHEDULE_DELAY: 'scheduledDelayMillis', OTEL_BSP_EXPORT_TIMEOUT: 'exportTimeoutMillis', OTEL_BSP_MAX_QUEUE_SIZE: 'maxQueueSize', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: 'maxExportBatchSize' } as const;
+  const keys = {
+    OTEL_BSP_SCHEDULE_DELAY: 'scheduledDelayMillis',
+    OTEL_BSP_EXPORT_TIMEOUT: 'exportTimeoutMillis',
+    OTEL_BSP_MAX_QUEUE_SIZE: 'maxQueueSize',
+    OTEL_BSP_MAX_EXPORT_BATCH_SIZE: 'maxExportBatchSize',
+  } as const;
   for (const [key, option] of Object.entries(keys)) {
     const value = Number(env[key]);
     if (env[key]?.trim() && Number.isFinite(value) && value >= 0) options[option] = value;

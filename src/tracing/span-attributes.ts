@@ -39,7 +39,8 @@ function attemptOutcome(decision: Decision): AttemptOutcome {
 }
 
 /** `ECONNREFUSED: connect …` → `ECONNREFUSED`; outcome errors start with their code. */
-const errorCode = (error: string | undefined): string => (error === undefined ? '_OTHER' : (error.split(':', 1)[0] ?? error).trim() || '_OTHER');
+const errorCode = (error: string | undefined): string =>
+  error === undefined ? '_OTHER' : (error.split(':', 1)[0] ?? error).trim() || '_OTHER';
 
 /** The producer span's attributes (OpenTelemetry messaging conventions, RabbitMQ). */
 export function publishAttributes(id: string, origin: string, delayMs: number): SpanAttributes {

@@ -52,15 +52,22 @@ const isTracestate = (value: string): boolean => value.length <= MAX_TRACESTATE_
 export function traceOption(options: { traceparent?: string | undefined; tracestate?: string | undefined }): TraceContext | undefined {
   const { traceparent, tracestate } = options;
   if (traceparent === undefined) {
-    if (tracestate !== undefined) throw new RelayError('CR_ERR_INVALID_CALLBACK', 'tracestate: given without traceparent', { field: 'tracestate' });
+    if (tracestate !== undefined)
+      throw new RelayError('CR_ERR_INVALID_CALLBACK', 'tracestate: given without traceparent', { field: 'tracestate' });
     return undefined;
   }
   if (typeof traceparent !== 'string' || !parseTraceparent(traceparent)) {
-    throw new RelayError('CR_ERR_INVALID_CALLBACK', `traceparent: not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>), got ${JSON.stringify(String(traceparent).slice(0, 100))}`, { field: 'traceparent' });
+    throw new RelayError(
+      'CR_ERR_INVALID_CALLBACK',
+      `traceparent: not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>), got ${JSON.stringify(String(traceparent).slice(0, 100))}`,
+      { field: 'traceparent' },
+    );
   }
   if (tracestate === undefined) return { traceparent };
   if (typeof tracestate !== 'string' || !isTracestate(tracestate)) {
-    throw new RelayError('CR_ERR_INVALID_CALLBACK', `tracestate: must be at most ${MAX_TRACESTATE_LENGTH} printable ASCII characters`, { field: 'tracestate' });
+    throw new RelayError('CR_ERR_INVALID_CALLBACK', `tracestate: must be at most ${MAX_TRACESTATE_LENGTH} printable ASCII characters`, {
+      field: 'tracestate',
+    });
   }
   return { traceparent, tracestate };
 }
@@ -76,11 +83,14 @@ export function readTraceContext(headers: Record<string, unknown> | undefined): 
   return tracestate !== undefined && tracestate !== '' && isTracestate(tracestate) ? { traceparent, tracestate } : { traceparent };
 }
 
-const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString('latin1') : undefined);
+const text = (value: unknown): string | undefined =>
+  typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString('latin1') : undefined;
 
 /** The headers of a trace context, without an absent tracestate. */
 export const traceHeaders = (trace: TraceContext): Record<string, string> =>
-  trace.tracestate === undefined ? { [TRACE_HEADER.parent]: trace.traceparent } : { [TRACE_HEADER.parent]: trace.traceparent, [TRACE_HEADER.state]: trace.tracestate };
+  trace.tracestate === undefined
+    ? { [TRACE_HEADER.parent]: trace.traceparent }
+    : { [TRACE_HEADER.parent]: trace.traceparent, [TRACE_HEADER.state]: trace.tracestate };
 
 /**
  * A callback's own request headers minus any `traceparent`/`tracestate` (in any letter case): when

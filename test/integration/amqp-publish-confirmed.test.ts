@@ -27,7 +27,13 @@ describe('publishConfirmed', () => {
 
   it('resolves once the broker stored the message', async () => {
     await channel.assertQueue(queue, { durable: true });
-    await publishConfirmed(channel, { exchange: '', routingKey: queue }, body, { persistent: true, mandatory: true, messageId: 'a' }, 5_000);
+    await publishConfirmed(
+      channel,
+      { exchange: '', routingKey: queue },
+      body,
+      { persistent: true, mandatory: true, messageId: 'a' },
+      5_000,
+    );
     expect((await channel.checkQueue(queue)).messageCount).toBe(1);
   });
 
@@ -50,16 +56,22 @@ describe('publishConfirmed', () => {
 
   it('CR_ERR_PUBLISH_NACKED: a queue at its max-length with reject-publish refuses the message', async () => {
     await channel.assertQueue(queue, { durable: true, arguments: { 'x-max-length': 0, 'x-overflow': 'reject-publish' } });
-    await expect(publishConfirmed(channel, { exchange: '', routingKey: queue }, body, {}, 5_000)).rejects.toMatchObject({ code: 'CR_ERR_PUBLISH_NACKED' });
+    await expect(publishConfirmed(channel, { exchange: '', routingKey: queue }, body, {}, 5_000)).rejects.toMatchObject({
+      code: 'CR_ERR_PUBLISH_NACKED',
+    });
   });
 
   it('CR_ERR_CLOSED: the channel closes before the confirm', async () => {
     // Publishing to an exchange that does not exist closes the channel (404) instead of confirming.
-    await expect(publishConfirmed(channel, { exchange: `${queue}.no-such-exchange`, routingKey: 'k' }, body, {}, 5_000)).rejects.toMatchObject({ code: 'CR_ERR_CLOSED' });
+    await expect(
+      publishConfirmed(channel, { exchange: `${queue}.no-such-exchange`, routingKey: 'k' }, body, {}, 5_000),
+    ).rejects.toMatchObject({ code: 'CR_ERR_CLOSED' });
   });
 
   it('CR_ERR_CLOSED: the client refuses a publish on a channel closed before any publish was watched', async () => {
     await channel.close();
-    await expect(publishConfirmed(channel, { exchange: '', routingKey: queue }, body, {}, 5_000)).rejects.toMatchObject({ code: 'CR_ERR_CLOSED' });
+    await expect(publishConfirmed(channel, { exchange: '', routingKey: queue }, body, {}, 5_000)).rejects.toMatchObject({
+      code: 'CR_ERR_CLOSED',
+    });
   });
 });

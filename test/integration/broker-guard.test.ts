@@ -27,7 +27,10 @@ beforeAll(() => {
       else
         options.lookup = (hostname, lookupOptions, callback) =>
           lookup(hostname, lookupOptions, (error, result, family) => {
-            if (!error) dialled.push(...(Array.isArray(result) ? result.map((entry) => entry.address) : [result]).map((address) => `${address}:${port}`));
+            if (!error)
+              dialled.push(
+                ...(Array.isArray(result) ? result.map((entry) => entry.address) : [result]).map((address) => `${address}:${port}`),
+              );
             callback(error, result, family);
           });
     }
@@ -47,7 +50,13 @@ describe('the broker the worker is connected to is never a callback target', () 
     const amqpPort = new URL(relay.config.amqpUrl).port;
     await relay.startWorker();
     const targets = [`http://127.0.0.1:15672/api/users/intruder`, `http://127.0.0.1:${amqpPort}/`, `http://localhost:15692/metrics`];
-    for (const url of targets) await relay.publisher.publish({ url, method: 'PUT', headers: { authorization: 'Basic Z3Vlc3Q6Z3Vlc3Q=' }, body: { password: 'x', tags: 'administrator' } });
+    for (const url of targets)
+      await relay.publisher.publish({
+        url,
+        method: 'PUT',
+        headers: { authorization: 'Basic Z3Vlc3Q6Z3Vlc3Q=' },
+        body: { password: 'x', tags: 'administrator' },
+      });
     await relay.publisher.publish({ url: `${receiver.origin}/fine`, body: 1 });
     await relay.waitForDead(targets.length);
     const dead = await relay.drainDead();

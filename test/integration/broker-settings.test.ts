@@ -23,11 +23,14 @@ async function evalOnBroker(expression: string): Promise<string> {
   return (await localRabbitmqctl(serverBin, node, ['eval', expression])).trim();
 }
 
-it.skipIf(inject('brokerSource') === 'AMQP_URL')('the shipped broker settings take effect: the quorum write-ahead log rolls over at 32 MiB, the dead-letter workers keep 1,024 in flight', async () => {
-  // The size the quorum queues' Ra system runs with, where the release has one, else ra's setting.
-  const wal = await evalOnBroker(
-    "code:ensure_loaded(ra_system), case erlang:function_exported(ra_system, fetch, 1) andalso ra_system:fetch(quorum_queues) of #{wal_max_size_bytes := S} -> S; _ -> element(2, application:get_env(ra, wal_max_size_bytes)) end.",
-  );
-  expect(wal).toBe(String(32 * 1024 * 1024));
-  expect(await evalOnBroker('application:get_env(rabbit, dead_letter_worker_consumer_prefetch).')).toBe('{ok,1024}');
-});
+it.skipIf(inject('brokerSource') === 'AMQP_URL')(
+  'the shipped broker settings take effect: the quorum write-ahead log rolls over at 32 MiB, the dead-letter workers keep 1,024 in flight',
+  async () => {
+    // The size the quorum queues' Ra system runs with, where the release has one, else ra's setting.
+    const wal = await evalOnBroker(
+      'code:ensure_loaded(ra_system), case erlang:function_exported(ra_system, fetch, 1) andalso ra_system:fetch(quorum_queues) of #{wal_max_size_bytes := S} -> S; _ -> element(2, application:get_env(ra, wal_max_size_bytes)) end.',
+    );
+    expect(wal).toBe(String(32 * 1024 * 1024));
+    expect(await evalOnBroker('application:get_env(rabbit, dead_letter_worker_consumer_prefetch).')).toBe('{ok,1024}');
+  },
+);

@@ -11,7 +11,9 @@ describe('callback ids', () => {
     const worker = open.worker(relay.config);
     await worker.consuming;
     // Published by hand: no `id` in the body, no message_id property.
-    relay.channel.sendToQueue(relay.names.workQueue, Buffer.from(JSON.stringify({ url: `${receiver.origin}/no-id`, body: { n: 1 } })), { persistent: true });
+    relay.channel.sendToQueue(relay.names.workQueue, Buffer.from(JSON.stringify({ url: `${receiver.origin}/no-id`, body: { n: 1 } })), {
+      persistent: true,
+    });
     await receiver.waitFor((requests) => requests.length === 1);
     worker.child.kill('SIGKILL');
     await worker.exited;
@@ -32,7 +34,8 @@ describe('callback ids', () => {
     await relay.publisher.publish({ id, url: `${receiver.origin}/long-id`, body: 1 });
     await receiver.waitFor((requests) => requests.length === 1);
     let event = await relay.channel.get(queue, { noAck: true });
-    for (const deadline = Date.now() + 10_000; !event && Date.now() < deadline; event = await relay.channel.get(queue, { noAck: true })) await sleep(100);
+    for (const deadline = Date.now() + 10_000; !event && Date.now() < deadline; event = await relay.channel.get(queue, { noAck: true }))
+      await sleep(100);
     expect(event && JSON.parse(event.content.toString())).toMatchObject({ type: 'delivered', id });
     expect(Buffer.byteLength(String(event && event.properties.messageId))).toBeLessThanOrEqual(255);
   });

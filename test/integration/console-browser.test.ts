@@ -11,7 +11,9 @@ import { startReceiver, type Receiver } from '../support/receiver.js';
 import { startRelay, type RelayFixture } from '../support/relay.js';
 
 /** A real headless Chromium: CHROMIUM_PATH, else Debian's /usr/bin/chromium; without one the suite is skipped. */
-const chromium = [process.env.CHROMIUM_PATH, '/usr/bin/chromium'].find((path): path is string => path !== undefined && path !== '' && existsSync(path));
+const chromium = [process.env.CHROMIUM_PATH, '/usr/bin/chromium'].find(
+  (path): path is string => path !== undefined && path !== '' && existsSync(path),
+);
 const TOKEN = 'alice-Tk7-q9Zr2mX4vB8nW3pL6sD1';
 /** README's screenshots are taken with CONSOLE_SCREENSHOTS=1 only, so a test run leaves the tree as it was. */
 const SCREENSHOTS = process.env.CONSOLE_SCREENSHOTS === '1';
@@ -72,7 +74,14 @@ describe.skipIf(chromium === undefined)('console in a browser', () => {
     bad = await startReceiver(() => ({ status: 500, body: 'boom' }));
     flaky = await startReceiver(() => (flakyHealthy ? { status: 200 } : { status: 503 }));
     later = await startReceiver(() => (laterHealthy ? { status: 200 } : { status: 500 }));
-    relay = await startRelay({ HISTORY: 'on', EVENTS: 'durable', RETRY_SCHEDULE: '200ms,200ms', MAX_ATTEMPTS: '3', CONSOLE_TOKENS: `alice:${TOKEN}`, AUTO_PAUSE_AFTER: '0' });
+    relay = await startRelay({
+      HISTORY: 'on',
+      EVENTS: 'durable',
+      RETRY_SCHEDULE: '200ms,200ms',
+      MAX_ATTEMPTS: '3',
+      CONSOLE_TOKENS: `alice:${TOKEN}`,
+      AUTO_PAUSE_AFTER: '0',
+    });
     await relay.startWorker();
     for (let i = 0; i < 12; i += 1) await relay.publisher.publish({ url: `${good.origin}/ok`, body: { n: i } });
     for (let i = 0; i < 3; i += 1) await relay.publisher.publish({ url: `${bad.origin}/fail`, body: { n: i } });
@@ -80,10 +89,16 @@ describe.skipIf(chromium === undefined)('console in a browser', () => {
     flakyId = (await relay.publisher.publish({ url: `${flaky.origin}/later`, body: { n: 'flaky' } })).id;
     await relay.waitForDead(5);
     await good.waitFor((requests) => requests.length === 12);
-    const sink = new Writable({ write: (chunk: Buffer, _encoding, done) => void (logLines.push(JSON.parse(chunk.toString()) as Record<string, unknown>), done()) });
-    consoleApp = await startConsole(relay.config, pino({ level: "info" }, sink), { port: 0 });
+    const sink = new Writable({
+      write: (chunk: Buffer, _encoding, done) => void (logLines.push(JSON.parse(chunk.toString()) as Record<string, unknown>), done()),
+    });
+    consoleApp = await startConsole(relay.config, pino({ level: 'info' }, sink), { port: 0 });
     const puppeteer = (await import('puppeteer-core')).default;
-    browser = await puppeteer.launch({ executablePath: chromium, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] });
+    browser = await puppeteer.launch({
+      executablePath: chromium,
+      headless: true,
+      args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'],
+    });
     page = await browser.newPage();
     await page.setViewport({ width: 1280, height: 900 });
     await goto('/');
@@ -158,7 +173,7 @@ describe.skipIf(chromium === undefined)('console in a browser', () => {
     expect(await text(`tr[data-origin="${good.origin}"] .badge`)).toBe('paused');
     expect(logLines.some((line) => line.action === 'pause' && line.by === 'alice' && line.origin === good.origin)).toBe(true);
     // A second replica knows it from P.control alone: the console keeps no state of its own.
-    const replica = await startConsole(relay.config, pino({ level: "silent" }), { port: 0 });
+    const replica = await startConsole(relay.config, pino({ level: 'silent' }), { port: 0 });
     try {
       const badge = async (): Promise<string | undefined> => {
         const body = await (await fetch(`${replica.origin}/targets`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
@@ -216,7 +231,12 @@ describe.skipIf(chromium === undefined)('console in a browser', () => {
     ];
     // Cancelled on purpose before its first attempt: parked as `canceled`.
     const { id: canceledId } = await relay.publisher.publish({ url: `${later.origin}/c`, body: { n: 'c' } }, { delay: 1_500 });
-    const cancel = await fetch(`${consoleApp.origin}/callback/cancel`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/x-www-form-urlencoded' }, body: `id=${encodeURIComponent(canceledId)}`, redirect: 'manual' });
+    const cancel = await fetch(`${consoleApp.origin}/callback/cancel`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/x-www-form-urlencoded' },
+      body: `id=${encodeURIComponent(canceledId)}`,
+      redirect: 'manual',
+    });
     expect(cancel.status).toBe(303);
     await relay.waitForDead(3);
     await goto('/dead-letters');
@@ -268,8 +288,13 @@ describe.skipIf(chromium === undefined)('console in a browser', () => {
 
   it('after too many wrong tokens from one address, login answers 429 with Retry-After, and logs a line to alert on', async () => {
     const lines: Array<Record<string, unknown>> = [];
-    const sink = new Writable({ write: (chunk: Buffer, _encoding, done) => void (lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>), done()) });
-    const replica = await startConsole(relay.config, pino({ level: 'info' }, sink), { port: 0, throttle: { perClient: 3, global: 100, windowMs: 60_000, maxClients: 100 } });
+    const sink = new Writable({
+      write: (chunk: Buffer, _encoding, done) => void (lines.push(JSON.parse(chunk.toString()) as Record<string, unknown>), done()),
+    });
+    const replica = await startConsole(relay.config, pino({ level: 'info' }, sink), {
+      port: 0,
+      throttle: { perClient: 3, global: 100, windowMs: 60_000, maxClients: 100 },
+    });
     const context = await browser.createBrowserContext();
     try {
       const other = await context.newPage();
@@ -278,7 +303,9 @@ describe.skipIf(chromium === undefined)('console in a browser', () => {
       expect(throttled?.status()).toBe(429);
       expect(Number(throttled?.headers()['retry-after'])).toBeGreaterThan(50);
       expect(await other.$eval('#throttled', (element) => element.textContent ?? '')).toContain('Too many failed logins from this address');
-      expect(lines.filter((line) => line.event === 'console.login.throttled')).toEqual([expect.objectContaining({ scope: 'client', client: '127.0.0.1', limit: 3 })]);
+      expect(lines.filter((line) => line.event === 'console.login.throttled')).toEqual([
+        expect.objectContaining({ scope: 'client', client: '127.0.0.1', limit: 3 }),
+      ]);
     } finally {
       await context.close();
       await replica.close();
@@ -307,7 +334,12 @@ describe.skipIf(chromium === undefined)('console in a browser', () => {
 
   it('a POST without the CSRF token is refused; a bearer token reads; every answer carries the CSP', async () => {
     const cookie = (await page.cookies()).map((c) => `${c.name}=${c.value}`).join('; ');
-    const forged = await fetch(`${consoleApp.origin}/targets/pause`, { method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: `origin=${encodeURIComponent(good.origin)}`, redirect: 'manual' });
+    const forged = await fetch(`${consoleApp.origin}/targets/pause`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      body: `origin=${encodeURIComponent(good.origin)}`,
+      redirect: 'manual',
+    });
     expect(forged.status).toBe(403);
     const anonymous = await fetch(`${consoleApp.origin}/targets`, { redirect: 'manual' });
     expect(anonymous.status).toBe(303);
@@ -321,7 +353,8 @@ describe.skipIf(chromium === undefined)('console in a browser', () => {
     const replica = await startConsole(relay.config, pino({ level: 'silent' }), { port: 0 });
     try {
       const cookie = await cookieHeader();
-      const on = async (origin: string): Promise<number> => (await fetch(`${origin}/targets`, { headers: { cookie }, redirect: 'manual' })).status;
+      const on = async (origin: string): Promise<number> =>
+        (await fetch(`${origin}/targets`, { headers: { cookie }, redirect: 'manual' })).status;
       expect(await on(replica.origin)).toBe(200);
       await goto('/');
       await Promise.all([page.waitForNavigation(), page.click('form[action="/logout"] button')]);

@@ -8,7 +8,18 @@
  * build, rabbitmq-plugins) runs here too, with a local repository standing in for GitHub.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -132,7 +143,11 @@ async function expectDelayedDelivery(url: string): Promise<void> {
     const channel = await connection.createConfirmChannel();
     // A name of its own, deleted afterwards: the run's shared broker may be the one asked.
     const exchange = `${randomPrefix()}.delayed`;
-    await channel.assertExchange(exchange, 'x-delayed-message', { durable: false, autoDelete: true, arguments: { 'x-delayed-type': 'direct' } });
+    await channel.assertExchange(exchange, 'x-delayed-message', {
+      durable: false,
+      autoDelete: true,
+      arguments: { 'x-delayed-type': 'direct' },
+    });
     const { queue } = await channel.assertQueue('', { exclusive: true });
     await channel.bindQueue(queue, exchange, 'key');
     const delayMs = 1_000;
@@ -158,7 +173,7 @@ async function expectDelayedDelivery(url: string): Promise<void> {
 // rabbitmq-plugins) ran for real, and the broker must then offer the plugin it compiled.
 const containerRun = inject('brokerSource') === 'testcontainers';
 const imageSkip = !containerRun
-  ? 'the run\'s broker is not the rabbitmq/ image (TEST_BROKER=container builds it)'
+  ? "the run's broker is not the rabbitmq/ image (TEST_BROKER=container builds it)"
   : !inject('hasDelayedPlugin')
     ? `the image was built without the plugin (DELAYED_PLUGIN=off; RabbitMQ ${inject('brokerVersion')}${/^(3|4\.[0-2])\./.test(inject('brokerVersion')) ? '' : ' cannot run it'})`
     : undefined;

@@ -21,11 +21,20 @@ const gaps = (times: number[]): number[] => times.slice(1).map((t, i) => t - (ti
 describeEachMode('delivery', (mode) => {
   it('delivers at the first attempt with the documented headers', async () => {
     const { relay, receiver } = await setUp(mode, {}, () => ({ status: 204 }));
-    const { id } = await relay.publisher.publish({ url: `${receiver.origin}/ok?x=1`, body: { hello: 'world' }, headers: { 'x-tenant': 'acme' } });
+    const { id } = await relay.publisher.publish({
+      url: `${receiver.origin}/ok?x=1`,
+      body: { hello: 'world' },
+      headers: { 'x-tenant': 'acme' },
+    });
     await receiver.waitFor((r) => r.length === 1);
     const [request] = receiver.requests;
     expect(request).toMatchObject({ method: 'POST', path: '/ok?x=1' });
-    expect(request?.headers).toMatchObject({ 'content-type': 'application/json', 'webhook-id': id, 'x-callback-attempt': '1', 'x-tenant': 'acme' });
+    expect(request?.headers).toMatchObject({
+      'content-type': 'application/json',
+      'webhook-id': id,
+      'x-callback-attempt': '1',
+      'x-tenant': 'acme',
+    });
     expect(JSON.parse(request?.body ?? '')).toEqual({ hello: 'world' });
     await sleep(300);
     expect(receiver.requests).toHaveLength(1);
@@ -34,7 +43,9 @@ describeEachMode('delivery', (mode) => {
   });
 
   it('fails twice, then succeeds, with gaps that follow the schedule', async () => {
-    const { relay, receiver } = await setUp(mode, { RETRY_SCHEDULE: '1s,2s', MAX_ATTEMPTS: '5' }, (nth) => ({ status: nth <= 2 ? 500 : 200 }));
+    const { relay, receiver } = await setUp(mode, { RETRY_SCHEDULE: '1s,2s', MAX_ATTEMPTS: '5' }, (nth) => ({
+      status: nth <= 2 ? 500 : 200,
+    }));
     const { id } = await relay.publisher.publish({ url: `${receiver.origin}/flaky`, body: [1, 2, 3], method: 'PUT' });
     await receiver.waitFor((r) => r.length === 3, 15_000);
     expect(receiver.requests.map((r) => r.headers['x-callback-attempt'])).toEqual(['1', '2', '3']);
@@ -59,7 +70,12 @@ describeEachMode('delivery', (mode) => {
     expect(id).toBe('order-42');
     expect(dead?.properties.messageId).toBe('order-42');
     expect(JSON.parse(dead?.content.toString() ?? '')).toEqual({ id: 'order-42', url: `${receiver.origin}/down`, body: { n: 1 } });
-    expect(headers).toMatchObject({ [HEADER.reason]: 'exhausted', [HEADER.attempts]: 3, [HEADER.lastStatus]: 500, [HEADER.lastError]: 'HTTP 500' });
+    expect(headers).toMatchObject({
+      [HEADER.reason]: 'exhausted',
+      [HEADER.attempts]: 3,
+      [HEADER.lastStatus]: 500,
+      [HEADER.lastError]: 'HTTP 500',
+    });
     const first = Date.parse(String(headers[HEADER.firstAttemptAt]));
     const last = Date.parse(String(headers[HEADER.lastAttemptAt]));
     expect(first).toBeLessThanOrEqual(receiver.requests[0]!.at);
@@ -89,7 +105,10 @@ describeEachMode('delivery', (mode) => {
   });
 
   it('SUCCESS_BODY: a 200 without it is retried, the next 200 with it is delivered', async () => {
-    const { relay, receiver } = await setUp(mode, { RETRY_SCHEDULE: '1s', SUCCESS_BODY: 'SUCCESS' }, (nth) => ({ status: 200, body: nth === 1 ? 'FAIL' : 'SUCCESS' }));
+    const { relay, receiver } = await setUp(mode, { RETRY_SCHEDULE: '1s', SUCCESS_BODY: 'SUCCESS' }, (nth) => ({
+      status: 200,
+      body: nth === 1 ? 'FAIL' : 'SUCCESS',
+    }));
     await relay.publisher.publish({ url: `${receiver.origin}/picky`, body: 1 });
     await receiver.waitFor((r) => r.length === 2, 10_000);
     await sleep(500);
@@ -100,7 +119,13 @@ describeEachMode('delivery', (mode) => {
 
   it('malformed messages go to P.dead as invalid while good ones around them are delivered', async () => {
     const { relay, receiver } = await setUp(mode, {}, () => ({ status: 200 }));
-    const bad = ['not json', JSON.stringify({ url: 'ftp://example.com/x', body: 1 }), JSON.stringify({ body: 1 }), JSON.stringify({ url: `${receiver.origin}/x`, body: 1, headers: { 'x-a': 5 } }), '[]'];
+    const bad = [
+      'not json',
+      JSON.stringify({ url: 'ftp://example.com/x', body: 1 }),
+      JSON.stringify({ body: 1 }),
+      JSON.stringify({ url: `${receiver.origin}/x`, body: 1, headers: { 'x-a': 5 } }),
+      '[]',
+    ];
     for (const [i, content] of bad.entries()) {
       await relay.publisher.publish({ url: `${receiver.origin}/good-${i}`, body: i });
       relay.channel.publish(relay.names.exchange, 'deliver', Buffer.from(content), { messageId: `bad-${i}` });

@@ -52,11 +52,20 @@ function park(fixture: RelayFixture, id: string, reason: string, extra: Record<s
   const headers = {
     'x-tenant': 'acme',
     ...{ [HEADER.reason]: reason, [HEADER.attempts]: attempts, [HEADER.lastStatus]: status, [HEADER.lastError]: `HTTP ${status}` },
-    ...{ [HEADER.firstAttemptAt]: new Date(Date.now() - 60_000).toISOString(), [HEADER.lastAttemptAt]: new Date(Date.now() - 30_000).toISOString() },
+    ...{
+      [HEADER.firstAttemptAt]: new Date(Date.now() - 60_000).toISOString(),
+      [HEADER.lastAttemptAt]: new Date(Date.now() - 30_000).toISOString(),
+    },
     ...extra,
   };
   const timestamp = Math.floor(Date.now() / 1000) - 120;
-  fixture.channel.sendToQueue(fixture.names.deadQueue, body, { persistent: true, contentType: 'application/json', messageId: id, timestamp, headers });
+  fixture.channel.sendToQueue(fixture.names.deadQueue, body, {
+    persistent: true,
+    contentType: 'application/json',
+    messageId: id,
+    timestamp,
+    headers,
+  });
 }
 
 async function parkThree(fixture: RelayFixture): Promise<void> {
@@ -72,7 +81,8 @@ function withoutBrokerCounters(headers: Record<string, unknown> | undefined): Re
   return rest;
 }
 
-const ids = async (fixture: RelayFixture): Promise<Array<string | null>> => JSON.parse((await dlq(fixture, ['list', '--json'])).stdout).map((e: DlqEntry) => e.id);
+const ids = async (fixture: RelayFixture): Promise<Array<string | null>> =>
+  JSON.parse((await dlq(fixture, ['list', '--json'])).stdout).map((e: DlqEntry) => e.id);
 
 describe('callback-relay dlq', () => {
   it('list shows the parked callbacks in order and removes nothing; --json and --limit', async () => {
@@ -116,7 +126,10 @@ describe('callback-relay dlq', () => {
     expect(JSON.parse(copy.content.toString())).toEqual({ id: 'cb-b', url: 'http://127.0.0.1:9/cb-b', body: { n: 'cb-b' } });
     expect(copy.properties).toMatchObject({ messageId: 'cb-b', contentType: 'application/json', deliveryMode: 2 });
     // The replay stamp: a cancel written before the replay no longer applies to the copy (docs/control.md).
-    expect(withoutBrokerCounters(copy.properties.headers)).toEqual({ 'x-tenant': 'acme', 'x-replayed-at': expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
+    expect(withoutBrokerCounters(copy.properties.headers)).toEqual({
+      'x-tenant': 'acme',
+      'x-replayed-at': expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
     expect(await relay.messageCount(relay.names.workQueue)).toBe(0);
     expect(await ids(relay)).toEqual(['cb-a', 'cb-c']);
   });
@@ -177,7 +190,9 @@ describe('callback-relay dlq', () => {
     const fixture = relay;
     // `script` gives the CLI a terminal, so it asks.
     const command = `${process.execPath} --import tsx src/cli/main.ts dlq purge`;
-    const child = spawn('script', ['-qefc', command, '/dev/null'], { env: { ...process.env, ...configEnv(fixture.config), LOG_LEVEL: 'warn' } });
+    const child = spawn('script', ['-qefc', command, '/dev/null'], {
+      env: { ...process.env, ...configEnv(fixture.config), LOG_LEVEL: 'warn' },
+    });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
@@ -208,7 +223,11 @@ describe('callback-relay dlq', () => {
     receiver = await open.receiver(() => ({ status: 404 }));
     relay = await open.relay();
     const worker = await relay.startWorker();
-    const { id } = await relay.publisher.publish({ url: `${receiver.origin}/gone`, body: { will: 'fail' }, headers: { 'x-tenant': 'acme' } });
+    const { id } = await relay.publisher.publish({
+      url: `${receiver.origin}/gone`,
+      body: { will: 'fail' },
+      headers: { 'x-tenant': 'acme' },
+    });
     await relay.waitForDead(1);
     await worker.stop();
     const [entry] = JSON.parse((await dlq(relay, ['list', '--json'])).stdout) as DlqEntry[];

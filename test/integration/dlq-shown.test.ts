@@ -23,7 +23,12 @@ async function relayWithTopology(): Promise<RelayFixture> {
 async function park(fixture: RelayFixture, id: string, reason = 'exhausted'): Promise<void> {
   const before = await fixture.messageCount(fixture.names.deadQueue);
   const body = Buffer.from(JSON.stringify({ id, url: `http://127.0.0.1:9/${id}`, body: { n: id } }));
-  fixture.channel.sendToQueue(fixture.names.deadQueue, body, { persistent: true, contentType: 'application/json', messageId: id, headers: { [HEADER.reason]: reason } });
+  fixture.channel.sendToQueue(fixture.names.deadQueue, body, {
+    persistent: true,
+    contentType: 'application/json',
+    messageId: id,
+    headers: { [HEADER.reason]: reason },
+  });
   await fixture.waitForDead(before + 1);
 }
 
@@ -37,7 +42,10 @@ async function idsInDead(fixture: RelayFixture): Promise<string[]> {
   }
 }
 
-async function withSession<T>(fixture: RelayFixture, use: (session: Awaited<ReturnType<typeof openDeadQueueSession>>) => Promise<T>): Promise<T> {
+async function withSession<T>(
+  fixture: RelayFixture,
+  use: (session: Awaited<ReturnType<typeof openDeadQueueSession>>) => Promise<T>,
+): Promise<T> {
   const session = await openDeadQueueSession(fixture.config);
   try {
     return await use(session);

@@ -65,10 +65,14 @@ describeEachMode('history', (mode) => {
     await relay.startWorker();
     const before = await relay.publisher.publish({ url: `${wanted.origin}/before`, body: 0 });
     await wanted.waitFor((r) => r.length === 1);
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'history', '--follow', '--target', wanted.origin, '--json'], {
-      env: { ...process.env, ...configEnv(relay.config), LOG_LEVEL: 'warn' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/main.ts', 'history', '--follow', '--target', wanted.origin, '--json'],
+      {
+        env: { ...process.env, ...configEnv(relay.config), LOG_LEVEL: 'warn' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -78,7 +82,8 @@ describeEachMode('history', (mode) => {
       // The follower starts at "next": it sees only events stored after it says it is reading. A
       // fixed pause was not enough where the machine was busy, and it started after the events.
       const reading = Date.now() + 60_000;
-      while (!stderr.includes('following ') && child.exitCode === null && Date.now() < reading) await new Promise((resolve) => setTimeout(resolve, 50));
+      while (!stderr.includes('following ') && child.exitCode === null && Date.now() < reading)
+        await new Promise((resolve) => setTimeout(resolve, 50));
       expect(stderr).toContain(`following ${relay.names.historyQueue} from now until interrupted\n`);
       const mine = await relay.publisher.publish({ url: `${wanted.origin}/mine`, body: 1 });
       const theirs = await relay.publisher.publish({ url: `${others.origin}/theirs`, body: 2 });
@@ -87,7 +92,10 @@ describeEachMode('history', (mode) => {
       while (!stdout.includes(mine.id) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
       child.kill('SIGINT');
       expect(await exited).toBe(0);
-      const printed = stdout.trim().split('\n').map((line) => JSON.parse(line) as OutcomeEvent);
+      const printed = stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as OutcomeEvent);
       expect(printed.map((e) => [e.id, e.type])).toEqual([[mine.id, 'delivered']]);
       expect(stdout).not.toContain(theirs.id);
       expect(stdout).not.toContain(before.id);

@@ -25,10 +25,14 @@ async function consumeAll(fixture: RelayFixture, queue: string, count: number, t
   const messages: ConsumeMessage[] = [];
   let done: () => void = () => {};
   const enough = new Promise<void>((resolve) => (done = resolve));
-  const { consumerTag } = await fixture.channel.consume(queue, (message) => {
-    if (message) messages.push(message);
-    if (messages.length >= count) done();
-  }, { noAck: true });
+  const { consumerTag } = await fixture.channel.consume(
+    queue,
+    (message) => {
+      if (message) messages.push(message);
+      if (messages.length >= count) done();
+    },
+    { noAck: true },
+  );
   await Promise.race([enough, sleep(timeoutMs)]);
   await fixture.channel.cancel(consumerTag);
   return messages;
@@ -58,10 +62,16 @@ describe('hostile input (queues mode)', () => {
         if (i % GOOD_EVERY === GOOD_EVERY - 1) {
           const { id, path, content } = goodCallback(rng, receiver.origin, i);
           good.set(path, { body: JSON.parse(content.toString('utf8')).body });
-          relay.channel.publish(relay.names.exchange, 'deliver', content, { messageId: id, persistent: true, contentType: 'application/json' });
+          relay.channel.publish(relay.names.exchange, 'deliver', content, {
+            messageId: id,
+            persistent: true,
+            contentType: 'application/json',
+          });
           continue;
         }
-        const { kind, content } = OVERSIZED_AT.has(i) ? { kind: 'over MAX_PAYLOAD_BYTES', content: oversized(receiver.origin) } : badMessage(rng, receiver.origin);
+        const { kind, content } = OVERSIZED_AT.has(i)
+          ? { kind: 'over MAX_PAYLOAD_BYTES', content: oversized(receiver.origin) }
+          : badMessage(rng, receiver.origin);
         kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
         // Hostile AMQP properties too: no message_id, unreadable retry headers, a forged reason, odd content types.
         const messageId = rng() < 0.8 ? `bad-${i}` : undefined;
@@ -73,7 +83,9 @@ describe('hostile input (queues mode)', () => {
           headers,
           persistent: rng() < 0.5,
           ...(messageId === undefined ? {} : { messageId }),
-          ...(rng() < 0.3 ? { contentType: ['text/plain', 'application/octet-stream', 'application/json; charset=latin1'][Math.floor(rng() * 3)] } : {}),
+          ...(rng() < 0.3
+            ? { contentType: ['text/plain', 'application/octet-stream', 'application/json; charset=latin1'][Math.floor(rng() * 3)] }
+            : {}),
         });
       }
       // A round trip on the same channel: the broker has taken this batch before the next one is sent.
@@ -154,15 +166,28 @@ describe('hostile input (queues mode)', () => {
     const receiver = await open.receiver(() => ({ status: 200 }));
     const relay = await open.relay({ DELAY_MODE: 'queues', RETRY_SCHEDULE: '200ms', MAX_ATTEMPTS: '2' });
     const inProcess = await relay.startWorker();
-    const unsendable = [{ 'x-a': 'bell\u0007' }, { 'x-a': 'del\u007f' }, { 'x-a': 'Ā wide' }, { 'x-a': '\u{1F600}' }, { expect: '100-continue' }];
+    const unsendable = [
+      { 'x-a': 'bell\u0007' },
+      { 'x-a': 'del\u007f' },
+      { 'x-a': 'Ā wide' },
+      { 'x-a': '\u{1F600}' },
+      { expect: '100-continue' },
+    ];
     for (const [i, headers] of unsendable.entries()) {
-      relay.channel.publish(relay.names.exchange, 'deliver', Buffer.from(JSON.stringify({ url: `${receiver.origin}/h/${i}`, body: i, headers })), { messageId: `h-${i}` });
+      relay.channel.publish(
+        relay.names.exchange,
+        'deliver',
+        Buffer.from(JSON.stringify({ url: `${receiver.origin}/h/${i}`, body: i, headers })),
+        { messageId: `h-${i}` },
+      );
     }
     await relay.waitForDead(unsendable.length, 15_000);
     const dead = await relay.drainDead();
     expect(receiver.requests).toHaveLength(0);
     expect(inProcess.inFlight).toBe(0);
-    expect(dead.map((m) => [m.properties.messageId, m.properties.headers?.[HEADER.reason]])).toEqual(unsendable.map((_, i) => [`h-${i}`, 'invalid']));
+    expect(dead.map((m) => [m.properties.messageId, m.properties.headers?.[HEADER.reason]])).toEqual(
+      unsendable.map((_, i) => [`h-${i}`, 'invalid']),
+    );
   });
 
   // JSON.parse accepts nesting that JSON.stringify cannot re-serialise: decode must catch it, or the
@@ -173,7 +198,9 @@ describe('hostile input (queues mode)', () => {
     const inProcess = await relay.startWorker();
     const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
     for (const i of [1, 2]) {
-      relay.channel.publish(relay.names.exchange, 'deliver', Buffer.from(`{"url":"${receiver.origin}/deep/${i}","body":${deep}}`), { messageId: `deep-${i}` });
+      relay.channel.publish(relay.names.exchange, 'deliver', Buffer.from(`{"url":"${receiver.origin}/deep/${i}","body":${deep}}`), {
+        messageId: `deep-${i}`,
+      });
     }
     await sleep(500);
     await relay.publisher.publish({ url: `${receiver.origin}/after`, body: 'same target' });
@@ -193,7 +220,9 @@ describe('hostile input (queues mode)', () => {
     relay.channel.publish(relay.names.exchange, 'deliver', Buffer.from(JSON.stringify({ id, url: `${receiver.origin}/long-id`, body: 1 })));
     await relay.publisher.publish({ id: 'next', url: `${receiver.origin}/next`, body: 2 });
     await relay.waitForDead(2, 6_000);
-    const reasons = new Map((await relay.drainDead()).map((m) => [JSON.parse(m.content.toString()).id, m.properties.headers?.[HEADER.reason]]));
+    const reasons = new Map(
+      (await relay.drainDead()).map((m) => [JSON.parse(m.content.toString()).id, m.properties.headers?.[HEADER.reason]]),
+    );
     expect(['invalid', 'exhausted']).toContain(reasons.get(id));
     expect(reasons.get('next')).toBe('exhausted');
     await inProcess.stop();
@@ -261,11 +290,14 @@ describe('hostile input: producer validation', () => {
     await fixture.cleanup();
   });
 
-  it.each(INVALID.map(([label, callback, options, field]) => ({ label, callback, options, field })))('$label → CR_ERR_INVALID_CALLBACK on $field', async ({ callback, options, field }) => {
-    const attempt = fixture.publisher.publish(callback as Callback, options);
-    await expect(attempt).rejects.toBeInstanceOf(RelayError);
-    await expect(attempt).rejects.toMatchObject({ code: 'CR_ERR_INVALID_CALLBACK', field });
-  });
+  it.each(INVALID.map(([label, callback, options, field]) => ({ label, callback, options, field })))(
+    '$label → CR_ERR_INVALID_CALLBACK on $field',
+    async ({ callback, options, field }) => {
+      const attempt = fixture.publisher.publish(callback as Callback, options);
+      await expect(attempt).rejects.toBeInstanceOf(RelayError);
+      await expect(attempt).rejects.toMatchObject({ code: 'CR_ERR_INVALID_CALLBACK', field });
+    },
+  );
 
   it('after all of them, P.work and P.dead hold nothing (no worker was started)', async () => {
     await sleep(300);
@@ -278,7 +310,10 @@ describe('hostile input: producer validation gaps', () => {
   // The same rule at publish time: refused, never queued.
   it.each([['bell\u0007'], ['Ā wide'], ['del\u007f']])('a header value undici refuses (%j) is refused at publish', async (value) => {
     const relay = await open.relay({ DELAY_MODE: 'queues' });
-    await expect(relay.publisher.publish({ ...ok, headers: { 'x-a': value } })).rejects.toMatchObject({ code: 'CR_ERR_INVALID_CALLBACK', field: 'headers.x-a' });
+    await expect(relay.publisher.publish({ ...ok, headers: { 'x-a': value } })).rejects.toMatchObject({
+      code: 'CR_ERR_INVALID_CALLBACK',
+      field: 'headers.x-a',
+    });
   });
 
   // A 256-character id would make amqplib throw after queueing its confirm callback, shifting every later
@@ -294,7 +329,11 @@ describe('hostile input: producer validation gaps', () => {
     const last = relay.publisher.publish({ ...ok, id: 'last' });
     const results = await Promise.allSettled([long, after, last]);
     const queued: string[] = [];
-    for (let m = await relay.channel.get(relay.names.workQueue, { noAck: true }); m; m = await relay.channel.get(relay.names.workQueue, { noAck: true })) {
+    for (
+      let m = await relay.channel.get(relay.names.workQueue, { noAck: true });
+      m;
+      m = await relay.channel.get(relay.names.workQueue, { noAck: true })
+    ) {
       queued.push(JSON.parse(m.content.toString()).id);
     }
     const [longResult] = results;

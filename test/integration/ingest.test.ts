@@ -32,7 +32,12 @@ async function startIngestFor(relay: RelayFixture, env: Record<string, string> =
   return ingest;
 }
 
-async function post(origin: string, path: string, payload: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, any> }> {
+async function post(
+  origin: string,
+  path: string,
+  payload: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Record<string, any> }> {
   const res = await fetch(`${origin}${path}`, {
     method: 'POST',
     headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', ...headers },
@@ -45,7 +50,11 @@ async function post(origin: string, path: string, payload: unknown, headers: Rec
  * POSTs a callback, and again (the same request) after each 503, as a client told to send it again does;
  * at most 5 times. `refusals` holds each 503's code and message, for the assertion's message.
  */
-async function postUntilAccepted(origin: string, payload: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, any>; refusals: string }> {
+async function postUntilAccepted(
+  origin: string,
+  payload: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Record<string, any>; refusals: string }> {
   const refusals: string[] = [];
   let answer = await post(origin, '/v1/callbacks', payload, headers);
   for (let tries = 1; answer.status === 503 && tries < 5; tries += 1) {
@@ -70,16 +79,25 @@ describe('HTTP ingest', () => {
     const { origin, server } = await startIngestFor(relay);
     // INGEST_HOST's default: loopback only.
     expect(server.app.server.address()).toMatchObject({ address: '127.0.0.1' });
-    const now = await post(origin, '/v1/callbacks', { url: `${receiver.origin}/now`, body: { order: 42 }, headers: { 'x-tenant': 'acme' } });
+    const now = await post(origin, '/v1/callbacks', {
+      url: `${receiver.origin}/now`,
+      body: { order: 42 },
+      headers: { 'x-tenant': 'acme' },
+    });
     const later = await post(origin, '/v1/callbacks', { url: `${receiver.origin}/later`, body: null, delay: '1s' });
     expect([now.status, later.status]).toEqual([202, 202]);
     await receiver.waitFor((r) => r.length === 2, 15_000);
     const [first, second] = receiver.requests;
-    expect([first!.path, first!.headers['webhook-id'], first!.headers['x-tenant'], JSON.parse(first!.body)]).toEqual(['/now', now.body.id, 'acme', { order: 42 }]);
+    expect([first!.path, first!.headers['webhook-id'], first!.headers['x-tenant'], JSON.parse(first!.body)]).toEqual([
+      '/now',
+      now.body.id,
+      'acme',
+      { order: 42 },
+    ]);
     expect([second!.path, second!.headers['webhook-id']]).toEqual(['/later', later.body.id]);
   });
 
-  it('INGEST_METRICS_PORT moves /metrics to a listener of its own on METRICS_HOST; the ingest\'s port no longer shows it', async () => {
+  it("INGEST_METRICS_PORT moves /metrics to a listener of its own on METRICS_HOST; the ingest's port no longer shows it", async () => {
     const relay = await open.relay();
     await relay.startWorker();
     const metricsPort = await freePort();
@@ -97,7 +115,12 @@ describe('HTTP ingest', () => {
   it('401 for a bad token and 400 naming the field for a malformed body; nothing is stored', async () => {
     const relay = await open.relay();
     const { origin } = await startIngestFor(relay);
-    const unauthorized = await post(origin, '/v1/callbacks', { url: 'http://127.0.0.1:9/x', body: 1 }, { authorization: 'Bearer not-the-token-at-all' });
+    const unauthorized = await post(
+      origin,
+      '/v1/callbacks',
+      { url: 'http://127.0.0.1:9/x', body: 1 },
+      { authorization: 'Bearer not-the-token-at-all' },
+    );
     expect([unauthorized.status, unauthorized.body.code]).toEqual([401, 'CR_ERR_UNAUTHORIZED']);
     const noUrl = await post(origin, '/v1/callbacks', { body: 1 });
     expect([noUrl.status, noUrl.body.field]).toEqual([400, 'url']);
@@ -119,20 +142,33 @@ describe('HTTP ingest', () => {
     expect(receiver.requests.map((r) => r.headers['webhook-id'])).toEqual(['acme:order-42-paid', 'acme:order-42-paid']);
   });
 
-  it('a key is scoped to the token\'s name; the same key with another callback is refused (422) and never stored', async () => {
+  it("a key is scoped to the token's name; the same key with another callback is refused (422) and never stored", async () => {
     const receiver = await open.receiver(() => ({ status: 200 }));
     const relay = await open.relay();
     await relay.startWorker();
     const { origin } = await startIngestFor(relay);
     const key = { 'idempotency-key': 'order-9' };
     const mine = await post(origin, '/v1/callbacks', { url: `${receiver.origin}/acme`, body: { amount: 10 } }, key);
-    const theirs = await post(origin, '/v1/callbacks', { url: `${receiver.origin}/other`, body: { amount: 99 } }, { ...key, authorization: `Bearer ${OTHER_TOKEN}` });
+    const theirs = await post(
+      origin,
+      '/v1/callbacks',
+      { url: `${receiver.origin}/other`, body: { amount: 99 } },
+      { ...key, authorization: `Bearer ${OTHER_TOKEN}` },
+    );
     expect([mine.status, mine.body.id, theirs.status, theirs.body.id]).toEqual([202, 'acme:order-9', 202, 'other:order-9']);
     const changed = await post(origin, '/v1/callbacks', { url: `${receiver.origin}/acme`, body: { amount: 11 } }, key);
-    expect([changed.status, changed.body.code, changed.body.field, changed.body.id]).toEqual([422, 'CR_ERR_IDEMPOTENCY_KEY_REUSED', 'Idempotency-Key', 'acme:order-9']);
+    expect([changed.status, changed.body.code, changed.body.field, changed.body.id]).toEqual([
+      422,
+      'CR_ERR_IDEMPOTENCY_KEY_REUSED',
+      'Idempotency-Key',
+      'acme:order-9',
+    ]);
     await receiver.waitFor((r) => r.length === 2, 15_000);
     await sleep(500);
-    expect(receiver.requests.map((r) => `${r.path} ${r.headers['webhook-id']} ${r.body}`).sort()).toEqual(['/acme acme:order-9 {"amount":10}', '/other other:order-9 {"amount":99}']);
+    expect(receiver.requests.map((r) => `${r.path} ${r.headers['webhook-id']} ${r.body}`).sort()).toEqual([
+      '/acme acme:order-9 {"amount":10}',
+      '/other other:order-9 {"amount":99}',
+    ]);
   });
 
   it('a batch with one bad item is refused whole; the corrected batch is delivered', async () => {
@@ -152,7 +188,9 @@ describe('HTTP ingest', () => {
     expect(resent.body.results).toEqual([{ index: 0, id: ids[2], status: 202 }]);
     await relay.startWorker();
     await receiver.waitFor((r) => r.length === 4, 15_000);
-    expect(receiver.requests.map((r) => `${r.path} ${r.headers['webhook-id']}`).sort()).toEqual([...items.map((item, i) => `${new URL(item.url).pathname} ${ids[i]}`), `/batch/2 ${ids[2]}`].sort());
+    expect(receiver.requests.map((r) => `${r.path} ${r.headers['webhook-id']}`).sort()).toEqual(
+      [...items.map((item, i) => `${new URL(item.url).pathname} ${ids[i]}`), `/batch/2 ${ids[2]}`].sort(),
+    );
   });
 
   it('503 while the broker is unreachable, nothing stored; the same POST succeeds once it is back', async () => {
@@ -167,7 +205,10 @@ describe('HTTP ingest', () => {
     const down = await post(origin, '/v1/callbacks', payload, { 'idempotency-key': 'while-down' });
     expect(down.status).toBe(503);
     expect(['CR_ERR_PUBLISH_TIMEOUT', 'CR_ERR_OUTCOME_UNKNOWN']).toContain(down.body.code);
-    expect([down.body.id, down.body.message]).toEqual(['acme:while-down', expect.stringContaining('send it again unchanged (delay aside) with the same Idempotency-Key')]);
+    expect([down.body.id, down.body.message]).toEqual([
+      'acme:while-down',
+      expect.stringContaining('send it again unchanged (delay aside) with the same Idempotency-Key'),
+    ]);
     // Without a key the answer still names the id, and how to keep it.
     const unkeyed = await post(origin, '/v1/callbacks', payload);
     expect([unkeyed.status, unkeyed.body.message]).toEqual([503, expect.stringContaining(`send it again with "id": "${unkeyed.body.id}"`)]);
@@ -190,7 +231,12 @@ describe('HTTP ingest', () => {
 });
 
 /** A request written by hand on a socket of its own: its head and the first `sent` bytes of its body. */
-function startRawPost(origin: string, path: string, body: string, sent: number): { socket: Socket; answer: Promise<{ status: number; body: any; sentAll: boolean }>; finish(): void } {
+function startRawPost(
+  origin: string,
+  path: string,
+  body: string,
+  sent: number,
+): { socket: Socket; answer: Promise<{ status: number; body: any; sentAll: boolean }>; finish(): void } {
   const { hostname, port } = new URL(origin);
   const socket = connect(Number(port), hostname);
   rawSockets.push(socket);
@@ -262,9 +308,15 @@ describe('HTTP ingest bounds', () => {
   it('a burst of large batches past INGEST_INFLIGHT_BYTES: those beyond get 503 unread, every accepted item is stored', async () => {
     const relay = await open.relay();
     const batchBytes = 262_144;
-    const { origin } = await startIngestFor(relay, { MAX_PAYLOAD_BYTES: '65536', INGEST_BATCH_BYTES: String(batchBytes), INGEST_INFLIGHT_BYTES: String(3 * batchBytes) });
+    const { origin } = await startIngestFor(relay, {
+      MAX_PAYLOAD_BYTES: '65536',
+      INGEST_BATCH_BYTES: String(batchBytes),
+      INGEST_INFLIGHT_BYTES: String(3 * batchBytes),
+    });
     // Six batches of four ~50 kB items (~200 kB each): three fit in the bound at once.
-    const batches = [0, 1, 2, 3, 4, 5].map((b) => JSON.stringify({ callbacks: [0, 1, 2, 3].map((i) => ({ url: `http://127.0.0.1:9/burst/${b}/${i}`, body: 'x'.repeat(50_000) })) }));
+    const batches = [0, 1, 2, 3, 4, 5].map((b) =>
+      JSON.stringify({ callbacks: [0, 1, 2, 3].map((i) => ({ url: `http://127.0.0.1:9/burst/${b}/${i}`, body: 'x'.repeat(50_000) })) }),
+    );
     const requests = [];
     for (const body of batches) requests.push(startRawPost(origin, '/v1/callbacks:batch', body, 1_000));
     // The three admitted wait for the rest of their bodies; the other three are answered at once.
@@ -284,7 +336,9 @@ describe('HTTP ingest bounds', () => {
     expect(new Set(ids).size).toBe(12);
     expect(await queueDepth(relay.names.workQueue)).toBe(12);
     // Over INGEST_BATCH_BYTES: 413 from the Content-Length alone.
-    const tooBig = await post(origin, '/v1/callbacks:batch', { callbacks: [0, 1, 2, 3, 4, 5].map((i) => ({ url: `http://127.0.0.1:9/big/${i}`, body: 'x'.repeat(50_000) })) });
+    const tooBig = await post(origin, '/v1/callbacks:batch', {
+      callbacks: [0, 1, 2, 3, 4, 5].map((i) => ({ url: `http://127.0.0.1:9/big/${i}`, body: 'x'.repeat(50_000) })),
+    });
     expect([tooBig.status, tooBig.body.message]).toEqual([413, expect.stringContaining('INGEST_BATCH_BYTES')]);
     const metrics = await (await fetch(`${origin}/metrics`)).text();
     expect(metrics).toContain('callback_relay_ingest_inflight_bytes 0');

@@ -71,7 +71,7 @@ async function until(done: () => boolean, ms = 10_000): Promise<void> {
   }
 }
 
-it('consumes each queue on a channel of its own, with the prefetch asked for, or the queue\'s own', async () => {
+it("consumes each queue on a channel of its own, with the prefetch asked for, or the queue's own", async () => {
   const channels = lanes();
   // The worker gives P.slow a window of its own (no room for holds): here lane 1.
   await channels.open(connection, [queues[0]!, [...queues[1]!, 2] as const], 3);
@@ -112,7 +112,7 @@ it('a lane whose channel the broker closes (an unknown delivery tag acked) is re
   expect(received.filter((r) => r.lane === '1')[1]!.channel).toBe(other.channel);
 });
 
-it('cancel() stops every consumer; a second open() closes the first one\'s channels', async () => {
+it("cancel() stops every consumer; a second open() closes the first one's channels", async () => {
   const channels = lanes();
   await channels.open(connection, queues, 10);
   await channels.open(connection, queues, 10);
@@ -164,7 +164,8 @@ it('close() gets every ack to the broker before the connection closes: none of t
   await channels.open(connection, queues, 1_000);
   const perQueue = 400;
   const publisher = await connection.createConfirmChannel();
-  for (const [queue] of queues) for (let i = 0; i < perQueue; i += 1) publisher.sendToQueue(queue, Buffer.from(`${queue}/${i}`), { persistent: true });
+  for (const [queue] of queues)
+    for (let i = 0; i < perQueue; i += 1) publisher.sendToQueue(queue, Buffer.from(`${queue}/${i}`), { persistent: true });
   await publisher.waitForConfirms();
   await publisher.close();
   await until(() => received.length === 2 * perQueue);

@@ -41,7 +41,14 @@ describe('URLs shown to people are masked; the delivery gets the whole URL', () 
     await relay.startWorker();
     const { id } = await relay.publisher.publish({ url: `${receiver.origin}/h?token=s3cret-h`, body: 1 });
     await receiver.waitFor((r) => r.length === 1);
-    const old = { type: 'delivered', id: 'old-1', url: 'https://user:pw@old.example/h?sig=s3cret-old#f', attempt: 1, worker: 'w/1', at: new Date().toISOString() };
+    const old = {
+      type: 'delivered',
+      id: 'old-1',
+      url: 'https://user:pw@old.example/h?sig=s3cret-old#f',
+      attempt: 1,
+      worker: 'w/1',
+      at: new Date().toISOString(),
+    };
     relay.channel.publish(relay.names.eventsExchange, 'delivered', Buffer.from(JSON.stringify(old)), { contentType: 'application/json' });
     const events: OutcomeEvent[] = [];
     const connection = await amqplib.connect(inject('amqpUrl'));
@@ -49,7 +56,12 @@ describe('URLs shown to people are masked; the delivery gets the whole URL', () 
       for (let tries = 0; tries < 20 && events.length < 2; tries += 1) {
         events.length = 0;
         await sleep(200);
-        await readHistory(await connection.createChannel(), relay.names.historyQueue, { from: 'first', follow: false, match: () => true, onEvent: (event) => events.push(event) });
+        await readHistory(await connection.createChannel(), relay.names.historyQueue, {
+          from: 'first',
+          follow: false,
+          match: () => true,
+          onEvent: (event) => events.push(event),
+        });
       }
     } finally {
       await connection.close();

@@ -31,7 +31,11 @@ describeEachMode('mixed fates', (mode) => {
     const expectDead = published.filter((p) => p.fate === 'fail' || p.fate === 'gone').length;
     await relay.waitForDead(expectDead, 60_000);
     const delivered = (): Set<string> =>
-      new Set(receiver!.requests.filter((r) => r.path.startsWith('/ok') || (r.path.startsWith('/flaky') && r.nth === 2)).map((r) => String(r.headers['webhook-id'])));
+      new Set(
+        receiver!.requests
+          .filter((r) => r.path.startsWith('/ok') || (r.path.startsWith('/flaky') && r.nth === 2))
+          .map((r) => String(r.headers['webhook-id'])),
+      );
     await receiver.waitFor(() => delivered().size === published.length - expectDead, 30_000);
     await sleep(1_500);
     const dead = await relay.drainDead();

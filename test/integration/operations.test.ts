@@ -121,7 +121,8 @@ describe('operations', () => {
     await receiver.waitFor((r) => r.length === 11);
     await sleep(300);
     const ids: unknown[] = [];
-    for (let m = await relay.channel.get(queue, { noAck: true }); m; m = await relay.channel.get(queue, { noAck: true })) ids.push(JSON.parse(m.content.toString()).id);
+    for (let m = await relay.channel.get(queue, { noAck: true }); m; m = await relay.channel.get(queue, { noAck: true }))
+      ids.push(JSON.parse(m.content.toString()).id);
     expect(ids.sort()).toEqual(after.sort());
   });
 
@@ -136,7 +137,11 @@ describe('operations', () => {
     await sleep(300);
     worker.child.kill('SIGTERM');
     await worker.exited;
-    const lines = worker.output().trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = worker
+      .output()
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(lines.filter((l) => l.msg === 'callback dead-lettered')).toHaveLength(1);
     expect(lines.filter((l) => l.msg === 'attempt')).toHaveLength(0);
     expect(worker.output()).not.toContain('SECRET-PAYLOAD');

@@ -26,8 +26,19 @@ type Outcome = { id: string } | { code: string | undefined };
  * Starts `count` publishes at once through a publisher behind `proxy`, calls `onResolved` with the
  * number resolved after each one, and returns every outcome (the id, or the rejection's code).
  */
-async function burst(relay: RelayFixture, proxy: TcpProxy, env: Record<string, string>, count: number, onResolved: (resolved: number) => void): Promise<Outcome[]> {
-  const config = testConfig({ TOPOLOGY_PREFIX: relay.config.topologyPrefix, AMQP_URL: proxy.url, PUBLISH_BUFFER_LIMIT: String(count), ...env });
+async function burst(
+  relay: RelayFixture,
+  proxy: TcpProxy,
+  env: Record<string, string>,
+  count: number,
+  onResolved: (resolved: number) => void,
+): Promise<Outcome[]> {
+  const config = testConfig({
+    TOPOLOGY_PREFIX: relay.config.topologyPrefix,
+    AMQP_URL: proxy.url,
+    PUBLISH_BUFFER_LIMIT: String(count),
+    ...env,
+  });
   const publisher = createPublisher(config, createLogger('silent'));
   try {
     await publisher.publish({ url: 'http://127.0.0.1:9/warm-up', id: 'warm-up', body: 0 });
@@ -55,24 +66,34 @@ async function queuedIds(channel: Channel, queue: string): Promise<Set<string>> 
   let received = 0;
   await new Promise<void>((resolve) => {
     if (messageCount === 0) return resolve();
-    void channel.consume(queue, (message) => {
-      if (message) ids.add(String(message.properties.messageId));
-      if ((received += 1) === messageCount) resolve();
-    }, { noAck: true });
+    void channel.consume(
+      queue,
+      (message) => {
+        if (message) ids.add(String(message.properties.messageId));
+        if ((received += 1) === messageCount) resolve();
+      },
+      { noAck: true },
+    );
   });
   return ids;
 }
 
 const resolvedIds = (outcomes: Outcome[]): string[] => outcomes.flatMap((outcome) => ('id' in outcome ? [outcome.id] : []));
-const rejectionCodes = (outcomes: Outcome[]): Set<string | undefined> => new Set(outcomes.flatMap((outcome) => ('code' in outcome ? [outcome.code] : [])));
+const rejectionCodes = (outcomes: Outcome[]): Set<string | undefined> =>
+  new Set(outcomes.flatMap((outcome) => ('code' in outcome ? [outcome.code] : [])));
 
 describe('producer', () => {
   it('rejects invalid callbacks naming the field and publishes nothing', async () => {
     relay = await open.relay({ MAX_PAYLOAD_BYTES: '1000' });
     await relay.publisher.publish({ url: 'http://127.0.0.1:9/warm-up', body: 1 });
-    await expect(relay.publisher.publish({ url: 'ftp://x/y', body: 1 })).rejects.toMatchObject({ code: 'CR_ERR_INVALID_CALLBACK', field: 'url' });
+    await expect(relay.publisher.publish({ url: 'ftp://x/y', body: 1 })).rejects.toMatchObject({
+      code: 'CR_ERR_INVALID_CALLBACK',
+      field: 'url',
+    });
     await expect(relay.publisher.publish({ url: 'http://x/', body: 'x'.repeat(2000) })).rejects.toMatchObject({ field: 'body' });
-    await expect(relay.publisher.publish({ url: 'http://x/', body: 1, headers: { 'x-a': 'v\r\nInjected: 1' } })).rejects.toMatchObject({ field: 'headers.x-a' });
+    await expect(relay.publisher.publish({ url: 'http://x/', body: 1, headers: { 'x-a': 'v\r\nInjected: 1' } })).rejects.toMatchObject({
+      field: 'headers.x-a',
+    });
     const circular: Record<string, unknown> = {};
     circular.self = circular;
     await expect(relay.publisher.publish({ url: 'http://x/', body: circular })).rejects.toMatchObject({ field: 'body' });
@@ -84,7 +105,12 @@ describe('producer', () => {
     relay = await open.relay();
     const { id } = await relay.publisher.publish({ url: 'http://127.0.0.1:9/x', body: { a: [1] }, method: 'PATCH' });
     const message = await relay.channel.get(relay.names.workQueue, { noAck: true });
-    expect(message && JSON.parse(message.content.toString())).toEqual({ id, url: 'http://127.0.0.1:9/x', body: { a: [1] }, method: 'PATCH' });
+    expect(message && JSON.parse(message.content.toString())).toEqual({
+      id,
+      url: 'http://127.0.0.1:9/x',
+      body: { a: [1] },
+      method: 'PATCH',
+    });
     expect(message && message.properties).toMatchObject({ messageId: id, contentType: 'application/json', deliveryMode: 2 });
   });
 
@@ -107,50 +133,66 @@ describe('producer', () => {
   // The plugin drops a message that falls due with no queue bound: the topology step declares P.due, with
   // its 65 bindings, so a delay of 1 ms published before any worker ran is kept.
   const pluginSkip = pluginModeSkipReason();
-  it.skipIf(pluginSkip !== undefined)(`plugin mode: a delayed callback that falls due before any worker ran is delivered once one starts${pluginSkip ? ` (skipped: ${pluginSkip})` : ''}`, async () => {
-    receiver = await open.receiver(() => ({ status: 200 }));
-    relay = await open.relay({ DELAY_MODE: 'plugin' });
-    await relay.publisher.publish({ url: `${receiver.origin}/early`, body: 1 }, { delay: 1 });
-    await sleep(1_500);
-    await relay.startWorker();
-    await receiver.waitFor((r) => r.length === 1, 10_000);
-    expect(receiver.requests.map((r) => r.path)).toEqual(['/early']);
-  });
+  it.skipIf(pluginSkip !== undefined)(
+    `plugin mode: a delayed callback that falls due before any worker ran is delivered once one starts${pluginSkip ? ` (skipped: ${pluginSkip})` : ''}`,
+    async () => {
+      receiver = await open.receiver(() => ({ status: 200 }));
+      relay = await open.relay({ DELAY_MODE: 'plugin' });
+      await relay.publisher.publish({ url: `${receiver.origin}/early`, body: 1 }, { delay: 1 });
+      await sleep(1_500);
+      await relay.startWorker();
+      await receiver.waitFor((r) => r.length === 1, 10_000);
+      expect(receiver.requests.map((r) => r.path)).toEqual(['/early']);
+    },
+  );
 
-  const runnableModes: TestMode[] = [...(testModes().includes('queues') ? ['queues' as const] : []), ...(pluginModeSkipReason() === undefined ? ['plugin' as const] : [])];
-  it.each(runnableModes)('a publish into a prefix without topology rejects with CR_ERR_TOPOLOGY_MISSING naming the step, and goes through once it is declared [%s mode]', async (mode) => {
-    // Publishers declare nothing (a producer's account has no configure right): the admin step or a worker does.
-    const config = testConfig({ DELAY_MODE: mode });
-    const publisher = createPublisher(config, createLogger('silent'));
-    const connection = await amqplib.connect(config.amqpUrl);
-    const channel = await connection.createChannel();
-    try {
-      const missing = await publisher.publish({ url: 'http://127.0.0.1:9/first', id: 'first-on-fresh', body: 0 }).catch((error: unknown) => error);
-      expect(missing).toMatchObject({ code: 'CR_ERR_TOPOLOGY_MISSING' });
-      expect((missing as Error).message).toContain('callback-relay topology');
-      expect(publisher.connected()).toBe(false);
-      // Nothing was declared by the attempt.
-      const probe = await connection.createChannel();
-      probe.on('error', () => {});
-      await expect(probe.checkExchange(config.topologyPrefix)).rejects.toMatchObject({ code: 404 });
-      await declareOnce(config, createLogger('silent'));
-      // Checked again on its own: ready (the ingest's /readyz) without a publish to ask.
-      for (const deadline = Date.now() + 10_000; !publisher.connected(); await sleep(100)) {
-        if (Date.now() > deadline) throw new Error('connected() stayed false after the topology was declared');
+  const runnableModes: TestMode[] = [
+    ...(testModes().includes('queues') ? ['queues' as const] : []),
+    ...(pluginModeSkipReason() === undefined ? ['plugin' as const] : []),
+  ];
+  it.each(runnableModes)(
+    'a publish into a prefix without topology rejects with CR_ERR_TOPOLOGY_MISSING naming the step, and goes through once it is declared [%s mode]',
+    async (mode) => {
+      // Publishers declare nothing (a producer's account has no configure right): the admin step or a worker does.
+      const config = testConfig({ DELAY_MODE: mode });
+      const publisher = createPublisher(config, createLogger('silent'));
+      const connection = await amqplib.connect(config.amqpUrl);
+      const channel = await connection.createChannel();
+      try {
+        const missing = await publisher
+          .publish({ url: 'http://127.0.0.1:9/first', id: 'first-on-fresh', body: 0 })
+          .catch((error: unknown) => error);
+        expect(missing).toMatchObject({ code: 'CR_ERR_TOPOLOGY_MISSING' });
+        expect((missing as Error).message).toContain('callback-relay topology');
+        expect(publisher.connected()).toBe(false);
+        // Nothing was declared by the attempt.
+        const probe = await connection.createChannel();
+        probe.on('error', () => {});
+        await expect(probe.checkExchange(config.topologyPrefix)).rejects.toMatchObject({ code: 404 });
+        await declareOnce(config, createLogger('silent'));
+        // Checked again on its own: ready (the ingest's /readyz) without a publish to ask.
+        for (const deadline = Date.now() + 10_000; !publisher.connected(); await sleep(100)) {
+          if (Date.now() > deadline) throw new Error('connected() stayed false after the topology was declared');
+        }
+        const { id } = await publisher.publish({ url: 'http://127.0.0.1:9/first', id: 'first-on-fresh', body: 0 });
+        expect(id).toBe('first-on-fresh');
+        expect((await channel.checkQueue(`${config.topologyPrefix}.work`)).messageCount).toBe(1);
+        expect(publisher.connected()).toBe(true);
+      } finally {
+        await publisher.close();
+        await deleteTopology(channel, topologyNames(config.topologyPrefix, config.lanes));
+        await connection.close();
       }
-      const { id } = await publisher.publish({ url: 'http://127.0.0.1:9/first', id: 'first-on-fresh', body: 0 });
-      expect(id).toBe('first-on-fresh');
-      expect((await channel.checkQueue(`${config.topologyPrefix}.work`)).messageCount).toBe(1);
-      expect(publisher.connected()).toBe(true);
-    } finally {
-      await publisher.close();
-      await deleteTopology(channel, topologyNames(config.topologyPrefix, config.lanes));
-      await connection.close();
-    }
-  });
+    },
+  );
 
   it('rejects with CR_ERR_PUBLISH_TIMEOUT when the broker is unreachable, and bounds its buffer', async () => {
-    const config = loadConfig({ AMQP_URL: 'amqp://guest:guest@127.0.0.1:1', PUBLISH_TIMEOUT: '1s', PUBLISH_BUFFER_LIMIT: '2', LOG_LEVEL: 'silent' });
+    const config = loadConfig({
+      AMQP_URL: 'amqp://guest:guest@127.0.0.1:1',
+      PUBLISH_TIMEOUT: '1s',
+      PUBLISH_BUFFER_LIMIT: '2',
+      LOG_LEVEL: 'silent',
+    });
     const publisher = createPublisher(config, createLogger('silent'));
     try {
       const started = Date.now();
@@ -212,11 +254,22 @@ describe('producer', () => {
     relay = await open.relay();
     const env = { ...process.env, ...configEnv(relay.config) };
     const cli = ['--import', 'tsx', 'src/cli/main.ts', 'publish'];
-    const ok = await run(process.execPath, [...cli, '--url', 'http://127.0.0.1:9/cli', '--data', '{"a":1}', '--header', 'X-Tenant: acme', '--id', 'cli-1'], { env });
+    const ok = await run(
+      process.execPath,
+      [...cli, '--url', 'http://127.0.0.1:9/cli', '--data', '{"a":1}', '--header', 'X-Tenant: acme', '--id', 'cli-1'],
+      { env },
+    );
     expect(ok.stdout.trim()).toBe('published cli-1');
     const message = await relay.channel.get(relay.names.workQueue, { noAck: true });
-    expect(message && JSON.parse(message.content.toString())).toEqual({ id: 'cli-1', url: 'http://127.0.0.1:9/cli', body: { a: 1 }, headers: { 'X-Tenant': 'acme' } });
-    const bad = await run(process.execPath, [...cli, '--url', 'http://127.0.0.1:9/cli', '--data', '{oops'], { env }).catch((error) => error);
+    expect(message && JSON.parse(message.content.toString())).toEqual({
+      id: 'cli-1',
+      url: 'http://127.0.0.1:9/cli',
+      body: { a: 1 },
+      headers: { 'X-Tenant': 'acme' },
+    });
+    const bad = await run(process.execPath, [...cli, '--url', 'http://127.0.0.1:9/cli', '--data', '{oops'], { env }).catch(
+      (error) => error,
+    );
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/CR_ERR_INVALID_CALLBACK.*--data: is not valid JSON/);
     expect(await relay.messageCount(relay.names.workQueue)).toBe(0);

@@ -48,7 +48,9 @@ describeEachMode('retry policies', (mode) => {
     const [pickyGap] = gaps(receiver.to('/picky').map((r) => r.at));
     expect(pickyGap).toBeGreaterThanOrEqual(1_900);
 
-    const dead = new Map((await relay.drainDead()).map((message) => [message.properties.messageId as string, message.properties.headers ?? {}]));
+    const dead = new Map(
+      (await relay.drainDead()).map((message) => [message.properties.messageId as string, message.properties.headers ?? {}]),
+    );
     expect(dead.get('fast-1')).toMatchObject({
       [HEADER.reason]: 'exhausted',
       [HEADER.attempts]: 3,
@@ -87,7 +89,7 @@ describeEachMode('retry policies', (mode) => {
     expect(receiver.requests).toHaveLength(0);
   });
 
-  it('a retry keeps the policy the first worker resolved, though the next worker\'s file says otherwise', async () => {
+  it("a retry keeps the policy the first worker resolved, though the next worker's file says otherwise", async () => {
     const receiver = await open.receiver(() => ({ status: 500 }));
     const relay = await open.relay({ DELAY_MODE: mode, RETRY_SCHEDULE: '1s', MAX_ATTEMPTS: '1' });
     const first = await relay.startWorker({}, { retryPoliciesFile: policiesFile({ payment: { schedule: '1s', maxAttempts: 3 } }) });

@@ -36,7 +36,9 @@ describeEachMode('safe delivery', (mode) => {
     expect(receiver.requests.map((r) => r.headers['webhook-id'])).toEqual([id, id]);
     expect(String(receiver.requests[0]?.headers['webhook-signature']).split(' ')).toHaveLength(2);
     const tampered = { ...receiver.requests[1]!.headers };
-    expect(() => verifyCallback({ secret: NEW, headers: tampered, body: '{"amount":43}' })).toThrow(expect.objectContaining({ code: 'CR_ERR_SIGNATURE_INVALID' }));
+    expect(() => verifyCallback({ secret: NEW, headers: tampered, body: '{"amount":43}' })).toThrow(
+      expect.objectContaining({ code: 'CR_ERR_SIGNATURE_INVALID' }),
+    );
   });
 
   it('a target at a link-local (cloud metadata) address is refused: P.dead with reason forbidden-target, no request made', async () => {

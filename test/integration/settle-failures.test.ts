@@ -48,7 +48,10 @@ describeEachMode('settle failures', (mode) => {
     await relay.startWorker();
     const callback = { url: `${receiver.origin}/big`, body: 1 };
     // 63 KiB of producer headers: the retry copy, with the x-callback-* headers added, would not encode.
-    relay.channel.sendToQueue(relay.names.workQueue, Buffer.from(JSON.stringify(callback)), { messageId: 'big-headers', headers: { 'x-big': 'x'.repeat(63 * 1_024) } });
+    relay.channel.sendToQueue(relay.names.workQueue, Buffer.from(JSON.stringify(callback)), {
+      messageId: 'big-headers',
+      headers: { 'x-big': 'x'.repeat(63 * 1_024) },
+    });
     const dead = await theDeadMessage(relay);
     expect(dead.properties.messageId).toBe('big-headers');
     expect(header(dead, HEADER.reason)).toBe('invalid');
@@ -83,7 +86,10 @@ describe('settle failures [queues mode]', () => {
     const relay = await open.relay({ DELAY_MODE: 'queues', RETRY_SCHEDULE: '1h', METRICS_PORT: String(port) });
     await relay.startWorker();
     // What an operator's max-length policy does: the broker refuses the copy with a nack.
-    const { queue: full } = await relay.channel.assertQueue('', { exclusive: true, arguments: { 'x-max-length': 0, 'x-overflow': 'reject-publish' } });
+    const { queue: full } = await relay.channel.assertQueue('', {
+      exclusive: true,
+      arguments: { 'x-max-length': 0, 'x-overflow': 'reject-publish' },
+    });
     await relay.channel.bindQueue(full, relay.names.delayExchange, '#');
     const { id } = await relay.publisher.publish({ url: `${receiver.origin}/down`, body: 1 });
     const dead = await theDeadMessage(relay);

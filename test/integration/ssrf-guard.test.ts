@@ -167,14 +167,25 @@ describe('guarded agent against a real HTTP server', () => {
     const lookup = resolver((host) => ({ 'cgnat.test': '100.100.100.200', 'meta.test': '169.254.169.254' })[host]);
     const before = { connections: seen.connections, dialled: spy.dialled.length };
     const wide = agent({ strict: true, allow: parseCidrList('100.64.0.0/10, 0.0.0.0/0', 'TARGET_ALLOW'), deny: [] }, lookup);
-    expectRefused(await get(`http://cgnat.test:${port}/`, wide), '100.100.100.200 is a cloud metadata address, refused even though TARGET_ALLOW covers it', before.connections);
-    expectRefused(await get(`http://meta.test:${port}/latest/meta-data/`, wide), '169.254.169.254 is link-local (cloud metadata), refused even though TARGET_ALLOW covers it', before.connections);
+    expectRefused(
+      await get(`http://cgnat.test:${port}/`, wide),
+      '100.100.100.200 is a cloud metadata address, refused even though TARGET_ALLOW covers it',
+      before.connections,
+    );
+    expectRefused(
+      await get(`http://meta.test:${port}/latest/meta-data/`, wide),
+      '169.254.169.254 is link-local (cloud metadata), refused even though TARGET_ALLOW covers it',
+      before.connections,
+    );
     expectRefused(await get('http://100.100.100.200/', wide), 'only an entry naming 100.100.100.200/32', before.connections);
     expect(spy.dialled.length).toBe(before.dialled);
   });
 
   it('refuses a deny-listed address', async () => {
-    const denying = agent({ strict: false, allow: [], deny: parseCidrList('127.0.0.0/8', 'TARGET_DENY') }, resolver((host) => TABLE[host]));
+    const denying = agent(
+      { strict: false, allow: [], deny: parseCidrList('127.0.0.0/8', 'TARGET_DENY') },
+      resolver((host) => TABLE[host]),
+    );
     expectRefused(await get(`http://good.test:${port}/`, denying), '127.0.0.1 is in the deny list (127.0.0.0/8)', seen.connections);
   });
 

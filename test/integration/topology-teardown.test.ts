@@ -16,7 +16,14 @@ const run = promisify(execFile);
 
 /** `npm run topology` with `args`, on its own prefix; resolves with the exit code and output. */
 async function topologyCli(prefix: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env = { ...process.env, AMQP_URL: inject('amqpUrl'), TOPOLOGY_PREFIX: prefix, DELAY_MODE: 'queues', LANES: '2', LOG_LEVEL: 'silent' };
+  const env = {
+    ...process.env,
+    AMQP_URL: inject('amqpUrl'),
+    TOPOLOGY_PREFIX: prefix,
+    DELAY_MODE: 'queues',
+    LANES: '2',
+    LOG_LEVEL: 'silent',
+  };
   try {
     return { code: 0, ...(await run(process.execPath, ['--import', 'tsx', 'src/topology/main.ts', ...args], { env })) };
   } catch (error) {
@@ -57,7 +64,12 @@ describeEachMode('topology declare and teardown', (mode) => {
     const config = testConfig({ DELAY_MODE: mode, HISTORY: 'on', LANES: '3' });
     const topology = await declareOnce(config, createLogger('silent'));
     connection = await amqplib.connect(topology.url);
-    const broker = { queueType: config.queueType, deliveryLimit: config.deliveryLimit, broker: topology.broker, history: { maxAge: config.historyMaxAge } };
+    const broker = {
+      queueType: config.queueType,
+      deliveryLimit: config.deliveryLimit,
+      broker: topology.broker,
+      history: { maxAge: config.historyMaxAge },
+    };
     const declared = declaredNames(topologyDeclarations({ names: topology.names, mode, ...broker }));
     const queues = mode === 'plugin' ? [...declared.queues, topology.names.dueQueue] : declared.queues;
     for (const queue of queues) expect(await exists((ch) => ch.checkQueue(queue)), queue).toBe(true);
@@ -78,6 +90,9 @@ it('npm run topology declares; `delete` asks for --yes, then leaves nothing of t
   const refused = await topologyCli(prefix, ['delete']);
   expect(refused).toMatchObject({ code: 2, stderr: expect.stringContaining('pass --yes') });
   expect(await exists((ch) => ch.checkQueue(names.deadQueue))).toBe(true);
-  expect(await topologyCli(prefix, ['delete', '--yes'])).toMatchObject({ code: 0, stdout: expect.stringContaining(`deleted the topology of prefix "${prefix}"`) });
+  expect(await topologyCli(prefix, ['delete', '--yes'])).toMatchObject({
+    code: 0,
+    stdout: expect.stringContaining(`deleted the topology of prefix "${prefix}"`),
+  });
   await expectNothingLeft(names);
 });

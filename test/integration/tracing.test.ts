@@ -61,7 +61,8 @@ describeEachMode('tracing', (mode) => {
     expect(first?.headers['x-callback-attempt']).toBe('1');
     expect(retry?.headers['x-callback-attempt']).toBe('2');
 
-    const spansOf = (spans: ExportedSpan[], name: string): ExportedSpan[] => spans.filter((span) => span.name === name && span.attributes['callback.id'] === id);
+    const spansOf = (spans: ExportedSpan[], name: string): ExportedSpan[] =>
+      spans.filter((span) => span.name === name && span.attributes['callback.id'] === id);
     await collector.waitFor((spans) => spansOf(spans, SPAN_NAME.publish).length === 1 && spansOf(spans, SPAN_NAME.attempt).length === 2);
     const [publish] = spansOf(collector.spans, SPAN_NAME.publish);
     expect(publish).toMatchObject({
@@ -71,7 +72,9 @@ describeEachMode('tracing', (mode) => {
       serviceName: 'callback-relay',
       attributes: { 'messaging.system': 'rabbitmq', 'messaging.message.id': id, 'callback.target.origin': receiver.origin },
     });
-    const attempts = spansOf(collector.spans, SPAN_NAME.attempt).sort((a, b) => Number(a.attributes['callback.attempt']) - Number(b.attributes['callback.attempt']));
+    const attempts = spansOf(collector.spans, SPAN_NAME.attempt).sort(
+      (a, b) => Number(a.attributes['callback.attempt']) - Number(b.attributes['callback.attempt']),
+    );
     // Each attempt is a child of the publish, and is the parent the receiver was given.
     expect(attempts.map((span) => [span.traceId, span.parentSpanId, span.spanId])).toEqual([
       [TRACE_ID, publish?.spanId, parents[0]],
@@ -80,9 +83,18 @@ describeEachMode('tracing', (mode) => {
     expect(attempts[0]).toMatchObject({
       kind: SPAN_KIND.client,
       statusCode: STATUS_ERROR,
-      attributes: { 'callback.target.origin': receiver.origin, 'callback.attempt': 1, 'http.response.status_code': 500, 'callback.outcome': 'retryable', 'callback.next_delay_ms': 1_000 },
+      attributes: {
+        'callback.target.origin': receiver.origin,
+        'callback.attempt': 1,
+        'http.response.status_code': 500,
+        'callback.outcome': 'retryable',
+        'callback.next_delay_ms': 1_000,
+      },
     });
-    expect(attempts[1]).toMatchObject({ kind: SPAN_KIND.client, attributes: { 'callback.attempt': 2, 'http.response.status_code': 204, 'callback.outcome': 'success' } });
+    expect(attempts[1]).toMatchObject({
+      kind: SPAN_KIND.client,
+      attributes: { 'callback.attempt': 2, 'http.response.status_code': 204, 'callback.outcome': 'success' },
+    });
     expect(attempts[1]?.attributes).not.toHaveProperty('callback.next_delay_ms');
     expect(attempts[1]?.statusCode).not.toBe(STATUS_ERROR);
   });
@@ -91,7 +103,10 @@ describeEachMode('tracing', (mode) => {
     const receiver = await open.receiver((request) => ({ status: request.nth === 1 ? 503 : 200 }));
     const relay = await open.relay({ DELAY_MODE: mode, RETRY_SCHEDULE: '1s', MAX_ATTEMPTS: '3' });
     await relay.startWorker();
-    await relay.publisher.publish({ url: `${receiver.origin}/plain`, body: null, headers: { tracestate: 'own=1' } }, { traceparent: TRACEPARENT });
+    await relay.publisher.publish(
+      { url: `${receiver.origin}/plain`, body: null, headers: { tracestate: 'own=1' } },
+      { traceparent: TRACEPARENT },
+    );
     await receiver.waitFor((requests) => requests.length === 2, 15_000);
     for (const request of receiver.requests) {
       expect(request.headers.traceparent).toBe(TRACEPARENT);

@@ -22,7 +22,9 @@ const open = openedInEachTest();
 const PARKED_WITHIN_MS = 200_000;
 
 async function cli(relay: RelayFixture, args: string[]): Promise<void> {
-  await run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { env: { ...process.env, ...configEnv(relay.config), LOG_LEVEL: 'warn' } });
+  await run(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+    env: { ...process.env, ...configEnv(relay.config), LOG_LEVEL: 'warn' },
+  });
 }
 
 const header = (message: GetMessage, name: string): unknown => {
@@ -42,7 +44,10 @@ describe('no unbounded redelivery', () => {
     const relay = await open.relay({ DELAY_MODE: 'queues', EVENTS: 'durable', PUBLISH_TIMEOUT: '2s' });
     await relay.startWorker();
     // A service's queue bound to P.events with x-max-length and reject-publish, full: every event is nacked.
-    const { queue: full } = await relay.channel.assertQueue('', { exclusive: true, arguments: { 'x-max-length': 0, 'x-overflow': 'reject-publish' } });
+    const { queue: full } = await relay.channel.assertQueue('', {
+      exclusive: true,
+      arguments: { 'x-max-length': 0, 'x-overflow': 'reject-publish' },
+    });
     await relay.channel.bindQueue(full, relay.names.eventsExchange, '#');
     const { id } = await relay.publisher.publish({ url: `${receiver.origin}/hook`, body: { n: 1 } });
     await receiver.waitFor((r) => r.length === 1, 10_000);
@@ -92,11 +97,15 @@ describe('no unbounded redelivery', () => {
     // One from a lane (the worker's hold), one straight into P.paused.check (the fleet's recirculation).
     const { id: fromLane } = await relay.publisher.publish({ url: `${receiver.origin}/lane`, body: { n: 1 } });
     const fromCheck = 'held-in-check';
-    relay.channel.sendToQueue(relay.names.pausedCheckQueue, Buffer.from(JSON.stringify({ url: `${receiver.origin}/check`, body: { n: 2 } })), {
-      persistent: true,
-      messageId: fromCheck,
-      contentType: 'application/json',
-    });
+    relay.channel.sendToQueue(
+      relay.names.pausedCheckQueue,
+      Buffer.from(JSON.stringify({ url: `${receiver.origin}/check`, body: { n: 2 } })),
+      {
+        persistent: true,
+        messageId: fromCheck,
+        contentType: 'application/json',
+      },
+    );
     await relay.waitForDead(2, PARKED_WITHIN_MS);
     const dead = await relay.drainDead();
     expect(dead.map((m) => m.properties.messageId).sort()).toEqual([fromLane, fromCheck].sort());

@@ -32,13 +32,24 @@ async function withRelay(
   settings: Record<string, string>,
   run: (relay: { publisher: CallbackPublisher; path: string; seen: () => Set<string> }) => Promise<void>,
 ): Promise<void> {
-  const config = loadConfig({ AMQP_URL: broker!.url, TOPOLOGY_PREFIX: randomPrefix(), DELAY_MODE: mode, LOG_LEVEL: 'silent', METRICS_PORT: '0', PUBLISH_TIMEOUT: '90s', TARGET_ALLOW: '127.0.0.0/8', SLOW_THRESHOLD: '10s', ...settings });
+  const config = loadConfig({
+    AMQP_URL: broker!.url,
+    TOPOLOGY_PREFIX: randomPrefix(),
+    DELAY_MODE: mode,
+    LOG_LEVEL: 'silent',
+    METRICS_PORT: '0',
+    PUBLISH_TIMEOUT: '90s',
+    TARGET_ALLOW: '127.0.0.0/8',
+    SLOW_THRESHOLD: '10s',
+    ...settings,
+  });
   const logger = createLogger(config.logLevel);
   const publisher = createPublisher(config, logger);
   const worker = createWorker(config, logger);
   await worker.start();
   const path = `/${config.topologyPrefix}`;
-  const seen = (): Set<string> => new Set(receiver!.requests.filter((x) => x.path.startsWith(path)).map((x) => String(x.headers['webhook-id'])));
+  const seen = (): Set<string> =>
+    new Set(receiver!.requests.filter((x) => x.path.startsWith(path)).map((x) => String(x.headers['webhook-id'])));
   try {
     await run({ publisher, path, seen });
   } finally {
@@ -51,10 +62,14 @@ describeEachMode('broker restart', (mode) => {
   it('the worker reconnects after a broker restart and nothing is lost', async ({ skip }) => {
     if (!broker?.restart) return skip(NO_RESTART);
     await withRelay(mode, { PREFETCH: '5', RETRY_SCHEDULE: '1s' }, async ({ publisher, path, seen }) => {
-      const before = await Promise.all(Array.from({ length: 100 }, (_, i) => publisher.publish({ url: `${receiver!.origin}${path}/${i}`, body: i })));
+      const before = await Promise.all(
+        Array.from({ length: 100 }, (_, i) => publisher.publish({ url: `${receiver!.origin}${path}/${i}`, body: i })),
+      );
       await receiver!.waitFor((r) => r.filter((x) => x.path.startsWith(path)).length >= 10);
       await broker!.restart!();
-      const after = await Promise.all(Array.from({ length: 50 }, (_, i) => publisher.publish({ url: `${receiver!.origin}${path}/after-${i}`, body: i })));
+      const after = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => publisher.publish({ url: `${receiver!.origin}${path}/after-${i}`, body: i })),
+      );
       const ids = new Set([...before, ...after].map((r) => r.id));
       await receiver!.waitFor(() => seen().size === ids.size, 60_000);
       expect(seen()).toEqual(ids);
@@ -68,7 +83,9 @@ describeEachMode('broker restart', (mode) => {
     if (!broker?.restart) return skip(NO_RESTART);
     await withRelay(mode, {}, async ({ publisher, path, seen }) => {
       const deliverAt = new Date(Date.now() + 1_000);
-      const published = await Promise.all(Array.from({ length: 30 }, (_, i) => publisher.publish({ url: `${receiver!.origin}${path}/due-${i}`, body: i }, { deliverAt })));
+      const published = await Promise.all(
+        Array.from({ length: 30 }, (_, i) => publisher.publish({ url: `${receiver!.origin}${path}/due-${i}`, body: i }, { deliverAt })),
+      );
       await broker!.restart!(); // takes longer than the 1 s delay: every callback is overdue when the node is back
       await receiver!.waitFor(() => seen().size === published.length, 60_000);
       expect(seen()).toEqual(new Set(published.map((r) => r.id)));

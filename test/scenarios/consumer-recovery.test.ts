@@ -55,7 +55,9 @@ it('messages waiting for a slot on a channel that died are not attempted: the br
   // The worker reaches the broker through the proxy; the fixture's own connections do not.
   relay = await startRelay({ TARGET_CONCURRENCY: '2', PREFETCH: '20' });
   const worker = await relay.startWorker({}, { amqpUrl: proxy.url });
-  const published = await Promise.all(Array.from({ length: 20 }, (_, i) => relay!.publisher.publish({ url: `${receiver.origin}/w/${i}`, body: i })));
+  const published = await Promise.all(
+    Array.from({ length: 20 }, (_, i) => relay!.publisher.publish({ url: `${receiver.origin}/w/${i}`, body: i })),
+  );
   await receiver.waitFor((r) => r.length >= 2, 10_000);
   proxy.cut();
   await receiver.waitFor((r) => new Set(r.map((q) => q.headers['webhook-id'])).size === published.length, 60_000);

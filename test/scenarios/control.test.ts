@@ -20,7 +20,7 @@ const open = openedInEachTest();
 function longestDecreasing(order: number[]): number {
   const longestEndingAt: number[] = [];
   order.forEach((n, i) => {
-    longestEndingAt[i] = 1 + Math.max(0, ...order.slice(0, i).map((m, j) => (m > n ? longestEndingAt[j] ?? 0 : 0)));
+    longestEndingAt[i] = 1 + Math.max(0, ...order.slice(0, i).map((m, j) => (m > n ? (longestEndingAt[j] ?? 0) : 0)));
   });
   return Math.max(0, ...longestEndingAt);
 }
@@ -46,7 +46,11 @@ async function collectEvents(channel: Channel, relay: RelayFixture): Promise<Out
   await channel.assertExchange(relay.names.eventsExchange, 'topic', { durable: true });
   await channel.assertQueue(queue, { exclusive: true });
   await channel.bindQueue(queue, relay.names.eventsExchange, '#');
-  await channel.consume(queue, (message: ConsumeMessage | null) => message && events.push(JSON.parse(message.content.toString()) as OutcomeEvent), { noAck: true });
+  await channel.consume(
+    queue,
+    (message: ConsumeMessage | null) => message && events.push(JSON.parse(message.content.toString()) as OutcomeEvent),
+    { noAck: true },
+  );
   return events;
 }
 
@@ -57,8 +61,12 @@ async function collectEvents(channel: Channel, relay: RelayFixture): Promise<Out
 async function readControl(relay: RelayFixture, count: number): Promise<ConsumeMessage[]> {
   const markers: ConsumeMessage[] = [];
   await relay.channel.prefetch(1_000);
-  const { consumerTag } = await relay.channel.consume(relay.names.controlQueue, (message) => message && (markers.push(message), relay.channel.ack(message)), { arguments: { 'x-stream-offset': 'first' } });
-  for (const deadline = Date.now() + 10_000; markers.length < count && Date.now() < deadline; ) await sleep(50);
+  const { consumerTag } = await relay.channel.consume(
+    relay.names.controlQueue,
+    (message) => message && (markers.push(message), relay.channel.ack(message)),
+    { arguments: { 'x-stream-offset': 'first' } },
+  );
+  for (const deadline = Date.now() + 10_000; markers.length < count && Date.now() < deadline;) await sleep(50);
   await sleep(500);
   await relay.channel.cancel(consumerTag);
   return markers;
@@ -66,7 +74,8 @@ async function readControl(relay: RelayFixture, count: number): Promise<ConsumeM
 
 const markerOf = (message: ConsumeMessage): Record<string, string> => JSON.parse(message.content.toString()) as Record<string, string>;
 
-const headerOf = (message: { properties: { headers?: Record<string, unknown> } }, name: string): string => String(message.properties.headers?.[name]);
+const headerOf = (message: { properties: { headers?: Record<string, unknown> } }, name: string): string =>
+  String(message.properties.headers?.[name]);
 
 describeEachMode('cancel', (mode) => {
   it('a callback waiting in a long delay is parked as canceled when its delay ends, with no further attempt', async () => {
@@ -125,7 +134,9 @@ describeEachMode('cancel', (mode) => {
     const cancelled = ids.filter((_, n) => n % 2 === 0);
     const result = await cli(relay, ['cancel', ...cancelled]);
     expect(result.code, result.stderr).toBe(0);
-    await Promise.all(ids.map((id, n) => relay.publisher.publish({ id, url: `${receiver.origin}/hook/${n}`, body: { n } }, { delay: 3_000 })));
+    await Promise.all(
+      ids.map((id, n) => relay.publisher.publish({ id, url: `${receiver.origin}/hook/${n}`, body: { n } }, { delay: 3_000 })),
+    );
 
     await relay.waitForDead(3, 20_000);
     await receiver.waitFor((r) => r.length === 3, 10_000);
@@ -143,8 +154,11 @@ it('P.control deleted under a running worker: the reader reads the new stream fr
   for (const id of ['old-1', 'old-2', 'old-3']) await relay.publisher.cancel(id);
   await relay.channel.deleteQueue(relay.names.controlQueue);
   // The reader declares the stream again once its consumer was cancelled; until then a cancel is returned.
-  for (const deadline = Date.now() + 20_000; ; ) {
-    const stored = await relay.publisher.cancel('new-1').then(() => true, (error: { code?: string }) => (error.code === 'CR_ERR_PUBLISH_RETURNED' ? false : Promise.reject(error)));
+  for (const deadline = Date.now() + 20_000; ;) {
+    const stored = await relay.publisher.cancel('new-1').then(
+      () => true,
+      (error: { code?: string }) => (error.code === 'CR_ERR_PUBLISH_RETURNED' ? false : Promise.reject(error)),
+    );
     if (stored) break;
     if (Date.now() > deadline) throw new Error('P.control was not declared again');
     await sleep(200);
@@ -161,7 +175,10 @@ it('cancel refuses what is not a callback id, and a prefix without a control str
   const relay = await open.relay();
   const usage = await cli(relay, ['cancel', '--all']);
   expect(usage.code).toBe(2);
-  const missing = await cli({ ...relay, config: { ...relay.config, topologyPrefix: `${relay.config.topologyPrefix}-none` } }, ['cancel', 'cb-1']);
+  const missing = await cli({ ...relay, config: { ...relay.config, topologyPrefix: `${relay.config.topologyPrefix}-none` } }, [
+    'cancel',
+    'cb-1',
+  ]);
   expect(missing.code).toBe(2);
   expect(missing.stderr).toContain('CR_ERR_CONFIG');
   expect(missing.stderr).toContain('.control');
@@ -179,7 +196,11 @@ it('cancel markers from the library and the CLI are stored and confirmed, with t
   const markers = await readControl(relay, 3);
   expect(markers.map((m) => markerOf(m).id)).toEqual(['cb-library', 'cb-cli', 'cb-closing']);
   for (const marker of markers) {
-    expect(marker.properties).toMatchObject({ deliveryMode: 2, contentType: 'application/json', messageId: `cancel:${markerOf(marker).id}:${markerOf(marker).at}` });
+    expect(marker.properties).toMatchObject({
+      deliveryMode: 2,
+      contentType: 'application/json',
+      messageId: `cancel:${markerOf(marker).id}:${markerOf(marker).at}`,
+    });
   }
 });
 
@@ -193,12 +214,17 @@ it('a cancel whose control stream no longer exists rejects with CR_ERR_PUBLISH_R
 it('a cancel sent as the connection is cut is published again after the reconnect; with the broker gone it rejects with a code', async () => {
   const relay = await open.relay();
   const proxy = await startTcpProxy(inject('amqpUrl'));
-  const publisher = createPublisher(testConfig({ TOPOLOGY_PREFIX: relay.config.topologyPrefix, AMQP_URL: proxy.url, PUBLISH_TIMEOUT: '5s' }), createLogger('silent'));
+  const publisher = createPublisher(
+    testConfig({ TOPOLOGY_PREFIX: relay.config.topologyPrefix, AMQP_URL: proxy.url, PUBLISH_TIMEOUT: '5s' }),
+    createLogger('silent'),
+  );
   try {
     await publisher.cancel('cb-before');
     proxy.cut();
     await publisher.cancel('cb-across-the-cut');
-    expect((await readControl(relay, 2)).map((m) => markerOf(m).id).filter((id) => id === 'cb-across-the-cut').length).toBeGreaterThanOrEqual(1);
+    expect(
+      (await readControl(relay, 2)).map((m) => markerOf(m).id).filter((id) => id === 'cb-across-the-cut').length,
+    ).toBeGreaterThanOrEqual(1);
 
     proxy.refuse(true);
     proxy.cut();
@@ -217,8 +243,19 @@ it('a reader writes a live pause again before the stream retention could drop it
   const relay = await open.relay();
   await applyDeclarations(relay.channel, controlStream(relay.names));
   const [paused, resumed] = ['https://renew.example', 'https://resumed.example'];
-  for (const args of [['pause', paused], ['pause', resumed], ['resume', resumed]]) expect((await cli(relay, ['target', ...args])).code).toBe(0);
-  const reader = await startControlReader({ urls: [relay.config.amqpUrl], names: relay.names, logger: createLogger('silent'), clock: Date.now, renewPauses: { ageMs: 500, checkMs: 100 } });
+  for (const args of [
+    ['pause', paused],
+    ['pause', resumed],
+    ['resume', resumed],
+  ])
+    expect((await cli(relay, ['target', ...args])).code).toBe(0);
+  const reader = await startControlReader({
+    urls: [relay.config.amqpUrl],
+    names: relay.names,
+    logger: createLogger('silent'),
+    clock: Date.now,
+    renewPauses: { ageMs: 500, checkMs: 100 },
+  });
   try {
     const markers = (await readControl(relay, 5)).map(markerOf);
     const first = markers.find((m) => m.type === 'pause' && m.origin === paused);
@@ -235,7 +272,12 @@ it('target list shows exactly the origins paused by markers written just before 
   const relay = await open.relay();
   await applyDeclarations(relay.channel, controlStream(relay.names));
   const [a, b, c] = ['https://a.example', 'https://b.example:8443', 'http://c.example'];
-  for (const args of [['pause', a], ['pause', b], ['pause', c], ['resume', a]]) {
+  for (const args of [
+    ['pause', a],
+    ['pause', b],
+    ['pause', c],
+    ['resume', a],
+  ]) {
     const result = await cli(relay, ['target', ...args]);
     expect(result.code, result.stderr).toBe(0);
   }
@@ -243,7 +285,10 @@ it('target list shows exactly the origins paused by markers written just before 
   expect(listed.code, listed.stderr).toBe(0);
   const lines = listed.stdout.trim().split('\n');
   expect(lines.map((line) => line.split('  ')[0])).toEqual([b, c]);
-  expect(lines.every((line) => / {2}paused since \S+ {2}by an operator$/.test(line)), listed.stdout).toBe(true);
+  expect(
+    lines.every((line) => / {2}paused since \S+ {2}by an operator$/.test(line)),
+    listed.stdout,
+  ).toBe(true);
   expect((await readControl(relay, 5)).map((m) => markerOf(m).type)).toEqual(['pause', 'pause', 'pause', 'resume', 'sync']);
 
   const json = await cli(relay, ['target', 'list', '--json']);
@@ -349,7 +394,13 @@ it('AUTO_PAUSE_AFTER pauses a target whose every attempt failed for that long: i
     delivered += 1;
     return { status: 200 };
   });
-  const relay = await open.relay({ DELAY_MODE: 'queues', AUTO_PAUSE_AFTER: '2s', RETRY_SCHEDULE: '1s', MAX_ATTEMPTS: '20', RETRY_JITTER: '0' });
+  const relay = await open.relay({
+    DELAY_MODE: 'queues',
+    AUTO_PAUSE_AFTER: '2s',
+    RETRY_SCHEDULE: '1s',
+    MAX_ATTEMPTS: '20',
+    RETRY_JITTER: '0',
+  });
   await relay.startWorker();
   await relay.publisher.publish({ url: `${receiver.origin}/hook`, body: {} });
   const listed = async (): Promise<string> => (await cli(relay, ['target', 'list'])).stdout;
@@ -372,7 +423,13 @@ it('AUTO_PAUSE_AFTER pauses a target whose every attempt failed for that long: i
 
 it('a circuit one worker opens is opened on the other through P.control, without paying detection again', async () => {
   const slow = await open.receiver(() => ({ status: 200, delayMs: 600 }));
-  const relay = await open.relay({ SLOW_THRESHOLD: '200ms', HTTP_TIMEOUT: '2s', QUIET_PERIOD: '30s', RETRY_SCHEDULE: '1s', MAX_ATTEMPTS: '5' });
+  const relay = await open.relay({
+    SLOW_THRESHOLD: '200ms',
+    HTTP_TIMEOUT: '2s',
+    QUIET_PERIOD: '30s',
+    RETRY_SCHEDULE: '1s',
+    MAX_ATTEMPTS: '5',
+  });
   // The first detects after 3 slow results of 6; the second alone would need 20 of 20.
   await relay.startWorker({}, { healthWindow: 6, degradeThreshold: 3 });
   const second = await relay.startWorker({}, { healthWindow: 20, degradeThreshold: 20, metricsPort: await freePort() });

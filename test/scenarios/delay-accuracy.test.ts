@@ -70,7 +70,7 @@ describe('queues mode: on time to well under a second', () => {
     expect(median(lateness), `lateness ${lateness.join(', ')} ms`).toBeLessThanOrEqual(LATE_MEDIAN_MS);
   });
 
-  it('a publisher\'s first delayed publish falls due when asked, not later by its topology declaration', async () => {
+  it("a publisher's first delayed publish falls due when asked, not later by its topology declaration", async () => {
     const receiver = await open.receiver(() => ({ status: 200 }));
     const relay = await open.relay({ DELAY_MODE: 'queues' });
     await relay.startWorker();
@@ -130,7 +130,8 @@ describe('queues mode: on time to well under a second', () => {
     await relay.publisher.publish({ url: `${receiver.origin}/held`, body: 'held' }, { deliverAt: new Date(at) });
     await new Promise((resolve) => setTimeout(resolve, 300));
     const lanes = [...relay.names.workQueues, relay.names.slowQueue];
-    const ready = async (): Promise<number> => (await Promise.all(lanes.map((queue) => relay.messageCount(queue)))).reduce((a, b) => a + b, 0);
+    const ready = async (): Promise<number> =>
+      (await Promise.all(lanes.map((queue) => relay.messageCount(queue)))).reduce((a, b) => a + b, 0);
     expect(await ready()).toBe(0);
     let stopped = false;
     const stopping = first.stop().then(() => (stopped = true));
@@ -153,7 +154,7 @@ describe('queues mode: on time to well under a second', () => {
     expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
   });
 
-  it('callbacks falling due faster than one level queue\'s dead-letter worker handled before are all delivered', async () => {
+  it("callbacks falling due faster than one level queue's dead-letter worker handled before are all delivered", async () => {
     // Before, a level's dead-letter worker moved about 2,200 a second: here 3,000 fall due within one
     // second, through the same few levels, all at once.
     const count = 3_000;
@@ -161,12 +162,20 @@ describe('queues mode: on time to well under a second', () => {
     // ISOLATION=off and a long HTTP_TIMEOUT: this is about the delay path. On a busy machine slow
     // attempts could open the one target's circuit or time out, and their retries (15 s and more
     // later) are another subject.
-    const relay = await open.relay({ DELAY_MODE: 'queues', ISOLATION: 'off', HTTP_TIMEOUT: '20s', PUBLISH_BUFFER_LIMIT: '5000', PUBLISH_TIMEOUT: '60s' });
+    const relay = await open.relay({
+      DELAY_MODE: 'queues',
+      ISOLATION: 'off',
+      HTTP_TIMEOUT: '20s',
+      PUBLISH_BUFFER_LIMIT: '5000',
+      PUBLISH_TIMEOUT: '60s',
+    });
     await relay.startWorker();
     const base = Date.now() + 20_000;
     const publishes: Array<Promise<unknown>> = [];
     for (let i = 0; i < count; i += 1) {
-      publishes.push(relay.publisher.publish({ url: `${receiver.origin}/many/${i}`, body: i }, { deliverAt: new Date(base + (i * 1_000) / count) }));
+      publishes.push(
+        relay.publisher.publish({ url: `${receiver.origin}/many/${i}`, body: i }, { deliverAt: new Date(base + (i * 1_000) / count) }),
+      );
       if (publishes.length % 500 === 0) await Promise.all(publishes.slice(-500));
     }
     await Promise.all(publishes);

@@ -52,7 +52,10 @@ describe('queues mode delay levels', () => {
     relay = await open.relay({ DELAY_MODE: 'queues' });
     await relay.startWorker();
     const other = createWorker({ ...relay.config, queueType: 'classic' }, createLogger('silent'));
-    await expect(other.start()).rejects.toMatchObject({ code: 'CR_ERR_TOPOLOGY', message: expect.stringContaining(`prefix "${relay.config.topologyPrefix}"`) });
+    await expect(other.start()).rejects.toMatchObject({
+      code: 'CR_ERR_TOPOLOGY',
+      message: expect.stringContaining(`prefix "${relay.config.topologyPrefix}"`),
+    });
     await other.stop();
   });
 
@@ -64,15 +67,26 @@ describe('queues mode delay levels', () => {
     await declareBinaryLevels(relay.channel, relay.names);
     const url = `${receiver.origin}/old`;
     // A retry the old version scheduled: 3 s = levels 1 and 0, entered through the old level 1's exchange.
-    relay.channel.publish(relay.names.binaryLevels.queues[20] as string, `${delayRoutingKey(3, 'binary')}.${laneBucket(receiver.origin)}`, Buffer.from(JSON.stringify({ url, body: 'old' })), {
-      persistent: true,
-      contentType: 'application/json',
-      messageId: 'old-1',
-    });
+    relay.channel.publish(
+      relay.names.binaryLevels.queues[20] as string,
+      `${delayRoutingKey(3, 'binary')}.${laneBucket(receiver.origin)}`,
+      Buffer.from(JSON.stringify({ url, body: 'old' })),
+      {
+        persistent: true,
+        contentType: 'application/json',
+        messageId: 'old-1',
+      },
+    );
     await relay.startWorker();
     await relay.publisher.publish({ url: `${receiver.origin}/new`, body: 'new' }, { delay: 3_000 });
     // A producer that writes the binary key itself (the first wire contract): the old levels matched it too.
-    publishRaw(relay.channel, relay.names.delayExchange, `${delayRoutingKey(3, 'binary')}.${laneBucket(receiver.origin)}`, `${receiver.origin}/binary`, 'binary-1');
+    publishRaw(
+      relay.channel,
+      relay.names.delayExchange,
+      `${delayRoutingKey(3, 'binary')}.${laneBucket(receiver.origin)}`,
+      `${receiver.origin}/binary`,
+      'binary-1',
+    );
     await receiver.waitFor((requests) => requests.length >= 3, 15_000);
     // Bound twice, a new callback would come a second time through the old levels 2 s later.
     await new Promise((resolve) => setTimeout(resolve, 4_000));
@@ -90,12 +104,19 @@ describe('queues mode delay levels', () => {
       for (const withBucket of [true, false]) {
         const key = withBucket ? `${delayRoutingKey(2, spelling)}.${bucket}` : delayRoutingKey(2, spelling);
         const path = `/${spelling}-${withBucket ? 'lane' : 'no-bucket'}`;
-        publishRaw(relay.channel, relay.names.delayExchange, key, `${receiver.origin}${path}`, path, { 'x-callback-due-at': sentAt + 2_600 });
+        publishRaw(relay.channel, relay.names.delayExchange, key, `${receiver.origin}${path}`, path, {
+          'x-callback-due-at': sentAt + 2_600,
+        });
       }
     }
     await receiver.waitFor((requests) => requests.length >= 4, 15_000);
     await new Promise((resolve) => setTimeout(resolve, 1_000));
-    expect(receiver.requests.map((request) => request.path).sort()).toEqual(['/binary-lane', '/binary-no-bucket', '/hex-lane', '/hex-no-bucket']);
+    expect(receiver.requests.map((request) => request.path).sort()).toEqual([
+      '/binary-lane',
+      '/binary-no-bucket',
+      '/hex-lane',
+      '/hex-no-bucket',
+    ]);
     for (const request of receiver.requests) expect(request.at - sentAt, request.path).toBeGreaterThanOrEqual(2_600);
   });
 
@@ -105,19 +126,30 @@ describe('queues mode delay levels', () => {
     const { names, channel, config } = relay;
     const old = highestFirst(names);
     // The deployment before the upgrade: its lanes, and its levels bound from P.delay, declared as that version did.
-    await applyDeclarations(channel, [...deliveryPath(names, { mode: 'queues', queueType: config.queueType, deliveryLimit: config.deliveryLimit }), ...delayLevels(names, 'quorum', old)]);
+    await applyDeclarations(channel, [
+      ...deliveryPath(names, { mode: 'queues', queueType: config.queueType, deliveryLimit: config.deliveryLimit }),
+      ...delayLevels(names, 'quorum', old),
+    ]);
     const bucket = laneBucket(receiver.origin);
     const publishRaw = (exchange: string, seconds: number, path: string): boolean =>
-      channel.publish(exchange, `${delayRoutingKey(seconds, 'binary')}.${bucket}`, Buffer.from(JSON.stringify({ url: `${receiver!.origin}${path}`, body: path })), {
-        persistent: true,
-        contentType: 'application/json',
-        messageId: path,
-      });
+      channel.publish(
+        exchange,
+        `${delayRoutingKey(seconds, 'binary')}.${bucket}`,
+        Buffer.from(JSON.stringify({ url: `${receiver!.origin}${path}`, body: path })),
+        {
+          persistent: true,
+          contentType: 'application/json',
+          messageId: path,
+        },
+      );
     // A retry the old version scheduled for 0x17 s, its 16 s digit waited: 7 s in the old 7 s level, then into the lane.
     const oldSentAt = Date.now();
     publishRaw(old.exchange(1), 0x17, '/old');
     const upgrade = await declareOnce(config, createLogger('silent'));
-    expect(upgrade.earlierLevels).toEqual({ messages: 1, levels: [`${names.highFirstLevels.queue(3 * 2 ** 20)} … ${names.highFirstLevels.queue(1)}`] });
+    expect(upgrade.earlierLevels).toEqual({
+      messages: 1,
+      levels: [`${names.highFirstLevels.queue(3 * 2 ** 20)} … ${names.highFirstLevels.queue(1)}`],
+    });
     await relay.startWorker();
     const workerUpAt = Date.now();
     // 5 s is 4 s through the levels: in the new 4 s level, and no longer in the old one.
@@ -134,7 +166,10 @@ describe('queues mode delay levels', () => {
     // runs when the upgrade's declarations took longer than that (a loaded machine).
     const waited = receiver.requests.find((request) => request.path === '/old')!.at - oldSentAt;
     const expected = Math.max(7_000, workerUpAt - oldSentAt);
-    expect(Math.abs(waited - expected), `the old level's callback waited ${waited} ms, its worker up after ${workerUpAt - oldSentAt} ms`).toBeLessThan(1_000);
+    expect(
+      Math.abs(waited - expected),
+      `the old level's callback waited ${waited} ms, its worker up after ${workerUpAt - oldSentAt} ms`,
+    ).toBeLessThan(1_000);
   });
 
   it('an upgrade that runs the topology step, then a new publisher before any new worker: its delayed callback arrives once', async () => {
@@ -148,7 +183,13 @@ describe('queues mode delay levels', () => {
     try {
       await publisher.publish({ url: `${receiver.origin}/new`, body: 'new' }, { delay: 3_000 });
       // And one whose producer writes the binary key (the first wire contract), which the old levels matched.
-      publishRaw(relay.channel, relay.names.delayExchange, `${delayRoutingKey(3, 'binary')}.${laneBucket(receiver.origin)}`, `${receiver.origin}/binary`, 'binary-1');
+      publishRaw(
+        relay.channel,
+        relay.names.delayExchange,
+        `${delayRoutingKey(3, 'binary')}.${laneBucket(receiver.origin)}`,
+        `${receiver.origin}/binary`,
+        'binary-1',
+      );
       await relay.startWorker();
       await receiver.waitFor((requests) => requests.length >= 2, 15_000);
       // Still bound, the old levels would deliver the binary one a second time.
@@ -162,7 +203,12 @@ describe('queues mode delay levels', () => {
 
 /** Publishes a callback to `url` with `key` as a producer that writes the key itself does (the wire contract). */
 function publishRaw(channel: Channel, exchange: string, key: string, url: string, id: string, headers?: Record<string, unknown>): boolean {
-  return channel.publish(exchange, key, Buffer.from(JSON.stringify({ url, body: id })), { persistent: true, contentType: 'application/json', messageId: id, headers });
+  return channel.publish(exchange, key, Buffer.from(JSON.stringify({ url, body: id })), {
+    persistent: true,
+    contentType: 'application/json',
+    messageId: id,
+    headers,
+  });
 }
 
 /** What the one-level-per-bit version declared: level n waits 2^n s, P.delay and each level's exchange bind the levels below and the lanes. */
@@ -170,15 +216,20 @@ async function declareBinaryLevels(channel: Channel, names: TopologyNames): Prom
   const queues = [...names.binaryLevels.queues].reverse();
   for (const [bit, queue] of queues.entries()) {
     const deadLetter = bit === 0 ? { exchange: '', routingKey: names.workQueue } : { exchange: queues[bit - 1] as string };
-    await channel.assertQueue(queue, { durable: true, arguments: queueArguments({ type: 'quorum', messageTtlMs: 2 ** bit * 1_000, deadLetter }) });
+    await channel.assertQueue(queue, {
+      durable: true,
+      arguments: queueArguments({ type: 'quorum', messageTtlMs: 2 ** bit * 1_000, deadLetter }),
+    });
   }
   const exchanges = [...queues.slice(0, -1).map((name, top) => ({ name, top })), { name: names.delayExchange, top: 21 }];
   for (const { name, top } of exchanges) {
     await channel.assertExchange(name, 'topic', { durable: true });
     const behind = Array<string>(21 - top).fill('*');
-    for (let bit = top; bit >= 0; bit -= 1) await channel.bindQueue(queues[bit] as string, name, [...behind, ...Array<string>(top - bit).fill('0'), '1', '#'].join('.'));
+    for (let bit = top; bit >= 0; bit -= 1)
+      await channel.bindQueue(queues[bit] as string, name, [...behind, ...Array<string>(top - bit).fill('0'), '1', '#'].join('.'));
     for (const [lane, queue] of names.workQueues.entries()) {
-      for (let bucket = lane; bucket < 64; bucket += names.workQueues.length) await channel.bindQueue(queue, name, [...behind, ...Array<string>(top + 1).fill('0'), String(bucket)].join('.'));
+      for (let bucket = lane; bucket < 64; bucket += names.workQueues.length)
+        await channel.bindQueue(queue, name, [...behind, ...Array<string>(top + 1).fill('0'), String(bucket)].join('.'));
     }
   }
 }

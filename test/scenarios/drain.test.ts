@@ -58,7 +58,9 @@ describe.each(['on', 'off'])('drain with ISOLATION=%s', (isolation) => {
       PUBLISH_TIMEOUT: '60s',
     });
     const ids = await Promise.all(
-      Array.from({ length: CALLBACKS }, (_, i) => relay.publisher.publish({ url: `${receivers[i % receivers.length]!.origin}/drain/${i}`, body: i }).then((r) => r.id)),
+      Array.from({ length: CALLBACKS }, (_, i) =>
+        relay.publisher.publish({ url: `${receivers[i % receivers.length]!.origin}/drain/${i}`, body: i }).then((r) => r.id),
+      ),
     );
     const worker = open.worker(relay.config);
     await worker.consuming;

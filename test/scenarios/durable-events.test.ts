@@ -41,15 +41,30 @@ async function statusTable(channel: Channel, eventsExchange: string, queue: stri
 }
 
 describeEachMode('durable outcome events', (mode) => {
-  it('a worker SIGKILLed mid-flight: the status table gets every callback\'s final outcome, and only that one', async () => {
+  it("a worker SIGKILLed mid-flight: the status table gets every callback's final outcome, and only that one", async () => {
     // /ok answers 200 slowly (deliveries are in flight at the kill), /flaky 503 once then 200, /gone 410.
-    const receiver = await open.receiver((r) => (r.path.startsWith('/gone') ? { status: 410 } : r.path.startsWith('/flaky') && r.nth === 1 ? { status: 503 } : { status: 200, delayMs: 500 }));
-    const relay = await open.relay({ DELAY_MODE: mode, EVENTS: 'durable', RETRY_SCHEDULE: '300ms', PREFETCH: '10', TARGET_CONCURRENCY: '10', TARGET_INITIAL_CONCURRENCY: '10' });
+    const receiver = await open.receiver((r) =>
+      r.path.startsWith('/gone')
+        ? { status: 410 }
+        : r.path.startsWith('/flaky') && r.nth === 1
+          ? { status: 503 }
+          : { status: 200, delayMs: 500 },
+    );
+    const relay = await open.relay({
+      DELAY_MODE: mode,
+      EVENTS: 'durable',
+      RETRY_SCHEDULE: '300ms',
+      PREFETCH: '10',
+      TARGET_CONCURRENCY: '10',
+      TARGET_INITIAL_CONCURRENCY: '10',
+    });
     const queue = `${relay.config.topologyPrefix}.status`;
     try {
       const table = await statusTable(relay.channel, relay.names.eventsExchange, queue);
       const paths = Array.from({ length: 30 }, (_, i) => (i % 10 === 0 ? `/gone/${i}` : i % 3 === 0 ? `/flaky/${i}` : `/ok/${i}`));
-      const ids = await Promise.all(paths.map((path, i) => relay.publisher.publish({ url: `${receiver.origin}${path}`, body: i }).then((r) => r.id)));
+      const ids = await Promise.all(
+        paths.map((path, i) => relay.publisher.publish({ url: `${receiver.origin}${path}`, body: i }).then((r) => r.id)),
+      );
       const worker = open.worker(relay.config);
       await worker.consuming;
       await receiver.waitFor((r) => r.length >= 10);
@@ -59,7 +74,8 @@ describeEachMode('durable outcome events', (mode) => {
       await receiver.waitFor(() => table.finals.size === ids.length, 60_000);
       // A kill between a retry copy's confirm and the ack runs a callback twice (at least once), so
       // it may end twice, as attempt 1 and 2; both are the same final outcome, never a different one.
-      for (const [i, id] of ids.entries()) expect(new Set(table.finals.get(id)), paths[i]).toEqual(new Set([paths[i]!.startsWith('/gone') ? 'dead' : 'delivered']));
+      for (const [i, id] of ids.entries())
+        expect(new Set(table.finals.get(id)), paths[i]).toEqual(new Set([paths[i]!.startsWith('/gone') ? 'dead' : 'delivered']));
     } finally {
       await relay.channel.deleteQueue(queue);
     }
@@ -68,11 +84,19 @@ describeEachMode('durable outcome events', (mode) => {
 
 describeEachMode('durable outcome events across a broker restart', (mode) => {
   // The harness's container (the series under test) or a broker of its own: never an external AMQP_URL one.
-  it('events of delivered callbacks wait in the service\'s queue through a broker restart', async ({ skip }) => {
+  it("events of delivered callbacks wait in the service's queue through a broker restart", async ({ skip }) => {
     const broker = await restartableBroker();
     if (!broker?.restart) return skip(NO_RESTART);
     const receiver = await open.receiver(() => ({ status: 200 }));
-    const config = loadConfig({ AMQP_URL: broker.url, TOPOLOGY_PREFIX: randomPrefix(), DELAY_MODE: mode, EVENTS: 'durable', LOG_LEVEL: 'silent', METRICS_PORT: '0', TARGET_ALLOW: '127.0.0.0/8' });
+    const config = loadConfig({
+      AMQP_URL: broker.url,
+      TOPOLOGY_PREFIX: randomPrefix(),
+      DELAY_MODE: mode,
+      EVENTS: 'durable',
+      LOG_LEVEL: 'silent',
+      METRICS_PORT: '0',
+      TARGET_ALLOW: '127.0.0.0/8',
+    });
     const names = topologyNames(config.topologyPrefix, config.lanes);
     const queue = `${config.topologyPrefix}.status`;
     const logger = createLogger('silent');
@@ -86,7 +110,9 @@ describeEachMode('durable outcome events across a broker restart', (mode) => {
       const publisher = createPublisher(config, logger);
       const worker = createWorker(config, logger);
       await worker.start();
-      const ids = await Promise.all(Array.from({ length: 20 }, (_, i) => publisher.publish({ url: `${receiver.origin}/r/${i}`, body: i }).then((r) => r.id)));
+      const ids = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => publisher.publish({ url: `${receiver.origin}/r/${i}`, body: i }).then((r) => r.id)),
+      );
       await receiver.waitFor((r) => r.length >= ids.length, 30_000);
       await worker.stop();
       await publisher.close();

@@ -24,7 +24,11 @@ const publishMany = (relay: RelayFixture, target: Receiver, count: number, tag: 
 function publishPlain(relay: RelayFixture, target: Receiver, count: number, tag: string): void {
   for (let i = 0; i < count; i += 1) {
     const body = Buffer.from(JSON.stringify({ url: `${target.origin}/${tag}/${i}`, body: { i } }));
-    relay.channel.publish(relay.names.exchange, 'deliver', body, { persistent: true, messageId: `${tag}-${i}`, contentType: 'application/json' });
+    relay.channel.publish(relay.names.exchange, 'deliver', body, {
+      persistent: true,
+      messageId: `${tag}-${i}`,
+      contentType: 'application/json',
+    });
   }
 }
 
@@ -44,7 +48,15 @@ async function ownProcess(fixture: RelayFixture): Promise<void> {
   await open.worker(fixture.config).consuming;
 }
 
-const OUTAGE = { LANES: String(LANES), PREFETCH: '20', HTTP_TIMEOUT: '1s', SLOW_THRESHOLD: '300ms', DEGRADE_THRESHOLD: '3', RETRY_SCHEDULE: '1s,1s,1s', MAX_ATTEMPTS: '4' };
+const OUTAGE = {
+  LANES: String(LANES),
+  PREFETCH: '20',
+  HTTP_TIMEOUT: '1s',
+  SLOW_THRESHOLD: '300ms',
+  DEGRADE_THRESHOLD: '3',
+  RETRY_SCHEDULE: '1s,1s,1s',
+  MAX_ATTEMPTS: '4',
+};
 
 describeEachMode('isolation without side effects', (mode) => {
   // Every attempt timing out, OUTAGE's schedule lasts 4 × 1 s + 3 × 1 s = 7 s: ISOLATION=off delivers a
@@ -53,17 +65,20 @@ describeEachMode('isolation without side effects', (mode) => {
   // (isolation.md#schedule-keeps-its-time).
   it.each([
     ['3 s', 3_000],
-    ['5 s, shortly before its callbacks\' schedule ends', 5_000],
-  ])('a receiver that hangs for %s, then answers: every callback is delivered, none dead-lettered (as with ISOLATION=off)', async (_, hangMs) => {
-    let hangUntil = 0;
-    const target = await open.receiver(() => (Date.now() < hangUntil ? 'hang' : { status: 200 }));
-    const relay = await open.relay({ DELAY_MODE: mode, ...OUTAGE });
-    await relay.startWorker();
-    hangUntil = Date.now() + hangMs;
-    const published = await publishMany(relay, target, 60, 'o');
-    await target.waitFor((r) => ids(r.filter((q) => q.at >= hangUntil)).size === published.length, 30_000);
-    expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
-  });
+    ["5 s, shortly before its callbacks' schedule ends", 5_000],
+  ])(
+    'a receiver that hangs for %s, then answers: every callback is delivered, none dead-lettered (as with ISOLATION=off)',
+    async (_, hangMs) => {
+      let hangUntil = 0;
+      const target = await open.receiver(() => (Date.now() < hangUntil ? 'hang' : { status: 200 }));
+      const relay = await open.relay({ DELAY_MODE: mode, ...OUTAGE });
+      await relay.startWorker();
+      hangUntil = Date.now() + hangMs;
+      const published = await publishMany(relay, target, 60, 'o');
+      await target.waitFor((r) => ids(r.filter((q) => q.at >= hangUntil)).size === published.length, 30_000);
+      expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
+    },
+  );
 
   it('a receiver that hung is found back while its hung requests still run: a probe past SLOW_THRESHOLD makes room for the next', async () => {
     let hangUntil = 0;
@@ -89,10 +104,13 @@ describeEachMode('isolation without side effects', (mode) => {
     const published = await publishMany(relay, target, 60, 's');
     await target.waitFor((r) => ids(r).size === published.length, 30_000);
     expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
-    expect(target.requests.every((r) => r.headers['x-callback-attempt'] === '1'), 'no attempt was spent on a working receiver').toBe(true);
+    expect(
+      target.requests.every((r) => r.headers['x-callback-attempt'] === '1'),
+      'no attempt was spent on a working receiver',
+    ).toBe(true);
   });
 
-  it('a quiet target queued behind a busy one in the same lane is served at once; the busy one\'s excess moves to P.slow and is all delivered', async () => {
+  it("a quiet target queued behind a busy one in the same lane is served at once; the busy one's excess moves to P.slow and is all delivered", async () => {
     const busy = await open.receiver(() => ({ status: 200, delayMs: 150 }));
     const quiet = await receiverInLaneOf(busy, () => ({ status: 200 }));
     const relay = await open.relay({ DELAY_MODE: mode, LANES: String(LANES), PREFETCH: '20' });
@@ -110,7 +128,7 @@ describeEachMode('isolation without side effects', (mode) => {
   // A lane's window is 2 × PREFETCH, and in queues mode 400 more (room for callbacks held until due):
   // 150 callbacks fit below its line (half of it) in queues mode and stay in the worker; in plugin mode
   // they do not, and the same busy target's excess moves (the control: it is busy, and worth moving).
-  it('a busy target whose backlog fits below its lane\'s line is not moved (queues mode); one that does not fit is (plugin mode)', async () => {
+  it("a busy target whose backlog fits below its lane's line is not moved (queues mode); one that does not fit is (plugin mode)", async () => {
     const busy = await open.receiver(() => ({ status: 200, delayMs: 200 }));
     const relay = await open.relay({ DELAY_MODE: mode, LANES: String(LANES), PREFETCH: '20', METRICS_PORT: String(await freePort()) });
     const worker = await relay.startWorker();

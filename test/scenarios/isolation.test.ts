@@ -16,10 +16,19 @@ afterEach(async () => {
 });
 
 const LANES = 8;
-const ids = (requests: { headers: Record<string, unknown> }[]): Set<string> => new Set(requests.map((r) => String(r.headers['webhook-id'])));
+const ids = (requests: { headers: Record<string, unknown> }[]): Set<string> =>
+  new Set(requests.map((r) => String(r.headers['webhook-id'])));
 const lane = (receiver: Receiver): number => laneOf(laneBucket(receiver.origin), LANES);
 /** Hanging attempts end after 1 s and open a circuit after 4 slow results; 3 attempts, 1 s apart. */
-const SHORT_HANGS = { PREFETCH: '20', HTTP_TIMEOUT: '1s', SLOW_THRESHOLD: '300ms', HEALTH_WINDOW: '10', DEGRADE_THRESHOLD: '4', RETRY_SCHEDULE: '1s,1s', MAX_ATTEMPTS: '3' };
+const SHORT_HANGS = {
+  PREFETCH: '20',
+  HTTP_TIMEOUT: '1s',
+  SLOW_THRESHOLD: '300ms',
+  HEALTH_WINDOW: '10',
+  DEGRADE_THRESHOLD: '4',
+  RETRY_SCHEDULE: '1s,1s',
+  MAX_ATTEMPTS: '3',
+};
 
 /** A receiver whose origin hashes to a lane none of `others` uses (ports are random, so retry). */
 async function receiverInOwnLane(script: (request: ReceivedRequest) => Answer, others: Receiver[]): Promise<Receiver> {
@@ -34,7 +43,9 @@ async function receiverInOwnLane(script: (request: ReceivedRequest) => Answer, o
 async function publishMany(target: Receiver, count: number, tag: string) {
   const published = [];
   for (let start = 0; start < count; start += 500) {
-    const round = Array.from({ length: Math.min(500, count - start) }, (_, k) => relay!.publisher.publish({ url: `${target.origin}/${tag}/${start + k}`, body: start + k }));
+    const round = Array.from({ length: Math.min(500, count - start) }, (_, k) =>
+      relay!.publisher.publish({ url: `${target.origin}/${tag}/${start + k}`, body: start + k }),
+    );
     published.push(...(await Promise.all(round)));
   }
   return published;
@@ -54,7 +65,10 @@ function expectExpired(dead: GetMessage[], hanging: Receiver, count: number): vo
     expect(attempts).toBeLessThanOrEqual(3);
     if (attempts < 3) expect(String(headers['x-callback-last-error'])).toMatch(/^CIRCUIT_OPEN: /);
   }
-  expect(dead.some((m) => Number(m.properties.headers?.['x-callback-attempts']) < 3), 'some ended with their circuit open').toBe(true);
+  expect(
+    dead.some((m) => Number(m.properties.headers?.['x-callback-attempts']) < 3),
+    'some ended with their circuit open',
+  ).toBe(true);
   expect(hanging.requests.length).toBeGreaterThan(0);
 }
 
@@ -188,7 +202,10 @@ describeEachMode('work lanes', (mode) => {
     const laneQueue = relay.names.workQueues[lane(receiver)]!;
     expect(await relay.messageCount(laneQueue)).toBe(1);
     // A producer that knows nothing of lanes.
-    relay.channel.publish(relay.names.exchange, 'deliver', Buffer.from(JSON.stringify({ url: `${receiver.origin}/plain`, body: {} })), { persistent: true, messageId: 'plain-1' });
+    relay.channel.publish(relay.names.exchange, 'deliver', Buffer.from(JSON.stringify({ url: `${receiver.origin}/plain`, body: {} })), {
+      persistent: true,
+      messageId: 'plain-1',
+    });
     await relay.startWorker();
     await receiver.waitFor((r) => r.filter((q) => q.nth === 2).length === 2, 20_000);
     expect(receiver.requests.map((r) => r.headers['webhook-id'])).toEqual(expect.arrayContaining([published!.id, 'plain-1']));

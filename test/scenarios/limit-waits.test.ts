@@ -47,14 +47,23 @@ it.skipIf(process.env.TEST_BROKER === 'none')(
     const receiver = await open.receiver(() => ({ status: 200 }));
     const limits = join(mkdtempSync(join(tmpdir(), 'limit-waits-')), 'limits.json');
     writeFileSync(limits, JSON.stringify({ [receiver.origin]: { rate: `${RATE_PER_MINUTE}/m`, burst: 1 } }));
-    const relay = await open.relay({ AMQP_URL: broker.url, TARGET_LIMITS_FILE: limits, LIMIT_HOLD_MAX: '10s', PREFETCH: '10', METRICS_PORT: String(await freePort()) });
+    const relay = await open.relay({
+      AMQP_URL: broker.url,
+      TARGET_LIMITS_FILE: limits,
+      LIMIT_HOLD_MAX: '10s',
+      PREFETCH: '10',
+      METRICS_PORT: String(await freePort()),
+    });
     const worker = await relay.startWorker();
     const started = Date.now();
-    const ids = await Promise.all(Array.from({ length: CALLBACKS }, (_, i) => relay.publisher.publish({ url: `${receiver.origin}/n/${i}`, body: i }).then((r) => r.id)));
+    const ids = await Promise.all(
+      Array.from({ length: CALLBACKS }, (_, i) => relay.publisher.publish({ url: `${receiver.origin}/n/${i}`, body: i }).then((r) => r.id)),
+    );
     const spreadMs = ((CALLBACKS - 1) * 60_000) / RATE_PER_MINUTE;
     await receiver.waitFor((requests) => new Set(requests.map((r) => r.headers['webhook-id'])).size === CALLBACKS, spreadMs + 60_000);
     const counts = new Map<unknown, number>();
-    for (const request of receiver.requests) counts.set(request.headers['webhook-id'], (counts.get(request.headers['webhook-id']) ?? 0) + 1);
+    for (const request of receiver.requests)
+      counts.set(request.headers['webhook-id'], (counts.get(request.headers['webhook-id']) ?? 0) + 1);
     // Once each: a channel closed for a timeout would have requeued what it held, delivered a second time.
     expect(new Set(counts.keys())).toEqual(new Set(ids));
     expect([...counts.values()].filter((n) => n > 1)).toEqual([]);

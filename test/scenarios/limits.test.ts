@@ -15,12 +15,15 @@ const open = openedInEachTest();
 /** Publishes `count` callbacks to `origin`, a few hundred at a time. */
 async function publishMany(relay: RelayFixture, origin: string, count: number): Promise<void> {
   for (let start = 0; start < count; start += 200) {
-    const batch = Array.from({ length: Math.min(200, count - start) }, (_, i) => relay.publisher.publish({ url: `${origin}/hook`, body: { n: start + i } }));
+    const batch = Array.from({ length: Math.min(200, count - start) }, (_, i) =>
+      relay.publisher.publish({ url: `${origin}/hook`, body: { n: start + i } }),
+    );
     await Promise.all(batch);
   }
 }
 
-const between = (requests: ReceivedRequest[], fromMs: number, toMs: number): number => requests.filter((r) => r.at >= fromMs && r.at < toMs).length;
+const between = (requests: ReceivedRequest[], fromMs: number, toMs: number): number =>
+  requests.filter((r) => r.at >= fromMs && r.at < toMs).length;
 
 const firstAttempts = (requests: ReceivedRequest[]): boolean => requests.every((r) => r.headers['x-callback-attempt'] === '1');
 
@@ -127,7 +130,7 @@ it('a worker with no limit to enforce consumes without waiting for the answers t
 });
 
 async function waitUntil(condition: () => boolean, timeoutMs = 5_000): Promise<void> {
-  for (const deadline = Date.now() + timeoutMs; !condition(); ) {
+  for (const deadline = Date.now() + timeoutMs; !condition();) {
     if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms`);
     await sleep(20);
   }

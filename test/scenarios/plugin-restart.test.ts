@@ -22,9 +22,12 @@ beforeAll(async () => {
     broker = { url: shared.url, restart: shared.restart, stop: shared.stop, beforeStop: async () => {} };
   } else if (bin) {
     const node: LocalNode = await startLocalBroker(bin);
-    broker = { ...node, beforeStop: async () => {
-      await runBeforeStop(node, bin);
-    } };
+    broker = {
+      ...node,
+      beforeStop: async () => {
+        await runBeforeStop(node, bin);
+      },
+    };
   }
   if (broker) hasPlugin = (await inspectBroker(broker.url)).hasDelayedPlugin;
 });
@@ -42,7 +45,8 @@ const SPAN_MS = 10_000;
 // back. Without the script this loses a few messages at every restart. docs/plugin-mode.md.
 it('delayed messages that fall due while the node stops reach P.due after the restart when before-stop.sh ran first', async ({ skip }) => {
   if (!broker) return skip('no broker to restart: neither a harness container nor rabbitmq-server for a node of our own');
-  if (!hasPlugin) return skip('broker lacks x-delayed-message (RABBITMQ_PLUGINS_DIR loads it into a node; DELAYED_PLUGIN=on builds it into the image)');
+  if (!hasPlugin)
+    return skip('broker lacks x-delayed-message (RABBITMQ_PLUGINS_DIR loads it into a node; DELAYED_PLUGIN=on builds it into the image)');
   const names = topologyNames(randomPrefix());
   const connection = await amqplib.connect(broker.url);
   const channel = await connection.createConfirmChannel();
@@ -53,7 +57,11 @@ it('delayed messages that fall due while the node stops reach P.due after the re
   for (let dueAt = firstDue; dueAt < firstDue + SPAN_MS; dueAt += STEP_MS) {
     const id = `due-${dueAt - firstDue}`;
     ids.push(id);
-    channel.publish(names.exchange, `${names.dueRoutingKey}.0`, Buffer.from(id), { persistent: true, messageId: id, headers: { 'x-delay': dueAt - Date.now() } });
+    channel.publish(names.exchange, `${names.dueRoutingKey}.0`, Buffer.from(id), {
+      persistent: true,
+      messageId: id,
+      headers: { 'x-delay': dueAt - Date.now() },
+    });
   }
   await channel.waitForConfirms();
   await connection.close();
@@ -63,14 +71,21 @@ it('delayed messages that fall due while the node stops reach P.due after the re
   const stoppedAt = Date.now();
   await broker.restart();
   // Otherwise the stop fell outside the due times and the test proved nothing.
-  expect(stoppedAt - firstDue, 'the stop came after the last due time: the machine is too slow for this test').toBeLessThan(SPAN_MS - 1_000);
+  expect(stoppedAt - firstDue, 'the stop came after the last due time: the machine is too slow for this test').toBeLessThan(
+    SPAN_MS - 1_000,
+  );
 
   const after = await amqplib.connect(broker.url);
   const reader = await after.createChannel();
   const deadline = Date.now() + Math.max(0, firstDue + SPAN_MS - Date.now()) + 30_000;
   while ((await reader.checkQueue(names.dueQueue)).messageCount < ids.length && Date.now() < deadline) await sleep(200);
   const arrived = new Set<string>();
-  for (let message = await reader.get(names.dueQueue, { noAck: true }); message; message = await reader.get(names.dueQueue, { noAck: true })) arrived.add(message.content.toString());
+  for (
+    let message = await reader.get(names.dueQueue, { noAck: true });
+    message;
+    message = await reader.get(names.dueQueue, { noAck: true })
+  )
+    arrived.add(message.content.toString());
   await after.close();
   expect(ids.filter((id) => !arrived.has(id))).toEqual([]);
   // A container restart (the image's stop in order, then a boot) takes about 30 s on 2 cores, on top of the

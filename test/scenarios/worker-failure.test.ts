@@ -13,7 +13,9 @@ describeEachMode('worker failure', (mode) => {
     const receiver = await open.receiver(() => ({ status: 200, delayMs: 1_000 }));
     // One receiver origin: the per-target cap must not be what limits concurrency here.
     const relay = await open.relay({ DELAY_MODE: mode, PREFETCH: '10', TARGET_CONCURRENCY: '10', TARGET_INITIAL_CONCURRENCY: '10' });
-    const ids = await Promise.all(Array.from({ length: 40 }, (_, i) => relay!.publisher.publish({ url: `${receiver!.origin}/slow/${i}`, body: i }).then((r) => r.id)));
+    const ids = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => relay!.publisher.publish({ url: `${receiver!.origin}/slow/${i}`, body: i }).then((r) => r.id)),
+    );
     const worker = open.worker(relay.config);
     await worker.consuming;
     await receiver.waitFor((r) => r.length >= 10);
@@ -30,8 +32,16 @@ describeEachMode('worker failure', (mode) => {
 
   it('SIGTERM drains: in-flight deliveries finish, the rest stay queued, exit within the drain timeout', async () => {
     const receiver = await open.receiver(() => ({ status: 200, delayMs: 800 }));
-    const relay = await open.relay({ DELAY_MODE: mode, PREFETCH: '5', TARGET_CONCURRENCY: '5', TARGET_INITIAL_CONCURRENCY: '5', DRAIN_TIMEOUT: '5s' });
-    const ids = await Promise.all(Array.from({ length: 30 }, (_, i) => relay!.publisher.publish({ url: `${receiver!.origin}/d/${i}`, body: i }).then((r) => r.id)));
+    const relay = await open.relay({
+      DELAY_MODE: mode,
+      PREFETCH: '5',
+      TARGET_CONCURRENCY: '5',
+      TARGET_INITIAL_CONCURRENCY: '5',
+      DRAIN_TIMEOUT: '5s',
+    });
+    const ids = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => relay!.publisher.publish({ url: `${receiver!.origin}/d/${i}`, body: i }).then((r) => r.id)),
+    );
     const worker = open.worker(relay.config);
     await worker.consuming;
     await receiver.waitFor((r) => r.length >= 5);

@@ -35,10 +35,13 @@ export function brokerImageSpec(env: NodeJS.ProcessEnv): BrokerImageSpec {
     if (value) buildArgs[key] = value;
   }
   const { RABBITMQ_IMAGE: image, DELAYED_PLUGIN: plugin, DELAYED_PLUGIN_VERSION: version, DELAYED_PLUGIN_COMMIT: commit } = buildArgs;
-  if (image !== undefined && !/^[\w.\-/:@]+$/.test(image)) throw configError('RABBITMQ_IMAGE', image, 'must be an image reference such as rabbitmq:4.3-management');
+  if (image !== undefined && !/^[\w.\-/:@]+$/.test(image))
+    throw configError('RABBITMQ_IMAGE', image, 'must be an image reference such as rabbitmq:4.3-management');
   if (plugin !== undefined && plugin !== 'on' && plugin !== 'off') throw configError('DELAYED_PLUGIN', plugin, 'must be on or off');
-  if (version !== undefined && !/^\d+\.\d+\.\d+$/.test(version)) throw configError('DELAYED_PLUGIN_VERSION', version, 'must look like 4.0.7');
-  if (commit !== undefined && !/^[0-9a-f]{40}$/.test(commit)) throw configError('DELAYED_PLUGIN_COMMIT', commit, 'must be a full commit hash (40 lowercase hex digits)');
+  if (version !== undefined && !/^\d+\.\d+\.\d+$/.test(version))
+    throw configError('DELAYED_PLUGIN_VERSION', version, 'must look like 4.0.7');
+  if (commit !== undefined && !/^[0-9a-f]{40}$/.test(commit))
+    throw configError('DELAYED_PLUGIN_COMMIT', commit, 'must be a full commit hash (40 lowercase hex digits)');
   const keys = Object.keys(buildArgs);
   const label = keys.length === 0 ? 'Dockerfile defaults' : keys.map((key) => `${key}=${buildArgs[key]}`).join(' ');
   const digest = createHash('sha256').update(JSON.stringify(buildArgs)).digest('hex').slice(0, 12);

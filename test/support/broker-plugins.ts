@@ -23,15 +23,25 @@ export interface NodePlugins {
  */
 export function nodePlugins(serverBin: string, setting: string | undefined): NodePlugins {
   if (!setting?.trim()) return { pluginsDir: undefined, enabled: [] };
-  const given = setting.split(':').filter((dir) => dir.trim() !== '').map((dir) => resolve(dir));
+  const given = setting
+    .split(':')
+    .filter((dir) => dir.trim() !== '')
+    .map((dir) => resolve(dir));
   for (const dir of given) {
-    if (!existsSync(dir)) throw new RelayError('CR_ERR_CONFIG', `RABBITMQ_PLUGINS_DIR: folder ${dir} does not exist (value "${setting}")`, { field: 'RABBITMQ_PLUGINS_DIR' });
+    if (!existsSync(dir))
+      throw new RelayError('CR_ERR_CONFIG', `RABBITMQ_PLUGINS_DIR: folder ${dir} does not exist (value "${setting}")`, {
+        field: 'RABBITMQ_PLUGINS_DIR',
+      });
   }
   const own = ownPluginsDir(serverBin);
   const path = [...new Set([...(own ? [own] : []), ...given])];
-  const hasDelayed = path.some((dir) => readdirSync(dir).some((entry) => entry.startsWith(`${DELAYED_PLUGIN}-`) || entry === DELAYED_PLUGIN));
+  const hasDelayed = path.some((dir) =>
+    readdirSync(dir).some((entry) => entry.startsWith(`${DELAYED_PLUGIN}-`) || entry === DELAYED_PLUGIN),
+  );
   if (!hasDelayed) {
-    throw new RelayError('CR_ERR_CONFIG', `RABBITMQ_PLUGINS_DIR: no ${DELAYED_PLUGIN} in ${path.join(', ')} (value "${setting}")`, { field: 'RABBITMQ_PLUGINS_DIR' });
+    throw new RelayError('CR_ERR_CONFIG', `RABBITMQ_PLUGINS_DIR: no ${DELAYED_PLUGIN} in ${path.join(', ')} (value "${setting}")`, {
+      field: 'RABBITMQ_PLUGINS_DIR',
+    });
   }
   return { pluginsDir: path.join(':'), enabled: [DELAYED_PLUGIN] };
 }

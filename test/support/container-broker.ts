@@ -78,7 +78,10 @@ async function removeOrphans(): Promise<void> {
   for (const info of found) {
     const owner = Number(info.Labels[OWNER_LABEL]);
     if (Number.isInteger(owner) && owner > 0 && processRuns(owner)) continue;
-    await client.container.dockerode.getContainer(info.Id).remove({ force: true, v: true }).catch(() => undefined);
+    await client.container.dockerode
+      .getContainer(info.Id)
+      .remove({ force: true, v: true })
+      .catch(() => undefined);
   }
 }
 
@@ -101,7 +104,10 @@ export async function waitForAmqp(url: string, timeoutMs: number): Promise<void>
       await connection.close();
       return;
     } catch (error) {
-      if (Date.now() > deadline) throw new Error(`the broker at ${url.replace(/\/\/[^@]*@/, '//')} did not accept connections within ${timeoutMs / 1000} s`, { cause: error });
+      if (Date.now() > deadline)
+        throw new Error(`the broker at ${url.replace(/\/\/[^@]*@/, '//')} did not accept connections within ${timeoutMs / 1000} s`, {
+          cause: error,
+        });
       await new Promise((resolve) => setTimeout(resolve, 300));
     }
   }

@@ -32,7 +32,11 @@ function ephemeralStart(): number {
   }
 }
 
-const bindable = (port: number): Promise<boolean> => listenOnce(port).then(() => true, () => false);
+const bindable = (port: number): Promise<boolean> =>
+  listenOnce(port).then(
+    () => true,
+    () => false,
+  );
 
 /** Listens on `port` of 127.0.0.1 and closes again; resolves with the port that was bound. */
 const listenOnce = (port: number): Promise<number> =>

@@ -35,7 +35,11 @@ export async function setup(project: TestProject): Promise<void> {
       : broker.source === 'AMQP_URL'
         ? 'the broker of AMQP_URL has not enabled it'
         : 'RABBITMQ_PLUGINS_DIR loads the plugin into the throwaway node';
-  process.stdout.write(info.hasDelayedPlugin ? 'plugin-mode suites: running (broker has x-delayed-message)\n' : `plugin-mode suites: skipped: broker lacks x-delayed-message (${without})\n`);
+  process.stdout.write(
+    info.hasDelayedPlugin
+      ? 'plugin-mode suites: running (broker has x-delayed-message)\n'
+      : `plugin-mode suites: skipped: broker lacks x-delayed-message (${without})\n`,
+  );
 }
 
 export async function teardown(): Promise<void> {

@@ -27,7 +27,8 @@ export function randomJson(rng: Rng, depth = 0): unknown {
 
 /** Valid extra headers: token names that are not reserved, visible-ASCII values. */
 function goodHeaders(rng: Rng): Record<string, string> {
-  const visible = (): string => Array.from({ length: randomInt(rng, 0, 40) }, () => String.fromCharCode(randomInt(rng, 0x21, 0x7e))).join('');
+  const visible = (): string =>
+    Array.from({ length: randomInt(rng, 0, 40) }, () => String.fromCharCode(randomInt(rng, 0x21, 0x7e))).join('');
   return Object.fromEntries(Array.from({ length: randomInt(rng, 1, 5) }, (_, i) => [`x-${word(rng)}-${i}`, visible()]));
 }
 
@@ -53,26 +54,66 @@ const withHeaders = (origin: string, rng: Rng, headers: unknown): Buffer => with
  * the random draws: the worker must dead-letter every one of them with reason `invalid`.
  */
 export const BAD: Record<string, (rng: Rng, origin: string) => Buffer> = {
-  'not JSON': (rng) => Buffer.from(pick(rng, ['not json', '{oops', "{'url': 'http://x/'}", 'undefined', 'NaN', '{"url":"http://x/",}', '<xml/>']) + word(rng, 0, 20)),
+  'not JSON': (rng) =>
+    Buffer.from(
+      pick(rng, ['not json', '{oops', "{'url': 'http://x/'}", 'undefined', 'NaN', '{"url":"http://x/",}', '<xml/>']) + word(rng, 0, 20),
+    ),
   'truncated JSON': (rng, origin) => {
     const whole = JSON.stringify({ ...base(origin, rng), id: `t-${word(rng)}` });
     return Buffer.from(whole.slice(0, randomInt(rng, 0, whole.length - 1)));
   },
   'missing url': (rng) => json({ body: randomJson(rng), id: `no-url-${word(rng)}` }),
   'javascript: url': (rng) => json({ url: `javascript:alert(${randomInt(rng, 0, 99)})`, body: 1 }),
-  'non-http url': (rng) => json({ url: pick(rng, ['ftp://127.0.0.1/x', 'file:///etc/passwd', 'data:text/plain,hi', 'mailto:a@b.c', 'ws://127.0.0.1/', 'gopher://127.0.0.1:70/']), body: 1 }),
+  'non-http url': (rng) =>
+    json({
+      url: pick(rng, [
+        'ftp://127.0.0.1/x',
+        'file:///etc/passwd',
+        'data:text/plain,hi',
+        'mailto:a@b.c',
+        'ws://127.0.0.1/',
+        'gopher://127.0.0.1:70/',
+      ]),
+      body: 1,
+    }),
   'relative url': (rng) => json({ url: pick(rng, ['/hooks/x', '../x', '//127.0.0.1/x', 'hooks', '?a=1', '#x']), body: 1 }),
   'unparsable url': (rng) =>
-    json({ url: pick(rng, ['http://', 'https://', 'http://exa mple.com/', 'http://[::1', 'http://256.256.256.256/', 'http://127.0.0.1:99999/', 'ht tp://x', 'http://a\u0000b/', '\u{1F600}']), body: 1 }),
+    json({
+      url: pick(rng, [
+        'http://',
+        'https://',
+        'http://exa mple.com/',
+        'http://[::1',
+        'http://256.256.256.256/',
+        'http://127.0.0.1:99999/',
+        'ht tp://x',
+        'http://a\u0000b/',
+        '\u{1F600}',
+      ]),
+      body: 1,
+    }),
   '10k-character url': (rng, origin) => json({ url: `${origin}/${'a'.repeat(randomInt(rng, 10_000, 12_000))}`, body: 1 }),
   'url of the wrong type': (rng) => json({ url: pick(rng, [42, 0, null, true, ['http://x/'], { href: 'http://x/' }, '']), body: 1 }),
-  'missing body': (rng, origin) => json({ url: `${origin}/no-body` , id: `nb-${word(rng)}` }),
+  'missing body': (rng, origin) => json({ url: `${origin}/no-body`, id: `nb-${word(rng)}` }),
   'headers not an object': (rng, origin) => withHeaders(origin, rng, pick(rng, [['x-a', 'b'], 'x-a: b', 7, null, true])),
   'header value not a string': (rng, origin) => withHeaders(origin, rng, { 'x-a': pick(rng, [{ v: 1 }, 5, null, true, ['a'], {}]) }),
   'invalid header name': (rng, origin) => withHeaders(origin, rng, { [pick(rng, ['x a', 'x:a', '', 'zoë', 'x\r\ny', '(x)', 'x/y'])]: 'v' }),
   'reserved header': (rng, origin) =>
-    withHeaders(origin, rng, { [pick(rng, ['host', 'Content-Length', 'content-type', 'Transfer-Encoding', 'connection', 'upgrade', 'proxy-authorization', 'webhook-id', 'X-Callback-Attempt'])]: '1' }),
-  'header value with CR, LF or NUL': (rng, origin) => withHeaders(origin, rng, { 'x-a': `v${pick(rng, ['\r\nInjected: 1', '\n', '\r', '\u0000'])}` }),
+    withHeaders(origin, rng, {
+      [pick(rng, [
+        'host',
+        'Content-Length',
+        'content-type',
+        'Transfer-Encoding',
+        'connection',
+        'upgrade',
+        'proxy-authorization',
+        'webhook-id',
+        'X-Callback-Attempt',
+      ])]: '1',
+    }),
+  'header value with CR, LF or NUL': (rng, origin) =>
+    withHeaders(origin, rng, { 'x-a': `v${pick(rng, ['\r\nInjected: 1', '\n', '\r', '\u0000'])}` }),
   'header value over 8192 characters': (rng, origin) => withHeaders(origin, rng, { 'x-long': 'v'.repeat(randomInt(rng, 8_193, 20_000)) }),
   'many headers, one reserved': (rng, origin) => {
     const headers: Record<string, string> = {};
@@ -81,17 +122,25 @@ export const BAD: Record<string, (rng: Rng, origin: string) => Buffer> = {
     for (let i = 0; i < count; i += 1) headers[i === bad ? 'webhook-signature' : `x-h-${i}`] = 'v'.repeat(randomInt(rng, 1, 200));
     return withHeaders(origin, rng, headers);
   },
-  'method not allowed': (rng, origin) => withField(origin, rng, 'method', pick(rng, ['GET', 'DELETE', 'post', 'HEAD', 'CONNECT', 1, null, ''])),
+  'method not allowed': (rng, origin) =>
+    withField(origin, rng, 'method', pick(rng, ['GET', 'DELETE', 'post', 'HEAD', 'CONNECT', 1, null, ''])),
   'binary noise': (rng) => bytes(rng, randomInt(rng, 1, 2_000)),
   'empty body': () => Buffer.alloc(0),
   'JSON that is not an object': (rng) =>
     Buffer.from(pick(rng, ['[]', '[{"url":"http://127.0.0.1/","body":1}]', '"http://127.0.0.1/"', 'null', '42', 'true', '"{}"', '  '])),
-  'unknown field': (rng, origin) => withField(origin, rng, pick(rng, ['extra', 'Url', 'callback', 'delay', 'constructor', 'headers ', '']), 1),
+  'unknown field': (rng, origin) =>
+    withField(origin, rng, pick(rng, ['extra', 'Url', 'callback', 'delay', 'constructor', 'headers ', '']), 1),
   '__proto__ field': (rng, origin) => Buffer.from(`{"url":"${origin}/p","body":1,"__proto__":{"method":"GET"},"n":"${word(rng)}"}`),
   'invalid id': (rng, origin) =>
-    withField(origin, rng, 'id', pick(rng, [42, { a: 1 }, ['x'], null, true, '', ' padded', 'padded ', 'zoë', 'a'.repeat(257), 'tab\tinside', 'del\u007f', 'nl\nx'])),
+    withField(
+      origin,
+      rng,
+      'id',
+      pick(rng, [42, { a: 1 }, ['x'], null, true, '', ' padded', 'padded ', 'zoë', 'a'.repeat(257), 'tab\tinside', 'del\u007f', 'nl\nx']),
+    ),
   'byte order mark': (rng, origin) => Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), json(base(origin, rng))]),
-  'invalid UTF-8 around JSON': (rng, origin) => Buffer.concat([json(base(origin, rng)).subarray(0, 5), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('}')]),
+  'invalid UTF-8 around JSON': (rng, origin) =>
+    Buffer.concat([json(base(origin, rng)).subarray(0, 5), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('}')]),
   'nested 100k deep (top level array)': () => Buffer.from(`${'['.repeat(100_000)}${']'.repeat(100_000)}`),
 };
 

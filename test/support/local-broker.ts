@@ -30,7 +30,8 @@ const CANDIDATES = [process.env.RABBITMQ_SERVER_BIN, '/usr/lib/rabbitmq/bin/rabb
 /** `rabbitmqctl ARGS` on a node started by startLocalBroker from `serverBin` (its HOME holds the Erlang cookie); its stdout. */
 export async function localRabbitmqctl(serverBin: string, target: LocalNode, args: string[]): Promise<string> {
   const ctl = join(dirname(serverBin), 'rabbitmqctl');
-  return (await promisify(execFile)(ctl, ['-n', target.node, ...args], { env: { ...process.env, HOME: target.home }, timeout: 60_000 })).stdout;
+  return (await promisify(execFile)(ctl, ['-n', target.node, ...args], { env: { ...process.env, HOME: target.home }, timeout: 60_000 }))
+    .stdout;
 }
 
 export function findRabbitmqServer(): string | undefined {

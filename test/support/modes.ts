@@ -10,7 +10,9 @@ export function testModes(env: NodeJS.ProcessEnv = process.env): TestMode[] {
   const given = env.TEST_MODES?.trim();
   if (!given) return ['queues', 'plugin'];
   const modes = given.split(',').map((mode) => mode.trim());
-  for (const mode of modes) if (mode !== 'queues' && mode !== 'plugin') throw new Error(`TEST_MODES: unknown delay mode "${mode}" (value "${given}"; use queues, plugin or both)`);
+  for (const mode of modes)
+    if (mode !== 'queues' && mode !== 'plugin')
+      throw new Error(`TEST_MODES: unknown delay mode "${mode}" (value "${given}"; use queues, plugin or both)`);
   return modes as TestMode[];
 }
 
@@ -27,7 +29,9 @@ export function pluginModeSkipReason(): string | undefined {
  */
 export function describeEachMode(title: string, suite: (mode: TestMode) => void): void {
   const queues = testModes().includes('queues');
-  describe.skipIf(!queues)(`${title} [queues mode]${queues ? '' : ` (skipped: TEST_MODES=${process.env.TEST_MODES})`}`, () => suite('queues'));
+  describe.skipIf(!queues)(`${title} [queues mode]${queues ? '' : ` (skipped: TEST_MODES=${process.env.TEST_MODES})`}`, () =>
+    suite('queues'),
+  );
   const skip = pluginModeSkipReason();
   describe.skipIf(skip !== undefined)(`${title} [plugin mode]${skip ? ` (skipped: ${skip})` : ''}`, () => suite('plugin'));
 }

@@ -37,12 +37,27 @@ interface OtlpAttribute {
 interface OtlpExport {
   resourceSpans?: Array<{
     resource?: { attributes?: OtlpAttribute[] };
-    scopeSpans?: Array<{ spans?: Array<{ name: string; kind: number; traceId: string; spanId: string; parentSpanId?: string; attributes?: OtlpAttribute[]; status?: { code?: number } }> }>;
+    scopeSpans?: Array<{
+      spans?: Array<{
+        name: string;
+        kind: number;
+        traceId: string;
+        spanId: string;
+        parentSpanId?: string;
+        attributes?: OtlpAttribute[];
+        status?: { code?: number };
+      }>;
+    }>;
   }>;
 }
 
 const flatten = (attributes: OtlpAttribute[] = []): Record<string, string | number | boolean> =>
-  Object.fromEntries(attributes.map(({ key, value }) => [key, value.stringValue ?? (value.intValue !== undefined ? Number(value.intValue) : (value.doubleValue ?? value.boolValue ?? ''))]));
+  Object.fromEntries(
+    attributes.map(({ key, value }) => [
+      key,
+      value.stringValue ?? (value.intValue !== undefined ? Number(value.intValue) : (value.doubleValue ?? value.boolValue ?? '')),
+    ]),
+  );
 
 /**
  * A real `node:http` OTLP/HTTP receiver on port 0: accepts POST /v1/traces in the JSON encoding

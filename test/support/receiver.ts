@@ -16,7 +16,8 @@ export interface ReceivedRequest {
  * How the receiver answers one request: a status (after `delayMs`, and not before `after` settles: a
  * test holds the answer until the broker is in the state it needs), or `hang` until closed.
  */
-export type Answer = { status: number; body?: string; headers?: Record<string, string>; delayMs?: number; after?: Promise<unknown> } | 'hang';
+export type Answer =
+  { status: number; body?: string; headers?: Record<string, string>; delayMs?: number; after?: Promise<unknown> } | 'hang';
 
 export interface Receiver {
   /** `http://127.0.0.1:PORT` */
@@ -55,7 +56,8 @@ export async function startReceiver(script: (request: ReceivedRequest) => Answer
         res.on('close', () => hanging.delete(res));
         return;
       }
-      const reply = (): void => void setTimeout(() => res.writeHead(answer.status, answer.headers).end(answer.body ?? ''), answer.delayMs ?? 0);
+      const reply = (): void =>
+        void setTimeout(() => res.writeHead(answer.status, answer.headers).end(answer.body ?? ''), answer.delayMs ?? 0);
       if (answer.after) void answer.after.then(reply, reply);
       else reply();
     });

@@ -81,7 +81,11 @@ export async function startRelay(env: Record<string, string> = {}, options: { de
     },
     async drainDead() {
       const messages: GetMessage[] = [];
-      for (let message = await channel.get(names.deadQueue, { noAck: true }); message; message = await channel.get(names.deadQueue, { noAck: true })) {
+      for (
+        let message = await channel.get(names.deadQueue, { noAck: true });
+        message;
+        message = await channel.get(names.deadQueue, { noAck: true })
+      ) {
         messages.push(message);
       }
       return messages;

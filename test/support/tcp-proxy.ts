@@ -69,7 +69,7 @@ export async function startTcpProxy(brokerUrl: string): Promise<TcpProxy> {
     stall: (value) => {
       stalled = value;
       // A paused socket reads nothing more, so neither side's bytes reach the other.
-      for (const pair of pairs) for (const socket of pair) (value ? socket.pause() : socket.resume());
+      for (const pair of pairs) for (const socket of pair) value ? socket.pause() : socket.resume();
     },
     close: async () => {
       cut();

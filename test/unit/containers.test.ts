@@ -127,16 +127,22 @@ describe('docker-compose.yml accounts', () => {
 
   it('a one-shot setup creates the accounts and declares the topology once the broker is healthy; the relay waits for it', () => {
     expect(dict(dict(setup.depends_on, 'setup.depends_on').rabbitmq, 'setup.depends_on.rabbitmq').condition).toBe('service_healthy');
-    expect(String(setup.command)).toMatch(/accounts --format definitions[\s\S]*\/api\/definitions[\s\S]*callback-relay-admin[\s\S]*topology/);
+    expect(String(setup.command)).toMatch(
+      /accounts --format definitions[\s\S]*\/api\/definitions[\s\S]*callback-relay-admin[\s\S]*topology/,
+    );
     for (const name of ['worker', 'ingest', 'console']) {
       const service = dict(services[name], `services.${name}`);
-      expect(dict(dict(service.depends_on, `${name}.depends_on`).setup, `${name}.depends_on.setup`).condition).toBe('service_completed_successfully');
+      expect(dict(dict(service.depends_on, `${name}.depends_on`).setup, `${name}.depends_on.setup`).condition).toBe(
+        'service_completed_successfully',
+      );
     }
   });
 
   it('each process connects with the account of its role, never guest', () => {
     for (const name of ['worker', 'ingest', 'console']) {
-      expect(environmentOf(dict(services[name], `services.${name}`)).AMQP_URL).toMatch(new RegExp(`^amqp://callback-relay-${name}:[^@]+@rabbitmq:5672$`));
+      expect(environmentOf(dict(services[name], `services.${name}`)).AMQP_URL).toMatch(
+        new RegExp(`^amqp://callback-relay-${name}:[^@]+@rabbitmq:5672$`),
+      );
     }
   });
 });
@@ -167,7 +173,9 @@ describe('docker-compose.yml console', () => {
 
   it('runs the console from the worker image once the broker is healthy, with a token, and the workers keep P.history', () => {
     expect(consoleService.command).toEqual(['node', 'dist/console/main.js']);
-    expect(dict(dict(consoleService.depends_on, 'console.depends_on').rabbitmq, 'console.depends_on.rabbitmq').condition).toBe('service_healthy');
+    expect(dict(dict(consoleService.depends_on, 'console.depends_on').rabbitmq, 'console.depends_on.rabbitmq').condition).toBe(
+      'service_healthy',
+    );
     expect(environmentOf(consoleService).AMQP_URL).toMatch(/^amqp:\/\/[^@]*@rabbitmq(:5672)?\/?$/);
     expect(environmentOf(consoleService).CONSOLE_TOKENS).toMatch(/^[\w.-]+:\S{24,}$/);
     expect(weakTokenProblem(String(environmentOf(consoleService).CONSOLE_TOKENS).split(':')[1] ?? '')).toBeUndefined();
@@ -185,7 +193,10 @@ describe('Dockerfile (worker)', () => {
   });
 
   it('runs the final stage as a non-root user', () => {
-    const user = finalStage.filter((instruction) => instruction.keyword === 'USER').at(-1)?.args.trim();
+    const user = finalStage
+      .filter((instruction) => instruction.keyword === 'USER')
+      .at(-1)
+      ?.args.trim();
     expect(user, 'final stage needs a USER').toBeDefined();
     expect(user?.split(':')[0]).not.toMatch(/^(root|0)$/);
   });
@@ -196,7 +207,9 @@ describe('Dockerfile (worker)', () => {
   });
 
   it('does not copy test/ into the image', () => {
-    const dockerignore = read('.dockerignore').split(/\r?\n/).map((line) => line.trim());
+    const dockerignore = read('.dockerignore')
+      .split(/\r?\n/)
+      .map((line) => line.trim());
     for (const instruction of rootDockerfile.filter((i) => i.keyword === 'COPY' || i.keyword === 'ADD')) {
       if (/--from=/.test(instruction.args)) continue;
       for (const source of copySources(instruction)) {
@@ -215,7 +228,9 @@ describe('Dockerfile (worker)', () => {
   });
 
   it('.dockerignore keeps node_modules and dist out of the build context', () => {
-    const dockerignore = read('.dockerignore').split(/\r?\n/).map((line) => line.trim().replace(/^\/|\/$/g, ''));
+    const dockerignore = read('.dockerignore')
+      .split(/\r?\n/)
+      .map((line) => line.trim().replace(/^\/|\/$/g, ''));
     expect(dockerignore).toEqual(expect.arrayContaining(['node_modules', 'dist', '.git']));
   });
 });
@@ -232,7 +247,10 @@ describe('rabbitmq/ (broker image)', () => {
     expect(brokerArgs.DELAYED_PLUGIN_COMMIT, 'ARG DELAYED_PLUGIN_COMMIT=<40 hex digits>').toMatch(/^[0-9a-f]{40}$/);
     const run = brokerRuns.find((args) => args.includes('build-delayed-plugin.sh')) ?? '';
     expect(run, 'a RUN that calls build-delayed-plugin.sh').not.toBe('');
-    const fetch = /git\b[^;]*\bfetch\b[^;]*https:\/\/github\.com\/rabbitmq\/rabbitmq-delayed-message-exchange(\.git)?\s+"?\$DELAYED_PLUGIN_COMMIT"?/.exec(run);
+    const fetch =
+      /git\b[^;]*\bfetch\b[^;]*https:\/\/github\.com\/rabbitmq\/rabbitmq-delayed-message-exchange(\.git)?\s+"?\$DELAYED_PLUGIN_COMMIT"?/.exec(
+        run,
+      );
     expect(fetch, 'git fetch of the upstream repository at $DELAYED_PLUGIN_COMMIT').not.toBeNull();
     const check = /"\$(\w+)"\s*!=\s*"\$DELAYED_PLUGIN_COMMIT"/.exec(run);
     expect(check, 'a comparison of the checked-out commit with $DELAYED_PLUGIN_COMMIT').not.toBeNull();
@@ -262,7 +280,12 @@ describe('rabbitmq/ (broker image)', () => {
     expect(run).toMatch(/\boff\)[^;]*;[^;]*exit 0/);
     const final = brokerStages.at(-1) ?? [];
     expect(final.some(({ keyword, args }) => keyword === 'COPY' && /--from=delayed-plugin\b/.test(args))).toBe(true);
-    expect(final.some(({ keyword, args }) => keyword === 'RUN' && /sed -i [^;]*rabbitmq_delayed_message_exchange[^;]*\/etc\/rabbitmq\/enabled_plugins/.test(args))).toBe(true);
+    expect(
+      final.some(
+        ({ keyword, args }) =>
+          keyword === 'RUN' && /sed -i [^;]*rabbitmq_delayed_message_exchange[^;]*\/etc\/rabbitmq\/enabled_plugins/.test(args),
+      ),
+    ).toBe(true);
   });
 
   it('the build script it copies is in its build context and executable', () => {
@@ -288,7 +311,10 @@ describe('rabbitmq/ (broker image)', () => {
   it('enabled_plugins lists management, prometheus and the delayed exchange, ending with a period', () => {
     const text = read('rabbitmq/enabled_plugins').trim();
     expect(text).toMatch(/^\[[\s\S]*\]\.$/);
-    const plugins = text.slice(1, text.lastIndexOf(']')).split(',').map((plugin) => plugin.trim());
+    const plugins = text
+      .slice(1, text.lastIndexOf(']'))
+      .split(',')
+      .map((plugin) => plugin.trim());
     expect(plugins).toEqual(expect.arrayContaining(['rabbitmq_management', 'rabbitmq_prometheus', 'rabbitmq_delayed_message_exchange']));
   });
 
@@ -331,10 +357,13 @@ describe('container scripts', () => {
     expect(check.status, check.stderr).toBe(0);
   });
 
-  it.skipIf(!hasShellcheck).each(scripts)(`%s passes shellcheck${hasShellcheck ? '' : ' (skipped: shellcheck not installed)'}`, (script) => {
-    const check = spawnSync('shellcheck', [repoFile(script)], { encoding: 'utf8' });
-    expect(check.status, check.stdout).toBe(0);
-  });
+  it.skipIf(!hasShellcheck).each(scripts)(
+    `%s passes shellcheck${hasShellcheck ? '' : ' (skipped: shellcheck not installed)'}`,
+    (script) => {
+      const check = spawnSync('shellcheck', [repoFile(script)], { encoding: 'utf8' });
+      expect(check.status, check.stdout).toBe(0);
+    },
+  );
 });
 
 describe('examples', () => {

@@ -55,7 +55,9 @@ function anchors(text: string): Set<string> {
 /** Every `[text](target)` and `![alt](target)` of a page's prose that is not an absolute URL. */
 function relativeLinks(text: string): string[] {
   return prose(text).flatMap((line) =>
-    [...line.matchAll(/!?\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)].map((match) => match[1]!).filter((target) => !/^[a-z][a-z+.-]*:/i.test(target)),
+    [...line.matchAll(/!?\[[^\]]*\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)]
+      .map((match) => match[1]!)
+      .filter((target) => !/^[a-z][a-z+.-]*:/i.test(target)),
   );
 }
 
@@ -68,7 +70,8 @@ describe('documentation links', () => {
       const [path = '', anchor] = target.split('#');
       const file = path === '' ? join(ROOT, page) : resolve(dirname(join(ROOT, page)), decodeURIComponent(path));
       if (!existsSync(file)) broken.push(`${target}: no such file`);
-      else if (anchor !== undefined && file.endsWith('.md') && !anchors(readFileSync(file, 'utf8')).has(anchor)) broken.push(`${target}: no such anchor`);
+      else if (anchor !== undefined && file.endsWith('.md') && !anchors(readFileSync(file, 'utf8')).has(anchor))
+        broken.push(`${target}: no such anchor`);
     }
     expect(broken).toEqual([]);
   });
@@ -85,7 +88,16 @@ describe('documentation links', () => {
 
 describe('the anchor rule', () => {
   it('matches GitHub for the headings these pages use', () => {
-    const slugs = anchors('## Wire contract (publishing from any language)\n### Delay modes: plugin or queues\n#### Deduplicate on `webhook-id`\n## Tests\n## Tests\n<a id="at-most-once-hops"></a>');
-    expect([...slugs]).toEqual(['wire-contract-publishing-from-any-language', 'delay-modes-plugin-or-queues', 'deduplicate-on-webhook-id', 'tests', 'tests-1', 'at-most-once-hops']);
+    const slugs = anchors(
+      '## Wire contract (publishing from any language)\n### Delay modes: plugin or queues\n#### Deduplicate on `webhook-id`\n## Tests\n## Tests\n<a id="at-most-once-hops"></a>',
+    );
+    expect([...slugs]).toEqual([
+      'wire-contract-publishing-from-any-language',
+      'delay-modes-plugin-or-queues',
+      'deduplicate-on-webhook-id',
+      'tests',
+      'tests-1',
+      'at-most-once-hops',
+    ]);
   });
 });

@@ -45,7 +45,11 @@ describe('logger options', () => {
 describe('maskLogFields', () => {
   it('masks a callback URL and hides secret header values; other fields untouched', () => {
     const fields = { id: 'x', url: 'https://u:p@a.example/h?token=abc', headers: { 'X-Api-Key': 'k', 'x-tenant': 'acme' } };
-    expect(maskLogFields(fields)).toEqual({ id: 'x', url: 'https://***@a.example/h?token=***', headers: { 'X-Api-Key': '[hidden]', 'x-tenant': 'acme' } });
+    expect(maskLogFields(fields)).toEqual({
+      id: 'x',
+      url: 'https://***@a.example/h?token=***',
+      headers: { 'X-Api-Key': '[hidden]', 'x-tenant': 'acme' },
+    });
     const plain = { id: 'x', target: 'https://a.example' };
     expect(maskLogFields(plain)).toBe(plain);
   });

@@ -24,7 +24,10 @@ export function callbackPage(frame: PageFrame, data: CallbackData): Html {
   <button type="submit">Show</button>
 </form>`;
   if (data.id === '' || data.where === undefined) return layout(frame, search);
-  const status = (e: OutcomeEvent): string => [e.status !== undefined ? `HTTP ${e.status}` : '', e.error !== undefined && e.error !== `HTTP ${e.status}` ? e.error : ''].filter(Boolean).join(' ') || '–';
+  const status = (e: OutcomeEvent): string =>
+    [e.status !== undefined ? `HTTP ${e.status}` : '', e.error !== undefined && e.error !== `HTTP ${e.status}` ? e.error : '']
+      .filter(Boolean)
+      .join(' ') || '–';
   return layout(
     frame,
     html`${search}

@@ -31,7 +31,9 @@ function replayShownForm(entries: readonly DlqEntry[], label: string, csrf: stri
   const ids = idsOf(entries);
   const canceled = entries.filter((e) => e.id !== null && e.reason === CANCELED_REASON).length;
   return html`<form method="post" action="/dead-letters/replay" class="inline ${cls}">${csrfField(csrf)}<input type="hidden" name="count" value="${ids.length}">${ids.map((id) => html`<input type="hidden" name="id" value="${id}">`)}${
-    canceled > 0 ? html`<label class="include-canceled"><input type="checkbox" name="canceled" value="1"> include the ${canceled} canceled</label> ` : ''
+    canceled > 0
+      ? html`<label class="include-canceled"><input type="checkbox" name="canceled" value="1"> include the ${canceled} canceled</label> `
+      : ''
   }<button type="submit"${ids.length === 0 ? ' disabled' : ''}>${label}</button></form>`;
 }
 
@@ -114,7 +116,11 @@ export function purgeConfirmPage(frame: PageFrame, queue: string, total: number,
   const ids = idsOf(entries);
   const withoutId = entries.length - ids.length;
   const rest = Math.max(0, total - entries.length);
-  if (ids.length === 0) return layout(frame, html`<p>${total === 0 ? `${queue} is empty.` : `No message of ${queue} looked at has a callback id: purge them with \`callback-relay dlq purge\`.`}</p>`);
+  if (ids.length === 0)
+    return layout(
+      frame,
+      html`<p>${total === 0 ? `${queue} is empty.` : `No message of ${queue} looked at has a callback id: purge them with \`callback-relay dlq purge\`.`}</p>`,
+    );
   return layout(
     frame,
     html`<p>Purge these <strong id="purge-count">${ids.length}</strong> message(s) from ${queue}? They are deleted for good. Only these: a message parked after this page was shown stays${

@@ -47,8 +47,12 @@ ${(frame.styles ?? []).map((href) => html`<link rel="stylesheet" href="${href}">
 <body>
 <header>
   <span class="brand">callback-relay</span>
-  ${frame.operator === undefined ? '' : html`<nav>${NAV.map(([key, path, label]) => html`<a href="${path}" class="${key === frame.current ? 'current' : ''}">${label}</a>`)}</nav>
-  <span class="who">${frame.operator} ${actionButton('/logout', {}, 'Log out', frame.csrf, 'link')}</span>`}
+  ${
+    frame.operator === undefined
+      ? ''
+      : html`<nav>${NAV.map(([key, path, label]) => html`<a href="${path}" class="${key === frame.current ? 'current' : ''}">${label}</a>`)}</nav>
+  <span class="who">${frame.operator} ${actionButton('/logout', {}, 'Log out', frame.csrf, 'link')}</span>`
+  }
 </header>
 <main>
 <h1>${frame.title}</h1>

@@ -24,7 +24,12 @@ export function overviewPage(frame: PageFrame, data: OverviewData): Html {
   // Every worker consumes every lane, so the busiest lane's consumer count is the workers connected.
   const workers = lanes.reduce((most, lane) => Math.max(most, lane.consumers), 0);
   const sum = (key: keyof MinuteCounts): number => data.series.reduce((total, row) => total + row[key], 0);
-  const chart = { t: data.series.map((row) => row.minute / 1000), delivered: data.series.map((r) => r.delivered), retries: data.series.map((r) => r.retries), dead: data.series.map((r) => r.dead) };
+  const chart = {
+    t: data.series.map((row) => row.minute / 1000),
+    delivered: data.series.map((r) => r.delivered),
+    retries: data.series.map((r) => r.retries),
+    dead: data.series.map((r) => r.dead),
+  };
   const isLevel = (q: QueueDepth): boolean => q.kind === 'delay level' || q.kind === 'earlier delay level';
   const shown = data.queues.filter((q) => !isLevel(q) || q.messages > 0);
   // An upgrade leaves the earlier version's levels to drain; once they are empty an operator deletes them.
@@ -32,12 +37,21 @@ export function overviewPage(frame: PageFrame, data: OverviewData): Html {
   const earlierEmpty = earlier.length > 0 && earlier.every((q) => q.messages === 0);
   const earlierHint = earlierEmpty ? ' The delay levels of an earlier version are empty: they can be deleted (docs/delay-modes.md).' : '';
   const notice = data.historyMissing
-    ? { text: 'P.history does not exist: run the workers with HISTORY=on (and EVENTS=on or durable) to see deliveries here.', kind: 'warn' as const }
+    ? {
+        text: 'P.history does not exist: run the workers with HISTORY=on (and EVENTS=on or durable) to see deliveries here.',
+        kind: 'warn' as const,
+      }
     : data.historyReading
       ? { text: `Still reading the last ${data.windowMinutes} minutes of P.history: the counts are still growing.`, kind: 'warn' as const }
       : frame.notice;
   return layout(
-    { ...frame, notice, refreshSeconds: 30, scripts: ['/assets/uPlot.iife.min.js', '/assets/overview.js'], styles: ['/assets/uPlot.min.css'] },
+    {
+      ...frame,
+      notice,
+      refreshSeconds: 30,
+      scripts: ['/assets/uPlot.iife.min.js', '/assets/overview.js'],
+      styles: ['/assets/uPlot.min.css'],
+    },
     html`<section class="tiles">
   <div class="tile"><span class="value" id="throughput">${data.throughput.current}</span><span class="label">delivered this minute (${data.throughput.previous} the minute before)</span></div>
   <div class="tile"><span class="value" id="workers">${workers}</span><span class="label">workers connected</span></div>

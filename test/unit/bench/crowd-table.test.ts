@@ -25,7 +25,14 @@ const run = (isolation: 'on' | 'off', round: number, busyDrained: number, quietM
 
 describe('crowdTable', () => {
   it('reads each on run against the off run of its own pair, and adds the medians of the pairs', () => {
-    const runs = [run('on', 1, 8, 0.3), run('off', 1, 8, 4), run('on', 2, 9, 2.5), run('off', 2, 7.5, 4), run('on', 3, 7.7, 0.4), run('off', 3, 7, 4)];
+    const runs = [
+      run('on', 1, 8, 0.3),
+      run('off', 1, 8, 4),
+      run('on', 2, 9, 2.5),
+      run('off', 2, 7.5, 4),
+      run('on', 3, 7.7, 0.4),
+      run('off', 3, 7, 4),
+    ];
     const table = crowdTable(shape, runs);
     const ratio = table.headers.indexOf('× off');
     expect(table.rows.map((row) => [row[0], row[ratio]])).toEqual([

@@ -59,15 +59,35 @@ describe('callback-relay target list output', () => {
 
 describe('callback-relay target limit arguments', () => {
   it('takes an origin and a rate (per s, m or h), a burst, a concurrency, or --clear', () => {
-    expect(parseTargetArgs(['limit', 'https://a.example', '--rate', '20/s'])).toEqual({ action: 'limit', origin: 'https://a.example', limit: { rate: 20 } });
-    expect(parseTargetArgs(['limit', 'https://a.example', '--rate', '120/m', '--burst', '4', '--concurrency', '5'])).toEqual({ action: 'limit', origin: 'https://a.example', limit: { rate: 2, burst: 4, concurrency: 5 } });
-    expect(parseTargetArgs(['limit', 'https://a.example', '--concurrency', '1'])).toEqual({ action: 'limit', origin: 'https://a.example', limit: { concurrency: 1 } });
-    expect(parseTargetArgs(['limit', 'https://a.example', '--clear'])).toEqual({ action: 'limit', origin: 'https://a.example', limit: null });
+    expect(parseTargetArgs(['limit', 'https://a.example', '--rate', '20/s'])).toEqual({
+      action: 'limit',
+      origin: 'https://a.example',
+      limit: { rate: 20 },
+    });
+    expect(parseTargetArgs(['limit', 'https://a.example', '--rate', '120/m', '--burst', '4', '--concurrency', '5'])).toEqual({
+      action: 'limit',
+      origin: 'https://a.example',
+      limit: { rate: 2, burst: 4, concurrency: 5 },
+    });
+    expect(parseTargetArgs(['limit', 'https://a.example', '--concurrency', '1'])).toEqual({
+      action: 'limit',
+      origin: 'https://a.example',
+      limit: { concurrency: 1 },
+    });
+    expect(parseTargetArgs(['limit', 'https://a.example', '--clear'])).toEqual({
+      action: 'limit',
+      origin: 'https://a.example',
+      limit: null,
+    });
   });
 
   it('names the flag and the value it refuses', () => {
-    expect(() => parseTargetArgs(['limit', 'https://a.example', '--rate', 'fast'])).toThrow('target limit: --rate must be a rate such as 20/s, 600/m or 1000/h, got "fast"');
-    expect(() => parseTargetArgs(['limit', 'https://a.example', '--rate', '5/s', '--burst', '0'])).toThrow('target limit: --burst must be a whole number from 1 to 1000000, got "0"');
+    expect(() => parseTargetArgs(['limit', 'https://a.example', '--rate', 'fast'])).toThrow(
+      'target limit: --rate must be a rate such as 20/s, 600/m or 1000/h, got "fast"',
+    );
+    expect(() => parseTargetArgs(['limit', 'https://a.example', '--rate', '5/s', '--burst', '0'])).toThrow(
+      'target limit: --burst must be a whole number from 1 to 1000000, got "0"',
+    );
     expect(() => parseTargetArgs(['limit', 'https://a.example', '--concurrency', 'two'])).toThrow('--concurrency must be a whole number');
     expect(() => parseTargetArgs(['limit', 'https://a.example', '--burst', '3'])).toThrow('--rate give a rate, a concurrency or both');
     expect(() => parseTargetArgs(['limit', 'https://a.example'])).toThrow('give a rate, a concurrency or both');
@@ -77,7 +97,10 @@ describe('callback-relay target limit arguments', () => {
   });
 
   it('target list shows limits after the pauses; --json keeps one array', () => {
-    const limits = [{ origin: 'https://a.example', limit: { rate: 0.5, concurrency: 2 }, at: '2026-01-01T00:00:00.000Z' }, { origin: 'https://b.example', limit: null, at: '2026-01-02T00:00:00.000Z' }];
+    const limits = [
+      { origin: 'https://a.example', limit: { rate: 0.5, concurrency: 2 }, at: '2026-01-01T00:00:00.000Z' },
+      { origin: 'https://b.example', limit: null, at: '2026-01-02T00:00:00.000Z' },
+    ];
     expect(formatTargets([], limits, false)).toBe(
       'no target is paused\nhttps://a.example  limited to rate 30/m concurrency 2 since 2026-01-01T00:00:00.000Z\nhttps://b.example  limit cleared since 2026-01-02T00:00:00.000Z',
     );

@@ -22,8 +22,16 @@ describe('parseDlqArgs', () => {
   });
 
   it('replay: exactly one selector', () => {
-    expect(parseDlqArgs(['replay', '--id', 'a', '--id', 'b'])).toEqual({ action: 'replay', selector: { kind: 'ids', ids: ['a', 'b'] }, limit: undefined });
-    expect(parseDlqArgs(['replay', '--reason', 'rejected', '--limit', '10'])).toEqual({ action: 'replay', selector: { kind: 'reason', reason: 'rejected' }, limit: 10 });
+    expect(parseDlqArgs(['replay', '--id', 'a', '--id', 'b'])).toEqual({
+      action: 'replay',
+      selector: { kind: 'ids', ids: ['a', 'b'] },
+      limit: undefined,
+    });
+    expect(parseDlqArgs(['replay', '--reason', 'rejected', '--limit', '10'])).toEqual({
+      action: 'replay',
+      selector: { kind: 'reason', reason: 'rejected' },
+      limit: 10,
+    });
     expect(parseDlqArgs(['replay', '--all'])).toEqual({ action: 'replay', selector: { kind: 'all' }, limit: undefined });
     expect(usageError(['replay'])).toMatch(/--id ID \(repeatable\), --reason REASON or --all/);
     expect(usageError(['replay', '--all', '--reason', 'rejected'])).toMatch(/only one of .*--reason and --all/);
@@ -38,7 +46,8 @@ describe('parseDlqArgs', () => {
   });
 
   it('help in every spelling', () => {
-    for (const argv of [[], ['help'], ['--help'], ['-h'], ['list', '--help'], ['replay', '-h']]) expect(parseDlqArgs(argv)).toEqual({ action: 'help' });
+    for (const argv of [[], ['help'], ['--help'], ['-h'], ['list', '--help'], ['replay', '-h']])
+      expect(parseDlqArgs(argv)).toEqual({ action: 'help' });
   });
 
   it('names the flag at fault', () => {

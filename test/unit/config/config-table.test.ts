@@ -26,10 +26,15 @@ describe("README's settings summary", () => {
   it('names real settings with the defaults the schema gives them', () => {
     const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
     const section = readme.slice(readme.indexOf('\n## Settings\n'), readme.indexOf('\n## ', readme.indexOf('\n## Settings\n') + 1));
-    const generated = new Map(configTable().split('\n').slice(2).map((row) => {
-      const [env = '', value = ''] = row.split(' | ').map((cell) => cell.replace(/^\| /, '').replaceAll('`', ''));
-      return [env, value];
-    }));
+    const generated = new Map(
+      configTable()
+        .split('\n')
+        .slice(2)
+        .map((row) => {
+          const [env = '', value = ''] = row.split(' | ').map((cell) => cell.replace(/^\| /, '').replaceAll('`', ''));
+          return [env, value];
+        }),
+    );
     const rows = section.split('\n').filter((line) => line.startsWith('| `'));
     expect(rows.length).toBeGreaterThanOrEqual(10);
     for (const row of rows) {

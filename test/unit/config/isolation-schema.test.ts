@@ -34,10 +34,13 @@ describe('isolation settings: defaults (seed 002)', () => {
     ['101', 11],
     ['250', 25],
     ['65535', 6_554],
-  ])('derives MAX_PROBES as ceil(PREFETCH/10), min 1, and TARGET_CONCURRENCY as PREFETCH (no cap) (PREFETCH=%s → %i)', (prefetch, tenth) => {
-    const config = loadConfig({ PREFETCH: prefetch });
-    expect([config.targetConcurrency, config.maxProbes]).toEqual([Number(prefetch), tenth]);
-  });
+  ])(
+    'derives MAX_PROBES as ceil(PREFETCH/10), min 1, and TARGET_CONCURRENCY as PREFETCH (no cap) (PREFETCH=%s → %i)',
+    (prefetch, tenth) => {
+      const config = loadConfig({ PREFETCH: prefetch });
+      expect([config.targetConcurrency, config.maxProbes]).toEqual([Number(prefetch), tenth]);
+    },
+  );
 
   it('lets each derived setting be set on its own, the others still derived; a cap above PREFETCH is PREFETCH', () => {
     expect(loadConfig({ PREFETCH: '50', TARGET_CONCURRENCY: '7' })).toMatchObject({ targetConcurrency: 7, maxProbes: 5 });
@@ -63,7 +66,11 @@ describe('isolation settings: defaults (seed 002)', () => {
   });
 
   it('derives RECOVER_THRESHOLD from a larger window and threshold', () => {
-    expect(loadConfig({ HEALTH_WINDOW: '100', DEGRADE_THRESHOLD: '51' })).toMatchObject({ healthWindow: 100, degradeThreshold: 51, recoverThreshold: 25 });
+    expect(loadConfig({ HEALTH_WINDOW: '100', DEGRADE_THRESHOLD: '51' })).toMatchObject({
+      healthWindow: 100,
+      degradeThreshold: 51,
+      recoverThreshold: 25,
+    });
   });
 });
 
@@ -102,8 +109,16 @@ describe('isolation settings: valid values', () => {
   });
 
   it('accepts DEGRADE_THRESHOLD equal to HEALTH_WINDOW, and RECOVER_THRESHOLD just below it', () => {
-    expect(loadConfig({ HEALTH_WINDOW: '5', DEGRADE_THRESHOLD: '5', RECOVER_THRESHOLD: '4' })).toMatchObject({ healthWindow: 5, degradeThreshold: 5, recoverThreshold: 4 });
-    expect(loadConfig({ HEALTH_WINDOW: '1', DEGRADE_THRESHOLD: '1' })).toMatchObject({ healthWindow: 1, degradeThreshold: 1, recoverThreshold: 0 });
+    expect(loadConfig({ HEALTH_WINDOW: '5', DEGRADE_THRESHOLD: '5', RECOVER_THRESHOLD: '4' })).toMatchObject({
+      healthWindow: 5,
+      degradeThreshold: 5,
+      recoverThreshold: 4,
+    });
+    expect(loadConfig({ HEALTH_WINDOW: '1', DEGRADE_THRESHOLD: '1' })).toMatchObject({
+      healthWindow: 1,
+      degradeThreshold: 1,
+      recoverThreshold: 0,
+    });
   });
 
   it('accepts QUIET_PERIOD=0 and durations in every unit', () => {
@@ -114,7 +129,11 @@ describe('isolation settings: valid values', () => {
   });
 
   it('trims whitespace around counts', () => {
-    expect(loadConfig({ HEALTH_WINDOW: ' 30 ', DEGRADE_THRESHOLD: ' 12 ' })).toMatchObject({ healthWindow: 30, degradeThreshold: 12, recoverThreshold: 6 });
+    expect(loadConfig({ HEALTH_WINDOW: ' 30 ', DEGRADE_THRESHOLD: ' 12 ' })).toMatchObject({
+      healthWindow: 30,
+      degradeThreshold: 12,
+      recoverThreshold: 6,
+    });
   });
 });
 
@@ -181,7 +200,9 @@ describe('isolation settings: settings that must agree', () => {
   it.each(['5', '6', '20'])('rejects RECOVER_THRESHOLD=%s, not below DEGRADE_THRESHOLD (5)', (value) => {
     const error = configError({ RECOVER_THRESHOLD: value });
     expect(error.code).toBe('CR_ERR_CONFIG');
-    expect(problemLines(error)).toEqual([`  RECOVER_THRESHOLD (recoverThreshold): must be below DEGRADE_THRESHOLD (5): value was "${value}"`]);
+    expect(problemLines(error)).toEqual([
+      `  RECOVER_THRESHOLD (recoverThreshold): must be below DEGRADE_THRESHOLD (5): value was "${value}"`,
+    ]);
   });
 
   it('rejects RECOVER_THRESHOLD left in place when DEGRADE_THRESHOLD is lowered to it', () => {

@@ -133,7 +133,7 @@ describe('loadConfig valid values', () => {
     expect(loadConfig({ DELAY_MODE: mode }).delayMode).toBe(mode);
   });
 
-  it('accepts EVENTS=durable and HISTORY_MAX_AGE in the broker\'s units', () => {
+  it("accepts EVENTS=durable and HISTORY_MAX_AGE in the broker's units", () => {
     expect(loadConfig({ EVENTS: 'durable' }).events).toBe('durable');
     expect(loadConfig({ HISTORY: 'on', HISTORY_MAX_AGE: '12h' })).toMatchObject({ history: 'on', historyMaxAge: '12h' });
     expect(loadConfig({}).historyMaxAge).toBe('7D');
@@ -250,11 +250,18 @@ describe('loadConfig invalid values', () => {
   it('covers every env var of the schema except free text and file paths (checked when read)', () => {
     const covered = new Set(INVALID.map(([name]) => name));
     const all = Object.values(configSchema).map((setting) => setting.env);
-    expect(all.filter((name) => !covered.has(name) && name !== 'SIGNING_SECRET' && name !== 'INGEST_TOKENS' && name !== 'CONSOLE_TOKENS')).toEqual(['SUCCESS_BODY', 'RETRY_POLICIES_FILE', 'TARGET_LIMITS_FILE', 'SIGNING_SECRET_FILE', 'SIGNING_TARGET_SECRETS_FILE']);
+    expect(
+      all.filter((name) => !covered.has(name) && name !== 'SIGNING_SECRET' && name !== 'INGEST_TOKENS' && name !== 'CONSOLE_TOKENS'),
+    ).toEqual(['SUCCESS_BODY', 'RETRY_POLICIES_FILE', 'TARGET_LIMITS_FILE', 'SIGNING_SECRET_FILE', 'SIGNING_TARGET_SECRETS_FILE']);
   });
 
   it('rejects a malformed CONSOLE_TOKENS naming the key, never showing a token', () => {
-    for (const value of ['alice-token-0123456789', 'alice:short', 'al ice:alice-token-0123456789', 'a:alice-token-0123456789,a:bob-token-0123456789ab']) {
+    for (const value of [
+      'alice-token-0123456789',
+      'alice:short',
+      'al ice:alice-token-0123456789',
+      'a:alice-token-0123456789,a:bob-token-0123456789ab',
+    ]) {
       const error = configError({ CONSOLE_TOKENS: value });
       expect(error.code).toBe('CR_ERR_CONFIG');
       expect(error.message).toContain('CONSOLE_TOKENS (consoleTokens)');

@@ -13,7 +13,11 @@ const SECOND: PolicyDefaults = {
   timeoutMs: 1_000,
 };
 
-const payment = resolvePolicy('payment', { schedule: [15_000, 15_000, 30_000, 180_000], maxAttempts: 5, timeoutMs: 5_000, successBody: 'success' }, FIRST);
+const payment = resolvePolicy(
+  'payment',
+  { schedule: [15_000, 15_000, 30_000, 180_000], maxAttempts: 5, timeoutMs: 5_000, successBody: 'success' },
+  FIRST,
+);
 
 describe('policy headers', () => {
   it('are written with every field resolved, durations spelled like the settings', () => {
@@ -31,26 +35,34 @@ describe('policy headers', () => {
     expect(read).toEqual({ ...payment, retry: { ...payment.retry, jitter: 0.3, retryAfterMaxMs: 5_000 } });
   });
 
-  it('round-trip keeps the first worker\'s defaults for the fields the policy left out', () => {
+  it("round-trip keeps the first worker's defaults for the fields the policy left out", () => {
     const partial = resolvePolicy('bulk', { schedule: [1_500] }, FIRST);
     const read = readPolicyHeaders('bulk', policyHeaders(partial), SECOND);
     expect(read).toMatchObject({ timeoutMs: 10_000, retry: { schedule: [1_500], maxAttempts: 2, successBody: 'ok' } });
   });
 
   it('reads values as amqplib hands them back (long strings as Buffers)', () => {
-    const headers = Object.fromEntries(Object.entries(policyHeaders(payment)).map(([name, value]) => [name, typeof value === 'string' ? Buffer.from(value) : value]));
+    const headers = Object.fromEntries(
+      Object.entries(policyHeaders(payment)).map(([name, value]) => [name, typeof value === 'string' ? Buffer.from(value) : value]),
+    );
     expect(readPolicyHeaders('payment', headers, FIRST)).toEqual(payment);
   });
 
   it.each([
     ['another policy', { [HEADER.policy]: 'bulk' }, /^x-callback-policy: names policy "bulk", but the callback's policy is "payment"$/],
     ['a missing field', { [HEADER.timeout]: undefined }, /^x-callback-timeout: is missing$/],
-    ['a bad schedule', { [HEADER.schedule]: '15s,later' }, /^x-callback-schedule: must be a comma-separated list of durations .*: value was "15s,later"$/],
+    [
+      'a bad schedule',
+      { [HEADER.schedule]: '15s,later' },
+      /^x-callback-schedule: must be a comma-separated list of durations .*: value was "15s,later"$/,
+    ],
     ['a bad count', { [HEADER.maxAttempts]: -1 }, /^x-callback-max-attempts: must be a whole number ≥ 1: value was -1$/],
     ['a bad timeout', { [HEADER.timeout]: 'soon' }, /^x-callback-timeout: must be a duration/],
   ])('refuses %s, naming the header', (_what, change, message) => {
     const headers: Record<string, unknown> = { ...policyHeaders(payment), ...change };
     for (const [name, value] of Object.entries(headers)) if (value === undefined) delete headers[name];
-    expect(() => readPolicyHeaders('payment', headers, SECOND)).toThrow(expect.objectContaining({ code: 'CR_ERR_INVALID_CALLBACK', message: expect.stringMatching(message) }));
+    expect(() => readPolicyHeaders('payment', headers, SECOND)).toThrow(
+      expect.objectContaining({ code: 'CR_ERR_INVALID_CALLBACK', message: expect.stringMatching(message) }),
+    );
   });
 });

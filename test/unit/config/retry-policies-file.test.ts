@@ -37,7 +37,7 @@ describe('loadRetryPolicies', () => {
     expect(policies.defaults).toBe(DEFAULTS);
   });
 
-  it('resolves every field a policy sets, in the settings\' own formats', () => {
+  it("resolves every field a policy sets, in the settings' own formats", () => {
     const path = policiesFile({ payment: { schedule: '15s,15s,30s,3m', maxAttempts: 5, timeout: '5s', successBody: 'success' } });
     expect(loadRetryPolicies(path, DEFAULTS).byName.get('payment')).toEqual({
       name: 'payment',
@@ -46,7 +46,7 @@ describe('loadRetryPolicies', () => {
     });
   });
 
-  it('a missing field is the worker\'s setting; a schedule without maxAttempts gets its length + 1', () => {
+  it("a missing field is the worker's setting; a schedule without maxAttempts gets its length + 1", () => {
     const path = policiesFile({ empty: {}, quick: { schedule: '1s,2s,3s,4s' }, patient: { maxAttempts: '7', timeout: 2500 } });
     const { byName } = loadRetryPolicies(path, DEFAULTS);
     expect(byName.get('empty')).toEqual({ name: 'empty', retry: DEFAULTS.retry, timeoutMs: 10_000 });
@@ -73,20 +73,26 @@ describe('loadRetryPolicies', () => {
   });
 
   it('a policy that is not an object, or whose name no callback can carry', () => {
-    expect(loadError(policiesFile({ payment: '15s,30s' })).message).toMatch(/policy "payment": must be an object of schedule, maxAttempts, timeout, successBody/);
+    expect(loadError(policiesFile({ payment: '15s,30s' })).message).toMatch(
+      /policy "payment": must be an object of schedule, maxAttempts, timeout, successBody/,
+    );
     expect(loadError(policiesFile({ 'pay ment': {} })).message).toMatch(/policy "pay ment": the name must be 1-64 letters/);
   });
 
   it('a policy whose headers would not fit on every retry copy', () => {
     const error = loadError(policiesFile({ chatty: { successBody: 'x'.repeat(MAX_POLICY_HEADER_BYTES) } }));
-    expect(error.message).toMatch(/policy "chatty": schedule, successBody: take \d+ bytes of headers on each retry copy, over the limit of 1024/);
+    expect(error.message).toMatch(
+      /policy "chatty": schedule, successBody: take \d+ bytes of headers on each retry copy, over the limit of 1024/,
+    );
   });
 
   it('a file that is missing, not JSON, or not an object of policies', () => {
     const missing = join(dir, 'missing.json');
     expect(loadError(missing).message).toBe(`RETRY_POLICIES_FILE (${missing}): cannot read the file as JSON (ENOENT)`);
     const broken = file('{"payment": ');
-    expect(loadError(broken).message).toMatch(new RegExp(`^RETRY_POLICIES_FILE \\(${broken}\\): cannot read the file as JSON \\(invalid JSON: `));
+    expect(loadError(broken).message).toMatch(
+      new RegExp(`^RETRY_POLICIES_FILE \\(${broken}\\): cannot read the file as JSON \\(invalid JSON: `),
+    );
     const list = policiesFile([{ schedule: '1s' }]);
     expect(loadError(list).message).toBe(`RETRY_POLICIES_FILE (${list}): must hold a JSON object of policy name → policy`);
     expect(loadError(list).field).toBe('RETRY_POLICIES_FILE');

@@ -26,7 +26,14 @@ function loadError(path: string): RelayError {
 describe('loadTargetLimits (TARGET_LIMITS_FILE)', () => {
   it('no file: no limits; rates per second, minute or hour; origins normalised', () => {
     expect(loadTargetLimits('').size).toBe(0);
-    const limits = loadTargetLimits(limitsFile({ 'https://a.example/': { rate: '20/s', burst: 5 }, 'http://b.example:8080': { rate: '600/m', concurrency: 2 }, 'https://c.example': { concurrency: 1 }, 'https://d.example': { rate: 0.5 } }));
+    const limits = loadTargetLimits(
+      limitsFile({
+        'https://a.example/': { rate: '20/s', burst: 5 },
+        'http://b.example:8080': { rate: '600/m', concurrency: 2 },
+        'https://c.example': { concurrency: 1 },
+        'https://d.example': { rate: 0.5 },
+      }),
+    );
     expect([...limits]).toEqual([
       ['https://a.example', { rate: 20, burst: 5 }],
       ['http://b.example:8080', { rate: 10, concurrency: 2 }],
@@ -37,12 +44,16 @@ describe('loadTargetLimits (TARGET_LIMITS_FILE)', () => {
 
   it('names the file, the origin, the field and the value of a bad entry', () => {
     const rate = limitsFile({ 'https://a.example': { rate: '20 per second' } });
-    expect(loadError(rate).message).toBe(`TARGET_LIMITS_FILE (${rate}): origin "https://a.example": rate must be a rate such as 20/s, 600/m or 1000/h (value was "20 per second")`);
+    expect(loadError(rate).message).toBe(
+      `TARGET_LIMITS_FILE (${rate}): origin "https://a.example": rate must be a rate such as 20/s, 600/m or 1000/h (value was "20 per second")`,
+    );
     expect(loadError(rate).field).toBe('https://a.example.rate');
     const burst = limitsFile({ 'https://a.example': { rate: 5, burst: 0 } });
     expect(loadError(burst).message).toContain('burst must be a whole number from 1 to 1000000 (value was 0)');
     expect(loadError(limitsFile({ 'https://a.example': { burst: 3 } })).message).toContain('rate give a rate, a concurrency or both');
-    expect(loadError(limitsFile({ 'https://a.example': { rate: 5, speed: 3 } })).message).toContain('speed is not a limit field (rate, burst, concurrency)');
+    expect(loadError(limitsFile({ 'https://a.example': { rate: 5, speed: 3 } })).message).toContain(
+      'speed is not a limit field (rate, burst, concurrency)',
+    );
     expect(loadError(limitsFile({ 'https://a.example/hook': { rate: 5 } })).message).toContain('"https://a.example/hook" is not an origin');
     expect(loadError(limitsFile({ 'https://a.example': 5 })).message).toContain('must be an object of rate, burst, concurrency');
   });

@@ -20,8 +20,14 @@ const event = (type: OutcomeType, extra: Partial<OutcomeEvent> = {}): OutcomeEve
 
 describe('whereNow', () => {
   it('says where a callback is from its last event, and whether a cancel could still stop it', () => {
-    expect(whereNow([event('retry-scheduled'), event('delivered')], false, T0)).toEqual({ text: `delivered at ${new Date(T0).toISOString()} (attempt 2)`, pending: false });
-    expect(whereNow([event('dead', { reason: 'exhausted' })], false, T0)).toMatchObject({ text: expect.stringContaining('exhausted'), pending: false });
+    expect(whereNow([event('retry-scheduled'), event('delivered')], false, T0)).toEqual({
+      text: `delivered at ${new Date(T0).toISOString()} (attempt 2)`,
+      pending: false,
+    });
+    expect(whereNow([event('dead', { reason: 'exhausted' })], false, T0)).toMatchObject({
+      text: expect.stringContaining('exhausted'),
+      pending: false,
+    });
     expect(whereNow([event('canceled')], false, T0).pending).toBe(false);
     expect(whereNow([event('paused')], false, T0)).toMatchObject({ text: expect.stringContaining('paused'), pending: true });
     const retry = event('retry-scheduled', { nextAttemptAt: new Date(T0 + 30_000).toISOString() });

@@ -25,14 +25,24 @@ function consoleUnderTest(peeked: PeekedDead[] = []) {
   const clock = (): number => T0;
   const limits = { windowMs: 3_600_000, maxTargets: 10 };
   const sessions = new EndedSessions(clock);
-  const live = { events: new EventWindow(limits, clock), control: new ControlView(limits, clock, 86_400_000), sessions, historyMissing: false, historyCaughtUp: true, close: async () => {} };
+  const live = {
+    events: new EventWindow(limits, clock),
+    control: new ControlView(limits, clock, 86_400_000),
+    sessions,
+    historyMissing: false,
+    historyCaughtUp: true,
+    close: async () => {},
+  };
   const auth = new ConsoleAuth([{ name: 'alice', token: TOKEN }], clock, sessions);
   const calls: string[] = [];
   const actions: ConsoleActions = {
     pause: async (by, origin) => void calls.push(`pause ${origin} by ${by}`),
     resume: async () => {},
     cancel: async () => {},
-    replay: async (by, ids, includeCanceled) => (calls.push(`replay ${ids.join(' ')} canceled=${includeCanceled} by ${by}`), { replayed: ids.length, skippedCanceled: 0 }),
+    replay: async (by, ids, includeCanceled) => (
+      calls.push(`replay ${ids.join(' ')} canceled=${includeCanceled} by ${by}`),
+      { replayed: ids.length, skippedCanceled: 0 }
+    ),
     purge: async (by, ids) => (calls.push(`purge ${ids.join(' ')} by ${by}`), ids.length),
     endSession: async (by, id, expires) => {
       calls.push(`end session of ${by}`);
@@ -42,8 +52,13 @@ function consoleUnderTest(peeked: PeekedDead[] = []) {
   };
   const throttle = new LoginThrottle({ perClient: 3, global: 5, windowMs: 60_000, maxClients: 100 }, clock);
   const logged: Array<Record<string, unknown>> = [];
-  const sink = new Writable({ write: (chunk: Buffer, _encoding, done) => void (logged.push(JSON.parse(chunk.toString()) as Record<string, unknown>), done()) });
-  const app = buildConsoleApp(auth, pino({ level: 'info' }, sink), { throttle, endSession: (operator) => actions.endSession(operator.name, operator.sessionId ?? '', operator.expires ?? 0) });
+  const sink = new Writable({
+    write: (chunk: Buffer, _encoding, done) => void (logged.push(JSON.parse(chunk.toString()) as Record<string, unknown>), done()),
+  });
+  const app = buildConsoleApp(auth, pino({ level: 'info' }, sink), {
+    throttle,
+    endSession: (operator) => actions.endSession(operator.name, operator.sessionId ?? '', operator.expires ?? 0),
+  });
   const context = { config, names: topologyNames('p'), live, actions, auth, clock };
   registerPages(app, context);
   registerActions(app, context);
@@ -53,7 +68,10 @@ function consoleUnderTest(peeked: PeekedDead[] = []) {
 describe('console server', () => {
   it('refuses to start without CONSOLE_TOKENS, naming the key', async () => {
     const config = loadConfig({ AMQP_URL: 'amqp://127.0.0.1:1' });
-    await expect(startConsole(config, pino({ level: 'silent' }), { port: 0 })).rejects.toMatchObject({ code: 'CR_ERR_CONFIG', message: expect.stringContaining('CONSOLE_TOKENS (consoleTokens)') });
+    await expect(startConsole(config, pino({ level: 'silent' }), { port: 0 })).rejects.toMatchObject({
+      code: 'CR_ERR_CONFIG',
+      message: expect.stringContaining('CONSOLE_TOKENS (consoleTokens)'),
+    });
   });
 
   it('sends a page only to an operator, with the strict CSP on every answer', async () => {
@@ -62,7 +80,16 @@ describe('console server', () => {
     expect(anonymous.statusCode).toBe(303);
     expect(anonymous.headers.location).toBe('/login?next=%2Ftargets');
     expect(anonymous.headers['content-security-policy']).toBe(CONTENT_SECURITY_POLICY);
-    expect((await app.inject({ method: 'POST', url: '/targets/pause', payload: 'origin=https://a.example', headers: { 'content-type': 'application/x-www-form-urlencoded' } })).statusCode).toBe(401);
+    expect(
+      (
+        await app.inject({
+          method: 'POST',
+          url: '/targets/pause',
+          payload: 'origin=https://a.example',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        })
+      ).statusCode,
+    ).toBe(401);
     const bearer = await app.inject({ method: 'GET', url: '/targets', headers: { authorization: `Bearer ${TOKEN}` } });
     expect(bearer.statusCode).toBe(200);
     expect(bearer.body).not.toMatch(/<script>|style="/);
@@ -75,7 +102,12 @@ describe('console server', () => {
     expect(login.statusCode).toBe(303);
     expect(login.headers.location).toBe('/');
     expect(String(login.headers['set-cookie'])).toMatch(/^cr_console=alice\.\d+\.[\w-]{22}\.[\w-]{43}; HttpOnly; SameSite=Strict; Path=\//);
-    const proxied = await app.inject({ method: 'POST', url: '/login', payload: `token=${TOKEN}`, headers: { ...form, 'x-forwarded-proto': 'https' } });
+    const proxied = await app.inject({
+      method: 'POST',
+      url: '/login',
+      payload: `token=${TOKEN}`,
+      headers: { ...form, 'x-forwarded-proto': 'https' },
+    });
     expect(String(proxied.headers['set-cookie'])).toMatch(/; Secure$/);
     const wrong = await app.inject({ method: 'POST', url: '/login', payload: 'token=nope', headers: form });
     expect(wrong.headers.location).toContain('failed=1');
@@ -95,7 +127,12 @@ describe('console server', () => {
     const page = await app.inject({ method: 'GET', url: '/targets', headers });
     live.control.apply({ type: 'pause', origin: 'https://held.example', at: new Date(T0).toISOString() });
     expect(page.body).toContain('/logout');
-    const done = await app.inject({ method: 'POST', url: '/targets/pause', payload: `origin=https%3A%2F%2Fa.example&csrf=${csrf}`, headers });
+    const done = await app.inject({
+      method: 'POST',
+      url: '/targets/pause',
+      payload: `origin=https%3A%2F%2Fa.example&csrf=${csrf}`,
+      headers,
+    });
     expect(done.statusCode).toBe(303);
     expect(done.headers.location).toBe('/targets?done=paused');
     expect(calls).toEqual(['pause https://a.example by alice']);
@@ -107,10 +144,18 @@ describe('console server', () => {
   });
 
   it('refuses a weak token at start, naming CONSOLE_TOKENS, the rule and the name, never the token', async () => {
-    for (const weak of ['short-token-0123456', 'local-console-token-change-me', 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', '012345678901234567890123456789012345']) {
+    for (const weak of [
+      'short-token-0123456',
+      'local-console-token-change-me',
+      'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa',
+      '012345678901234567890123456789012345',
+    ]) {
       const config = loadConfig({ AMQP_URL: 'amqp://127.0.0.1:1', CONSOLE_TOKENS: `good:${TOKEN},bob:${weak}` });
       const started = startConsole(config, pino({ level: 'silent' }), { port: 0 });
-      await expect(started).rejects.toMatchObject({ code: 'CR_ERR_CONFIG', message: expect.stringContaining('CONSOLE_TOKENS (consoleTokens): the token of bob is too weak') });
+      await expect(started).rejects.toMatchObject({
+        code: 'CR_ERR_CONFIG',
+        message: expect.stringContaining('CONSOLE_TOKENS (consoleTokens): the token of bob is too weak'),
+      });
       await expect(started).rejects.toMatchObject({ message: expect.stringContaining('128 bits') });
       await expect(started).rejects.toMatchObject({ message: expect.not.stringContaining(weak) });
     }
@@ -119,19 +164,32 @@ describe('console server', () => {
   it('throttles wrong tokens per client address: 429 with Retry-After, a warn line to alert on; the right token is refused too meanwhile', async () => {
     const { app, logged } = consoleUnderTest();
     const form = { 'content-type': 'application/x-www-form-urlencoded' };
-    const wrong = (remoteAddress = '10.0.0.1') => app.inject({ method: 'POST', url: '/login', payload: 'token=nope-nope-nope-nope-nope', headers: form, remoteAddress });
+    const wrong = (remoteAddress = '10.0.0.1') =>
+      app.inject({ method: 'POST', url: '/login', payload: 'token=nope-nope-nope-nope-nope', headers: form, remoteAddress });
     for (let i = 0; i < 3; i += 1) expect((await wrong()).statusCode).toBe(303);
     const refused = await wrong();
     expect(refused.statusCode).toBe(429);
     expect(refused.headers['retry-after']).toBe('60');
     const right = await app.inject({ method: 'POST', url: '/login', payload: `token=${TOKEN}`, headers: form, remoteAddress: '10.0.0.1' });
     expect(right.statusCode).toBe(429);
-    const bearer = await app.inject({ method: 'GET', url: '/targets', headers: { authorization: `Bearer ${TOKEN}` }, remoteAddress: '10.0.0.1' });
+    const bearer = await app.inject({
+      method: 'GET',
+      url: '/targets',
+      headers: { authorization: `Bearer ${TOKEN}` },
+      remoteAddress: '10.0.0.1',
+    });
     expect(bearer.statusCode).toBe(429);
-    expect(logged.filter((line) => line.event === 'console.login.throttled')).toEqual([expect.objectContaining({ level: 40, scope: 'client', client: '10.0.0.1', retryAfterSeconds: 60, limit: 3 })]);
+    expect(logged.filter((line) => line.event === 'console.login.throttled')).toEqual([
+      expect.objectContaining({ level: 40, scope: 'client', client: '10.0.0.1', retryAfterSeconds: 60, limit: 3 }),
+    ]);
     // Another address still logs in; a wrong bearer token counts as a failure too, up to the global ceiling.
-    expect((await app.inject({ method: 'POST', url: '/login', payload: `token=${TOKEN}`, headers: form, remoteAddress: '10.0.0.2' })).statusCode).toBe(303);
-    expect((await app.inject({ method: 'GET', url: '/targets', headers: { authorization: 'Bearer nope-nope' }, remoteAddress: '10.0.0.3' })).statusCode).toBe(303);
+    expect(
+      (await app.inject({ method: 'POST', url: '/login', payload: `token=${TOKEN}`, headers: form, remoteAddress: '10.0.0.2' })).statusCode,
+    ).toBe(303);
+    expect(
+      (await app.inject({ method: 'GET', url: '/targets', headers: { authorization: 'Bearer nope-nope' }, remoteAddress: '10.0.0.3' }))
+        .statusCode,
+    ).toBe(303);
     expect((await wrong('10.0.0.4')).statusCode).toBe(303);
     expect((await wrong('10.0.0.5')).statusCode).toBe(429);
     expect(logged.filter((line) => line.event === 'console.login.throttled').at(-1)).toMatchObject({ scope: 'global' });
@@ -154,14 +212,40 @@ describe('console server', () => {
   it('after a login, redirects only to a path of the console', async () => {
     const { app } = consoleUnderTest();
     const form = { 'content-type': 'application/x-www-form-urlencoded' };
-    const hostile = ['/%09/evil.example/', '/\t/evil.example/', '//evil', '/\\evil', '/\\/evil', 'https://evil', 'http:evil', '%2F%2Fevil', '/.//evil', '//%2Fevil', ' //evil', 'javascript:alert(1)'];
+    const hostile = [
+      '/%09/evil.example/',
+      '/\t/evil.example/',
+      '//evil',
+      '/\\evil',
+      '/\\/evil',
+      'https://evil',
+      'http:evil',
+      '%2F%2Fevil',
+      '/.//evil',
+      '//%2Fevil',
+      ' //evil',
+      'javascript:alert(1)',
+    ];
     for (const next of hostile) {
-      const login = await app.inject({ method: 'POST', url: '/login', payload: new URLSearchParams({ token: TOKEN, next }).toString(), headers: form });
+      const login = await app.inject({
+        method: 'POST',
+        url: '/login',
+        payload: new URLSearchParams({ token: TOKEN, next }).toString(),
+        headers: form,
+      });
       const location = String(login.headers.location);
-      expect(location.startsWith('/') && !location.startsWith('//') && !location.includes('\\'), `${JSON.stringify(next)} → ${location}`).toBe(true);
+      expect(
+        location.startsWith('/') && !location.startsWith('//') && !location.includes('\\'),
+        `${JSON.stringify(next)} → ${location}`,
+      ).toBe(true);
       expect(new URL(location, 'http://console.test').origin).toBe('http://console.test');
     }
-    const kept = await app.inject({ method: 'POST', url: '/login', payload: new URLSearchParams({ token: TOKEN, next: '/dead-letters?reason=exhausted' }).toString(), headers: form });
+    const kept = await app.inject({
+      method: 'POST',
+      url: '/login',
+      payload: new URLSearchParams({ token: TOKEN, next: '/dead-letters?reason=exhausted' }).toString(),
+      headers: form,
+    });
     expect(kept.headers.location).toBe('/dead-letters?reason=exhausted');
   });
 
@@ -171,20 +255,71 @@ describe('console server', () => {
     const operator = auth.fromSession(session);
     if (!operator) throw new Error('no session');
     const headers = { cookie: `cr_console=${session}`, 'content-type': 'application/x-www-form-urlencoded' };
-    const post = (url: string, fields: Array<[string, string]>) => app.inject({ method: 'POST', url, payload: new URLSearchParams([...fields, ['csrf', auth.csrfToken(operator)]]).toString(), headers });
-    expect((await post('/dead-letters/replay', [['id', 'a'], ['id', 'b'], ['count', '2']])).headers.location).toBe('/dead-letters?done=replayed&n=2&skipped=0');
-    await post('/dead-letters/replay', [['id', 'c'], ['count', '1'], ['canceled', '1']]);
-    await post('/dead-letters/replay', [['id', 'd'], ['selected', '1']]);
-    expect((await post('/dead-letters/replay', [['id', 'a'], ['id', 'b'], ['count', '3']])).statusCode).toBe(400);
+    const post = (url: string, fields: Array<[string, string]>) =>
+      app.inject({
+        method: 'POST',
+        url,
+        payload: new URLSearchParams([...fields, ['csrf', auth.csrfToken(operator)]]).toString(),
+        headers,
+      });
+    expect(
+      (
+        await post('/dead-letters/replay', [
+          ['id', 'a'],
+          ['id', 'b'],
+          ['count', '2'],
+        ])
+      ).headers.location,
+    ).toBe('/dead-letters?done=replayed&n=2&skipped=0');
+    await post('/dead-letters/replay', [
+      ['id', 'c'],
+      ['count', '1'],
+      ['canceled', '1'],
+    ]);
+    await post('/dead-letters/replay', [
+      ['id', 'd'],
+      ['selected', '1'],
+    ]);
+    expect(
+      (
+        await post('/dead-letters/replay', [
+          ['id', 'a'],
+          ['id', 'b'],
+          ['count', '3'],
+        ])
+      ).statusCode,
+    ).toBe(400);
     expect((await post('/dead-letters/replay', [['count', '0']])).statusCode).toBe(400);
-    expect((await post('/dead-letters/purge', [['id', 'a'], ['id', 'a'], ['count', '2']])).headers.location).toBe('/dead-letters?done=purged&n=2');
+    expect(
+      (
+        await post('/dead-letters/purge', [
+          ['id', 'a'],
+          ['id', 'a'],
+          ['count', '2'],
+        ])
+      ).headers.location,
+    ).toBe('/dead-letters?done=purged&n=2');
     expect((await post('/dead-letters/purge', [['id', 'a']])).statusCode).toBe(400);
-    expect(calls).toEqual(['replay a b canceled=false by alice', 'replay c canceled=true by alice', 'replay d canceled=true by alice', 'purge a a by alice']);
+    expect(calls).toEqual([
+      'replay a b canceled=false by alice',
+      'replay c canceled=true by alice',
+      'replay d canceled=true by alice',
+      'purge a a by alice',
+    ]);
   });
 
   it('the dead-letters and purge pages post exactly the ids they show, with their count; canceled ones need a tick', async () => {
     const entry = (id: string | null, reason: string): PeekedDead => {
-      const e: DlqEntry = { id, url: 'https://a.example/x', reason, attempts: 1, lastStatus: 500, lastError: null, since: null, ageSeconds: null };
+      const e: DlqEntry = {
+        id,
+        url: 'https://a.example/x',
+        reason,
+        attempts: 1,
+        lastStatus: 500,
+        lastError: null,
+        since: null,
+        ageSeconds: null,
+      };
       return { entry: e, content: Buffer.from('{}'), headers: {} };
     };
     const { app } = consoleUnderTest([entry('cb-1', 'exhausted'), entry('cb-2', 'canceled'), entry(null, 'invalid')]);

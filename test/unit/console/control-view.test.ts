@@ -26,7 +26,7 @@ describe('ControlView', () => {
     expect(view.stateOf('https://b.example')).toBe('healthy');
   });
 
-  it('a target with an operator\'s limit is limited until the limit is cleared; a pause or an open circuit says more', () => {
+  it("a target with an operator's limit is limited until the limit is cleared; a pause or an open circuit says more", () => {
     const view = new ControlView({ windowMs: 3_600_000, maxTargets: 10 }, () => T0, 30 * 86_400_000);
     view.apply({ type: 'limit', origin: 'https://l.example', at: at(T0 - 1000), limit: { rate: 20, burst: 2 } });
     expect(view.stateOf('https://l.example')).toBe('limited');
@@ -62,11 +62,24 @@ describe('targetRows', () => {
 
   it('sorts by trouble: paused, circuit open, then failure rate, then failures; lists a paused origin without events', () => {
     const rows = targetRows(
-      [stats('https://ok.example', 10, 0), stats('https://half.example', 5, 5), stats('https://down.example', 0, 3), stats('https://down2.example', 0, 9), stats('https://open.example', 9, 1)],
+      [
+        stats('https://ok.example', 10, 0),
+        stats('https://half.example', 5, 5),
+        stats('https://down.example', 0, 3),
+        stats('https://down2.example', 0, 9),
+        stats('https://open.example', 9, 1),
+      ],
       ['https://held.example'],
       (origin) => (origin === 'https://held.example' ? 'paused' : origin === 'https://open.example' ? 'circuit open' : 'healthy'),
     );
-    expect(rows.map((row) => row.origin)).toEqual(['https://held.example', 'https://open.example', 'https://down2.example', 'https://down.example', 'https://half.example', 'https://ok.example']);
+    expect(rows.map((row) => row.origin)).toEqual([
+      'https://held.example',
+      'https://open.example',
+      'https://down2.example',
+      'https://down.example',
+      'https://half.example',
+      'https://ok.example',
+    ]);
     expect(rows[0]).toMatchObject({ delivered: 0, successRate: null, state: 'paused' });
   });
 });

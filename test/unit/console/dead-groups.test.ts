@@ -2,7 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { filterFromQuery, groupDead, matchesFilter } from '../../../src/console/dead-groups.js';
 import type { DlqEntry } from '../../../src/dlq/dlq-entry.js';
 
-const entry = (id: string | null, url: string | null, reason: string, since: string | null): DlqEntry => ({ id, url, reason, attempts: 1, lastStatus: 500, lastError: null, since, ageSeconds: 0 });
+const entry = (id: string | null, url: string | null, reason: string, since: string | null): DlqEntry => ({
+  id,
+  url,
+  reason,
+  attempts: 1,
+  lastStatus: 500,
+  lastError: null,
+  since,
+  ageSeconds: 0,
+});
 
 const ENTRIES = [
   entry('a-1', 'https://a.example/hook', 'exhausted', '2026-01-31T10:00:00.000Z'),
@@ -23,7 +32,8 @@ describe('dead-letter groups and filters', () => {
   });
 
   it('filters by part of the id or URL, the exact reason, and a time range', () => {
-    const ids = (query: Record<string, string>): Array<string | null> => ENTRIES.filter((e) => matchesFilter(e, filterFromQuery(query))).map((e) => e.id);
+    const ids = (query: Record<string, string>): Array<string | null> =>
+      ENTRIES.filter((e) => matchesFilter(e, filterFromQuery(query))).map((e) => e.id);
     expect(ids({})).toHaveLength(5);
     expect(ids({ id: 'A-' })).toEqual(['a-1', 'a-2', 'a-3']);
     expect(ids({ url: 'a.example/hook' })).toEqual(['a-1', 'a-3']);

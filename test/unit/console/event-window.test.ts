@@ -62,13 +62,19 @@ describe('EventWindow', () => {
     window.add(event('delivered', 'https://b.example/', T0 - 2000));
     window.add(event('delivered', 'https://a.example/', T0 - 1500));
     window.add(event('delivered', 'https://c.example/', T0 - 1000));
-    expect(window.targetStats().map((row) => row.origin).sort()).toEqual(['https://a.example', 'https://c.example']);
+    expect(
+      window
+        .targetStats()
+        .map((row) => row.origin)
+        .sort(),
+    ).toEqual(['https://a.example', 'https://c.example']);
     expect(window.forgottenTargets).toBe(1);
   });
 
   it('keeps a bounded number of latency samples per origin', () => {
     const window = new EventWindow({ windowMs: 3_600_000, maxTargets: 2 }, () => T0);
-    for (let i = 0; i < LATENCY_SAMPLES * 3; i += 1) window.add(event('delivered', 'https://a.example/', T0 - 1000, { durationMs: i < LATENCY_SAMPLES * 2 ? 1_000 : 1 }));
+    for (let i = 0; i < LATENCY_SAMPLES * 3; i += 1)
+      window.add(event('delivered', 'https://a.example/', T0 - 1000, { durationMs: i < LATENCY_SAMPLES * 2 ? 1_000 : 1 }));
     expect(window.targetStats()[0]).toMatchObject({ p50Ms: 1, p95Ms: 1, delivered: LATENCY_SAMPLES * 3 });
   });
 });

@@ -22,7 +22,11 @@ function fakeChannel() {
     },
   };
   const turns: Array<() => void> = [];
-  const acks = coalesceAcks(channel as unknown as Channel, () => closed, (flush) => void turns.push(flush));
+  const acks = coalesceAcks(
+    channel as unknown as Channel,
+    () => closed,
+    (flush) => void turns.push(flush),
+  );
   return {
     channel: channel as unknown as Channel,
     frames,

@@ -9,7 +9,10 @@ import { resolvePolicy, type PolicyDefaults, type RetryPolicies } from '../../..
 const LIMIT = 1_048_576;
 const DERIVED = /^msg_[A-Za-z0-9_-]{43}$/;
 
-function message(content: string | Buffer, properties: { headers?: Record<string, unknown>; messageId?: unknown } = { headers: {}, messageId: 'm1' }): ConsumeMessage {
+function message(
+  content: string | Buffer,
+  properties: { headers?: Record<string, unknown>; messageId?: unknown } = { headers: {}, messageId: 'm1' },
+): ConsumeMessage {
   return {
     content: typeof content === 'string' ? Buffer.from(content, 'utf8') : content,
     fields: {} as any,
@@ -62,7 +65,8 @@ describe('decode: valid callbacks', () => {
   });
 
   it('derives different ids for different bodies or producer properties', () => {
-    const id = (content: string, properties: Record<string, unknown>): string => delivered(decode(message(content, properties as any), LIMIT)).id;
+    const id = (content: string, properties: Record<string, unknown>): string =>
+      delivered(decode(message(content, properties as any), LIMIT)).id;
     const content = json({ url: 'https://x.test', body: 1 });
     const ids = new Set([
       id(content, { headers: {} }),
@@ -83,7 +87,9 @@ describe('decode: valid callbacks', () => {
 
   it('reads a Buffer first attempt time', () => {
     const headers = { 'x-callback-first-attempt-at': Buffer.from('2025-01-01T00:00:00.000Z') };
-    expect(delivered(decode(message(json({ url: 'https://x.test', body: 1 }), { headers }), LIMIT)).firstAttemptAt).toBe('2025-01-01T00:00:00.000Z');
+    expect(delivered(decode(message(json({ url: 'https://x.test', body: 1 }), { headers }), LIMIT)).firstAttemptAt).toBe(
+      '2025-01-01T00:00:00.000Z',
+    );
   });
 
   it.each([
@@ -109,9 +115,10 @@ describe('decode: valid callbacks', () => {
 
 describe('decode: the headers later steps read', () => {
   const content = json({ url: 'https://x.test', body: 1 });
-  const decodeWith = (headers: Record<string, unknown>): Delivery => delivered(decode(message(content, { headers, messageId: 'm1' }), LIMIT));
+  const decodeWith = (headers: Record<string, unknown>): Delivery =>
+    delivered(decode(message(content, { headers, messageId: 'm1' }), LIMIT));
 
-  it('reads what open circuits held: the hold under way, its deferrals, the earlier holds\' total', () => {
+  it("reads what open circuits held: the hold under way, its deferrals, the earlier holds' total", () => {
     const delivery = decodeWith({ [HEADER.heldSince]: '2025-01-01T00:00:00.000Z', [HEADER.deferrals]: 3, [HEADER.heldMs]: 1_500 });
     expect(delivery).toMatchObject({ heldSince: Date.parse('2025-01-01T00:00:00.000Z'), deferrals: 3, heldMs: 1_500 });
   });
@@ -170,7 +177,9 @@ describe('decode: failures never throw', () => {
   it('rejects headers too large for the copies the relay publishes', () => {
     const content = json({ url: 'https://x.test', body: 1 });
     const headers = { big: 'x'.repeat(MAX_PRODUCER_HEADER_BYTES) };
-    expect(failed(decode(message(content, { headers, messageId: 'm1' }), LIMIT)).error).toMatch(/^headers are \d+ bytes encoded, over the limit of 61440$/);
+    expect(failed(decode(message(content, { headers, messageId: 'm1' }), LIMIT)).error).toMatch(
+      /^headers are \d+ bytes encoded, over the limit of 61440$/,
+    );
     const fits = { big: 'x'.repeat(MAX_PRODUCER_HEADER_BYTES - 100) };
     expect(delivered(decode(message(content, { headers: fits, messageId: 'm1' }), LIMIT)).id).toBe('m1');
   });
@@ -181,33 +190,42 @@ describe('decode: failures never throw', () => {
 });
 
 describe('decode: retry policies', () => {
-  const defaults: PolicyDefaults = { retry: { schedule: [15_000], maxAttempts: 2, jitter: 0, retryAfterMaxMs: 60_000, successBody: '' }, timeoutMs: 10_000 };
+  const defaults: PolicyDefaults = {
+    retry: { schedule: [15_000], maxAttempts: 2, jitter: 0, retryAfterMaxMs: 60_000, successBody: '' },
+    timeoutMs: 10_000,
+  };
   const payment = resolvePolicy('payment', { schedule: [1_000, 2_000], timeoutMs: 5_000 }, defaults);
   const policies: RetryPolicies = { defaults, byName: new Map([['payment', payment]]) };
   const withPolicy = json({ url: 'https://x.test', body: 1, policy: 'payment' });
 
-  it('a callback without a policy gets none: the worker\'s own settings apply', () => {
+  it("a callback without a policy gets none: the worker's own settings apply", () => {
     expect(delivered(decode(message(json({ url: 'https://x.test', body: 1 })), LIMIT, policies)).policy).toBeUndefined();
   });
 
-  it('first attempt: the policy comes from the worker\'s file, shared, not rebuilt', () => {
+  it("first attempt: the policy comes from the worker's file, shared, not rebuilt", () => {
     expect(delivered(decode(message(withPolicy), LIMIT, policies)).policy).toBe(payment);
   });
 
   it('an unknown policy fails decode, naming it', () => {
-    expect(failed(decode(message(withPolicy), LIMIT, { defaults, byName: new Map() })).error).toBe('policy: "payment" is not a retry policy of this worker (RETRY_POLICIES_FILE)');
+    expect(failed(decode(message(withPolicy), LIMIT, { defaults, byName: new Map() })).error).toBe(
+      'policy: "payment" is not a retry policy of this worker (RETRY_POLICIES_FILE)',
+    );
   });
 
-  it('a retry: the headers decide, not this worker\'s file', () => {
+  it("a retry: the headers decide, not this worker's file", () => {
     const elsewhere = resolvePolicy('payment', { schedule: [60_000], maxAttempts: 9, timeoutMs: 1_000, successBody: 'ok' }, defaults);
     const headers = { ...policyHeaders(elsewhere), [HEADER.attempt]: 2 };
     expect(delivered(decode(message(withPolicy, { headers, messageId: 'm1' }), LIMIT, policies)).policy).toEqual(elsewhere);
     // Even a worker whose file lacks the policy follows the headers.
-    expect(delivered(decode(message(withPolicy, { headers, messageId: 'm1' }), LIMIT, { defaults, byName: new Map() })).policy).toEqual(elsewhere);
+    expect(delivered(decode(message(withPolicy, { headers, messageId: 'm1' }), LIMIT, { defaults, byName: new Map() })).policy).toEqual(
+      elsewhere,
+    );
   });
 
   it('malformed policy headers fail decode, naming the header', () => {
     const headers = { ...policyHeaders(payment), [HEADER.maxAttempts]: 'many' };
-    expect(failed(decode(message(withPolicy, { headers, messageId: 'm1' }), LIMIT, policies)).error).toMatch(/^x-callback-max-attempts: must be a whole number/);
+    expect(failed(decode(message(withPolicy, { headers, messageId: 'm1' }), LIMIT, policies)).error).toMatch(
+      /^x-callback-max-attempts: must be a whole number/,
+    );
   });
 });

@@ -27,11 +27,26 @@ function channelRecording(throws = false) {
 function effects(closed = new WeakSet<ConfirmChannel>()) {
   const reports: AttemptReport[] = [];
   const observer = { reported: (report: AttemptReport) => reports.push(report) } as unknown as PipelineObserver;
-  const made = new BrokerEffects({ names, mode: 'queues', logger: createLogger('silent'), observer, settle: {}, stopping: new AbortController().signal, isClosed: (channel) => closed.has(channel) });
+  const made = new BrokerEffects({
+    names,
+    mode: 'queues',
+    logger: createLogger('silent'),
+    observer,
+    settle: {},
+    stopping: new AbortController().signal,
+    isClosed: (channel) => closed.has(channel),
+  });
   return { made, reports };
 }
 
-const report: AttemptReport = { kind: 'canceled', id: 'cb-1', url: 'https://example.com/', target: 'https://example.com', lane: '0', attempt: 0 };
+const report: AttemptReport = {
+  kind: 'canceled',
+  id: 'cb-1',
+  url: 'https://example.com/',
+  target: 'https://example.com',
+  lane: '0',
+  attempt: 0,
+};
 const record = { id: 'cb-1', attempts: 1, firstAttemptAt: undefined, lastAttemptAt: undefined, lastStatus: 200, lastError: undefined };
 
 describe('BrokerEffects', () => {
@@ -56,7 +71,7 @@ describe('BrokerEffects', () => {
     expect(() => made.giveBack({ message, channel: channelRecording(true).channel, lane: '0' })).not.toThrow();
   });
 
-  it('routes a message back to its own lane\'s queue, or P.slow\'s', () => {
+  it("routes a message back to its own lane's queue, or P.slow's", () => {
     expect(returnRoute(names, '0')).toEqual({ queue: names.workQueues[0], deadQueue: names.deadQueue });
     expect(returnRoute(names, 'slow')).toEqual({ queue: names.slowQueue, deadQueue: names.deadQueue });
   });

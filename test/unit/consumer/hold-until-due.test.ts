@@ -79,14 +79,34 @@ describe('createDueHold', () => {
     const channel = {};
     const released: string[] = [];
     const givenBack: string[] = [];
-    hold.hold(due(NOW + 300), channel, () => released.push('a'), () => givenBack.push('a'));
-    hold.hold(due(NOW + 900), channel, () => released.push('b'), () => givenBack.push('b'));
+    hold.hold(
+      due(NOW + 300),
+      channel,
+      () => released.push('a'),
+      () => givenBack.push('a'),
+    );
+    hold.hold(
+      due(NOW + 900),
+      channel,
+      () => released.push('b'),
+      () => givenBack.push('b'),
+    );
     expect(hold.giveBackAll()).toBe(2);
     expect(givenBack).toEqual(['a', 'b']);
     expect(hold.size).toBe(0);
-    hold.hold(due(NOW + 300), channel, () => released.push('after'), () => givenBack.push('after'));
+    hold.hold(
+      due(NOW + 300),
+      channel,
+      () => released.push('after'),
+      () => givenBack.push('after'),
+    );
     // Due already: the pipeline has it, and gives it back as its own waiting jobs (pipeline.ts).
-    hold.hold(undefined, channel, () => released.push('due'), () => givenBack.push('due'));
+    hold.hold(
+      undefined,
+      channel,
+      () => released.push('due'),
+      () => givenBack.push('due'),
+    );
     vi.advanceTimersByTime(5_000);
     expect(released).toEqual(['due']);
     expect(givenBack).toEqual(['a', 'b', 'after']);
@@ -97,8 +117,18 @@ describe('createDueHold', () => {
     const hold = createDueHold<object>(() => now);
     const [closed, open] = [{}, {}];
     const givenBack: string[] = [];
-    hold.hold(due(NOW + 300), closed, () => {}, () => givenBack.push('closed'));
-    hold.hold(due(NOW + 300), open, () => {}, () => givenBack.push('open'));
+    hold.hold(
+      due(NOW + 300),
+      closed,
+      () => {},
+      () => givenBack.push('closed'),
+    );
+    hold.hold(
+      due(NOW + 300),
+      open,
+      () => {},
+      () => givenBack.push('open'),
+    );
     hold.channelClosed(closed);
     expect(hold.giveBackAll()).toBe(1);
     expect(givenBack).toEqual(['open']);

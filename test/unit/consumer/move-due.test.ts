@@ -37,7 +37,11 @@ class StandInChannel extends EventEmitter {
 }
 
 const due = (n: number): ConsumeMessage =>
-  ({ content: Buffer.from('{}'), fields: { routingKey: `due.${n}` }, properties: { headers: {}, messageId: `m${n}` } }) as unknown as ConsumeMessage;
+  ({
+    content: Buffer.from('{}'),
+    fields: { routingKey: `due.${n}` },
+    properties: { headers: {}, messageId: `m${n}` },
+  }) as unknown as ConsumeMessage;
 
 async function until(condition: () => boolean): Promise<void> {
   for (let i = 0; i < 1_000 && !condition(); i += 1) await new Promise((resolve) => setImmediate(resolve));

@@ -30,7 +30,7 @@ describe('LimitWake', () => {
 });
 
 describe('Sweeper', () => {
-  it('sweeps every 50 ms with the event loop\'s busy share, until stopped', () => {
+  it("sweeps every 50 ms with the event loop's busy share, until stopped", () => {
     const shares: number[] = [];
     const sweeper = new Sweeper((loopBusy) => shares.push(loopBusy()));
     vi.advanceTimersByTime(120);

@@ -26,7 +26,11 @@ const clock = (): number => NOW;
 const names = topologyNames('stages');
 const logger = createLogger('silent');
 const retry: RetryPolicy = { schedule: [1_000, 2_000], maxAttempts: 3, jitter: 0, retryAfterMaxMs: 60_000, successBody: '' };
-const rules = (failing?: boolean): ScheduleRules => ({ retry, timeoutMs: 1_000, failedThroughout: failing === undefined ? undefined : () => failing });
+const rules = (failing?: boolean): ScheduleRules => ({
+  retry,
+  timeoutMs: 1_000,
+  failedThroughout: failing === undefined ? undefined : () => failing,
+});
 
 const delivery = (fields: Partial<Delivery> = {}): Delivery => ({
   id: 'cb-1',
@@ -43,7 +47,10 @@ const channel = {} as ConfirmChannel;
 
 function job(fields: Partial<Delivery> = {}, lane = '0'): Job & { finished: unknown[] } {
   const finished: unknown[] = [];
-  const made = jobOf(delivery(fields), message, channel, lane, (error) => finished.push(error ?? 'ok'), { targetKey: 'origin', buckets: new OriginBuckets() });
+  const made = jobOf(delivery(fields), message, channel, lane, (error) => finished.push(error ?? 'ok'), {
+    targetKey: 'origin',
+    buckets: new OriginBuckets(),
+  });
   return Object.assign(made, { finished });
 }
 
@@ -90,7 +97,7 @@ describe('admit', () => {
     expect(asked).toEqual([['cb-1', { [HEADER.replayedAt]: '2025-01-01T00:00:00.000Z' }]]);
   });
 
-  it('holds a paused target\'s callback, parks one whose schedule ran out, lets any other wait', () => {
+  it("holds a paused target's callback, parks one whose schedule ran out, lets any other wait", () => {
     expect(admit(job(), { control: control(false, true).view, rules: rules() }, NOW)).toBe('paused');
     const held = { attempt: 3, heldSince: NOW - 1_000 };
     expect(admit(job(held), { rules: rules(true) }, NOW)).toBe('expired');
@@ -105,9 +112,19 @@ describe('attempt', () => {
     const scheduler = {
       slowThresholdMs: undefined,
       overdue: () => NO_EFFECTS,
-      complete: (target: string, kind: string, outcome: { status?: number; error?: string }) => (told.push(`complete ${target} ${kind} ${outcome.status ?? outcome.error}`), NO_EFFECTS),
+      complete: (target: string, kind: string, outcome: { status?: number; error?: string }) => (
+        told.push(`complete ${target} ${kind} ${outcome.status ?? outcome.error}`),
+        NO_EFFECTS
+      ),
     } as unknown as Pick<Scheduler<Job>, 'slowThresholdMs' | 'overdue' | 'complete'>;
-    const attemptDeps: AttemptDeps = { scheduler, send, clock, rules: rules(), apply: (effects: Effects<Job>) => told.push(`apply ${effects.circuitOpen.length}`), freed: () => told.push('freed') };
+    const attemptDeps: AttemptDeps = {
+      scheduler,
+      send,
+      clock,
+      rules: rules(),
+      apply: (effects: Effects<Job>) => told.push(`apply ${effects.circuitOpen.length}`),
+      freed: () => told.push('freed'),
+    };
     return { told, attemptDeps };
   }
 
@@ -127,12 +144,24 @@ describe('attempt', () => {
 });
 
 describe('concludeAttempt', () => {
-  const attempted = (status: number, fields: Partial<Delivery> = {}) => ({ job: job(fields), outcome: { status, durationMs: 5 }, startedAt: NOW - 5, span: undefined });
+  const attempted = (status: number, fields: Partial<Delivery> = {}) => ({
+    job: job(fields),
+    outcome: { status, durationMs: 5 },
+    startedAt: NOW - 5,
+    span: undefined,
+  });
 
   it('acks a success, reporting the attempt', () => {
     const concluded = concludeAttempt(attempted(200), { rules: rules(), random: () => 0.5 }, NOW);
     expect(concluded.settlement).toEqual({ kind: 'ack' });
-    expect(concluded.report).toMatchObject({ kind: 'attempt', id: 'cb-1', target: 'https://example.com', lane: '0', attempt: 1, nextAttemptAt: undefined });
+    expect(concluded.report).toMatchObject({
+      kind: 'attempt',
+      id: 'cb-1',
+      target: 'https://example.com',
+      lane: '0',
+      attempt: 1,
+      nextAttemptAt: undefined,
+    });
     expect(concluded.streak).toBe('https://example.com');
   });
 
@@ -142,7 +171,7 @@ describe('concludeAttempt', () => {
     expect(report.nextAttemptAt).toBe(new Date(NOW + 1_000).toISOString());
   });
 
-  it('parks a held callback\'s retry due past its schedule\'s end, its target failing throughout', () => {
+  it("parks a held callback's retry due past its schedule's end, its target failing throughout", () => {
     const { settlement, record } = concludeAttempt(attempted(503, { heldMs: 60_000 }), { rules: rules(true), random: () => 0.5 }, NOW);
     expect(settlement).toEqual({ kind: 'dead', reason: 'exhausted', why: RAN_OUT });
     expect(record.heldMs).toBe(60_000);
@@ -164,7 +193,11 @@ describe('conclusions without an attempt', () => {
     expect(canceled.settlement).toEqual({ kind: 'dead', reason: 'canceled', why: 'canceled by a cancel marker' });
     expect(canceled.record).toMatchObject({ attempts: 2, firstAttemptAt: '2025-01-01T00:00:00.000Z', lastError: undefined });
     expect(canceled.report).toMatchObject({ kind: 'canceled', attempt: 2 });
-    expect(concludeUnattempted(one, 'paused', names).settlement).toEqual({ kind: 'hold', queue: names.pausedQueue, returnTo: { queue: names.workQueues[0], deadQueue: names.deadQueue } });
+    expect(concludeUnattempted(one, 'paused', names).settlement).toEqual({
+      kind: 'hold',
+      queue: names.pausedQueue,
+      returnTo: { queue: names.workQueues[0], deadQueue: names.deadQueue },
+    });
     const expired = concludeUnattempted(one, 'expired', names);
     expect(expired.settlement).toEqual({ kind: 'dead', reason: 'exhausted', why: RAN_OUT });
     expect(expired.report).toMatchObject({ kind: 'expired', why: RAN_OUT });
@@ -173,12 +206,23 @@ describe('conclusions without an attempt', () => {
 });
 
 describe('settleConcluded', () => {
-  const failedAttempt = (): Concluded => concludeAttempt({ job: job(), outcome: { status: 500, durationMs: 1 }, startedAt: NOW, span: undefined }, { rules: rules(), random: () => 0.5 }, NOW);
+  const failedAttempt = (): Concluded =>
+    concludeAttempt(
+      { job: job(), outcome: { status: 500, durationMs: 1 }, startedAt: NOW, span: undefined },
+      { rules: rules(), random: () => 0.5 },
+      NOW,
+    );
 
   it('carries the conclusion out, and pauses a target whose attempts kept failing', async () => {
     const effects = new RecordingEffects();
     const paused: string[] = [];
-    const deps = { effects, autoPause: new AutoPause(0, 10, 2), control: { pauseTarget: (origin: string) => paused.push(origin) }, logger, clock };
+    const deps = {
+      effects,
+      autoPause: new AutoPause(0, 10, 2),
+      control: { pauseTarget: (origin: string) => paused.push(origin) },
+      logger,
+      clock,
+    };
     await settleConcluded(job(), failedAttempt(), deps);
     expect(paused).toEqual([]);
     await settleConcluded(job(), failedAttempt(), deps);
@@ -189,7 +233,13 @@ describe('settleConcluded', () => {
   it('counts nothing toward a streak when the settlement fell back to a rejection', async () => {
     const effects = new RecordingEffects([false, false]);
     const paused: string[] = [];
-    const deps = { effects, autoPause: new AutoPause(0, 10, 1), control: { pauseTarget: (origin: string) => paused.push(origin) }, logger, clock };
+    const deps = {
+      effects,
+      autoPause: new AutoPause(0, 10, 1),
+      control: { pauseTarget: (origin: string) => paused.push(origin) },
+      logger,
+      clock,
+    };
     await settleConcluded(job(), failedAttempt(), deps);
     expect(paused).toEqual([]);
   });
@@ -203,7 +253,7 @@ describe('moves out of the worker', () => {
     return { deps, took };
   }
 
-  it('moves a busy target\'s callback to the overflow queue, counted as moving out of its lane meanwhile', async () => {
+  it("moves a busy target's callback to the overflow queue, counted as moving out of its lane meanwhile", async () => {
     const effects = new RecordingEffects([true, false]);
     const { deps, took } = moveDeps(effects);
     const moving = overflow(job(), deps);
@@ -219,10 +269,13 @@ describe('moves out of the worker', () => {
     ]);
   });
 
-  it('defers a callback whose target\'s circuit is open, its deferrals counted in the headers decode read', () => {
+  it("defers a callback whose target's circuit is open, its deferrals counted in the headers decode read", () => {
     const { deps } = moveDeps(new RecordingEffects());
     const step = circuitStep(job({ heldSince: NOW - 100, deferrals: 2 }), deps);
-    expect(step).toEqual({ kind: 'defer', move: { kind: 'move', delayMs: 1_000, headers: { [HEADER.heldSince]: new Date(NOW - 100).toISOString(), [HEADER.deferrals]: 3 } } });
+    expect(step).toEqual({
+      kind: 'defer',
+      move: { kind: 'move', delayMs: 1_000, headers: { [HEADER.heldSince]: new Date(NOW - 100).toISOString(), [HEADER.deferrals]: 3 } },
+    });
   });
 
   it('queues a callback owed its request, and parks one whose schedule ran out, its target failing throughout', () => {

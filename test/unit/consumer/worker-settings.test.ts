@@ -59,7 +59,11 @@ describe('isolationPolicy', () => {
   });
 
   it('drives a TargetIsolation that follows the configured thresholds', () => {
-    const iso = new TargetIsolation<number>(isolationPolicy(loadConfig({ PREFETCH: '4', TARGET_INITIAL_CONCURRENCY: '2', HEALTH_WINDOW: '4', DEGRADE_THRESHOLD: '2', SLOW_THRESHOLD: '100ms' })));
+    const iso = new TargetIsolation<number>(
+      isolationPolicy(
+        loadConfig({ PREFETCH: '4', TARGET_INITIAL_CONCURRENCY: '2', HEALTH_WINDOW: '4', DEGRADE_THRESHOLD: '2', SLOW_THRESHOLD: '100ms' }),
+      ),
+    );
     for (let i = 0; i < 6; i += 1) iso.offer('t', i, 'lane', 0);
     expect([iso.next()?.item, iso.next()?.item, iso.next()]).toEqual([0, 1, undefined]);
     expect(iso.slowThresholdMs).toBe(100);
@@ -73,8 +77,29 @@ describe('isolationPolicy', () => {
 
 describe('resolveWorkerSettings', () => {
   it('works each value out once, from the setting that names it', () => {
-    const settings = resolveWorkerSettings(loadConfig({ PREFETCH: '7', HTTP_TIMEOUT: '4s', RESPONSE_BODY_LIMIT: '123', MAX_PAYLOAD_BYTES: '4567', DRAIN_TIMEOUT: '9s', DUE_PREFETCH: '300', METRICS_PORT: '0', PUBLISH_TIMEOUT: '3s', SUCCESS_BODY: 'ok', RETRY_SCHEDULE: '1s,2s', EVENTS: 'durable' }));
-    expect(settings.consume).toEqual({ prefetch: 7, queuePrefetch: 14, duePrefetch: 300, drainTimeoutMs: 9_000, metricsPort: 0, metricsHost: '127.0.0.1' });
+    const settings = resolveWorkerSettings(
+      loadConfig({
+        PREFETCH: '7',
+        HTTP_TIMEOUT: '4s',
+        RESPONSE_BODY_LIMIT: '123',
+        MAX_PAYLOAD_BYTES: '4567',
+        DRAIN_TIMEOUT: '9s',
+        DUE_PREFETCH: '300',
+        METRICS_PORT: '0',
+        PUBLISH_TIMEOUT: '3s',
+        SUCCESS_BODY: 'ok',
+        RETRY_SCHEDULE: '1s,2s',
+        EVENTS: 'durable',
+      }),
+    );
+    expect(settings.consume).toEqual({
+      prefetch: 7,
+      queuePrefetch: 14,
+      duePrefetch: 300,
+      drainTimeoutMs: 9_000,
+      metricsPort: 0,
+      metricsHost: '127.0.0.1',
+    });
     expect(settings.delivery).toEqual({ timeoutMs: 4_000, responseBodyLimit: 123, maxPayloadBytes: 4567, sign: undefined });
     expect(settings.retry).toMatchObject({ schedule: [1_000, 2_000], maxAttempts: 3, successBody: 'ok' });
     expect(settings).toMatchObject({ publishTimeoutMs: 3_000, events: 'durable', targetKey: 'origin' });
@@ -87,7 +112,10 @@ describe('resolveWorkerSettings', () => {
   });
 
   it('parses the address policy once, naming the setting of a bad range', () => {
-    expect(resolveWorkerSettings(loadConfig({ TARGET_POLICY: 'strict', TARGET_ALLOW: '10.0.0.0/8' })).addressPolicy).toMatchObject({ strict: true, allow: [expect.anything()] });
+    expect(resolveWorkerSettings(loadConfig({ TARGET_POLICY: 'strict', TARGET_ALLOW: '10.0.0.0/8' })).addressPolicy).toMatchObject({
+      strict: true,
+      allow: [expect.anything()],
+    });
   });
 });
 

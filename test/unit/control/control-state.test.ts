@@ -130,11 +130,24 @@ describe('control markers', () => {
   });
 
   it('a pause whose `by` it does not know is still a pause, without `by`', () => {
-    expect(parseMarker(Buffer.from('{"type":"pause","origin":"https://a.example","at":"2026-01-01T00:00:00Z","by":"cron"}'))).toEqual({ type: 'pause', origin: 'https://a.example', at: '2026-01-01T00:00:00Z' });
+    expect(parseMarker(Buffer.from('{"type":"pause","origin":"https://a.example","at":"2026-01-01T00:00:00Z","by":"cron"}'))).toEqual({
+      type: 'pause',
+      origin: 'https://a.example',
+      at: '2026-01-01T00:00:00Z',
+    });
   });
 
   it('skips what is not a usable marker', () => {
-    for (const text of ['not json', '[]', 'null', '{"type":"cancel","at":"2026-01-01T00:00:00Z"}', '{"type":"cancel","id":"a"}', '{"type":"cancel","id":"a","at":"yesterday"}', '{"type":"drop","id":"a","at":"2026-01-01T00:00:00Z"}', '{"type":"pause","origin":"","at":"2026-01-01T00:00:00Z"}']) {
+    for (const text of [
+      'not json',
+      '[]',
+      'null',
+      '{"type":"cancel","at":"2026-01-01T00:00:00Z"}',
+      '{"type":"cancel","id":"a"}',
+      '{"type":"cancel","id":"a","at":"yesterday"}',
+      '{"type":"drop","id":"a","at":"2026-01-01T00:00:00Z"}',
+      '{"type":"pause","origin":"","at":"2026-01-01T00:00:00Z"}',
+    ]) {
       expect(parseMarker(Buffer.from(text))).toBeUndefined();
     }
   });
@@ -175,6 +188,8 @@ describe('ControlState: limits', () => {
   it('a back-off marker is news, not state', () => {
     const backoff = parseMarker(encodeMarker({ type: 'backoff', target: O, factor: 0.5, until: at(2_000), from: 'w1', at: at(0) }));
     expect(backoff).toEqual({ type: 'backoff', target: O, factor: 0.5, until: at(2_000), from: 'w1', at: at(0) });
-    expect(parseMarker(Buffer.from(JSON.stringify({ type: 'backoff', target: O, factor: 2, until: at(1), from: 'w', at: at(0) })))).toBeUndefined();
+    expect(
+      parseMarker(Buffer.from(JSON.stringify({ type: 'backoff', target: O, factor: 2, until: at(1), from: 'w', at: at(0) }))),
+    ).toBeUndefined();
   });
 });

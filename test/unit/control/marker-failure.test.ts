@@ -3,7 +3,15 @@ import { RelayError } from '../../../src/errors.js';
 import { decideMarkerFailure, type FailedMarker } from '../../../src/control/marker-failure.js';
 import { markerProperties } from '../../../src/control/publish-markers.js';
 
-const failed = (overrides: Partial<FailedMarker>): FailedMarker => ({ what: 'cancel marker of cb-1', queue: 'p.control', error: undefined, lostAfterSend: false, timeLeftMs: 1_000, timeoutMs: 10_000, ...overrides });
+const failed = (overrides: Partial<FailedMarker>): FailedMarker => ({
+  what: 'cancel marker of cb-1',
+  queue: 'p.control',
+  error: undefined,
+  lostAfterSend: false,
+  timeLeftMs: 1_000,
+  timeoutMs: 10_000,
+  ...overrides,
+});
 const code = (failure: Partial<FailedMarker>): string | undefined => {
   const decision = decideMarkerFailure(failed(failure));
   return decision.action === 'reject' ? (decision.error as RelayError).code : undefined;
@@ -44,7 +52,12 @@ describe('decideMarkerFailure', () => {
 describe('markerProperties', () => {
   it('every marker is persistent, JSON and mandatory, with a message id made of the marker alone', () => {
     const at = '2026-01-01T00:00:00.000Z';
-    expect(markerProperties({ type: 'cancel', id: 'cb-1', at })).toEqual({ persistent: true, contentType: 'application/json', mandatory: true, messageId: `cancel:cb-1:${at}` });
+    expect(markerProperties({ type: 'cancel', id: 'cb-1', at })).toEqual({
+      persistent: true,
+      contentType: 'application/json',
+      mandatory: true,
+      messageId: `cancel:cb-1:${at}`,
+    });
     expect(markerProperties({ type: 'pause', origin: 'https://a.example', at }).messageId).toBe(`pause:https://a.example:${at}`);
     expect(markerProperties({ type: 'degraded', target: 'a.example', from: 'n1', at }).messageId).toBe(`degraded:a.example from n1:${at}`);
     expect(markerProperties({ type: 'sync', nonce: 'n1', at }).messageId).toBe(`sync:n1:${at}`);
@@ -52,7 +65,9 @@ describe('markerProperties', () => {
 
   it('two cancels of the same moment have different ids; the same marker published again has the same one', () => {
     const at = '2026-01-01T00:00:00.000Z';
-    expect(markerProperties({ type: 'cancel', id: 'a', at }).messageId).not.toBe(markerProperties({ type: 'cancel', id: 'b', at }).messageId);
+    expect(markerProperties({ type: 'cancel', id: 'a', at }).messageId).not.toBe(
+      markerProperties({ type: 'cancel', id: 'b', at }).messageId,
+    );
     expect(markerProperties({ type: 'cancel', id: 'a', at }).messageId).toBe(markerProperties({ type: 'cancel', id: 'a', at }).messageId);
   });
 });

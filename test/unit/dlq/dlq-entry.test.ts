@@ -71,7 +71,9 @@ describe('dlqEntry', () => {
 
   it('has no age without either time, and ignores an unreadable last-attempt time', () => {
     expect(dlqEntry(message({}), now)).toMatchObject({ since: null, ageSeconds: null });
-    expect(dlqEntry(message({}, { headers: { [HEADER.lastAttemptAt]: 'yesterday' }, timestamp: 1 }), now).since).toBe('1970-01-01T00:00:01.000Z');
+    expect(dlqEntry(message({}, { headers: { [HEADER.lastAttemptAt]: 'yesterday' }, timestamp: 1 }), now).since).toBe(
+      '1970-01-01T00:00:01.000Z',
+    );
   });
 
   it('survives an invalid message: not JSON, no url, numbers as strings', () => {
@@ -93,7 +95,9 @@ describe('callbackId', () => {
   it('skips an id the worker would refuse, as the worker does', () => {
     expect(callbackId(' spaced ', 'from-property')).toBe('from-property');
     expect(callbackId('x'.repeat(257), undefined)).toBeUndefined();
-    expect(dlqEntry(message({ id: 'has\ttab', url: 'https://a.example' }, { messageId: 'gen-2' }), new Date())).toMatchObject({ id: 'gen-2' });
+    expect(dlqEntry(message({ id: 'has\ttab', url: 'https://a.example' }, { messageId: 'gen-2' }), new Date())).toMatchObject({
+      id: 'gen-2',
+    });
   });
 });
 

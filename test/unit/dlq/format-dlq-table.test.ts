@@ -16,7 +16,14 @@ const entry = (over: Partial<DlqEntry> = {}): DlqEntry => ({
 
 describe('formatDlqTable', () => {
   it('aligns the columns under their titles, with a footer', () => {
-    const text = formatDlqTable([entry(), entry({ id: 'a-much-longer-id', reason: 'delivery_limit', attempts: null, lastStatus: null, lastError: null, ageSeconds: null })], 2, 'cr.dead');
+    const text = formatDlqTable(
+      [
+        entry(),
+        entry({ id: 'a-much-longer-id', reason: 'delivery_limit', attempts: null, lastStatus: null, lastError: null, ageSeconds: null }),
+      ],
+      2,
+      'cr.dead',
+    );
     expect(text.split('\n')).toEqual([
       'ID                URL                       REASON          ATTEMPTS  STATUS  AGE  LAST ERROR',
       'order-42          https://example.com/hook  rejected        1         404     1m   HTTP 404',

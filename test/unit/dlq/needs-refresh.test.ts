@@ -18,8 +18,20 @@ describe('needsRefresh', () => {
 
 describe('refreshPublishOptions', () => {
   it('copies the message as it was, minus the delivery counters and user-id', () => {
-    const headers = { 'x-callback-reason': 'rejected', 'x-death': [{ reason: 'delivery_limit' }], 'x-delivery-count': 12, 'x-acquired-count': 12 };
-    const options = refreshPublishOptions({ headers, contentType: 'application/json', messageId: 'order-42', timestamp: 1_700_000_000, appId: 'shop', userId: 'someone' } as never);
+    const headers = {
+      'x-callback-reason': 'rejected',
+      'x-death': [{ reason: 'delivery_limit' }],
+      'x-delivery-count': 12,
+      'x-acquired-count': 12,
+    };
+    const options = refreshPublishOptions({
+      headers,
+      contentType: 'application/json',
+      messageId: 'order-42',
+      timestamp: 1_700_000_000,
+      appId: 'shop',
+      userId: 'someone',
+    } as never);
     expect(options).toEqual({
       persistent: true,
       contentType: 'application/json',

@@ -52,6 +52,8 @@ describe('replayPublishOptions', () => {
   it('stamps the replay time, so a cancel marker written before it does not park the copy', () => {
     const parked = { 'x-callback-reason': 'canceled', 'x-replayed-at': '2026-01-01T00:00:00.000Z' };
     // Not an x-callback-* header: a replay strips those, and this one must outlive the retries that follow.
-    expect(replayPublishOptions({ headers: parked }, 'order-42', '2026-02-01T00:00:00.000Z').headers).toEqual({ 'x-replayed-at': '2026-02-01T00:00:00.000Z' });
+    expect(replayPublishOptions({ headers: parked }, 'order-42', '2026-02-01T00:00:00.000Z').headers).toEqual({
+      'x-replayed-at': '2026-02-01T00:00:00.000Z',
+    });
   });
 });

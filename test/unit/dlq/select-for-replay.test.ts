@@ -2,7 +2,16 @@ import { describe, expect, it } from 'vitest';
 import type { DlqEntry } from '../../../src/dlq/dlq-entry.js';
 import { entryOrigin, selectForReplay, unmatchedIds } from '../../../src/dlq/select-for-replay.js';
 
-const entry = (id: string | null, reason: string): DlqEntry => ({ id, url: null, reason, attempts: null, lastStatus: null, lastError: null, since: null, ageSeconds: null });
+const entry = (id: string | null, reason: string): DlqEntry => ({
+  id,
+  url: null,
+  reason,
+  attempts: null,
+  lastStatus: null,
+  lastError: null,
+  since: null,
+  ageSeconds: null,
+});
 
 describe('selectForReplay', () => {
   it('--all selects everything, id-less messages included', () => {
@@ -27,7 +36,7 @@ describe('selectForReplay', () => {
 describe('entryOrigin: the origin a console group is of', () => {
   const at = (url: string | null): DlqEntry => ({ ...entry('a', 'exhausted'), url });
 
-  it('is the URL\'s origin, or null without a usable URL', () => {
+  it("is the URL's origin, or null without a usable URL", () => {
     expect(entryOrigin(at('https://a.example/hook?x=1'))).toBe('https://a.example');
     expect(entryOrigin(at('https://a.example:8443/hook'))).toBe('https://a.example:8443');
     expect(entryOrigin(at(null))).toBeNull();

@@ -28,19 +28,49 @@ describe('outcomeEventOf', () => {
 
   it('a canceled callback: a canceled event, no attempt made', () => {
     expect(outcomeEventOf({ ...callback, kind: 'canceled', attempt: 2 }, 'w/1', 'T')).toEqual({
-      type: 'canceled', id: 'c1', url: 'https://a.example/h', attempt: 2, status: undefined, error: 'canceled', nextAttemptAt: undefined, reason: 'canceled', durationMs: 0, worker: 'w/1', at: 'T',
+      type: 'canceled',
+      id: 'c1',
+      url: 'https://a.example/h',
+      attempt: 2,
+      status: undefined,
+      error: 'canceled',
+      nextAttemptAt: undefined,
+      reason: 'canceled',
+      durationMs: 0,
+      worker: 'w/1',
+      at: 'T',
     });
   });
 
   it('a callback whose circuit stayed open to the end of its schedule: a dead event, exhausted, with the attempts made', () => {
     expect(outcomeEventOf({ ...callback, kind: 'expired', attempt: 1, why: 'CIRCUIT_OPEN: x' }, 'w/1', 'T')).toEqual({
-      type: 'dead', id: 'c1', url: 'https://a.example/h', attempt: 1, status: undefined, error: 'CIRCUIT_OPEN: x', nextAttemptAt: undefined, reason: 'exhausted', durationMs: 0, worker: 'w/1', at: 'T',
+      type: 'dead',
+      id: 'c1',
+      url: 'https://a.example/h',
+      attempt: 1,
+      status: undefined,
+      error: 'CIRCUIT_OPEN: x',
+      nextAttemptAt: undefined,
+      reason: 'exhausted',
+      durationMs: 0,
+      worker: 'w/1',
+      at: 'T',
     });
   });
 
   it('a held callback: a paused event with the attempts made before, nothing else to tell', () => {
     expect(outcomeEventOf({ ...callback, kind: 'held', attempt: 1 }, 'w/1', 'T')).toEqual({
-      type: 'paused', id: 'c1', url: 'https://a.example/h', attempt: 1, status: undefined, error: undefined, nextAttemptAt: undefined, reason: undefined, durationMs: undefined, worker: 'w/1', at: 'T',
+      type: 'paused',
+      id: 'c1',
+      url: 'https://a.example/h',
+      attempt: 1,
+      status: undefined,
+      error: undefined,
+      nextAttemptAt: undefined,
+      reason: undefined,
+      durationMs: undefined,
+      worker: 'w/1',
+      at: 'T',
     });
   });
 
@@ -50,13 +80,26 @@ describe('outcomeEventOf', () => {
   });
 
   it('an invalid message: a dead event with reason invalid, attempt 0', () => {
-    expect(outcomeEventOf({ kind: 'invalid', id: 'x', error: 'not JSON' }, 'w/1', 'T')).toMatchObject({ type: 'dead', id: 'x', url: '', attempt: 0, reason: 'invalid', error: 'not JSON' });
+    expect(outcomeEventOf({ kind: 'invalid', id: 'x', error: 'not JSON' }, 'w/1', 'T')).toMatchObject({
+      type: 'dead',
+      id: 'x',
+      url: '',
+      attempt: 0,
+      reason: 'invalid',
+      error: 'not JSON',
+    });
   });
 });
 
 describe('outcomeTypeOf', () => {
   const callback = { id: 'c1', url: 'https://a.example/h', target: 'https://a.example', lane: '0', attempt: 1 };
-  const tried = (decision: Extract<AttemptReport, { kind: 'attempt' }>['decision']): AttemptReport => ({ ...callback, kind: 'attempt', outcome: { status: 503, durationMs: 3 }, decision, nextAttemptAt: undefined });
+  const tried = (decision: Extract<AttemptReport, { kind: 'attempt' }>['decision']): AttemptReport => ({
+    ...callback,
+    kind: 'attempt',
+    outcome: { status: 503, durationMs: 3 },
+    decision,
+    nextAttemptAt: undefined,
+  });
 
   it('is the type of the event the report makes, read without building the event', () => {
     const reports: AttemptReport[] = [

@@ -87,7 +87,9 @@ describe('parseSigningSecrets', () => {
   });
 
   it('refuses whsec_ with nothing after it', () => {
-    expect(configError(() => parseSigningSecrets('whsec_', 'signingSecrets'), 'signingSecrets').message).toContain('nothing after "whsec_"');
+    expect(configError(() => parseSigningSecrets('whsec_', 'signingSecrets'), 'signingSecrets').message).toContain(
+      'nothing after "whsec_"',
+    );
   });
 
   it('refuses empty or blank text', () => {

@@ -27,14 +27,27 @@ describe('checkAddress: default mode', () => {
     expect(reasonOf(ip)).toBe(`${ip} is a cloud metadata address`);
   });
 
-  it.each(['127.0.0.1', '::1', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.1.1', 'fd12::1', '100.64.0.1', '93.184.216.34', '2606:4700::1111'])(
-    'allows %s (private and loopback are legitimate internal targets)',
-    (ip) => expect(checkAddress(ip, policy())).toEqual({ allowed: true }),
+  it.each([
+    '127.0.0.1',
+    '::1',
+    '10.1.2.3',
+    '172.16.0.1',
+    '172.31.255.255',
+    '192.168.1.1',
+    'fd12::1',
+    '100.64.0.1',
+    '93.184.216.34',
+    '2606:4700::1111',
+  ])('allows %s (private and loopback are legitimate internal targets)', (ip) =>
+    expect(checkAddress(ip, policy())).toEqual({ allowed: true }),
   );
 
-  it.each(['169.253.255.255', '169.255.0.0', '172.32.0.1', 'fec0::1', '198.18.0.1', '192.0.0.8', '240.0.0.1'])('allows %s just outside the built-in ranges', (ip) => {
-    expect(checkAddress(ip, policy())).toEqual({ allowed: true });
-  });
+  it.each(['169.253.255.255', '169.255.0.0', '172.32.0.1', 'fec0::1', '198.18.0.1', '192.0.0.8', '240.0.0.1'])(
+    'allows %s just outside the built-in ranges',
+    (ip) => {
+      expect(checkAddress(ip, policy())).toEqual({ allowed: true });
+    },
+  );
 
   it('refuses what is not an IP address (fail closed)', () => {
     expect(reasonOf('metadata.google.internal')).toBe('metadata.google.internal is not an IP address');
@@ -128,9 +141,12 @@ describe('checkAddress: strict mode', () => {
     expect(reasonOf('169.254.169.254', strict)).toBe('169.254.169.254 is link-local (cloud metadata)');
   });
 
-  it.each(['93.184.216.34', '100.128.0.1', '2606:4700::1111', '11.0.0.1', '198.17.255.255', '198.20.0.1', '192.0.1.1', '239.255.255.255'])('allows public %s', (ip) => {
-    expect(checkAddress(ip, strict)).toEqual({ allowed: true });
-  });
+  it.each(['93.184.216.34', '100.128.0.1', '2606:4700::1111', '11.0.0.1', '198.17.255.255', '198.20.0.1', '192.0.1.1', '239.255.255.255'])(
+    'allows public %s',
+    (ip) => {
+      expect(checkAddress(ip, strict)).toEqual({ allowed: true });
+    },
+  );
 });
 
 describe('checkAddress: allow and deny lists', () => {
@@ -153,7 +169,9 @@ describe('checkAddress: allow and deny lists', () => {
   it('keeps always-refused ranges refused when an allow entry merely overlaps them', () => {
     const cgnat = policy({ strict: true, allow: '100.64.0.0/10' });
     expect(checkAddress('100.64.1.1', cgnat)).toEqual({ allowed: true });
-    expect(reasonOf('100.100.100.200', cgnat)).toBe('100.100.100.200 is a cloud metadata address, refused even though TARGET_ALLOW covers it: only an entry naming 100.100.100.200/32 or a range inside it opens it');
+    expect(reasonOf('100.100.100.200', cgnat)).toBe(
+      '100.100.100.200 is a cloud metadata address, refused even though TARGET_ALLOW covers it: only an entry naming 100.100.100.200/32 or a range inside it opens it',
+    );
     const everything = policy({ allow: '0.0.0.0/0, ::/0' });
     expect(checkAddress('93.184.216.34', everything)).toEqual({ allowed: true });
     for (const ip of ['169.254.169.254', '0.0.0.0', 'fe80::1', 'fd00:ec2::254', '::ffff:169.254.169.254', '::']) {
@@ -228,21 +246,29 @@ describe('parseCidr and parseCidrList', () => {
     expect(parseCidrList(undefined, 'F')).toEqual([]);
   });
 
-  it.each(['10.0.0.0/33', '::/129', '10.0.0/8', 'example.com', '10.0.0.0/', '10.0.0.0/8/8', '/8', '10.0.0.0/-1', '10.0.0.0/x', 'fe80::1%eth0/64'])(
-    'rejects %j with CR_ERR_CONFIG naming the field and the entry',
-    (entry) => {
-      let caught: unknown;
-      try {
-        parseCidrList(`10.0.0.0/8,${entry}`, 'TARGET_DENY');
-      } catch (error) {
-        caught = error;
-      }
-      expect(caught).toBeInstanceOf(RelayError);
-      const error = caught as RelayError;
-      expect(error.code).toBe('CR_ERR_CONFIG');
-      expect(error.field).toBe('TARGET_DENY');
-      expect(error.message).toContain('TARGET_DENY');
-      expect(error.message).toContain(`"${entry}"`);
-    },
-  );
+  it.each([
+    '10.0.0.0/33',
+    '::/129',
+    '10.0.0/8',
+    'example.com',
+    '10.0.0.0/',
+    '10.0.0.0/8/8',
+    '/8',
+    '10.0.0.0/-1',
+    '10.0.0.0/x',
+    'fe80::1%eth0/64',
+  ])('rejects %j with CR_ERR_CONFIG naming the field and the entry', (entry) => {
+    let caught: unknown;
+    try {
+      parseCidrList(`10.0.0.0/8,${entry}`, 'TARGET_DENY');
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(RelayError);
+    const error = caught as RelayError;
+    expect(error.code).toBe('CR_ERR_CONFIG');
+    expect(error.field).toBe('TARGET_DENY');
+    expect(error.message).toContain('TARGET_DENY');
+    expect(error.message).toContain(`"${entry}"`);
+  });
 });

@@ -33,7 +33,10 @@ describe('broker endpoints', () => {
   });
 
   it('resolves names, keeps IP literals, and names the hosts that did not resolve', async () => {
-    const { endpoints, unresolved } = await resolveBrokerEndpoints('amqp://rabbitmq,amqp://gone,amqp://10.0.0.9:6000', table({ rabbitmq: ['172.18.0.2'] }));
+    const { endpoints, unresolved } = await resolveBrokerEndpoints(
+      'amqp://rabbitmq,amqp://gone,amqp://10.0.0.9:6000',
+      table({ rabbitmq: ['172.18.0.2'] }),
+    );
     expect(unresolved).toEqual(['gone']);
     const policy = { strict: false, allow: parseCidrList('0.0.0.0/0', 'TARGET_ALLOW'), deny: [], broker: endpoints };
     expect(checkAddress('172.18.0.2', policy, 15672)).toMatchObject({ allowed: false });

@@ -30,8 +30,15 @@ function run(lookup: LookupFunction, hostname: string, all: boolean): Promise<{ 
 
 const TABLE: Record<string, LookupAddress[]> = {
   'good.test': [{ address: '127.0.0.1', family: 4 }],
-  'meta.test': [{ address: '169.254.169.254', family: 4 }, { address: 'fe80::a9fe:a9fe', family: 6 }],
-  'mixed.test': [{ address: '169.254.169.254', family: 4 }, { address: '::1', family: 6 }, { address: '127.0.0.1', family: 4 }],
+  'meta.test': [
+    { address: '169.254.169.254', family: 4 },
+    { address: 'fe80::a9fe:a9fe', family: 6 },
+  ],
+  'mixed.test': [
+    { address: '169.254.169.254', family: 4 },
+    { address: '::1', family: 6 },
+    { address: '127.0.0.1', family: 4 },
+  ],
 };
 
 describe('createGuardedLookup', () => {
@@ -68,8 +75,13 @@ describe('createGuardedLookup', () => {
 
   it('applies strict mode and the allow list', async () => {
     const strict = createGuardedLookup({ strict: true, allow: [], deny: [] }, tableResolver(TABLE));
-    expect((await run(strict, 'good.test', true)).error?.message).toBe('forbidden target good.test: 127.0.0.1 is loopback, refused in strict mode');
-    const allowed = createGuardedLookup({ strict: true, allow: parseCidrList('127.0.0.0/8', 'TARGET_ALLOW'), deny: [] }, tableResolver(TABLE));
+    expect((await run(strict, 'good.test', true)).error?.message).toBe(
+      'forbidden target good.test: 127.0.0.1 is loopback, refused in strict mode',
+    );
+    const allowed = createGuardedLookup(
+      { strict: true, allow: parseCidrList('127.0.0.0/8', 'TARGET_ALLOW'), deny: [] },
+      tableResolver(TABLE),
+    );
     expect((await run(allowed, 'mixed.test', true)).result).toEqual([{ address: '127.0.0.1', family: 4 }]);
   });
 

@@ -28,19 +28,28 @@ describe('singleId', () => {
     expect(singleId({ url: URL_, body: 1 }, undefined, 'acme', counter())).toEqual({ id: 'new-1', from: 'new' });
   });
 
-  it('refuses a key too long for <token name>:<key>, by the name\'s length', () => {
+  it("refuses a key too long for <token name>:<key>, by the name's length", () => {
     const most = maxKeyLength('acme', false);
     expect(most).toBe(250);
     expect(isValidId(singleId({ url: URL_, body: 1 }, 'k'.repeat(most), 'acme', counter()).id)).toBe(true);
     const refused = refusal(() => singleId({ url: URL_, body: 1 }, 'k'.repeat(most + 1), 'acme', counter()));
-    expect([refused.field, refused.message]).toEqual(['Idempotency-Key', expect.stringContaining('at most 250 characters with the token named "acme"')]);
+    expect([refused.field, refused.message]).toEqual([
+      'Idempotency-Key',
+      expect.stringContaining('at most 250 characters with the token named "acme"'),
+    ]);
   });
 });
 
 describe('itemDigest', () => {
   it('is the same for the same item however it is spelt, delay aside', () => {
     const item: Envelope = { url: URL_, body: { a: 1, b: [1, { c: 2, d: 3 }] }, headers: { 'X-Tenant': 'acme', 'x-b': '2' } };
-    const respelt: Envelope = { headers: { 'x-b': '2', 'x-tenant': 'acme' }, body: { b: [1, { d: 3, c: 2 }], a: 1 }, url: URL_, method: 'POST', delay: '30s' };
+    const respelt: Envelope = {
+      headers: { 'x-b': '2', 'x-tenant': 'acme' },
+      body: { b: [1, { d: 3, c: 2 }], a: 1 },
+      url: URL_,
+      method: 'POST',
+      delay: '30s',
+    };
     expect(itemDigest(respelt)).toBe(itemDigest(item));
     expect(itemDigest(item)).toMatch(/^[A-Za-z0-9_-]{22}$/);
   });
@@ -81,11 +90,21 @@ describe('batchIds', () => {
     ]);
   });
 
-  it('refuses identical items without ids, naming the later one; repeated explicit ids are the client\'s choice', () => {
+  it("refuses identical items without ids, naming the later one; repeated explicit ids are the client's choice", () => {
     expect(refusal(() => batchIds([a, b, { ...a, delay: 10 }], 'k', 'acme', counter())).field).toBe('callbacks[2]');
     expect(refusal(() => batchIds([{ ...b, id: `acme:k:${itemDigest(a)}` }, a], 'k', 'acme', counter())).field).toBe('callbacks[1]');
     expect(batchIds([a, a], undefined, 'acme', counter()).map((x) => x.id)).toEqual(['new-1', 'new-2']);
-    expect(batchIds([{ ...a, id: 'e' }, { ...b, id: 'e' }], 'k', 'acme', counter()).map((x) => x.id)).toEqual(['e', 'e']);
+    expect(
+      batchIds(
+        [
+          { ...a, id: 'e' },
+          { ...b, id: 'e' },
+        ],
+        'k',
+        'acme',
+        counter(),
+      ).map((x) => x.id),
+    ).toEqual(['e', 'e']);
   });
 
   it('refuses a key too long for <token name>:<key>:<digest> only when an item needs it', () => {

@@ -24,7 +24,9 @@ describe('toPublishJob, checkPublishJob', () => {
   it('takes delay as ms or a duration, and deliverAt as a date-time', () => {
     expect(toPublishJob({ url: URL_, body: 1, delay: 1500 }, 'k').options).toEqual({ delay: 1500 });
     expect(toPublishJob({ url: URL_, body: 1, delay: '5m' }, 'k').options).toEqual({ delay: 300_000 });
-    expect(toPublishJob({ url: URL_, body: 1, deliverAt: '2030-01-01T00:01:00Z' }, 'k').options).toEqual({ deliverAt: new Date(NOW + 60_000) });
+    expect(toPublishJob({ url: URL_, body: 1, deliverAt: '2030-01-01T00:01:00Z' }, 'k').options).toEqual({
+      deliverAt: new Date(NOW + 60_000),
+    });
   });
 
   it('refuses what publish() would refuse, naming the field', () => {
@@ -38,7 +40,10 @@ describe('toPublishJob, checkPublishJob', () => {
       [{ body: 'x'.repeat(200) }, 'body'],
     ];
     for (const [change, field] of cases) {
-      expect(fieldOf(() => checkPublishJob(toPublishJob({ url: URL_, body: 1, ...change } as Envelope, 'k'), NOW, 150)), JSON.stringify(change)).toBe(field);
+      expect(
+        fieldOf(() => checkPublishJob(toPublishJob({ url: URL_, body: 1, ...change } as Envelope, 'k'), NOW, 150)),
+        JSON.stringify(change),
+      ).toBe(field);
     }
   });
 });

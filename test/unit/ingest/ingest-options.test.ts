@@ -19,12 +19,26 @@ function configError(env: Record<string, string>): string {
 describe('ingestOptions', () => {
   it('carries the limits and timeouts, defaults included', () => {
     const options = ingestOptions(loadConfig({ INGEST_TOKENS: TOKENS, INGEST_REQUEST_TIMEOUT: '5s' }));
-    expect(options).toMatchObject({ tokens: [{ name: 'default', token: TOKENS }], batchMax: 100, maxPayloadBytes: 1_048_576, batchBytes: 4_194_304, inflightBytes: 33_554_432, requestTimeout: 5_000, connectionTimeout: 60_000, idempotencyWindow: 86_400_000, idempotencyKeys: 100_000 });
+    expect(options).toMatchObject({
+      tokens: [{ name: 'default', token: TOKENS }],
+      batchMax: 100,
+      maxPayloadBytes: 1_048_576,
+      batchBytes: 4_194_304,
+      inflightBytes: 33_554_432,
+      requestTimeout: 5_000,
+      connectionTimeout: 60_000,
+      idempotencyWindow: 86_400_000,
+      idempotencyKeys: 100_000,
+    });
   });
 
   it('refuses INGEST_INFLIGHT_BYTES below the largest request body, naming key and value', () => {
-    expect(configError({ INGEST_INFLIGHT_BYTES: '1000000' })).toContain('INGEST_INFLIGHT_BYTES (ingestInflightBytes): must be at least INGEST_BATCH_BYTES (4194304), the largest request body: value was "1000000"');
-    expect(configError({ INGEST_INFLIGHT_BYTES: '5000000', MAX_PAYLOAD_BYTES: '6000000' })).toContain('at least MAX_PAYLOAD_BYTES (6000000)');
+    expect(configError({ INGEST_INFLIGHT_BYTES: '1000000' })).toContain(
+      'INGEST_INFLIGHT_BYTES (ingestInflightBytes): must be at least INGEST_BATCH_BYTES (4194304), the largest request body: value was "1000000"',
+    );
+    expect(configError({ INGEST_INFLIGHT_BYTES: '5000000', MAX_PAYLOAD_BYTES: '6000000' })).toContain(
+      'at least MAX_PAYLOAD_BYTES (6000000)',
+    );
     expect(configError({ INGEST_TOKENS: '' })).toContain('INGEST_TOKENS (ingestTokens)');
   });
 });

@@ -51,7 +51,17 @@ function start(batchMax = 3, maxPayloadBytes = 2_000, inflightBytes = 100_000) {
     { name: 'other', token: OTHER_TOKEN },
     { name: 'acme', token: TOKEN },
   ];
-  const options = { tokens, batchMax, maxPayloadBytes, batchBytes: 5_000, inflightBytes, requestTimeout: 30_000, connectionTimeout: 60_000, idempotencyWindow: 60_000, idempotencyKeys: 100 };
+  const options = {
+    tokens,
+    batchMax,
+    maxPayloadBytes,
+    batchBytes: 5_000,
+    inflightBytes,
+    requestTimeout: 30_000,
+    connectionTimeout: 60_000,
+    idempotencyWindow: 60_000,
+    idempotencyKeys: 100,
+  };
   server = buildIngestServer(options, { publisher: stub.publisher, newId: () => `new-${++n}`, now: () => clock });
   return { ...stub, inject: server.app.inject.bind(server.app) };
 }
@@ -65,19 +75,34 @@ describe('POST /v1/callbacks', () => {
     expect(published).toEqual([{ callback: { url: URL_, body: { a: 1 }, id: 'new-1' }, options: { delay: 30_000 } }]);
   });
 
-  it('takes the id from the token\'s name and the Idempotency-Key when the body has none, so a retry keeps it', async () => {
+  it("takes the id from the token's name and the Idempotency-Key when the body has none, so a retry keeps it", async () => {
     const { inject, published } = start();
     for (let i = 0; i < 2; i++) {
-      const res = await inject({ method: 'POST', url: '/v1/callbacks', headers: { ...auth, 'idempotency-key': 'order-42' }, payload: { url: URL_, body: null, delay: i * 10 } });
+      const res = await inject({
+        method: 'POST',
+        url: '/v1/callbacks',
+        headers: { ...auth, 'idempotency-key': 'order-42' },
+        payload: { url: URL_, body: null, delay: i * 10 },
+      });
       expect(res.json()).toEqual({ id: 'acme:order-42' });
     }
     expect(published.map((p) => p.callback.id)).toEqual(['acme:order-42', 'acme:order-42']);
   });
 
-  it('scopes the key to the token\'s name: two clients with the same key get two ids', async () => {
+  it("scopes the key to the token's name: two clients with the same key get two ids", async () => {
     const { inject, published } = start();
-    const other = await inject({ method: 'POST', url: '/v1/callbacks', headers: { authorization: `Bearer ${OTHER_TOKEN}`, 'idempotency-key': 'order-42' }, payload: { url: URL_, body: 'theirs' } });
-    const mine = await inject({ method: 'POST', url: '/v1/callbacks', headers: { ...auth, 'idempotency-key': 'order-42' }, payload: { url: URL_, body: 'mine' } });
+    const other = await inject({
+      method: 'POST',
+      url: '/v1/callbacks',
+      headers: { authorization: `Bearer ${OTHER_TOKEN}`, 'idempotency-key': 'order-42' },
+      payload: { url: URL_, body: 'theirs' },
+    });
+    const mine = await inject({
+      method: 'POST',
+      url: '/v1/callbacks',
+      headers: { ...auth, 'idempotency-key': 'order-42' },
+      payload: { url: URL_, body: 'mine' },
+    });
     expect([other.statusCode, other.json().id, mine.statusCode, mine.json().id]).toEqual([202, 'other:order-42', 202, 'acme:order-42']);
     expect(published.map((p) => p.callback.body)).toEqual(['theirs', 'mine']);
   });
@@ -85,16 +110,30 @@ describe('POST /v1/callbacks', () => {
   it('422 CR_ERR_IDEMPOTENCY_KEY_REUSED for the same key with another callback within the window, never published', async () => {
     clock = 0;
     const { inject, published } = start();
-    const post = (payload: object, key = 'order-7') => inject({ method: 'POST', url: '/v1/callbacks', headers: { ...auth, 'idempotency-key': key }, payload });
+    const post = (payload: object, key = 'order-7') =>
+      inject({ method: 'POST', url: '/v1/callbacks', headers: { ...auth, 'idempotency-key': key }, payload });
     expect((await post({ url: URL_, body: { a: 1, b: 2 } })).statusCode).toBe(202);
-    for (const other of [{ url: URL_, body: { a: 1, b: 3 } }, { url: `${URL_}/2`, body: { a: 1, b: 2 } }, { url: URL_, body: { a: 1, b: 2 }, headers: { 'x-a': '1' } }, { url: URL_, body: { a: 1, b: 2 }, method: 'PUT' }]) {
+    for (const other of [
+      { url: URL_, body: { a: 1, b: 3 } },
+      { url: `${URL_}/2`, body: { a: 1, b: 2 } },
+      { url: URL_, body: { a: 1, b: 2 }, headers: { 'x-a': '1' } },
+      { url: URL_, body: { a: 1, b: 2 }, method: 'PUT' },
+    ]) {
       const res = await post(other);
       expect(res.statusCode, JSON.stringify(other)).toBe(422);
-      expect(res.json()).toMatchObject({ code: 'CR_ERR_IDEMPOTENCY_KEY_REUSED', field: 'Idempotency-Key', id: 'acme:order-7', retry: false });
+      expect(res.json()).toMatchObject({
+        code: 'CR_ERR_IDEMPOTENCY_KEY_REUSED',
+        field: 'Idempotency-Key',
+        id: 'acme:order-7',
+        retry: false,
+      });
     }
     // The same callback spelt otherwise, or with another delay, is the same callback: a retry.
     expect((await post({ body: { b: 2, a: 1 }, url: URL_, delay: '5s' })).statusCode).toBe(202);
-    expect(published.map((p) => p.callback.body)).toEqual([{ a: 1, b: 2 }, { b: 2, a: 1 }]);
+    expect(published.map((p) => p.callback.body)).toEqual([
+      { a: 1, b: 2 },
+      { b: 2, a: 1 },
+    ]);
     // An explicit id is the client's own: the key is not used, so nothing is checked.
     expect((await post({ id: 'own', url: URL_, body: 'else' })).statusCode).toBe(202);
     clock = 60_000;
@@ -103,7 +142,8 @@ describe('POST /v1/callbacks', () => {
 
   it('a callback refused as invalid (400) does not take its key: the corrected one goes through', async () => {
     const { inject, published } = start();
-    const post = (payload: object) => inject({ method: 'POST', url: '/v1/callbacks', headers: { ...auth, 'idempotency-key': 'fix-me' }, payload });
+    const post = (payload: object) =>
+      inject({ method: 'POST', url: '/v1/callbacks', headers: { ...auth, 'idempotency-key': 'fix-me' }, payload });
     const bad = await post({ url: 'ftp://example.com/x', body: 1 });
     expect([bad.statusCode, bad.json().field]).toEqual([400, 'url']);
     expect((await post({ url: URL_, body: 1 })).statusCode).toBe(202);
@@ -113,7 +153,12 @@ describe('POST /v1/callbacks', () => {
   it('401 without a valid token, before reading the body', async () => {
     const { inject, published } = start();
     for (const headers of [{}, { authorization: 'Bearer nope-nope-nope-nope' }, { authorization: TOKEN }]) {
-      const res = await inject({ method: 'POST', url: '/v1/callbacks', headers: { ...headers, 'content-type': 'text/plain' }, payload: 'x'.repeat(10_000) });
+      const res = await inject({
+        method: 'POST',
+        url: '/v1/callbacks',
+        headers: { ...headers, 'content-type': 'text/plain' },
+        payload: 'x'.repeat(10_000),
+      });
       expect(res.statusCode).toBe(401);
       expect(res.headers['www-authenticate']).toBe('Bearer');
       expect(res.json()).toMatchObject({ code: 'CR_ERR_UNAUTHORIZED', retry: false });
@@ -141,9 +186,19 @@ describe('POST /v1/callbacks', () => {
       expect(res.statusCode, JSON.stringify(payload)).toBe(400);
       expect(res.json(), JSON.stringify(payload)).toMatchObject({ code: 'CR_ERR_INVALID_CALLBACK', field, retry: false });
     }
-    const key = await inject({ method: 'POST', url: '/v1/callbacks', headers: { ...auth, 'idempotency-key': ' x' }, payload: { url: URL_, body: 1 } });
+    const key = await inject({
+      method: 'POST',
+      url: '/v1/callbacks',
+      headers: { ...auth, 'idempotency-key': ' x' },
+      payload: { url: URL_, body: 1 },
+    });
     expect(key.json()).toMatchObject({ field: 'Idempotency-Key' });
-    const notJson = await inject({ method: 'POST', url: '/v1/callbacks', headers: { ...auth, 'content-type': 'application/json' }, payload: '{"url":' });
+    const notJson = await inject({
+      method: 'POST',
+      url: '/v1/callbacks',
+      headers: { ...auth, 'content-type': 'application/json' },
+      payload: '{"url":',
+    });
     expect([notJson.statusCode, notJson.json().field]).toEqual([400, 'request']);
     expect(published).toEqual([]);
   });
@@ -158,15 +213,43 @@ describe('POST /v1/callbacks', () => {
 
   it('429 when the publish buffer is full; 503 when the outcome is unknown; each answer carries the id and how to keep it', async () => {
     const { inject } = start();
-    const full = await inject({ method: 'POST', url: '/v1/callbacks', headers: auth, payload: { url: `${URL_}?fail=CR_ERR_BUFFER_FULL`, body: 1 } });
-    expect([full.statusCode, full.json().code, full.json().id, full.headers['retry-after']]).toEqual([429, 'CR_ERR_BUFFER_FULL', 'new-1', '1']);
-    for (const code of ['CR_ERR_PUBLISH_TIMEOUT', 'CR_ERR_OUTCOME_UNKNOWN', 'CR_ERR_PUBLISH_NACKED', 'CR_ERR_PUBLISH_RETURNED', 'CR_ERR_CLOSED']) {
-      const res = await inject({ method: 'POST', url: '/v1/callbacks', headers: { ...auth, 'idempotency-key': `k-${code}` }, payload: { url: `${URL_}?fail=${code}`, body: 1 } });
+    const full = await inject({
+      method: 'POST',
+      url: '/v1/callbacks',
+      headers: auth,
+      payload: { url: `${URL_}?fail=CR_ERR_BUFFER_FULL`, body: 1 },
+    });
+    expect([full.statusCode, full.json().code, full.json().id, full.headers['retry-after']]).toEqual([
+      429,
+      'CR_ERR_BUFFER_FULL',
+      'new-1',
+      '1',
+    ]);
+    for (const code of [
+      'CR_ERR_PUBLISH_TIMEOUT',
+      'CR_ERR_OUTCOME_UNKNOWN',
+      'CR_ERR_PUBLISH_NACKED',
+      'CR_ERR_PUBLISH_RETURNED',
+      'CR_ERR_CLOSED',
+    ]) {
+      const res = await inject({
+        method: 'POST',
+        url: '/v1/callbacks',
+        headers: { ...auth, 'idempotency-key': `k-${code}` },
+        payload: { url: `${URL_}?fail=${code}`, body: 1 },
+      });
       expect(res.statusCode, code).toBe(503);
       expect(res.json(), code).toMatchObject({ code, id: `acme:k-${code}`, retry: true });
-      expect(res.json().message).toContain(`with the same Idempotency-Key and a token of the same name, so that it keeps the id "acme:k-${code}"`);
+      expect(res.json().message).toContain(
+        `with the same Idempotency-Key and a token of the same name, so that it keeps the id "acme:k-${code}"`,
+      );
     }
-    const bug = await inject({ method: 'POST', url: '/v1/callbacks', headers: auth, payload: { url: `${URL_}?fail=CR_ERR_TOPOLOGY`, body: 1 } });
+    const bug = await inject({
+      method: 'POST',
+      url: '/v1/callbacks',
+      headers: auth,
+      payload: { url: `${URL_}?fail=CR_ERR_TOPOLOGY`, body: 1 },
+    });
     expect([bug.statusCode, bug.json().id]).toEqual([500, 'new-2']);
   });
 
@@ -178,7 +261,12 @@ describe('POST /v1/callbacks', () => {
       expect(res.json().message, fail).toContain('send it again with "id": "' + res.json().id + '" in the callback');
       expect(res.json().message, fail).toContain('the relay does not deduplicate');
     }
-    const own = await inject({ method: 'POST', url: '/v1/callbacks', headers: { ...auth, 'idempotency-key': 'ignored' }, payload: { id: 'mine', url: `${URL_}?fail=CR_ERR_OUTCOME_UNKNOWN`, body: 1 } });
+    const own = await inject({
+      method: 'POST',
+      url: '/v1/callbacks',
+      headers: { ...auth, 'idempotency-key': 'ignored' },
+      payload: { id: 'mine', url: `${URL_}?fail=CR_ERR_OUTCOME_UNKNOWN`, body: 1 },
+    });
     expect([own.json().id, own.json().message]).toEqual(['mine', expect.stringContaining('send it again with the same id "mine"')]);
   });
 
@@ -189,7 +277,12 @@ describe('POST /v1/callbacks', () => {
     const second = inject({ method: 'POST', url: '/v1/callbacks', headers: auth, payload });
     await vi.waitFor(() => expect(held()).toBe(2));
     const busy = await inject({ method: 'POST', url: '/v1/callbacks', headers: auth, payload });
-    expect([busy.statusCode, busy.json().code, busy.json().retry, busy.headers['retry-after']]).toEqual([503, 'CR_ERR_INGEST_BUSY', true, '1']);
+    expect([busy.statusCode, busy.json().code, busy.json().retry, busy.headers['retry-after']]).toEqual([
+      503,
+      'CR_ERR_INGEST_BUSY',
+      true,
+      '1',
+    ]);
     expect((await inject('/metrics')).body).toMatch(/callback_relay_ingest_inflight_bytes \d{4}/);
     release();
     expect([(await first).statusCode, (await second).statusCode]).toEqual([202, 202]);
@@ -205,26 +298,69 @@ describe('POST /v1/callbacks', () => {
 describe('POST /v1/callbacks:batch', () => {
   it('202 with one result per item; ids from <token name>:<Idempotency-Key>:<digest of the item> when the item has none', async () => {
     const { inject, published } = start();
-    const res = await inject({ method: 'POST', url: '/v1/callbacks:batch', headers: { ...auth, 'idempotency-key': 'b1' }, payload: { callbacks: [{ url: URL_, body: 1 }, { id: 'own', url: URL_, body: 2 }] } });
+    const res = await inject({
+      method: 'POST',
+      url: '/v1/callbacks:batch',
+      headers: { ...auth, 'idempotency-key': 'b1' },
+      payload: {
+        callbacks: [
+          { url: URL_, body: 1 },
+          { id: 'own', url: URL_, body: 2 },
+        ],
+      },
+    });
     expect(res.statusCode).toBe(202);
-    expect(res.json()).toEqual({ results: [{ index: 0, id: `acme:b1:${itemDigest({ url: URL_, body: 1 })}`, status: 202 }, { index: 1, id: 'own', status: 202 }] });
+    expect(res.json()).toEqual({
+      results: [
+        { index: 0, id: `acme:b1:${itemDigest({ url: URL_, body: 1 })}`, status: 202 },
+        { index: 1, id: 'own', status: 202 },
+      ],
+    });
     expect(published).toHaveLength(2);
   });
 
-  it('resending the failed items with the same key gives each its own id again, never another item\'s', async () => {
+  it("resending the failed items with the same key gives each its own id again, never another item's", async () => {
     const { inject } = start();
-    const items = [{ url: URL_, body: 'a' }, { url: `${URL_}?fail=CR_ERR_PUBLISH_TIMEOUT`, body: 'b' }, { url: URL_, body: 'c' }];
-    const first = await inject({ method: 'POST', url: '/v1/callbacks:batch', headers: { ...auth, 'idempotency-key': 'k' }, payload: { callbacks: items } });
+    const items = [
+      { url: URL_, body: 'a' },
+      { url: `${URL_}?fail=CR_ERR_PUBLISH_TIMEOUT`, body: 'b' },
+      { url: URL_, body: 'c' },
+    ];
+    const first = await inject({
+      method: 'POST',
+      url: '/v1/callbacks:batch',
+      headers: { ...auth, 'idempotency-key': 'k' },
+      payload: { callbacks: items },
+    });
     const failed = first.json().results[1];
-    expect([first.statusCode, failed.status, failed.message]).toEqual([503, 503, expect.stringContaining(`with the same Idempotency-Key and a token of the same name, or with "id": "${failed.id}"`)]);
-    const resent = await inject({ method: 'POST', url: '/v1/callbacks:batch', headers: { ...auth, 'idempotency-key': 'k' }, payload: { callbacks: [items[1]] } });
+    expect([first.statusCode, failed.status, failed.message]).toEqual([
+      503,
+      503,
+      expect.stringContaining(`with the same Idempotency-Key and a token of the same name, or with "id": "${failed.id}"`),
+    ]);
+    const resent = await inject({
+      method: 'POST',
+      url: '/v1/callbacks:batch',
+      headers: { ...auth, 'idempotency-key': 'k' },
+      payload: { callbacks: [items[1]] },
+    });
     expect(resent.json().results[0].id).toBe(failed.id);
     expect(new Set(first.json().results.map((r: { id: string }) => r.id)).size).toBe(3);
   });
 
   it('without a key, items get new ids that every answer returns', async () => {
     const { inject } = start();
-    const res = await inject({ method: 'POST', url: '/v1/callbacks:batch', headers: auth, payload: { callbacks: [{ url: URL_, body: 1 }, { url: `${URL_}?fail=CR_ERR_OUTCOME_UNKNOWN`, body: 1 }] } });
+    const res = await inject({
+      method: 'POST',
+      url: '/v1/callbacks:batch',
+      headers: auth,
+      payload: {
+        callbacks: [
+          { url: URL_, body: 1 },
+          { url: `${URL_}?fail=CR_ERR_OUTCOME_UNKNOWN`, body: 1 },
+        ],
+      },
+    });
     expect(res.json().results.map((r: { id: string }) => r.id)).toEqual(['new-1', 'new-2']);
     expect(res.json().results[1].message).toContain('send it again with "id": "new-2" in the callback');
   });
@@ -232,9 +368,19 @@ describe('POST /v1/callbacks:batch', () => {
   it('identical items without ids refuse the batch, naming the second; 413 over INGEST_BATCH_BYTES', async () => {
     const { inject, published } = start();
     const same = { url: URL_, body: { a: 1, b: 2 } };
-    const res = await inject({ method: 'POST', url: '/v1/callbacks:batch', headers: { ...auth, 'idempotency-key': 'k' }, payload: { callbacks: [same, { url: URL_, body: { b: 2, a: 1 }, delay: 5 }] } });
+    const res = await inject({
+      method: 'POST',
+      url: '/v1/callbacks:batch',
+      headers: { ...auth, 'idempotency-key': 'k' },
+      payload: { callbacks: [same, { url: URL_, body: { b: 2, a: 1 }, delay: 5 }] },
+    });
     expect([res.statusCode, res.json().field]).toEqual([400, 'callbacks[1]']);
-    const big = await inject({ method: 'POST', url: '/v1/callbacks:batch', headers: auth, payload: { callbacks: [0, 1, 2].map(() => ({ url: URL_, body: 'x'.repeat(1_800) })) } });
+    const big = await inject({
+      method: 'POST',
+      url: '/v1/callbacks:batch',
+      headers: auth,
+      payload: { callbacks: [0, 1, 2].map(() => ({ url: URL_, body: 'x'.repeat(1_800) })) },
+    });
     expect([big.statusCode, big.json().message]).toEqual([413, expect.stringContaining('INGEST_BATCH_BYTES')]);
     expect(published).toEqual([]);
   });
@@ -242,21 +388,41 @@ describe('POST /v1/callbacks:batch', () => {
   it('one invalid item refuses the whole batch, naming it, and publishes nothing', async () => {
     const { inject, published } = start();
     for (const bad of [{ url: URL_ }, { url: 'mailto:x@example.com', body: 1 }]) {
-      const res = await inject({ method: 'POST', url: '/v1/callbacks:batch', headers: auth, payload: { callbacks: [{ url: URL_, body: 1 }, bad] } });
+      const res = await inject({
+        method: 'POST',
+        url: '/v1/callbacks:batch',
+        headers: auth,
+        payload: { callbacks: [{ url: URL_, body: 1 }, bad] },
+      });
       expect(res.statusCode).toBe(400);
       expect(res.json().field).toMatch(/^callbacks\[1\]\.(body|url)$/);
     }
-    const tooMany = await inject({ method: 'POST', url: '/v1/callbacks:batch', headers: auth, payload: { callbacks: Array(4).fill({ url: URL_, body: 1 }) } });
+    const tooMany = await inject({
+      method: 'POST',
+      url: '/v1/callbacks:batch',
+      headers: auth,
+      payload: { callbacks: Array(4).fill({ url: URL_, body: 1 }) },
+    });
     expect([tooMany.statusCode, tooMany.json().field]).toEqual([400, 'callbacks']);
     expect(published).toEqual([]);
   });
 
   it('publish failures are per item; the status is the worst one', async () => {
     const { inject, published } = start();
-    const payload = { callbacks: [{ url: URL_, body: 1 }, { url: `${URL_}?fail=CR_ERR_BUFFER_FULL`, body: 2 }, { url: `${URL_}?fail=CR_ERR_PUBLISH_TIMEOUT`, body: 3 }] };
+    const payload = {
+      callbacks: [
+        { url: URL_, body: 1 },
+        { url: `${URL_}?fail=CR_ERR_BUFFER_FULL`, body: 2 },
+        { url: `${URL_}?fail=CR_ERR_PUBLISH_TIMEOUT`, body: 3 },
+      ],
+    };
     const res = await inject({ method: 'POST', url: '/v1/callbacks:batch', headers: auth, payload });
     expect(res.statusCode).toBe(503);
-    expect(res.json().results.map((r: { status: number; code?: string }) => [r.status, r.code])).toEqual([[202, undefined], [429, 'CR_ERR_BUFFER_FULL'], [503, 'CR_ERR_PUBLISH_TIMEOUT']]);
+    expect(res.json().results.map((r: { status: number; code?: string }) => [r.status, r.code])).toEqual([
+      [202, undefined],
+      [429, 'CR_ERR_BUFFER_FULL'],
+      [503, 'CR_ERR_PUBLISH_TIMEOUT'],
+    ]);
     expect(published).toHaveLength(1);
   });
 });
@@ -290,7 +456,8 @@ describe('probes, metrics, OpenAPI', () => {
 
   it('/openapi.json is docs/openapi.json (regenerate: npm run docs:openapi -- --write)', async () => {
     const { inject } = start(configSchema.ingestBatchMax.default);
-    const served = (await inject({ method: 'POST', url: '/v1/callbacks', headers: auth, payload: { url: URL_, body: 1 } }), await inject('/openapi.json')).json();
+    const served = (await inject({ method: 'POST', url: '/v1/callbacks', headers: auth, payload: { url: URL_, body: 1 } }),
+    await inject('/openapi.json')).json();
     const file = JSON.parse(readFileSync(new URL('../../../docs/openapi.json', import.meta.url), 'utf8'));
     expect(served).toEqual(file);
     expect(served.paths['/v1/callbacks'].post.requestBody.content['application/json'].schema).toEqual(served.components.schemas.Envelope);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createKeyRecord } from '../../../src/ingest/key-record.js';
 
 describe('createKeyRecord', () => {
-  it('knows a key\'s first content: the same again is a retry, other content a conflict', () => {
+  it("knows a key's first content: the same again is a retry, other content a conflict", () => {
     const record = createKeyRecord({ windowMs: 1_000, maxKeys: 10, now: () => 0 });
     expect(record.claim('acme:k', 'd1')).toBe('new');
     expect(record.claim('acme:k', 'd1')).toBe('same');

@@ -8,7 +8,7 @@ function paced(times: Record<string, number>, maxTargets = 100): AttemptPace {
   return pace;
 }
 
-describe('AttemptPace: whether the receiver or the machine sets a target\'s pace', () => {
+describe("AttemptPace: whether the receiver or the machine sets a target's pace", () => {
   it('on an idle worker a backlog is worth a move once its attempts take 150 ms, or three times a timed move', () => {
     const pace = paced({ slow: 150, quick: 40, instant: 5 });
     expect(pace.saturated()).toBe(false);

@@ -3,8 +3,8 @@ import { TargetIsolation } from '../../../src/isolation/target-isolation.js';
 
 import { POLICY } from './isolation-policy.js';
 
-describe('TargetIsolation: a busy target\'s excess overflows', () => {
-  it('moves a busy target\'s waiting lane items once its oldest waited OVERFLOW_AFTER, keeps overflow items, and moves new lane items at once', () => {
+describe("TargetIsolation: a busy target's excess overflows", () => {
+  it("moves a busy target's waiting lane items once its oldest waited OVERFLOW_AFTER, keeps overflow items, and moves new lane items at once", () => {
     const iso = new TargetIsolation<number>(POLICY);
     for (let i = 0; i < 20; i += 1) iso.offer('busy', i, 'lane', 0);
     for (let i = 100; i < 103; i += 1) iso.offer('busy', i, 'overflow', 0);
@@ -124,7 +124,7 @@ describe('TargetIsolation: a busy target\'s excess overflows', () => {
     expect(idle.sweep(200, 0).length).toBeGreaterThan(0);
   });
 
-  it('a saturated worker moves no backlog of a target whose attempts take about what every target\'s take; a slow one among fast ones still moves', () => {
+  it("a saturated worker moves no backlog of a target whose attempts take about what every target's take; a slow one among fast ones still moves", () => {
     /** Target t with a backlog and `attemptMs` attempts beside targets whose attempts took `others`, moves timed at `moveMs` (0: none timed yet): what a sweep moves. */
     const busyAmong = (attemptMs: number, others: number[], loopBusy = 1, moveMs = 20) => {
       const iso = new TargetIsolation<number>(POLICY);
@@ -217,7 +217,8 @@ describe('TargetIsolation: a busy target\'s excess overflows', () => {
     for (let q = 0; q < 60; q += 1) for (let i = 0; i < 6; i += 1) iso.offer(`other-${q}`, 10_000 + q * 10 + i, 'lane', 400);
     while (iso.inFlight('busy') > 0) iso.complete('busy', 'attempt', { status: 200, durationMs: 300 }, 450);
     while (iso.next());
-    for (let q = 0; q < 60; q += 1) if (iso.inFlight(`other-${q}`) > 0) iso.complete(`other-${q}`, 'attempt', { status: 200, durationMs: othersMs }, 460);
+    for (let q = 0; q < 60; q += 1)
+      if (iso.inFlight(`other-${q}`) > 0) iso.complete(`other-${q}`, 'attempt', { status: 200, durationMs: othersMs }, 460);
     while (iso.next());
     expect(iso.inFlight('busy')).toBe(0);
     const offered = Array.from({ length: 10 }, (_, i) => iso.offer('busy', 2_000 + i, 'lane', 500));
@@ -250,7 +251,8 @@ describe('TargetIsolation: a busy target\'s excess overflows', () => {
     for (let q = 0; q < 60; q += 1) for (let i = 0; i < 6; i += 1) iso.offer(`other-${q}`, 10_000 + q * 10 + i, 'lane', 400);
     while (iso.inFlight('busy') > 0) iso.complete('busy', 'attempt', { status: 200, durationMs: busyMs }, 450);
     while (iso.next());
-    for (let q = 0; q < 60; q += 1) if (iso.inFlight(`other-${q}`) > 0) iso.complete(`other-${q}`, 'attempt', { status: 200, durationMs: othersMs }, 460);
+    for (let q = 0; q < 60; q += 1)
+      if (iso.inFlight(`other-${q}`) > 0) iso.complete(`other-${q}`, 'attempt', { status: 200, durationMs: othersMs }, 460);
     while (iso.next());
     expect(iso.inFlight('busy')).toBeLessThanOrEqual(1);
     expect(iso.sweep(500, loopBusy)).toEqual([]);

@@ -27,7 +27,14 @@ describe('circuitWait: an open circuit defers an attempt until a real one would 
   });
 
   it('an owed attempt its target has no room for waits as long as it has been owed (1 s to an attempt timeout), and is forced after MAX_DEFERRALS', () => {
-    expect(circuitWait(0, 4, 20_000, 10_000)).toEqual({ owed: true, forced: false, mayBorrow: true, expired: false, giveUpAt: Number.POSITIVE_INFINITY, defer: { delayMs: 10_000, heldSince: 0, deferrals: 5 } });
+    expect(circuitWait(0, 4, 20_000, 10_000)).toEqual({
+      owed: true,
+      forced: false,
+      mayBorrow: true,
+      expired: false,
+      giveUpAt: Number.POSITIVE_INFINITY,
+      defer: { delayMs: 10_000, heldSince: 0, deferrals: 5 },
+    });
     // Just owed: looked at again after 1 s, then 1 s, 2 s, 4 s, 8 s, 10 s …: soon after a short outage ends, seldom in a long one.
     const waits: number[] = [];
     for (let now = 10_000, deferrals = 4; waits.length < 7; deferrals += 1) {
@@ -42,11 +49,15 @@ describe('circuitWait: an open circuit defers an attempt until a real one would 
     expect(circuitWait(0, MAX_DEFERRALS, 300_000, 10_000)).toMatchObject({ owed: true, forced: true });
   });
 
-  it('never waits less than the delay levels\' unit, nor defers without end whatever the clocks say', () => {
+  it("never waits less than the delay levels' unit, nor defers without end whatever the clocks say", () => {
     expect(circuitWait(0, 0, 9_800, 10_000)).toMatchObject({ owed: false, defer: { delayMs: 1_000 } });
     // A heldSince in the future (another worker's clock ahead) counts from now.
     expect(circuitWait(50_000, 0, 10_000, 10_000)).toMatchObject({ owed: false, defer: { heldSince: 10_000 } });
-    expect(circuitWait(10_000, MAX_DEFERRALS, 10_001, 10_000_000)).toMatchObject({ owed: true, forced: true, defer: { heldSince: 10_000 } });
+    expect(circuitWait(10_000, MAX_DEFERRALS, 10_001, 10_000_000)).toMatchObject({
+      owed: true,
+      forced: true,
+      defer: { heldSince: 10_000 },
+    });
   });
 });
 
@@ -78,7 +89,12 @@ describe('circuitWait: the schedule keeps its time while the circuit is open', (
     // The same attempt never held before (say it waited out a broker's restart): its whole rest is ahead.
     expect(circuitWait(undefined, 0, 20_000, 5_000, { ...held, heldMs: 0 })).toMatchObject({ expired: false, giveUpAt: 32_000 });
     // Owed at 14 s, a request would end after the end at 18 s: it waits for the end instead.
-    expect(circuitWait(9_000, 4, 14_000, 5_000, { leftMs: left, heldMs: 9_000 })).toMatchObject({ owed: false, expired: false, giveUpAt: 18_000, defer: { delayMs: 1_000 } });
+    expect(circuitWait(9_000, 4, 14_000, 5_000, { leftMs: left, heldMs: 9_000 })).toMatchObject({
+      owed: false,
+      expired: false,
+      giveUpAt: 18_000,
+      defer: { delayMs: 1_000 },
+    });
     expect(circuitWait(8_000, 4, 13_000, 5_000, { leftMs: left, heldMs: 8_000 })).toMatchObject({ owed: true });
   });
 });
@@ -119,7 +135,6 @@ describe('TargetIsolation: an owed attempt of a target whose circuit is open', (
     expect(iso.offerOwed('t', 7, 'lane', 62_600, notOwed, 3)).toBe('queued');
   });
 
-
   it('waits for a slot while the target holds fewer than its limit, and its success closes the circuit', () => {
     const iso = openedByTwoTimeouts();
     expect(iso.state('t')).toBe('degraded');
@@ -130,7 +145,8 @@ describe('TargetIsolation: an owed attempt of a target whose circuit is open', (
     expect(iso.offerOwed('t', 5, 'lane', 2_000, owed)).toBe('circuit-open');
     // Owed for an attempt timeout already, it may borrow the idle slots while fewer than half the
     // worker's 10 are taken or waited for (5).
-    for (let item = 5; item <= 7; item += 1) expect(iso.offerOwed('t', item, 'lane', 2_000, { owed: true, forced: false, mayBorrow: true })).toBe('queued');
+    for (let item = 5; item <= 7; item += 1)
+      expect(iso.offerOwed('t', item, 'lane', 2_000, { owed: true, forced: false, mayBorrow: true })).toBe('queued');
     expect(iso.offerOwed('t', 8, 'lane', 2_000, { owed: true, forced: false, mayBorrow: true })).toBe('circuit-open');
     expect(iso.offerOwed('t', 9, 'overflow', 2_000, { owed: true, forced: true, mayBorrow: false })).toBe('queued');
     expect(iso.sweep(60_000)).toEqual([]);
@@ -140,7 +156,7 @@ describe('TargetIsolation: an owed attempt of a target whose circuit is open', (
     expect(iso.state('t')).toBe('healthy');
   });
 
-  it('lends an open circuit\'s owed attempts idle slots up to half the worker, never the other half', () => {
+  it("lends an open circuit's owed attempts idle slots up to half the worker, never the other half", () => {
     const iso = openedByTwoTimeouts();
     for (let item = 3; item <= 20; item += 1) iso.offerOwed('t', item, 'lane', 2_000, { owed: true, forced: true, mayBorrow: false });
     const started: number[] = [];

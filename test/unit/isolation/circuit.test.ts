@@ -3,7 +3,15 @@ import { Circuit, type CircuitPolicy } from '../../../src/isolation/circuit.js';
 import { FairShare } from '../../../src/isolation/fair-share.js';
 import type { Waiting } from '../../../src/isolation/scheduler.js';
 
-const POLICY: CircuitPolicy = { window: 20, degradeThreshold: 2, recoverThreshold: 1, quietPeriodMs: 30_000, maxTargets: 100, probesPerTarget: 1, maxProbes: 2 };
+const POLICY: CircuitPolicy = {
+  window: 20,
+  degradeThreshold: 2,
+  recoverThreshold: 1,
+  quietPeriodMs: 30_000,
+  maxTargets: 100,
+  probesPerTarget: 1,
+  maxProbes: 2,
+};
 const SLOTS = { capacity: 10, perTarget: 10, initialPerTarget: 2, maxTargets: 100 };
 const ENDED = { slow: false, succeeded: true, wasOverdue: false, attempt: undefined };
 
@@ -98,7 +106,7 @@ describe('Circuit: probes, early counts and owed requests of open circuits', () 
     expect(circuit.owedMayWait('t', 60_000, notOwed, 2)).toBe(true);
   });
 
-  it('another worker\'s transition is taken as its own', () => {
+  it("another worker's transition is taken as its own", () => {
     const { circuit, wait } = setup();
     wait('t', 1);
     wait('t', 2);

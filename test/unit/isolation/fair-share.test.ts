@@ -1,7 +1,13 @@
 import { describe, it, expect } from 'vitest';
 import { FairShare, type FairSharePolicy } from '../../../src/isolation/fair-share.js';
 
-const policy = (overrides: Partial<FairSharePolicy> = {}): FairSharePolicy => ({ capacity: 10, perTarget: 10, initialPerTarget: 2, maxTargets: 100, ...overrides });
+const policy = (overrides: Partial<FairSharePolicy> = {}): FairSharePolicy => ({
+  capacity: 10,
+  perTarget: 10,
+  initialPerTarget: 2,
+  maxTargets: 100,
+  ...overrides,
+});
 
 /** Starts everything that may start now; returns the targets in start order. */
 function startAll<T>(share: FairShare<T>): string[] {
@@ -120,7 +126,7 @@ describe('FairShare', () => {
     expect(items).toEqual([0, 1, 2, 3, 4]);
   });
 
-  it('takes a target\'s waiting items out, and drops matching ones', () => {
+  it("takes a target's waiting items out, and drops matching ones", () => {
     const share = new FairShare<number>(policy({ capacity: 2, initialPerTarget: 1 }));
     for (let i = 0; i < 5; i += 1) share.push('a', i);
     for (let i = 10; i < 15; i += 1) share.push('b', i);
@@ -190,7 +196,10 @@ describe('FairShare', () => {
 
 describe('FairShare: a target that works, slowly', () => {
   it('may borrow idle slots after a slow success, where a slow failure keeps it at its initial limit', () => {
-    for (const [result, started] of [['slow-success', 10], ['slow', 2]] as const) {
+    for (const [result, started] of [
+      ['slow-success', 10],
+      ['slow', 2],
+    ] as const) {
       const share = new FairShare<number>(policy());
       for (let i = 0; i < 30; i += 1) share.push('s', i);
       share.next();

@@ -1,5 +1,11 @@
 import { describe, it, expect } from 'vitest';
-import { EndpointHealth, MAX_TRACKED_ATTEMPT, type HealthPolicy, type HealthState, type Transition } from '../../../src/isolation/health.js';
+import {
+  EndpointHealth,
+  MAX_TRACKED_ATTEMPT,
+  type HealthPolicy,
+  type HealthState,
+  type Transition,
+} from '../../../src/isolation/health.js';
 import { mulberry32, randomInt } from '../../support/prng.js';
 
 /** Seed 002 defaults: 10 abnormal of the last 20 degrade; back at ≤ 5 after a 30s quiet period. */
@@ -377,7 +383,8 @@ describe('EndpointHealth against a reference model (seeded)', () => {
       const count = windowed.filter(Boolean).length;
       const from = entry.state;
       if (from === 'healthy' && count >= this.policy.degradeThreshold) entry.state = 'degraded';
-      if (from === 'degraded' && count <= this.policy.recoverThreshold && nowMs - entry.lastAbnormalAt >= this.policy.quietPeriodMs) entry.state = 'healthy';
+      if (from === 'degraded' && count <= this.policy.recoverThreshold && nowMs - entry.lastAbnormalAt >= this.policy.quietPeriodMs)
+        entry.state = 'healthy';
       return entry.state === from ? undefined : { target, from, to: entry.state, abnormal: count, seen: windowed.length };
     }
   }
@@ -386,7 +393,13 @@ describe('EndpointHealth against a reference model (seeded)', () => {
     const random = mulberry32(seed);
     const window = randomInt(random, 1, 25);
     const degradeThreshold = randomInt(random, 1, window);
-    const policy: HealthPolicy = { window, degradeThreshold, recoverThreshold: randomInt(random, 0, degradeThreshold - 1), quietPeriodMs: randomInt(random, 0, 50), maxTargets: 100 };
+    const policy: HealthPolicy = {
+      window,
+      degradeThreshold,
+      recoverThreshold: randomInt(random, 0, degradeThreshold - 1),
+      quietPeriodMs: randomInt(random, 0, 50),
+      maxTargets: 100,
+    };
     const real = new EndpointHealth(policy);
     const model = new Model(policy);
     const targets = ['a', 'b', 'c'];

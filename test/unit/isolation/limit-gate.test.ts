@@ -48,7 +48,7 @@ describe('LimitGate: a target held back by its limit gets no slot until the limi
     expect(gate.limited('t')).toBe(false);
   });
 
-  it('keeps what limited targets\' items waited and their starts until the metrics take them', () => {
+  it("keeps what limited targets' items waited and their starts until the metrics take them", () => {
     const { gate, offer, start } = setup();
     gate.setLimit('t', { rate: 10, burst: 5 }, 0);
     offer('t', 1, 0);

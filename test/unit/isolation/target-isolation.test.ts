@@ -48,7 +48,8 @@ describe('TargetIsolation', () => {
     for (let i = 1; i <= 5; i += 1) iso.offer('busy', i, 'lane', 20);
     const running = [iso.next(), iso.next(), iso.next(), iso.next()];
     // Four attempts pass the threshold: not counted yet, and the target keeps its circuit closed.
-    for (let i = 0; i < running.length; i += 1) expect(iso.overdue('busy', 3_100 + i, 'attempt')).toEqual({ transition: undefined, circuitOpen: [] });
+    for (let i = 0; i < running.length; i += 1)
+      expect(iso.overdue('busy', 3_100 + i, 'attempt')).toEqual({ transition: undefined, circuitOpen: [] });
     expect(iso.state('busy')).toBe('healthy');
     // They end in a success (amended nothing, no slow failure) or in timeouts, which count then.
     iso.complete('busy', running[0]!.kind, { status: 200, durationMs: 3_500 }, 3_600, { wasOverdue: true });
@@ -122,7 +123,10 @@ describe('TargetIsolation', () => {
     open(iso, 'a', 0);
     expect(iso.offer('a', 1, 'lane', 1_000)).toBe('queued');
     expect(iso.next()?.kind).toBe('probe');
-    expect(iso.complete('a', 'probe', { status: 200, durationMs: 4_000 }, 5_000).transition).toMatchObject({ from: 'degraded', to: 'healthy' });
+    expect(iso.complete('a', 'probe', { status: 200, durationMs: 4_000 }, 5_000).transition).toMatchObject({
+      from: 'degraded',
+      to: 'healthy',
+    });
     expect(iso.offer('a', 2, 'lane', 5_000)).toBe('queued');
     expect(iso.next()?.kind).toBe('attempt');
   });
@@ -262,6 +266,10 @@ describe('TargetIsolation', () => {
     expect(iso.state('a')).toBe('healthy');
     open(iso, 'a', 2_000);
     expect(iso.state('a')).toBe('degraded');
-    expect([iso.offer('a', 1, 'lane', 0), iso.offer('a', 2, 'lane', 0), iso.offer('a', 3, 'lane', 0)]).toEqual(['queued', 'queued', 'circuit-open']);
+    expect([iso.offer('a', 1, 'lane', 0), iso.offer('a', 2, 'lane', 0), iso.offer('a', 3, 'lane', 0)]).toEqual([
+      'queued',
+      'queued',
+      'circuit-open',
+    ]);
   });
 });

@@ -97,7 +97,11 @@ describe('TargetLimits: rate, concurrency and back-off (AIMD)', () => {
     expect(limits.answered(T, { status: 429, retryAfterMs: 2_000, fast: true }, 0)).toEqual({ target: T, factor: 0.5, untilMs: 2_000 });
     expect(limits.mayStart(T, 0, 1_999)).toBe(false);
     expect(limits.answered(T, { status: 429, retryAfterMs: 2_000, fast: true }, 10)).toBeUndefined();
-    expect(limits.answered(T, { status: 429, retryAfterMs: 2_000, fast: true }, DECREASE_GAP_MS)).toEqual({ target: T, factor: 0.25, untilMs: DECREASE_GAP_MS + 2_000 });
+    expect(limits.answered(T, { status: 429, retryAfterMs: 2_000, fast: true }, DECREASE_GAP_MS)).toEqual({
+      target: T,
+      factor: 0.25,
+      untilMs: DECREASE_GAP_MS + 2_000,
+    });
     for (let i = 0; i < 10; i++) limits.answered(T, { status: 200, retryAfterMs: undefined, fast: true }, 5_000);
     expect([...limits.current(5_000)][0]?.factor).toBeCloseTo(0.25 + 10 * INCREASE_STEP);
     limits.answered(T, { status: 200, retryAfterMs: undefined, fast: false }, 5_000);
@@ -110,9 +114,12 @@ describe('TargetLimits: rate, concurrency and back-off (AIMD)', () => {
     expect(limits.answered(T, { status: 503, retryAfterMs: 3_000, fast: true }, 0)).toEqual({ target: T, factor: 1, untilMs: 3_000 });
     expect(limits.mayStart(T, 0, 3_000)).toBe(true);
     expect(limits.governs(T)).toBe(false);
-    for (let i = 1; i < TOO_MANY_RUN; i++) expect(limits.answered(T, { status: 429, retryAfterMs: undefined, fast: true }, 5_000)).toBeUndefined();
+    for (let i = 1; i < TOO_MANY_RUN; i++)
+      expect(limits.answered(T, { status: 429, retryAfterMs: undefined, fast: true }, 5_000)).toBeUndefined();
     expect(limits.answered(T, { status: 429, retryAfterMs: undefined, fast: true }, 5_000)).toMatchObject({ untilMs: 6_000 });
-    expect(limits.answered(T, { status: 429, retryAfterMs: 86_400_000, fast: true }, 10_000)).toMatchObject({ untilMs: 10_000 + MAX_PAUSE_MS });
+    expect(limits.answered(T, { status: 429, retryAfterMs: 86_400_000, fast: true }, 10_000)).toMatchObject({
+      untilMs: 10_000 + MAX_PAUSE_MS,
+    });
   });
 
   it("another worker's back-off: the lower rate and the later pause win", () => {
@@ -212,13 +219,18 @@ describe('TargetIsolation: a callback its limit holds back for long leaves the w
     expect(iso.outwaiting(0, 20_000, 3_600_000)).toEqual([]);
   });
 
-  it('caps each wait, leaves unlimited and short waits alone, and takes a receiver\'s long pause out too', () => {
+  it("caps each wait, leaves unlimited and short waits alone, and takes a receiver's long pause out too", () => {
     const iso = new TargetIsolation<string>(POLICY);
     iso.setLimit(T, { rate: 0.001, burst: 1 }, 0);
     for (let i = 0; i < 3; i++) iso.offer(T, `l${i}`, 'overflow', 0);
     iso.offer('https://free.example', 'f0', 'overflow', 0);
     [...drain(iso, 0)];
-    expect(iso.outwaiting(0, 20_000, 60_000)).toEqual([{ item: 'l2', delayMs: 60_000 }, { item: 'l1', delayMs: 60_000 }].reverse());
+    expect(iso.outwaiting(0, 20_000, 60_000)).toEqual(
+      [
+        { item: 'l2', delayMs: 60_000 },
+        { item: 'l1', delayMs: 60_000 },
+      ].reverse(),
+    );
     const paused = new TargetIsolation<string>(POLICY);
     for (let i = 0; i < 3; i++) paused.offer(T, `p${i}`, 'overflow', 0);
     [...drain(paused, 0, 1)];

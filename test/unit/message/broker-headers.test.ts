@@ -7,7 +7,9 @@ import { carriedHeaders, HEADER } from '../../../src/message/headers.js';
 /** What RabbitMQ 4 writes into a quorum-queue message that was dead-lettered and delivered twice. */
 const written: Record<string, unknown> = {
   'x-death': [{ count: 1, reason: 'expired', queue: 'cr.delay.03' }],
-  ...Object.fromEntries(['first', 'last'].flatMap((when) => ['exchange', 'queue', 'reason'].map((what) => [`x-${when}-death-${what}`, 'cr.delay.03']))),
+  ...Object.fromEntries(
+    ['first', 'last'].flatMap((when) => ['exchange', 'queue', 'reason'].map((what) => [`x-${when}-death-${what}`, 'cr.delay.03'])),
+  ),
   'x-delivery-count': 1,
   'x-acquired-count': 2,
 };
@@ -31,7 +33,10 @@ describe('the broker-header list', () => {
   });
 
   it('keeps a derived id stable across redeliveries that raise x-acquired-count', () => {
-    const delivery = (acquired: number) => ({ content: Buffer.from('{}'), properties: { headers: { 'x-tenant': 'acme', 'x-acquired-count': acquired } } });
+    const delivery = (acquired: number) => ({
+      content: Buffer.from('{}'),
+      properties: { headers: { 'x-tenant': 'acme', 'x-acquired-count': acquired } },
+    });
     expect(derivedId(delivery(1))).toBe(derivedId(delivery(2)));
   });
 });

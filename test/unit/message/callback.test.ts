@@ -28,7 +28,13 @@ describe('validateCallback: accepted', () => {
   });
 
   it('accepts every field', () => {
-    const full = { id: 'order-42', url: 'http://localhost:8080/x?y=1', body: [1, 'two'], headers: { Authorization: 'Bearer t', 'X-Tenant': 'a' }, method: 'PUT' };
+    const full = {
+      id: 'order-42',
+      url: 'http://localhost:8080/x?y=1',
+      body: [1, 'two'],
+      headers: { Authorization: 'Bearer t', 'X-Tenant': 'a' },
+      method: 'PUT',
+    };
     expect(validateCallback(full)).toEqual(full);
   });
 
@@ -54,7 +60,9 @@ describe('validateCallback: accepted', () => {
 
   it('refuses header values an HTTP client cannot send (beyond Latin-1, control characters)', () => {
     for (const value of ['a – b', 'bell\u0007', 'del\u007f']) {
-      expect(() => validateCallback({ ...valid, headers: { 'X-Note': value } })).toThrow(expect.objectContaining({ field: 'headers.X-Note' }));
+      expect(() => validateCallback({ ...valid, headers: { 'X-Note': value } })).toThrow(
+        expect.objectContaining({ field: 'headers.X-Note' }),
+      );
     }
   });
 });
@@ -87,11 +95,14 @@ describe('validateCallback: url', () => {
     expectField({ url, body: 1 }, 'url');
   });
 
-  it.each(['ftp://example.com/x', 'file:///etc/passwd', 'javascript:alert(1)', 'ws://example.com', 'mailto:a@b.c'])('must be http or https: %s', (url) => {
-    const error = invalid({ url, body: 1 });
-    expect(error.field).toBe('url');
-    expect(error.message).toMatch(/must be http or https/);
-  });
+  it.each(['ftp://example.com/x', 'file:///etc/passwd', 'javascript:alert(1)', 'ws://example.com', 'mailto:a@b.c'])(
+    'must be http or https: %s',
+    (url) => {
+      const error = invalid({ url, body: 1 });
+      expect(error.field).toBe('url');
+      expect(error.message).toMatch(/must be http or https/);
+    },
+  );
 
   it('may be at most MAX_URL_LENGTH characters', () => {
     expect(MAX_URL_LENGTH).toBe(4_096);
@@ -197,9 +208,12 @@ describe('validateCallback: headers', () => {
     expect(error.message).toMatch(/set by the relay/);
   });
 
-  it.each(['Authorization', 'X-Request-Id', 'x-callback', 'webhook', 'hosts', 'tea', 'X-Hub-Signature-256'])('allows the ordinary header %s', (name) => {
-    expect(() => validateCallback({ ...valid, headers: { [name]: 'v' } })).not.toThrow();
-  });
+  it.each(['Authorization', 'X-Request-Id', 'x-callback', 'webhook', 'hosts', 'tea', 'X-Hub-Signature-256'])(
+    'allows the ordinary header %s',
+    (name) => {
+      expect(() => validateCallback({ ...valid, headers: { [name]: 'v' } })).not.toThrow();
+    },
+  );
 
   it('names the first offending header', () => {
     expectField({ ...valid, headers: { 'X-Ok': 'v', Host: 'evil', 'X-Bad': 1 } }, 'headers.Host');

@@ -6,7 +6,9 @@ import { AMQP_HEADER_TABLE_LIMIT, headerTableSize } from '../../../src/message/h
 // amqplib's own encoder: the size estimate must never be below what it writes. Not an exported
 // entry point of amqplib 2, so it is loaded by its file path.
 const require = createRequire(import.meta.url);
-const codec = require(join(dirname(require.resolve('amqplib')), 'lib', 'codec.js')) as { encodeTable(buffer: Buffer, value: unknown, offset: number): number };
+const codec = require(join(dirname(require.resolve('amqplib')), 'lib', 'codec.js')) as {
+  encodeTable(buffer: Buffer, value: unknown, offset: number): number;
+};
 const encoded = (headers: Record<string, unknown>): number => codec.encodeTable(Buffer.alloc(1 << 20), headers, 0);
 
 describe('headerTableSize', () => {
@@ -17,7 +19,21 @@ describe('headerTableSize', () => {
     ['floats and booleans', { pi: 3.14, yes: true, no: false }],
     ['null, buffers, arrays, nested tables', { n: null, b: Buffer.from('abc'), a: [1, 'two', [3]], t: { inner: { deeper: 'x' } } }],
     ['typed values', { ts: { '!': 'timestamp', value: 1_700_000_000 }, i: { '!': 'int32', value: 7 } }],
-    ['x-death as the broker sends it', { 'x-death': [{ count: 1, reason: 'expired', queue: 'p.delay.00', time: { '!': 'timestamp', value: 1 }, exchange: '', 'routing-keys': ['p.delay.00'] }] }],
+    [
+      'x-death as the broker sends it',
+      {
+        'x-death': [
+          {
+            count: 1,
+            reason: 'expired',
+            queue: 'p.delay.00',
+            time: { '!': 'timestamp', value: 1 },
+            exchange: '',
+            'routing-keys': ['p.delay.00'],
+          },
+        ],
+      },
+    ],
   ])('is at least the encoded size: %s', (_label, headers) => {
     const size = headerTableSize(headers);
     expect(size).toBeGreaterThanOrEqual(encoded(headers));

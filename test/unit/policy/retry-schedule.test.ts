@@ -50,14 +50,18 @@ describe('delayWithinSchedule', () => {
     expect(delayWithinSchedule(16_000, 5_000, 5_000)).toBe(16_000);
   });
 
-  it('brings a retry back at its schedule\'s end when it was held longer than the rest', () => {
+  it("brings a retry back at its schedule's end when it was held longer than the rest", () => {
     // 16 s delay, 5 s left from the retry's attempt on, held 12 s: the schedule ends 9 s from now.
     expect(delayWithinSchedule(16_000, 5_000, 12_000)).toBe(9_000);
   });
 
   it('never goes below 0, nor before ISOLATION=off would make the attempt', () => {
     expect(delayWithinSchedule(16_000, 5_000, 60_000)).toBe(0);
-    for (const [delay, left, held] of [[2_000, 0, 1_000], [16_000, 5_000, 12_000], [8_000, 21_000, 40_000]] as const) {
+    for (const [delay, left, held] of [
+      [2_000, 0, 1_000],
+      [16_000, 5_000, 12_000],
+      [8_000, 21_000, 40_000],
+    ] as const) {
       expect(delayWithinSchedule(delay, left, held)).toBeGreaterThanOrEqual(Math.max(0, delay - held));
     }
   });

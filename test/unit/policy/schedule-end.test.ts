@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { RetryPolicy } from '../../../src/policy/decide.js';
-import { failedThroughout, ranOut, retryOf, scheduleOf, timeoutOf, type CallbackState, type ScheduleRules } from '../../../src/policy/schedule-end.js';
+import {
+  failedThroughout,
+  ranOut,
+  retryOf,
+  scheduleOf,
+  timeoutOf,
+  type CallbackState,
+  type ScheduleRules,
+} from '../../../src/policy/schedule-end.js';
 
 const NOW = Date.parse('2025-01-01T00:10:00.000Z');
 
@@ -15,8 +23,8 @@ function rulesAnswering(failing: boolean) {
   return { rules, asked };
 }
 
-describe('a callback\'s own policy or the worker\'s', () => {
-  it('follows a named policy, else the worker\'s defaults', () => {
+describe("a callback's own policy or the worker's", () => {
+  it("follows a named policy, else the worker's defaults", () => {
     const payment = { name: 'payment', retry: { ...retry, maxAttempts: 5 }, timeoutMs: 5_000 };
     expect(timeoutOf(state(), { retry, timeoutMs: 1_000 })).toBe(1_000);
     expect(timeoutOf(state({ policy: payment }), { retry, timeoutMs: 1_000 })).toBe(5_000);
@@ -61,7 +69,7 @@ describe('ranOut', () => {
     expect(ranOut('t', state({ attempt: 2, heldSince: NOW - 3_000, heldMs: 500 }), rules, NOW)).toBe(false);
   });
 
-  it('takes a hold stamped in the future (another host\'s clock) as starting now', () => {
+  it("takes a hold stamped in the future (another host's clock) as starting now", () => {
     const { rules } = rulesAnswering(true);
     expect(ranOut('t', state({ attempt: 3, heldSince: NOW + 60_000, heldMs: 1_000 }), rules, NOW)).toBe(true);
     expect(ranOut('t', state({ attempt: 3, heldSince: NOW + 60_000, heldMs: 999 }), rules, NOW)).toBe(false);

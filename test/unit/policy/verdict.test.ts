@@ -17,11 +17,16 @@ const delivery = (attempt: number, firstAttemptAt?: string): CallbackState => ({
 const outcome = (fields: Partial<DeliveryOutcome>): DeliveryOutcome => ({ durationMs: 12, ...fields });
 
 /** Decides as the pipeline does: the clock read once per decision. */
-const createDecider = (retry: RetryPolicy, clock: () => number, random: Random) => (d: CallbackState, o: DeliveryOutcome, startedAt: number) =>
-  verdictOf(d, o, startedAt, retry, clock(), random);
+const createDecider =
+  (retry: RetryPolicy, clock: () => number, random: Random) => (d: CallbackState, o: DeliveryOutcome, startedAt: number) =>
+    verdictOf(d, o, startedAt, retry, clock(), random);
 
 describe('verdictOf', () => {
-  const decideAt = createDecider(policy, () => NOW, () => 0.5);
+  const decideAt = createDecider(
+    policy,
+    () => NOW,
+    () => 0.5,
+  );
 
   it('acks a success and records the attempt without an error', () => {
     expect(decideAt(delivery(1), outcome({ status: 200 }), STARTED)).toEqual({
@@ -59,7 +64,14 @@ describe('verdictOf', () => {
   it('dead-letters the last attempt as exhausted', () => {
     const { decision, record } = decideAt(delivery(3, FIRST_ISO), outcome({ status: 500 }), STARTED);
     expect(decision).toEqual({ kind: 'dead', reason: 'exhausted', why: 'HTTP 500' });
-    expect(record).toEqual({ id: 'cb-1', attempts: 3, firstAttemptAt: FIRST_ISO, lastAttemptAt: STARTED_ISO, lastStatus: 500, lastError: 'HTTP 500' });
+    expect(record).toEqual({
+      id: 'cb-1',
+      attempts: 3,
+      firstAttemptAt: FIRST_ISO,
+      lastAttemptAt: STARTED_ISO,
+      lastStatus: 500,
+      lastError: 'HTTP 500',
+    });
   });
 
   it('reads Retry-After dates against the injected clock, not the attempt start', () => {
@@ -69,30 +81,46 @@ describe('verdictOf', () => {
 
   it('calls the clock once per decision', () => {
     let calls = 0;
-    const counted = createDecider(policy, () => {
-      calls += 1;
-      return NOW;
-    }, () => 0.5);
+    const counted = createDecider(
+      policy,
+      () => {
+        calls += 1;
+        return NOW;
+      },
+      () => 0.5,
+    );
     counted(delivery(1), outcome({ status: 500 }), STARTED);
     counted(delivery(2), outcome({ status: 200 }), STARTED);
     expect(calls).toBe(2);
   });
 
   it('applies jitter from the injected random source', () => {
-    const low = createDecider(policy, () => NOW, () => 0);
-    const high = createDecider(policy, () => NOW, () => 0.999_999_9);
+    const low = createDecider(
+      policy,
+      () => NOW,
+      () => 0,
+    );
+    const high = createDecider(
+      policy,
+      () => NOW,
+      () => 0.999_999_9,
+    );
     expect(low(delivery(2), outcome({ status: 500 }), STARTED).decision).toMatchObject({ delayMs: 1_800 });
     expect(high(delivery(2), outcome({ status: 500 }), STARTED).decision).toMatchObject({ delayMs: 2_200 });
   });
 
   it('records the success-body mismatch as lastError', () => {
-    const strict = createDecider({ ...policy, successBody: 'success' }, () => NOW, () => 0.5);
+    const strict = createDecider(
+      { ...policy, successBody: 'success' },
+      () => NOW,
+      () => 0.5,
+    );
     const { record } = strict(delivery(1), outcome({ status: 200, body: 'nope' }), STARTED);
     expect(record.lastError).toBe('HTTP 200 without the expected success body');
     expect(record.lastStatus).toBe(200);
   });
 
-  it('a callback with a policy is decided by it, and the record carries it for the copy\'s headers', () => {
+  it("a callback with a policy is decided by it, and the record carries it for the copy's headers", () => {
     const payment = { name: 'payment', retry: { ...policy, schedule: [7_000], maxAttempts: 5, jitter: 0 }, timeoutMs: 5_000 };
     const { decision, record } = decideAt({ ...delivery(3, FIRST_ISO), policy: payment }, outcome({ status: 500 }), STARTED);
     expect(decision).toEqual({ kind: 'retry', delayMs: 7_000, attempt: 4, why: 'HTTP 500' });
@@ -115,7 +143,15 @@ describe('heldRetry', () => {
   const noJitter: RetryPolicy = { ...policy, jitter: 0 };
   const retry = (delayMs: number, heldMs: number | undefined): Verdict => ({
     decision: { kind: 'retry', delayMs, attempt: 2, why: 'HTTP 500' },
-    record: { id: 'cb-1', attempts: 1, firstAttemptAt: FIRST_ISO, lastAttemptAt: STARTED_ISO, lastStatus: 500, lastError: 'HTTP 500', heldMs },
+    record: {
+      id: 'cb-1',
+      attempts: 1,
+      firstAttemptAt: FIRST_ISO,
+      lastAttemptAt: STARTED_ISO,
+      lastStatus: 500,
+      lastError: 'HTTP 500',
+      heldMs,
+    },
   });
   const rules = (failing: boolean): ScheduleRules => ({ retry: noJitter, timeoutMs: 1_000, failedThroughout: () => failing });
 
@@ -137,7 +173,7 @@ describe('heldRetry', () => {
     expect(decision).toEqual({ kind: 'retry', delayMs: 500, attempt: 2, why: 'HTTP 500' });
   });
 
-  it('parks a retry due after its schedule\'s end, its target failing throughout', () => {
+  it("parks a retry due after its schedule's end, its target failing throughout", () => {
     const asked: unknown[] = [];
     const failing: ScheduleRules = { ...rules(true), failedThroughout: (...args) => (asked.push(args), true) };
     const verdict = heldRetry('t', delivery(1), retry(1_000, 6_000), failing, NOW);
@@ -149,6 +185,11 @@ describe('heldRetry', () => {
 
   it('asks nothing of a scheduler that watches no target (ISOLATION=off)', () => {
     const off: ScheduleRules = { retry: noJitter, timeoutMs: 1_000 };
-    expect(heldRetry('t', delivery(1), retry(1_000, 6_000), off, NOW).decision).toEqual({ kind: 'retry', delayMs: 0, attempt: 2, why: 'HTTP 500' });
+    expect(heldRetry('t', delivery(1), retry(1_000, 6_000), off, NOW).decision).toEqual({
+      kind: 'retry',
+      delayMs: 0,
+      attempt: 2,
+      why: 'HTTP 500',
+    });
   });
 });

@@ -7,8 +7,8 @@ function fakeSocket() {
   let depth = 0;
   const socket: CorkableStream & { destroyed: boolean } = {
     destroyed: false,
-    cork: () => void (depth += 1, events.push('cork')),
-    uncork: () => void (depth -= 1, events.push('uncork')),
+    cork: () => void ((depth += 1), events.push('cork')),
+    uncork: () => void ((depth -= 1), events.push('uncork')),
   };
   // amqplib: the first publish of a turn queues a nextTick, which schedules the setImmediate that writes all queued ones.
   let queued: string[] = [];

@@ -14,7 +14,10 @@ function fakes(before: 'ok' | 'fails', serverExit = 0): { log: string; server: s
   const log = join(dir, 'log');
   const server = join(dir, 'server.sh');
   const step = join(dir, 'before.sh');
-  writeFileSync(server, `#!/usr/bin/env bash\ntrap 'echo server-stopped >> "${log}"; exit ${serverExit}' TERM\necho server-up >> "${log}"\nwhile true; do sleep 0.05; done\n`);
+  writeFileSync(
+    server,
+    `#!/usr/bin/env bash\ntrap 'echo server-stopped >> "${log}"; exit ${serverExit}' TERM\necho server-up >> "${log}"\nwhile true; do sleep 0.05; done\n`,
+  );
   writeFileSync(step, `#!/usr/bin/env bash\necho before-stop >> "${log}"\n${before === 'fails' ? 'exit 1' : ''}\n`);
   chmodSync(server, 0o755);
   chmodSync(step, 0o755);

@@ -29,7 +29,13 @@ class StandInChannel extends EventEmitter {
     super();
   }
   closed = false;
-  publish(exchange: string, routingKey: string, content: Buffer, options: { mandatory?: boolean; headers: Record<string, unknown> }, cb: (error: Error | null) => void): boolean {
+  publish(
+    exchange: string,
+    routingKey: string,
+    content: Buffer,
+    options: { mandatory?: boolean; headers: Record<string, unknown> },
+    cb: (error: Error | null) => void,
+  ): boolean {
     if (this.closed) throw new Error('Channel closed');
     this.published.push({ exchange, routingKey, mandatory: options.mandatory });
     this.headers.push(options.headers);
@@ -43,7 +49,8 @@ class StandInChannel extends EventEmitter {
     }
     const answer = (fn: () => void): unknown => (confirm === 'late' ? setTimeout(fn, 200) : setImmediate(fn));
     answer(() => {
-      if (confirm === 'return-then-ack') this.emit('return', { content, fields: { exchange, routingKey }, properties: { headers: options.headers } });
+      if (confirm === 'return-then-ack')
+        this.emit('return', { content, fields: { exchange, routingKey }, properties: { headers: options.headers } });
       cb(confirm === 'nack' ? new Error('message nacked') : null);
     });
     return true;
@@ -95,7 +102,17 @@ function run(confirms: Confirm[], options: Options = {}) {
   };
   const settlement: Decision = options.settlement ?? { kind: 'retry', delayMs: 5_000, attempt: 2, why: 'HTTP 503' };
   if (options.durable) {
-    const report = { kind: 'attempt' as const, id: 'c1', url: 'https://a.example/h', target: 'https://a.example', lane: '0', attempt: 1, outcome: { status: 503, durationMs: 12 }, decision: settlement, nextAttemptAt: undefined };
+    const report = {
+      kind: 'attempt' as const,
+      id: 'c1',
+      url: 'https://a.example/h',
+      target: 'https://a.example',
+      lane: '0',
+      attempt: 1,
+      outcome: { status: 503, durationMs: 12 },
+      decision: settlement,
+      nextAttemptAt: undefined,
+    };
     context.storeEvent = createDurableEvents('p.events', () => 0, 50, 'w/1').forReport(context.channel, report);
   }
   const settled = settle(settlement, record, context);
@@ -184,7 +201,11 @@ describe('settle', () => {
     };
     expect(await route('plugin', retry)).toEqual({ exchange: 'p', routingKey: 'due.3', mandatory: false });
     expect(await route('queues', retry)).toMatchObject({ exchange: 'p.delay', mandatory: true });
-    expect(await route('plugin', { kind: 'dead', reason: 'rejected', why: '' })).toEqual({ exchange: '', routingKey: 'p.dead', mandatory: true });
+    expect(await route('plugin', { kind: 'dead', reason: 'rejected', why: '' })).toEqual({
+      exchange: '',
+      routingKey: 'p.dead',
+      mandatory: true,
+    });
   });
 });
 
@@ -207,12 +228,20 @@ describe('settle: a hold', () => {
       const report = { kind: 'held' as const, id: 'c1', url: 'https://a.example/h', target: 'https://a.example', lane: '0', attempt: 0 };
       context.storeEvent = createDurableEvents('p.events', () => 0, 50, 'w/1').forReport(context.channel, report);
     }
-    const settled = settle({ kind: 'hold', queue: 'p.paused', returnTo: { queue: 'p.paused.check', deadQueue: 'p.dead' } }, { id: 'c1' }, context);
+    const settled = settle(
+      { kind: 'hold', queue: 'p.paused', returnTo: { queue: 'p.paused.check', deadQueue: 'p.dead' } },
+      { id: 'c1' },
+      context,
+    );
     return { channel, fallbacks, confirmed, redeclared: () => redeclared, settled };
   }
 
   it('a confirmed copy in the holding queue, headers and attempt count unchanged but what the broker added, then the ack', async () => {
-    const { channel, settled, confirmed } = hold(['ack'], { 'x-callback-attempt': 3, 'x-death': [{ queue: 'p.paused' }], 'x-first-death-queue': 'p.paused' });
+    const { channel, settled, confirmed } = hold(['ack'], {
+      'x-callback-attempt': 3,
+      'x-death': [{ queue: 'p.paused' }],
+      'x-first-death-queue': 'p.paused',
+    });
     expect(await settled).toBe(true);
     expect(channel.published).toEqual([{ exchange: '', routingKey: 'p.paused', mandatory: true }]);
     expect(channel.headers[0]).toMatchObject({ 'x-callback-attempt': 3 });
@@ -308,13 +337,16 @@ describe('settle with EVENTS=durable', () => {
   });
 
   it('a dead letter whose event is not stored: parked all the same, the lost event reported', async () => {
-    const { channel, settled, lostEvents } = run(['nack', 'nack', 'ack'], { durable: true, settlement: { kind: 'dead', reason: 'exhausted', why: 'HTTP 503' } });
+    const { channel, settled, lostEvents } = run(['nack', 'nack', 'ack'], {
+      durable: true,
+      settlement: { kind: 'dead', reason: 'exhausted', why: 'HTTP 503' },
+    });
     expect(await settled).toBe(true);
     expect(channel.log).toEqual(['publish p.events', 'publish p.events', 'publish ', 'ack']);
     expect(lostEvents).toHaveLength(1);
   });
 
-  it("a retry whose event is not stored is acked all the same: its copy carries it on, never twice", async () => {
+  it('a retry whose event is not stored is acked all the same: its copy carries it on, never twice', async () => {
     const { channel, settled, lostEvents } = run(['ack', 'nack', 'nack'], { durable: true });
     expect(await settled).toBe(true);
     expect(channel.log).toEqual(['publish p.delay', 'publish p.events', 'publish p.events', 'ack']);

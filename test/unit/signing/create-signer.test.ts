@@ -20,8 +20,11 @@ describe('createSigner', () => {
   });
 
   it('signs with the shared secret, or a target own secret from SIGNING_TARGET_SECRETS_FILE', () => {
-    const sign = createSigner(loadConfig({ SIGNING_SECRET: SHARED, SIGNING_TARGET_SECRETS_FILE: file(JSON.stringify({ 'https://own.example:443/x': OWN })) }));
-    const verify = (secret: string, headers: Record<string, string> | undefined) => verifyCallback({ secret, headers: headers ?? {}, body: '{}', nowSeconds: 1_000 });
+    const sign = createSigner(
+      loadConfig({ SIGNING_SECRET: SHARED, SIGNING_TARGET_SECRETS_FILE: file(JSON.stringify({ 'https://own.example:443/x': OWN })) }),
+    );
+    const verify = (secret: string, headers: Record<string, string> | undefined) =>
+      verifyCallback({ secret, headers: headers ?? {}, body: '{}', nowSeconds: 1_000 });
     expect(verify(SHARED, sign?.('https://other.example', 'id-1', 1_000, '{}'))).toEqual({ id: 'id-1', timestamp: 1_000 });
     expect(verify(OWN, sign?.('https://own.example', 'id-2', 1_000, '{}'))).toEqual({ id: 'id-2', timestamp: 1_000 });
     expect(() => verify(SHARED, sign?.('https://own.example', 'id-2', 1_000, '{}'))).toThrow();
@@ -38,6 +41,8 @@ describe('createSigner', () => {
     ['a bad origin', JSON.stringify({ 'not a url': OWN }), /is not an origin/],
     ['a non-string secret', JSON.stringify({ 'https://a.example': 5 }), /must be a string/],
   ])('rejects a per-target file with %s as CR_ERR_CONFIG', (_, content, message) => {
-    expect(() => createSigner(loadConfig({ SIGNING_TARGET_SECRETS_FILE: file(content) }))).toThrow(expect.objectContaining({ code: 'CR_ERR_CONFIG', message: expect.stringMatching(message) }));
+    expect(() => createSigner(loadConfig({ SIGNING_TARGET_SECRETS_FILE: file(content) }))).toThrow(
+      expect.objectContaining({ code: 'CR_ERR_CONFIG', message: expect.stringMatching(message) }),
+    );
   });
 });

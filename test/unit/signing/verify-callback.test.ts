@@ -5,7 +5,12 @@ import { isRelayError } from '../../../src/errors.js';
 import { signCallback } from '../../../src/signing/sign-callback.js';
 import { parseSigningSecrets } from '../../../src/formats/signing-secrets.js';
 import { VECTOR } from '../../support/webhook-vector.js';
-import { SignatureError, verifyCallback, type SignatureErrorCode, type VerifyCallbackOptions } from '../../../src/signing/verify-callback.js';
+import {
+  SignatureError,
+  verifyCallback,
+  type SignatureErrorCode,
+  type VerifyCallbackOptions,
+} from '../../../src/signing/verify-callback.js';
 
 // A signature of the right length that matches nothing (from the same reference test suites).
 const FOREIGN = 'v1,Ceo5qEr07ixe2NLpvHk3FH9bwy/WavXrAFQ/9tdO6mc=';
@@ -52,7 +57,10 @@ describe('verifyCallback: the Standard Webhooks reference vector', () => {
   });
 
   it('accepts the reference multi-signature header with one valid entry among others', () => {
-    const headers = { ...vectorHeaders(), 'webhook-signature': [FOREIGN, FOREIGN.replace('v1,', 'v2,'), VECTOR.signature, FOREIGN].join(' ') };
+    const headers = {
+      ...vectorHeaders(),
+      'webhook-signature': [FOREIGN, FOREIGN.replace('v1,', 'v2,'), VECTOR.signature, FOREIGN].join(' '),
+    };
     expect(verifyVector({ headers }).id).toBe(VECTOR.id);
   });
 });
@@ -79,7 +87,10 @@ describe('verifyCallback: round trip with signCallback', () => {
   });
 
   it('refuses a signature made with a secret the receiver does not hold', () => {
-    expectRefused(() => verifyCallback({ secret: VECTOR.secret, headers: signed(OLD_SECRET), body: '{"paid":true}', nowSeconds: NOW }), 'CR_ERR_SIGNATURE_INVALID');
+    expectRefused(
+      () => verifyCallback({ secret: VECTOR.secret, headers: signed(OLD_SECRET), body: '{"paid":true}', nowSeconds: NOW }),
+      'CR_ERR_SIGNATURE_INVALID',
+    );
   });
 });
 
@@ -99,7 +110,10 @@ describe('verifyCallback: tampering', () => {
   });
 
   it('refuses a timestamp written differently from the one signed', () => {
-    expectRefused(() => verifyVector({ headers: { ...vectorHeaders(), 'webhook-timestamp': `0${VECTOR.timestamp}` } }), 'CR_ERR_SIGNATURE_INVALID');
+    expectRefused(
+      () => verifyVector({ headers: { ...vectorHeaders(), 'webhook-timestamp': `0${VECTOR.timestamp}` } }),
+      'CR_ERR_SIGNATURE_INVALID',
+    );
   });
 
   it.each([
@@ -114,7 +128,10 @@ describe('verifyCallback: tampering', () => {
 
   it('ignores unknown versions: a valid MAC labelled v1a or v2 does not count', () => {
     const mac = VECTOR.signature.slice(3);
-    const error = expectRefused(() => verifyVector({ headers: { ...vectorHeaders(), 'webhook-signature': `v1a,${mac} v2,${mac}` } }), 'CR_ERR_SIGNATURE_INVALID');
+    const error = expectRefused(
+      () => verifyVector({ headers: { ...vectorHeaders(), 'webhook-signature': `v1a,${mac} v2,${mac}` } }),
+      'CR_ERR_SIGNATURE_INVALID',
+    );
     expect(error.message).toContain('no v1 signature');
   });
 });
@@ -148,9 +165,12 @@ describe('verifyCallback: timestamp tolerance', () => {
     expectRefused(() => verifyVector({ nowSeconds: undefined }), 'CR_ERR_SIGNATURE_EXPIRED');
   });
 
-  it.each([['hello'], ['1614265330.5'], ['-1614265330'], ['+1614265330'], ['1e9'], ['9'.repeat(16)]])('refuses the malformed timestamp %j', (timestamp) => {
-    expectRefused(() => verifyVector({ headers: { ...vectorHeaders(), 'webhook-timestamp': timestamp } }), 'CR_ERR_SIGNATURE_INVALID');
-  });
+  it.each([['hello'], ['1614265330.5'], ['-1614265330'], ['+1614265330'], ['1e9'], ['9'.repeat(16)]])(
+    'refuses the malformed timestamp %j',
+    (timestamp) => {
+      expectRefused(() => verifyVector({ headers: { ...vectorHeaders(), 'webhook-timestamp': timestamp } }), 'CR_ERR_SIGNATURE_INVALID');
+    },
+  );
 });
 
 describe('verifyCallback: headers', () => {
@@ -169,7 +189,12 @@ describe('verifyCallback: headers', () => {
   });
 
   it('takes Node IncomingHttpHeaders as they are', () => {
-    const headers: IncomingHttpHeaders = { host: 'example.com', 'content-type': 'application/json', 'set-cookie': ['a=b'], ...vectorHeaders() };
+    const headers: IncomingHttpHeaders = {
+      host: 'example.com',
+      'content-type': 'application/json',
+      'set-cookie': ['a=b'],
+      ...vectorHeaders(),
+    };
     expect(verifyVector({ headers }).id).toBe(VECTOR.id);
   });
 
@@ -181,7 +206,11 @@ describe('verifyCallback: headers', () => {
   });
 
   it('reads array-valued headers: signatures from every entry, a repeated identical id once', () => {
-    const headers = { 'webhook-id': [VECTOR.id, VECTOR.id], 'webhook-timestamp': [String(VECTOR.timestamp)], 'webhook-signature': [FOREIGN, VECTOR.signature] };
+    const headers = {
+      'webhook-id': [VECTOR.id, VECTOR.id],
+      'webhook-timestamp': [String(VECTOR.timestamp)],
+      'webhook-signature': [FOREIGN, VECTOR.signature],
+    };
     expect(verifyVector({ headers }).id).toBe(VECTOR.id);
   });
 

@@ -18,11 +18,18 @@ describe('brokerImageSpec', () => {
   it('passes only the variables that are set, so the Dockerfile defaults apply to the rest', () => {
     expect(brokerImageSpec({}).buildArgs).toEqual({});
     expect(brokerImageSpec({}).label).toBe('Dockerfile defaults');
-    expect(brokerImageSpec({ RABBITMQ_IMAGE: 'rabbitmq:4.3-management', DELAYED_PLUGIN: '' }).buildArgs).toEqual({ RABBITMQ_IMAGE: 'rabbitmq:4.3-management' });
+    expect(brokerImageSpec({ RABBITMQ_IMAGE: 'rabbitmq:4.3-management', DELAYED_PLUGIN: '' }).buildArgs).toEqual({
+      RABBITMQ_IMAGE: 'rabbitmq:4.3-management',
+    });
   });
 
   it('the 4.0 series with the plugin: four build args, one tag of its own', () => {
-    const env = { RABBITMQ_IMAGE: 'rabbitmq:4.0-management', DELAYED_PLUGIN: 'on', DELAYED_PLUGIN_VERSION: '4.0.7', DELAYED_PLUGIN_COMMIT: COMMIT };
+    const env = {
+      RABBITMQ_IMAGE: 'rabbitmq:4.0-management',
+      DELAYED_PLUGIN: 'on',
+      DELAYED_PLUGIN_VERSION: '4.0.7',
+      DELAYED_PLUGIN_COMMIT: COMMIT,
+    };
     const spec = brokerImageSpec(env);
     expect(spec.buildArgs).toEqual(env);
     expect(spec.tag).toMatch(/^callback-relay-test-rabbitmq:[0-9a-f]{12}$/);

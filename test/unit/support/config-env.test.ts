@@ -4,7 +4,16 @@ import { configEnv } from '../../support/worker-process.js';
 
 describe('configEnv (the env of a spawned worker)', () => {
   it('round-trips every setting through the schema, so a spawned worker runs the same configuration', () => {
-    const config = loadConfig({ TARGET_ALLOW: '127.0.0.0/8', RETRY_SCHEDULE: '250ms,2s', HTTP_TIMEOUT: '1500ms', LANES: '3', HISTORY: 'on', EVENTS: 'durable', LOG_LEVEL: 'info', LOG_FORMAT: 'json' });
+    const config = loadConfig({
+      TARGET_ALLOW: '127.0.0.0/8',
+      RETRY_SCHEDULE: '250ms,2s',
+      HTTP_TIMEOUT: '1500ms',
+      LANES: '3',
+      HISTORY: 'on',
+      EVENTS: 'durable',
+      LOG_LEVEL: 'info',
+      LOG_FORMAT: 'json',
+    });
     expect(loadConfig(configEnv(config))).toEqual(config);
   });
 

@@ -11,7 +11,14 @@ const of = (accounts: Account[], role: Role): Account['permissions'] => accounts
 
 /** Every queue and exchange the topology of `mode` declares, history included. */
 function declared(mode: 'plugin' | 'queues'): { queues: string[]; exchanges: string[] } {
-  const list = topologyDeclarations({ names, mode, queueType: 'quorum', deliveryLimit: 20, broker: brokerFeatures('4.3.0'), history: { maxAge: '7D' } });
+  const list = topologyDeclarations({
+    names,
+    mode,
+    queueType: 'quorum',
+    deliveryLimit: 20,
+    broker: brokerFeatures('4.3.0'),
+    history: { maxAge: '7D' },
+  });
   const { queues, exchanges } = declaredNames(list);
   return mode === 'plugin' ? { queues: [...queues, names.dueQueue], exchanges } : { queues, exchanges };
 }
@@ -37,7 +44,17 @@ describe('accounts per role', () => {
     expect(producer.read).toBe(NOTHING);
     expect(permits(producer.write, names.exchange)).toBe(true);
     expect(permits(producer.write, names.delayExchange)).toBe(mode === 'queues');
-    for (const name of [names.controlQueue, names.presenceExchange, names.eventsExchange, names.deadQueue, names.workQueue, '', 'amq.default', `${PREFIX}.delay.up.1s`, 'other']) {
+    for (const name of [
+      names.controlQueue,
+      names.presenceExchange,
+      names.eventsExchange,
+      names.deadQueue,
+      names.workQueue,
+      '',
+      'amq.default',
+      `${PREFIX}.delay.up.1s`,
+      'other',
+    ]) {
       expect(permits(producer.write, name), name).toBe(false);
     }
     for (const { queues, exchanges } of [declared('plugin'), declared('queues')]) {
@@ -54,32 +71,39 @@ describe('accounts per role', () => {
     expect([names.exchange, names.delayExchange].every((name) => permits(write, name))).toBe(true);
   });
 
-  it.each(['plugin', 'queues'] as const)('a worker and the admin step may declare, bind and dead-letter everything of the topology, and nothing of another prefix [%s mode]', (mode) => {
-    const accounts = accountsFor(PREFIX, mode);
-    const { queues, exchanges } = declared(mode);
-    for (const role of ['worker', 'admin'] as const) {
-      const { configure, write, read } = of(accounts, role);
-      for (const name of [...queues, ...exchanges, names.presenceExchange]) expect(permits(configure, name), `${role} ${name}`).toBe(true);
-      // Bindings: write on the queue, read on the exchange; dead-lettering through the default exchange.
-      for (const name of queues) expect(permits(write, name) && permits(read, name), `${role} ${name}`).toBe(true);
-      for (const name of exchanges) expect(permits(read, name) && permits(write, name), `${role} ${name}`).toBe(true);
-      expect(permits(write, '')).toBe(true);
-      expect(permits(configure, 'callback-relay.probe.0f1e')).toBe(true);
-      for (const name of ['other', 'other.work', 'callback-relayx.work']) expect(permits(configure, name) || permits(write, name) || permits(read, name), `${role} ${name}`).toBe(false);
-    }
-    // Only workers declare the presence queues, server-named.
-    expect(permits(of(accounts, 'worker').configure, 'amq.gen-Xk2')).toBe(true);
-    expect(permits(of(accounts, 'worker').read, 'amq.gen-Xk2')).toBe(true);
-    expect(permits(of(accounts, 'admin').configure, 'amq.gen-Xk2')).toBe(false);
-  });
+  it.each(['plugin', 'queues'] as const)(
+    'a worker and the admin step may declare, bind and dead-letter everything of the topology, and nothing of another prefix [%s mode]',
+    (mode) => {
+      const accounts = accountsFor(PREFIX, mode);
+      const { queues, exchanges } = declared(mode);
+      for (const role of ['worker', 'admin'] as const) {
+        const { configure, write, read } = of(accounts, role);
+        for (const name of [...queues, ...exchanges, names.presenceExchange])
+          expect(permits(configure, name), `${role} ${name}`).toBe(true);
+        // Bindings: write on the queue, read on the exchange; dead-lettering through the default exchange.
+        for (const name of queues) expect(permits(write, name) && permits(read, name), `${role} ${name}`).toBe(true);
+        for (const name of exchanges) expect(permits(read, name) && permits(write, name), `${role} ${name}`).toBe(true);
+        expect(permits(write, '')).toBe(true);
+        expect(permits(configure, 'callback-relay.probe.0f1e')).toBe(true);
+        for (const name of ['other', 'other.work', 'callback-relayx.work'])
+          expect(permits(configure, name) || permits(write, name) || permits(read, name), `${role} ${name}`).toBe(false);
+      }
+      // Only workers declare the presence queues, server-named.
+      expect(permits(of(accounts, 'worker').configure, 'amq.gen-Xk2')).toBe(true);
+      expect(permits(of(accounts, 'worker').read, 'amq.gen-Xk2')).toBe(true);
+      expect(permits(of(accounts, 'admin').configure, 'amq.gen-Xk2')).toBe(false);
+    },
+  );
 
   it('the console declares nothing, reads P.dead, P.control and P.history, writes markers and replays', () => {
     const console = of(accountsFor(PREFIX, 'auto'), 'console');
     expect(console.configure).toBe(NOTHING);
     for (const name of [names.deadQueue, names.controlQueue, names.historyQueue]) expect(permits(console.read, name), name).toBe(true);
-    for (const name of [names.workQueue, names.pausedCheckQueue, names.eventsExchange, 'amq.gen-1']) expect(permits(console.read, name), name).toBe(false);
+    for (const name of [names.workQueue, names.pausedCheckQueue, names.eventsExchange, 'amq.gen-1'])
+      expect(permits(console.read, name), name).toBe(false);
     for (const name of [names.exchange, '']) expect(permits(console.write, name), name).toBe(true);
-    for (const name of [names.presenceExchange, names.eventsExchange, names.delayExchange]) expect(permits(console.write, name), name).toBe(false);
+    for (const name of [names.presenceExchange, names.eventsExchange, names.delayExchange])
+      expect(permits(console.write, name), name).toBe(false);
   });
 });
 
@@ -106,7 +130,12 @@ describe('account formats', () => {
     const salt = Buffer.from([1, 2, 3, 4]);
     const document = definitions(accounts, '/', () => salt);
     expect(document.vhosts).toEqual([{ name: '/' }]);
-    expect(document.users[0]).toEqual({ name: 'p-producer', password_hash: passwordHash('producer-secret', salt), hashing_algorithm: 'rabbit_password_hashing_sha256', tags: [] });
+    expect(document.users[0]).toEqual({
+      name: 'p-producer',
+      password_hash: passwordHash('producer-secret', salt),
+      hashing_algorithm: 'rabbit_password_hashing_sha256',
+      tags: [],
+    });
     expect(document.permissions[0]).toEqual({ user: 'p-producer', vhost: '/', configure: '^$', write: '^p$', read: '^$' });
     // The documented example: salt 908D C60A, password test12 (https://www.rabbitmq.com/docs/passwords#computing-password-hash).
     expect(passwordHash('test12', Buffer.from('908DC60A', 'hex'))).toBe('kI3GCqW5JLMJa4iX1lo7X4D6XbYqlLgxIs30+P6tENUV2POR');

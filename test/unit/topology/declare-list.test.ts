@@ -13,7 +13,9 @@ function recorder(): { channel: Channel; calls: unknown[][] } {
     (method: string) =>
     async (...args: unknown[]) =>
       void calls.push([method, ...args]);
-  const channel = Object.fromEntries(['assertQueue', 'assertExchange', 'bindQueue', 'deleteQueue', 'deleteExchange'].map((m) => [m, record(m)]));
+  const channel = Object.fromEntries(
+    ['assertQueue', 'assertExchange', 'bindQueue', 'deleteQueue', 'deleteExchange'].map((m) => [m, record(m)]),
+  );
   return { channel: channel as unknown as Channel, calls };
 }
 
@@ -51,7 +53,11 @@ describe('the topology a prefix declares', () => {
     if (method !== 'bindQueue') return false;
     const words = String(key).split('.');
     const digitWords = words.slice(0, -1);
-    return words.length <= 8 && digitWords.every((word) => /^(x[0-9a-f]|\*|#)$/.test(word)) && (words.length >= 6 || digitWords.some((word) => word.startsWith('x')));
+    return (
+      words.length <= 8 &&
+      digitWords.every((word) => /^(x[0-9a-f]|\*|#)$/.test(word)) &&
+      (words.length >= 6 || digitWords.some((word) => word.startsWith('x')))
+    );
   };
 
   it.each([
@@ -59,15 +65,19 @@ describe('the topology a prefix declares', () => {
     ['queues mode, classic, history on', { queueType: 'classic', history: { maxAge: '7D' } }, '57c01d5f732882e2', '457bc8ce0cb3bbca'],
     ['queues mode, quorum on a 3.9 broker', { broker: brokerFeatures('3.9.0') }, 'dafc1857131c43c6', '1e256d377a568a4d'],
     ['plugin mode, quorum, history on', { mode: 'plugin', history: { maxAge: '12h' } }, '9d686688e3c2459b', '9d686688e3c2459b'],
-  ] as [string, Partial<TopologyOptions>, string, string][])('%s: the same declarations, in the same order', async (_name, variant, expected, withoutHex) => {
-    const calls = await declared(variant);
-    expect(digest(calls)).toBe(expected);
-    expect(digest(calls.filter((call) => !hexBinding(call)))).toBe(withoutHex);
-  });
+  ] as [string, Partial<TopologyOptions>, string, string][])(
+    '%s: the same declarations, in the same order',
+    async (_name, variant, expected, withoutHex) => {
+      const calls = await declared(variant);
+      expect(digest(calls)).toBe(expected);
+      expect(digest(calls.filter((call) => !hexBinding(call)))).toBe(withoutHex);
+    },
+  );
 
   it('declares the consumed queues with their dead-letter target and delivery limit, and P.dead practically unlimited', async () => {
     const calls = await declared({});
-    const args = (queue: string) => (calls.find(([method, name]) => method === 'assertQueue' && name === queue)?.[2] as { arguments: unknown }).arguments;
+    const args = (queue: string) =>
+      (calls.find(([method, name]) => method === 'assertQueue' && name === queue)?.[2] as { arguments: unknown }).arguments;
     expect(args('p.work.1')).toEqual({
       'x-queue-type': 'quorum',
       'x-dead-letter-exchange': '',
@@ -87,12 +97,18 @@ describe('the topology a prefix declares', () => {
       'x-delivery-limit': 1_000_000,
       'x-single-active-consumer': true,
     });
-    expect(calls.find(([method, name]) => method === 'assertExchange' && name === 'p')).toEqual(['assertExchange', 'p', 'direct', { durable: true }]);
+    expect(calls.find(([method, name]) => method === 'assertExchange' && name === 'p')).toEqual([
+      'assertExchange',
+      'p',
+      'direct',
+      { durable: true },
+    ]);
   });
 
   it('declares a delay level as the version before did, but for its name and its dead-letter exchange', async () => {
     const calls = await declared({});
-    const args = (queue: string) => (calls.find(([method, name]) => method === 'assertQueue' && name === queue)?.[2] as { arguments: unknown }).arguments;
+    const args = (queue: string) =>
+      (calls.find(([method, name]) => method === 'assertQueue' && name === queue)?.[2] as { arguments: unknown }).arguments;
     expect(args('p.delay.up.32s')).toEqual({
       'x-queue-type': 'quorum',
       'x-message-ttl': 32_000,
@@ -111,7 +127,7 @@ describe('the topology a prefix declares', () => {
     }
   });
 
-  it('the teardown deletes every queue and exchange any variant declares, the earlier versions\' delay levels, the legacy P.lanes and the workers\' P.presence', async () => {
+  it("the teardown deletes every queue and exchange any variant declares, the earlier versions' delay levels, the legacy P.lanes and the workers' P.presence", async () => {
     const names = topologyNames('p', 2);
     const everything = [...(await declared({ history: { maxAge: '7D' } })), ...(await declared({ mode: 'plugin' }))];
     const { channel, calls } = recorder();
@@ -120,7 +136,9 @@ describe('the topology a prefix declares', () => {
     const made = (method: string) => new Set(everything.filter(([m]) => m === method).map(([, name]) => name));
     const earlier = [names.binaryLevels, names.highFirstLevels];
     expect(deleted('deleteQueue')).toEqual(new Set([...made('assertQueue'), ...earlier.flatMap((levels) => levels.queues)]));
-    expect(deleted('deleteExchange')).toEqual(new Set([...made('assertExchange'), ...earlier.flatMap((levels) => levels.exchanges), names.lanesExchange, names.presenceExchange]));
+    expect(deleted('deleteExchange')).toEqual(
+      new Set([...made('assertExchange'), ...earlier.flatMap((levels) => levels.exchanges), names.lanesExchange, names.presenceExchange]),
+    );
     // The lanes, P.slow, P.due, P.dead, P.history, P.control, P.paused, P.paused.check, the delay levels and the two earlier versions'.
     expect(teardownNames(names).queues).toHaveLength(names.workQueues.length + 7 + names.delayLevels.length + 22 + 78);
     expect(deleted('deleteExchange')).toContain('p.delay.below.16s');

@@ -6,7 +6,7 @@ describe('queueNotStartedYet: the one refusal of a declaration that is tried aga
   const brokerError = (code: number, classId: number, methodId: number) => Object.assign(new Error('closed'), { code, classId, methodId });
   const topologyError = (cause: unknown) => new RelayError('CR_ERR_TOPOLOGY', 'could not declare', { cause });
 
-  it('is the broker\'s 404 to a queue.declare (a quorum queue another process is still starting)', () => {
+  it("is the broker's 404 to a queue.declare (a quorum queue another process is still starting)", () => {
     expect(queueNotStartedYet(topologyError(brokerError(404, 50, 10)))).toBe(true);
   });
 

@@ -37,7 +37,9 @@ describe('delay level constants', () => {
     expect(DELAY_LEVELS).toHaveLength(5 * 15 + 3);
     expect(MAX_LEVEL_DELAY_MS).toBe(MAX_SECONDS * 1_000);
     // The highest digit of every position, all visited, is the longest delay.
-    const highest = Array.from({ length: DIGITS }, (_, position) => Math.max(...DELAY_LEVELS.filter((level) => level.position === position).map((level) => level.seconds)));
+    const highest = Array.from({ length: DIGITS }, (_, position) =>
+      Math.max(...DELAY_LEVELS.filter((level) => level.position === position).map((level) => level.seconds)),
+    );
     expect(highest.reduce((sum, seconds) => sum + seconds, 0)).toBe(MAX_SECONDS);
   });
 
@@ -171,7 +173,11 @@ describe('levelRoutes', () => {
     for (const spelling of KEY_SPELLINGS) {
       for (const level of DELAY_LEVELS) {
         const only = `${delayRoutingKey(level.seconds, spelling)}.3`;
-        expect(levelRoutes(0, spelling).filter((route) => topicMatches(route.bindingKey, only)).map((route) => route.to)).toEqual([level.seconds]);
+        expect(
+          levelRoutes(0, spelling)
+            .filter((route) => topicMatches(route.bindingKey, only))
+            .map((route) => route.to),
+        ).toEqual([level.seconds]);
       }
     }
   });
@@ -186,13 +192,31 @@ describe('levelRoutes', () => {
 
   it('never routes a key of one spelling by a binding of the other, at any exchange', () => {
     const random = mulberry32(7);
-    const seconds = [0, 1, 15, 16, 60, 65_536, 0x10101, 0x111111, 0x311111, MAX_SECONDS, ...Array.from({ length: 300 }, () => randomInt(random, 0, MAX_SECONDS))];
+    const seconds = [
+      0,
+      1,
+      15,
+      16,
+      60,
+      65_536,
+      0x10101,
+      0x111111,
+      0x311111,
+      MAX_SECONDS,
+      ...Array.from({ length: 300 }, () => randomInt(random, 0, MAX_SECONDS)),
+    ];
     for (let bottom = 0; bottom <= DIGITS; bottom += 1) {
-      for (const [key, other] of [['hex', 'binary'], ['binary', 'hex']] as const) {
+      for (const [key, other] of [
+        ['hex', 'binary'],
+        ['binary', 'hex'],
+      ] as const) {
         const bindings = levelRoutes(bottom, other).map((route) => route.bindingKey);
         for (const s of seconds) {
           for (const routingKey of [delayRoutingKey(s, key), `${delayRoutingKey(s, key)}.17`]) {
-            expect(bindings.filter((binding) => topicMatches(binding, routingKey)), `${routingKey} at ${bottom}`).toEqual([]);
+            expect(
+              bindings.filter((binding) => topicMatches(binding, routingKey)),
+              `${routingKey} at ${bottom}`,
+            ).toEqual([]);
           }
         }
       }

@@ -32,7 +32,11 @@ describe('deliveryRoute in plugin mode', () => {
 
 describe('deliveryRoute in queues mode', () => {
   it('routes a delayed message to P.delay with the binary routing key and its due time', () => {
-    expect(deliveryRoute(names, 'queues', 15_000, 5, NOW)).toEqual({ exchange: 'cr.delay', routingKey: `${delayRoutingKey(14)}.5`, headers: dueIn(15_000) });
+    expect(deliveryRoute(names, 'queues', 15_000, 5, NOW)).toEqual({
+      exchange: 'cr.delay',
+      routingKey: `${delayRoutingKey(14)}.5`,
+      headers: dueIn(15_000),
+    });
   });
 
   it('never sets x-delay', () => {
@@ -41,14 +45,18 @@ describe('deliveryRoute in queues mode', () => {
 
   it('leaves the levels between the lead and a second plus the lead early, whatever the sub-second part', () => {
     for (const delayMs of [1_250, 1_251, 1_499, 1_500, 2_249, 2_250, 37_000, 37_999, 86_400_123]) {
-      const digits = deliveryRoute(names, 'queues', delayMs, 5, NOW).routingKey.split('.').slice(0, -1).map((word) => word.slice(1)).join('');
+      const digits = deliveryRoute(names, 'queues', delayMs, 5, NOW)
+        .routingKey.split('.')
+        .slice(0, -1)
+        .map((word) => word.slice(1))
+        .join('');
       const early = delayMs - parseInt(digits, 16) * 1_000;
       expect(early, `${delayMs} ms`).toBeGreaterThanOrEqual(LEVEL_LEAD_MS);
       expect(early, `${delayMs} ms`).toBeLessThan(LEVEL_LEAD_MS + 1_000);
     }
   });
 
-  it("delivers no delay immediately; a delay under one level goes to its lane with its due time", () => {
+  it('delivers no delay immediately; a delay under one level goes to its lane with its due time', () => {
     expect(deliveryRoute(names, 'queues', 0, 5, NOW)).toEqual(immediate);
     expect(deliveryRoute(names, 'queues', -1_000, 5, NOW)).toEqual(immediate);
     expect(deliveryRoute(names, 'queues', 499, 5, NOW)).toEqual({ ...immediate, headers: dueIn(499) });

@@ -19,7 +19,11 @@ describe('highFirstLevelRoutes: the radix-16 levels visited highest digit first 
   });
 
   it('as a layout, declare what that version declared, call for call (an upgrade test sets that version up with it)', () => {
-    const digest = (queueType: 'quorum' | 'classic') => createHash('sha256').update(JSON.stringify(delayLevels(names, queueType, highestFirst(names)))).digest('hex').slice(0, 16);
+    const digest = (queueType: 'quorum' | 'classic') =>
+      createHash('sha256')
+        .update(JSON.stringify(delayLevels(names, queueType, highestFirst(names))))
+        .digest('hex')
+        .slice(0, 16);
     expect(digest('quorum')).toBe('b1e134daea8caeb8');
     expect(digest('classic')).toBe('be23ef2b99a2072e');
   });
@@ -39,17 +43,24 @@ describe('earlierLevels: what an upgrade unbinds from P.delay', () => {
     expect(highFirst!.probe).toBe('p.delay.1s');
     expect(highFirst!.label).toBe('p.delay.3145728s … p.delay.1s');
     const toLevels = highFirstLevelRoutes(DIGITS - 1).filter((route) => typeof route.to === 'number');
-    expect(highFirst!.bindings).toEqual(toLevels.map((route) => ({ queue: names.highFirstLevels.queue(route.to as number), key: route.bindingKey })));
+    expect(highFirst!.bindings).toEqual(
+      toLevels.map((route) => ({ queue: names.highFirstLevels.queue(route.to as number), key: route.bindingKey })),
+    );
     expect(highFirst!.bindings.map(({ queue }) => queue)).toEqual(names.highFirstLevels.queues);
     expect(highFirst!.queues).toEqual(names.highFirstLevels.queues);
-    expect(highFirst!.bindings.find(({ queue }) => queue === 'p.delay.48s')).toEqual({ queue: 'p.delay.48s', key: `${'0.'.repeat(16)}1.1.#` });
+    expect(highFirst!.bindings.find(({ queue }) => queue === 'p.delay.48s')).toEqual({
+      queue: 'p.delay.48s',
+      key: `${'0.'.repeat(16)}1.1.#`,
+    });
   });
 
-  it('leaves the old P.delay bindings to the lanes, which are the new entry exchange\'s too, and every binding P.delay has now', () => {
+  it("leaves the old P.delay bindings to the lanes, which are the new entry exchange's too, and every binding P.delay has now", () => {
     const lanes = (routes: ReturnType<typeof levelRoutes>) => routes.filter((route) => typeof route.to !== 'number');
     expect(lanes(highFirstLevelRoutes(DIGITS - 1))).toEqual(lanes(levelRoutes(0, 'binary')));
     const unbound = new Set([...binary!.bindings, ...highFirst!.bindings].map(({ queue, key }) => `${queue} ${key}`));
-    const now = delayLevels(names, 'quorum').flatMap((step) => (step.kind === 'binding' && step.exchange === names.delayExchange ? [`${step.queue} ${step.key}`] : []));
+    const now = delayLevels(names, 'quorum').flatMap((step) =>
+      step.kind === 'binding' && step.exchange === names.delayExchange ? [`${step.queue} ${step.key}`] : [],
+    );
     // Each level and the lanes, for keys of either spelling.
     expect(now).toHaveLength(2 * (78 + 64 + 1));
     for (const binding of now) expect(unbound.has(binding)).toBe(false);

@@ -61,7 +61,8 @@ function walk(wiring: Wiring, routingKey: string): { end: string; waitedMs: numb
     if (!bound) throw new Error(`${key} was dead-lettered to ${exchange}, which is not declared`);
     const words = key.split('.');
     const matched = bound.filter((binding) => binding.matches(words));
-    if (matched.length !== 1) throw new Error(`${exchange} routes ${key} to ${matched.length} bindings: ${matched.map((b) => b.queue).join(', ')}`);
+    if (matched.length !== 1)
+      throw new Error(`${exchange} routes ${key} to ${matched.length} bindings: ${matched.map((b) => b.queue).join(', ')}`);
     const { queue } = matched[0]!;
     const level = wiring.levels.get(queue);
     if (!level) return { end: queue, waitedMs, visited, steps };
@@ -87,8 +88,8 @@ function delays(): number[] {
 }
 
 const layouts: Array<[string, KeySpelling, (names: TopologyNames) => LevelLayout, (seconds: number) => number[]]> = [
-  ['lowest digit first (today\'s), hex keys', 'hex', lowestFirst, (seconds) => levelsVisited(seconds)],
-  ['lowest digit first (today\'s), binary keys', 'binary', lowestFirst, (seconds) => levelsVisited(seconds)],
+  ["lowest digit first (today's), hex keys", 'hex', lowestFirst, (seconds) => levelsVisited(seconds)],
+  ["lowest digit first (today's), binary keys", 'binary', lowestFirst, (seconds) => levelsVisited(seconds)],
   // That version's levels knew only the binary keys; what they hold still drains through them.
   ['highest digit first (the version before), binary keys', 'binary', highestFirst, (seconds) => [...levelsVisited(seconds)].reverse()],
 ];
@@ -109,7 +110,7 @@ describe.each(layouts)('the delay levels as declared, %s', (_name, spelling, lay
     }
   });
 
-  it('take every delay through its levels, in the layout\'s order, into the lane of its bucket after exactly its seconds', () => {
+  it("take every delay through its levels, in the layout's order, into the lane of its bucket after exactly its seconds", () => {
     const seen = new Set<number>();
     const origin = laneBucket('https://example.com');
     for (const [i, seconds] of delays().entries()) {

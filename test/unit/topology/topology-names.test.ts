@@ -44,7 +44,14 @@ describe('topologyNames', () => {
 
   it('gives every exchange and queue a distinct name', () => {
     const all = [
-      ...[names.exchange, names.workQueue, names.deadQueue, names.delayExchange, ...names.delayLevels, ...[0, 1, 2, 3, 4, 5].map(names.delayLevelExchange)],
+      ...[
+        names.exchange,
+        names.workQueue,
+        names.deadQueue,
+        names.delayExchange,
+        ...names.delayLevels,
+        ...[0, 1, 2, 3, 4, 5].map(names.delayLevelExchange),
+      ],
       ...[...names.binaryLevels.queues, ...names.highFirstLevels.queues, ...names.highFirstLevels.exchanges],
     ];
     expect(new Set(all).size).toBe(all.length);

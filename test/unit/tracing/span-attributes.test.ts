@@ -13,19 +13,33 @@ describe('attemptResult', () => {
   });
 
   it('retryable: the next delay, and the status as error type', () => {
-    const { attributes, error } = attemptResult({ outcome: { status: 503, durationMs: 3 }, decision: { kind: 'retry', delayMs: 1_000, attempt: 2, why: 'HTTP 503' } });
-    expect(attributes).toEqual({ 'callback.outcome': 'retryable', 'http.response.status_code': 503, 'callback.next_delay_ms': 1_000, 'error.type': '503' });
+    const { attributes, error } = attemptResult({
+      outcome: { status: 503, durationMs: 3 },
+      decision: { kind: 'retry', delayMs: 1_000, attempt: 2, why: 'HTTP 503' },
+    });
+    expect(attributes).toEqual({
+      'callback.outcome': 'retryable',
+      'http.response.status_code': 503,
+      'callback.next_delay_ms': 1_000,
+      'error.type': '503',
+    });
     expect(error).toBe('HTTP 503');
   });
 
   it('a network error with no attempts left is retryable, dead-lettered as exhausted', () => {
-    const { attributes, error } = attemptResult({ outcome: { error: 'ECONNREFUSED: connect refused', durationMs: 1 }, decision: { kind: 'dead', reason: 'exhausted', why: 'ECONNREFUSED' } });
+    const { attributes, error } = attemptResult({
+      outcome: { error: 'ECONNREFUSED: connect refused', durationMs: 1 },
+      decision: { kind: 'dead', reason: 'exhausted', why: 'ECONNREFUSED' },
+    });
     expect(attributes).toEqual({ 'callback.outcome': 'retryable', 'callback.dead_reason': 'exhausted', 'error.type': 'ECONNREFUSED' });
     expect(error).toBe('ECONNREFUSED: connect refused');
   });
 
   it('terminal: a final answer', () => {
-    expect(attemptResult({ outcome: { status: 404, durationMs: 1 }, decision: { kind: 'dead', reason: 'rejected', why: 'HTTP 404' } }).attributes).toMatchObject({ 'callback.outcome': 'terminal', 'callback.dead_reason': 'rejected' });
+    expect(
+      attemptResult({ outcome: { status: 404, durationMs: 1 }, decision: { kind: 'dead', reason: 'rejected', why: 'HTTP 404' } })
+        .attributes,
+    ).toMatchObject({ 'callback.outcome': 'terminal', 'callback.dead_reason': 'rejected' });
   });
 });
 

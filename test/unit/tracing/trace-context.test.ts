@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { isRelayError, type RelayError } from '../../../src/errors.js';
 import { parsePublishArgs } from '../../../src/cli/publish-command.js';
-import { formatTraceparent, parseTraceparent, readTraceContext, traceHeaders, traceOption, withoutTraceHeaders } from '../../../src/tracing/trace-context.js';
+import {
+  formatTraceparent,
+  parseTraceparent,
+  readTraceContext,
+  traceHeaders,
+  traceOption,
+  withoutTraceHeaders,
+} from '../../../src/tracing/trace-context.js';
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const SPAN_ID = '00f067aa0ba902b7';
@@ -48,7 +55,10 @@ describe('traceOption (publish options)', () => {
   it('is undefined without a traceparent, and keeps a valid context', () => {
     expect(traceOption({})).toBeUndefined();
     expect(traceOption({ traceparent: TP })).toEqual({ traceparent: TP });
-    expect(traceOption({ traceparent: TP, tracestate: 'vendor=abc,other=1' })).toEqual({ traceparent: TP, tracestate: 'vendor=abc,other=1' });
+    expect(traceOption({ traceparent: TP, tracestate: 'vendor=abc,other=1' })).toEqual({
+      traceparent: TP,
+      tracestate: 'vendor=abc,other=1',
+    });
   });
 
   it('names the option that is malformed', () => {
@@ -59,10 +69,21 @@ describe('traceOption (publish options)', () => {
   });
 
   it('is what the CLI flags give, checked the same way', () => {
-    const { options } = parsePublishArgs(['--url', 'https://example.com/hook', '--traceparent', TP, '--tracestate', 'v=1', '--delay', '5s']);
+    const { options } = parsePublishArgs([
+      '--url',
+      'https://example.com/hook',
+      '--traceparent',
+      TP,
+      '--tracestate',
+      'v=1',
+      '--delay',
+      '5s',
+    ]);
     expect(options).toEqual({ delay: 5_000, traceparent: TP, tracestate: 'v=1' });
     expect(parsePublishArgs(['--url', 'https://example.com/hook']).options).toEqual({});
-    expect(() => parsePublishArgs(['--url', 'https://example.com/hook', '--traceparent', 'x'])).toThrow(expect.objectContaining({ code: 'CR_ERR_INVALID_CALLBACK', field: 'traceparent' }));
+    expect(() => parsePublishArgs(['--url', 'https://example.com/hook', '--traceparent', 'x'])).toThrow(
+      expect.objectContaining({ code: 'CR_ERR_INVALID_CALLBACK', field: 'traceparent' }),
+    );
   });
 });
 
@@ -72,7 +93,10 @@ describe('readTraceContext (AMQP headers)', () => {
     expect(readTraceContext({ 'x-other': 1 })).toBeUndefined();
     expect(readTraceContext({ traceparent: 'garbage', tracestate: 'a=b' })).toBeUndefined();
     expect(readTraceContext({ traceparent: TP })).toEqual({ traceparent: TP });
-    expect(readTraceContext({ traceparent: Buffer.from(TP), tracestate: Buffer.from('a=b') })).toEqual({ traceparent: TP, tracestate: 'a=b' });
+    expect(readTraceContext({ traceparent: Buffer.from(TP), tracestate: Buffer.from('a=b') })).toEqual({
+      traceparent: TP,
+      tracestate: 'a=b',
+    });
     expect(readTraceContext({ traceparent: TP, tracestate: '' })).toEqual({ traceparent: TP });
   });
 });
