@@ -2,7 +2,6 @@ import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { ControlView } from '../control/control-state.js';
 import type { Source } from '../isolation/scheduler.js';
 import { targetOf, type TargetKey } from '../isolation/target-isolation.js';
-import { HEADER } from '../message/headers.js';
 import { ranOut, type ScheduleRules } from '../policy/schedule-end.js';
 import type { Lane } from '../reports.js';
 import { laneBucket } from '../topology/topology-names.js';
@@ -74,15 +73,11 @@ export interface AdmitDeps {
 export function admit(job: Job, deps: AdmitDeps, nowMs: number): Admission {
   const { control } = deps;
   const { delivery } = job;
-  if (control?.isCancelled(delivery.id, replayStamp(delivery))) return 'canceled';
+  if (control?.isCancelled(delivery.id, delivery.replayedAt)) return 'canceled';
   if (control?.isPaused(job.origin)) return 'paused';
   if (ranOut(job.target, delivery, deps.rules, nowMs)) return 'expired';
   return 'waits';
 }
-
-/** The replay stamp decode read, in the header form the control view takes it in. */
-const replayStamp = ({ replayedAt }: Delivery): Record<string, unknown> | undefined =>
-  replayedAt === undefined ? undefined : { [HEADER.replayedAt]: replayedAt };
 
 /** Where a job came from, for the scheduler: a callback from the overflow queue never overflows twice. */
 export const sourceOf = (job: Job): Source => (job.lane === 'slow' ? 'overflow' : 'lane');

@@ -173,9 +173,9 @@ export async function startControlReader(options: ControlReaderOptions): Promise
   void sync.then(() => (live = true));
 
   /** Per message, so the id is looked up first and the replay stamp read only for a cancelled id. */
-  function isCancelled(id: string, headers?: Record<string, unknown>): boolean {
+  function isCancelled(id: string, replayStamp?: string): boolean {
     if (!state.isCancelled(id)) return false;
-    const replayedAt = Date.parse(readString(headers, HEADER.replayedAt) ?? '');
+    const replayedAt = Date.parse(replayStamp ?? '');
     return Number.isNaN(replayedAt) || state.isCancelled(id, replayedAt);
   }
 
@@ -187,7 +187,8 @@ export async function startControlReader(options: ControlReaderOptions): Promise
     }
     // A held callback cancelled meanwhile goes back to its lane, where a worker parks it as canceled.
     const id = String(message.properties.messageId ?? '');
-    const holdOn = (origin: string): boolean => state.isPaused(origin) && !isCancelled(id, message.properties.headers);
+    const holdOn = (origin: string): boolean =>
+      state.isPaused(origin) && !isCancelled(id, readString(message.properties.headers, HEADER.replayedAt));
     // While closing it stays unacked: the channel's close puts it back in P.paused.check.
     if (closing) return;
     const moved = sync.then(() =>

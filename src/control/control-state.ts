@@ -29,10 +29,11 @@ export interface OriginLimit {
 /** What the pipeline asks of the control stream before an attempt. */
 export interface ControlView {
   /**
-   * Whether callback `id` was cancelled. `headers` are its message's: a copy replayed from P.dead after
-   * its cancel (`x-replayed-at`) is not cancelled by it, so a canceled callback can be replayed.
+   * Whether callback `id` was cancelled. `replayedAt` is its message's `x-replayed-at` stamp (as
+   * decode reads it): a copy replayed from P.dead after its cancel is not cancelled by it, so a
+   * canceled callback can be replayed.
    */
-  isCancelled(id: string, headers?: Record<string, unknown>): boolean;
+  isCancelled(id: string, replayedAt?: string): boolean;
   /** Whether callbacks to `origin` are paused. */
   isPaused(origin: string): boolean;
   /** Tells the other workers that this one's circuit for `target` opened or closed (best effort). */

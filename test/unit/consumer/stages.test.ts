@@ -94,7 +94,7 @@ describe('admit', () => {
   it('parks a cancelled callback, passing on the replay stamp decode read', () => {
     const { asked, view } = control(true, true);
     expect(admit(job({ replayedAt: '2025-01-01T00:00:00.000Z' }), { control: view, rules: rules() }, NOW)).toBe('canceled');
-    expect(asked).toEqual([['cb-1', { [HEADER.replayedAt]: '2025-01-01T00:00:00.000Z' }]]);
+    expect(asked).toEqual([['cb-1', '2025-01-01T00:00:00.000Z']]);
   });
 
   it("holds a paused target's callback, parks one whose schedule ran out, lets any other wait", () => {
