@@ -16,6 +16,8 @@ export interface Job extends Place {
   origin: string;
   /** Settles the promise `handle` returned for this message (with the error when settling failed). */
   finish: (error?: unknown) => void;
+  /** Its orderKey, when it came from an ordered shard: its key's order holds it (ordered-keys.ts). */
+  orderKey?: string | undefined;
 }
 
 /** Origins whose lane bucket is remembered at most. */
@@ -79,5 +81,8 @@ export function admit(job: Job, deps: AdmitDeps, nowMs: number): Admission {
   return 'waits';
 }
 
-/** Where a job came from, for the scheduler: a callback from the overflow queue never overflows twice. */
-export const sourceOf = (job: Job): Source => (job.lane === 'slow' ? 'overflow' : 'lane');
+/**
+ * Where a job came from, for the scheduler: a callback from the overflow queue never overflows twice,
+ * and an ordered one never at all (P.slow would let its key's next callbacks overtake it).
+ */
+export const sourceOf = (job: Job): Source => (job.lane === 'slow' || job.orderKey !== undefined ? 'overflow' : 'lane');

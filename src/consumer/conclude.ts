@@ -70,6 +70,9 @@ export function concludeInvalid({ id, attempt, error }: Extract<Decoded, { ok: f
   return { settlement: { kind: 'dead', reason: 'invalid', why: error }, record, report };
 }
 
+/** How often an ordered callback of a paused target looks again whether its target was resumed. */
+export const ORDERED_PAUSE_RECHECK_MS = 15_000;
+
 /**
  * A job admission turned away, unattempted: a cancelled callback is parked in P.dead as `canceled`;
  * a paused target's callback waits in P.paused (`hold`), its attempt count unchanged, and goes back
@@ -82,6 +85,9 @@ export function concludeUnattempted(job: Job, why: 'canceled' | 'paused' | 'expi
     case 'canceled':
       return { settlement: { kind: 'dead', reason: 'canceled', why: 'canceled by a cancel marker' }, ...unattempted(job, 'canceled') };
     case 'paused':
+      // An ordered callback waits in the delay path instead, its key held: P.paused would hand it back to a lane.
+      if (job.orderKey !== undefined)
+        return { settlement: { kind: 'move', delayMs: ORDERED_PAUSE_RECHECK_MS, headers: {} }, ...unattempted(job, 'held') };
       // Its `paused` event is for this first hold only: the recirculation through P.paused.check (control reader) moves it without one.
       return {
         settlement: { kind: 'hold', queue: names.pausedQueue, returnTo: returnRoute(names, job.lane) },

@@ -26,7 +26,11 @@ export interface Delivery extends CallbackState {
   replayedAt?: string | undefined;
   /** The trace context published with it (W3C `traceparent`/`tracestate` AMQP headers), carried through retries. */
   trace?: TraceContext | undefined;
+  /** An ordered callback the relay put back in its shard: a held head's copy, or a follower from the log (policy/key-order.ts). */
+  orderStamp?: OrderStamp | undefined;
 }
+
+export type OrderStamp = { kind: 'copy' } | { kind: 'from'; offset: number };
 
 export type Decoded = { ok: true; delivery: Delivery } | { ok: false; id: string; attempt: number; error: string };
 
@@ -91,8 +95,17 @@ export function decode(message: ConsumeMessage, maxPayloadBytes: number, policie
       policy,
       trace: readTraceContext(headers),
       replayedAt: readString(headers, HEADER.replayedAt),
+      orderStamp: orderStampOf(headers),
     },
   };
+}
+
+/** The relay's own stamps on an ordered callback; an unreadable one counts as none. */
+function orderStampOf(headers: Record<string, unknown> | undefined): OrderStamp | undefined {
+  const from = headers?.[HEADER.orderFrom];
+  const offset = typeof from === 'bigint' ? Number(from) : typeof from === 'number' ? from : Number.NaN;
+  if (Number.isSafeInteger(offset) && offset >= 0) return { kind: 'from', offset };
+  return headers?.[HEADER.orderCopy] === undefined ? undefined : { kind: 'copy' };
 }
 
 /** What open circuits' holds left in the headers: this attempt's start of hold and deferrals, and the earlier attempts' total. */

@@ -13,6 +13,8 @@ export interface Place {
   channel: ConfirmChannel;
   lane: Lane;
   bucket: number;
+  /** An ordered callback's bucket (its orderKey's): its copies go back to its shard, stamped (docs/ordering.md). */
+  orderBucket?: number | undefined;
 }
 
 /**
@@ -74,13 +76,13 @@ export class BrokerEffects implements MessageEffects {
   constructor(private readonly deps: BrokerEffectsDeps) {}
 
   async settle(
-    { channel, message, bucket }: Place,
+    { channel, message, bucket, orderBucket }: Place,
     settlement: Settlement,
     record: AttemptRecord,
     report: AttemptReport,
   ): Promise<boolean> {
     const { logger, observer } = this.deps;
-    const settleWith = this.context(channel, message, bucket, record.id);
+    const settleWith = this.context(channel, message, bucket, record.id, orderBucket);
     settleWith.storeEvent = this.deps.durableEvents?.forReport(channel, report);
     settleWith.onEventLost = (error, final) => this.eventLost(report, error, final);
     if (!(await settle(settlement, record, settleWith))) return false;
@@ -95,8 +97,8 @@ export class BrokerEffects implements MessageEffects {
     return true;
   }
 
-  async move({ channel, message, bucket }: Place, id: string, move: Move, kind: MoveKind): Promise<boolean> {
-    const moved = await settle(move, { id }, this.context(channel, message, bucket, id));
+  async move({ channel, message, bucket, orderBucket }: Place, id: string, move: Move, kind: MoveKind): Promise<boolean> {
+    const moved = await settle(move, { id }, this.context(channel, message, bucket, id, orderBucket));
     if (moved) this.deps.observer.moved(kind);
     return moved;
   }
@@ -124,7 +126,7 @@ export class BrokerEffects implements MessageEffects {
   }
 
   /** Settle's context: the message, its channel and route, and where settle reports. */
-  private context(channel: ConfirmChannel, message: ConsumeMessage, bucket: number, id: string): SettleContext {
+  private context(channel: ConfirmChannel, message: ConsumeMessage, bucket: number, id: string, orderBucket?: number): SettleContext {
     const { names, mode, observer, stopping, settle: settleSettings } = this.deps;
     // Spelled out, not spread: this object is made for every message, and a literal of fixed shape costs far less.
     return {
@@ -134,6 +136,7 @@ export class BrokerEffects implements MessageEffects {
       names,
       mode,
       bucket,
+      orderBucket,
       onConfirm: observer.confirmed,
       onFallback: this.onFallback,
       stopping,

@@ -19,6 +19,7 @@ import type { ConcludeDeps, SettleDeps } from './conclude.js';
 import { deliver, type DeliverOptions } from './deliver.js';
 import type { BrokerEffectsDeps, MessageEffects } from './effects.js';
 import { LaneMoves, type MoveDeps } from './move-out.js';
+import type { OrderedKeys } from './ordered-keys.js';
 
 /** Everything the per-message path needs, built once when the worker starts. */
 export interface PipelineContext {
@@ -54,6 +55,8 @@ export interface PipelineContext {
   laneExcess?: ((lane: Lane) => number) | undefined;
   /** LIMIT_HOLD_MAX in ms: a callback its limit would hold longer waits in the delay path instead. */
   limitHoldMs: number;
+  /** The ordered shards this worker owns (ordered-keys.ts); absent: the worker consumes none. */
+  ordered?: OrderedKeys | undefined;
 }
 
 /** Each stage's few dependencies, worked out once from the context. */

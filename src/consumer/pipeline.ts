@@ -11,6 +11,8 @@ import { HealthNews } from './health-news.js';
 import { circuitStep, overflow } from './move-out.js';
 import { effectsSettings, stageDeps, type PipelineContext, type StageDeps } from './pipeline-context.js';
 import { LimitWake, Sweeper } from './pipeline-timers.js';
+import { orderBucket } from '../formats/order-key.js';
+import type { Move, Settlement } from '../settle/settle.js';
 
 export type { Job, Lane, PipelineContext };
 
@@ -21,6 +23,15 @@ export type { Job, Lane, PipelineContext };
 const LIMIT_DEFER_HOLDS = 3;
 
 /**
+ * An ordered callback waits in the worker, unacked, behind its key's running head at most this long;
+ * then it goes to its shard's log (ordered-keys.ts), far below RabbitMQ's consumer timeout (30 min).
+ */
+const ORDER_WAIT_MAX_MS = 60_000;
+
+/** A settlement that sends the callback through the delay path: an ordered one holds its key until it is back. */
+const holdsKey = (settlement: Settlement): boolean => settlement.kind === 'retry' || (settlement.kind === 'move' && 'delayMs' in settlement);
+
+/**
  * Where a stage failed. Before a decision reached settle (`prepare`, `attempt`, `conclude`) the
  * message goes back to its own queue, a bounded number of times; a failed `settle` or `move` means
  * its channel is gone (the broker redelivers it) or it went back already.
@@ -28,7 +39,7 @@ const LIMIT_DEFER_HOLDS = 3;
 type Stage = 'prepare' | 'attempt' | 'conclude' | 'settle' | 'move';
 
 /** A message on its way, as far as a failed stage knows it. */
-type Handled = Omit<Place, 'bucket'> & Pick<Job, 'finish'> & { delivery?: Job['delivery'] };
+type Handled = Omit<Place, 'bucket'> & Pick<Job, 'finish' | 'orderKey'> & { delivery?: Job['delivery'] };
 
 /**
  * The per-message path, top to bottom: decode (1) → admit (2) → wait for a slot (the scheduler) →
@@ -75,6 +86,7 @@ class Pipeline {
       for (const { item, delayMs } of scheduler.outwaiting?.(clock(), limitHoldMs, LIMIT_DEFER_HOLDS * limitHoldMs) ?? [])
         void this.deferForLimit(item, delayMs);
       for (const job of scheduler.sweep(clock(), loopBusy())) void this.overflow(job);
+      void context.ordered?.sweep(ORDER_WAIT_MAX_MS).catch((error: unknown) => this.orderError(error));
     });
   }
 
@@ -99,12 +111,20 @@ class Pipeline {
       } catch (error) {
         return this.handleError({ message, channel, lane, finish }, 'prepare', error);
       }
+      const { ordered } = this.context;
+      const key = job.delivery.callback.orderKey;
+      // From an ordered shard: its key's order decides when it is attempted (ordered-keys.ts).
+      if (key !== undefined && ordered?.isOrdered(lane)) {
+        job.orderKey = key;
+        job.orderBucket = orderBucket(key);
+        return void ordered.arrive(job, key).catch((error: unknown) => this.handleError(job, 'prepare', error));
+      }
       this.admit(job);
     });
   }
 
   /** Step 2: a job waits for a slot, or is parked or held unattempted. */
-  private admit(job: Job): void {
+  admit(job: Job): void {
     const admission = admit(job, this.stages.admission, this.context.clock());
     if (admission === 'waits') return this.offer(job, sourceOf(job));
     void this.settle(job, concludeUnattempted(job, admission, this.context.names));
@@ -176,13 +196,24 @@ class Pipeline {
   }
 
   /** Step 5, the end of every path: what was concluded is carried out, and the message's promise settles. */
-  private async settle(at: Place & Pick<Job, 'finish'>, concluded: Concluded): Promise<void> {
+  private async settle(at: Place & Pick<Job, 'finish' | 'orderKey'>, concluded: Concluded): Promise<void> {
+    const key = at.orderKey;
+    const ordered = key === undefined ? undefined : this.context.ordered;
+    let step: Awaited<ReturnType<NonNullable<typeof ordered>['before']>>;
     try {
+      // An ordered callback's log records go first: a crash after them repeats a step, never skips one.
+      if (ordered && key !== undefined) step = await ordered.before(at as Job, key, holdsKey(concluded.settlement));
       await settleConcluded(at, concluded, this.stages.settling);
     } catch (error) {
       return this.handleError(at, 'settle', error);
     }
     at.finish();
+    if (ordered && key !== undefined) void ordered.after(at as Job, key, step).catch((error: unknown) => this.orderError(error));
+  }
+
+  /** A step of an ordered key that failed after its callback was settled: its shard is handed on if it cannot go on. */
+  private orderError(error: unknown): void {
+    this.context.logger.error({ err: error instanceof Error ? error.message : String(error) }, 'an ordered key could not move on');
   }
 
   /** Where a stage's failure decides what becomes of its message (see `Stage`). */
@@ -190,6 +221,13 @@ class Pipeline {
     if (stage === 'settle' || stage === 'move') return job.finish(error);
     const id = job.delivery?.id;
     const err = error instanceof Error ? error.message : String(error);
+    if (job.orderKey !== undefined) {
+      // Sent back, it would queue behind its key's later callbacks: its channel closes instead, and the
+      // broker hands the whole shard, this one first, to the next owner.
+      this.context.logger.error({ err, id }, 'an ordered callback failed before it was settled; its shard is handed on');
+      void job.channel.close().catch(() => {});
+      return job.finish(error);
+    }
     this.context.logger.error({ err, id }, 'a message failed before it was settled; it goes back to its queue');
     void this.effects.sendBack(job, err, id).then(() => job.finish(error));
   }
@@ -215,12 +253,11 @@ class Pipeline {
     if (this.givenBack) return this.giveBack(job);
     let moved: boolean;
     try {
-      moved = await this.effects.move(job, job.delivery.id, { kind: 'move', delayMs, headers: {} }, 'limited');
+      moved = await this.moveHolding(job, { kind: 'move', delayMs, headers: {} }, 'limited');
     } catch (error) {
       return this.handleError(job, 'move', error);
     }
-    if (moved) job.finish();
-    else this.offer(job, sourceOf(job));
+    if (!moved) this.offer(job, sourceOf(job));
   }
 
   /** A callback whose target's circuit is open (move-out.ts `circuitStep`); one whose deferral cannot be stored is forced. */
@@ -231,14 +268,25 @@ class Pipeline {
     if (step.kind === 'queued') return this.pump();
     let moved: boolean;
     try {
-      moved = await this.effects.move(job, job.delivery.id, step.move, 'deferred');
+      moved = await this.moveHolding(job, step.move, 'deferred');
     } catch (error) {
       return this.handleError(job, 'move', error);
     }
-    if (moved) return job.finish();
+    if (moved) return;
     if (this.givenBack) return this.giveBack(job);
     this.scheduler.offerOwed(job.target, job, sourceOf(job), this.context.clock(), { owed: true, forced: true, mayBorrow: false });
     this.pump();
+  }
+
+  /** A deferral through the delay path; an ordered callback's key is held until it is back (its records first). Finishes the job when moved. */
+  private async moveHolding(job: Job, move: Move, kind: 'limited' | 'deferred'): Promise<boolean> {
+    const { ordered } = this.context;
+    const key = job.orderKey;
+    const step = ordered && key !== undefined ? await ordered.before(job, key, true) : undefined;
+    if (!(await this.effects.move(job, job.delivery.id, move, kind))) return false;
+    job.finish();
+    if (ordered && key !== undefined) void ordered.after(job, key, step).catch((error: unknown) => this.orderError(error));
+    return true;
   }
 
   /** What the scheduler's answer changed: jobs an opened circuit hands back are deferred, its health told. */
@@ -251,6 +299,7 @@ class Pipeline {
   /** The channel closed: drop its waiting jobs (the broker has requeued them); running ones finish. */
   channelClosed(channel: ConfirmChannel): void {
     this.closed.add(channel);
+    this.context.ordered?.channelClosed(channel);
     for (const job of this.scheduler.drop((waiting) => waiting.channel === channel)) job.finish();
   }
 
@@ -278,7 +327,7 @@ class Pipeline {
    */
   giveBackWaiting(): number {
     this.givenBack = true;
-    const waiting = this.scheduler.drop(() => true);
+    const waiting = [...this.scheduler.drop(() => true), ...(this.context.ordered?.takeWaiting() ?? [])];
     for (const job of waiting) this.giveBack(job);
     return waiting.length;
   }

@@ -53,10 +53,16 @@ export const HEADER = {
    * it outlast the schedule. Retries and dead-letter copies carry it.
    */
   heldMs: 'x-callback-held-ms',
+  /**
+   * Ordered callbacks (docs/ordering.md), stamps of one publish: `orderCopy` on a held head's copy back
+   * from the delay path; `orderFrom` on a follower the shard's owner took from its log (the log offset).
+   */
+  orderCopy: 'x-callback-order-copy',
+  orderFrom: 'x-callback-order-from',
 } as const;
 
 /** Per-publish headers: they belong to the one publish that set them, never to its copies. */
-const PER_PUBLISH: ReadonlySet<string> = new Set([HEADER.delay, HEADER.copy, HEADER.dueAt]);
+const PER_PUBLISH: ReadonlySet<string> = new Set([HEADER.delay, HEADER.copy, HEADER.dueAt, HEADER.orderCopy, HEADER.orderFrom]);
 
 /** A deferral's headers belong to one deferred attempt: moves carry them, a retry or dead-letter copy (a new record) does not. */
 export const DEFERRAL_HEADERS: readonly string[] = [HEADER.heldSince, HEADER.deferrals];

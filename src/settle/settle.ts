@@ -4,7 +4,7 @@ import { policyHeaders } from '../config/policy-headers.js';
 import type { AttemptRecord } from '../policy/verdict.js';
 import type { Decision } from '../policy/decide.js';
 import type { DelayMode } from '../topology/delay-levels.js';
-import { deliveryRoute, type Route, type TopologyNames } from '../topology/topology-names.js';
+import { deliveryRoute, orderedRoute, type Route, type TopologyNames } from '../topology/topology-names.js';
 import { isClosed } from '../amqp/publish-confirmed.js';
 import { RelayError } from '../errors.js';
 import { publishCopy, type Copy, type CopyFailure, type CopyResult } from './publish-copy.js';
@@ -64,6 +64,8 @@ export interface SettleContext {
   mode: DelayMode;
   /** The message's lane bucket: a retry goes back to its own lane. */
   bucket: number;
+  /** An ordered callback's bucket: its copies go back to its shard instead, stamped as a held head's copy. */
+  orderBucket?: number | undefined;
   /**
    * PUBLISH_TIMEOUT: how long an event may wait for its confirm, and after how long a copy's late
    * confirm is reported (onSlowConfirm). A copy waits for a definite outcome: see settle.
@@ -179,7 +181,7 @@ async function move(settlement: Move, record: Pick<AttemptRecord, 'id'>, context
   let copy: Copy;
   if ('queue' in settlement) copy = toQueue(settlement.queue, headers);
   else {
-    const route = deliveryRoute(context.names, context.mode, settlement.delayMs, context.bucket, Date.now());
+    const route = routeOf(context, settlement.delayMs);
     copy = viaRoute(route, { ...headers, ...settlement.headers, ...route.headers }, context);
   }
   const wait = {
@@ -243,7 +245,7 @@ function decisionCopy(settlement: Exclude<Decision, { kind: 'ack' }>, record: At
   const { message, names, mode } = context;
   switch (settlement.kind) {
     case 'retry': {
-      const route = deliveryRoute(names, mode, settlement.delayMs, context.bucket, Date.now());
+      const route = routeOf(context, settlement.delayMs);
       return viaRoute(route, { ...recordHeaders(message, record), ...route.headers, [HEADER.attempt]: settlement.attempt }, context);
     }
     case 'dead':
@@ -253,6 +255,14 @@ function decisionCopy(settlement: Exclude<Decision, { kind: 'ack' }>, record: At
         [HEADER.attempts]: record.attempts,
       });
   }
+}
+
+/** Where a delayed copy goes: its lane, or an ordered callback's shard (with the stamp its shard's owner knows it by). */
+function routeOf(context: SettleContext, delayMs: number): Route {
+  const { names, mode, orderBucket } = context;
+  if (orderBucket === undefined) return deliveryRoute(names, mode, delayMs, context.bucket, Date.now());
+  const route = orderedRoute(names, mode, delayMs, orderBucket, Date.now());
+  return { ...route, headers: { ...route.headers, [HEADER.orderCopy]: 1 } };
 }
 
 /** Through the default exchange, which returns a mandatory message when the queue does not exist. */

@@ -1,0 +1,295 @@
+import { randomUUID } from 'node:crypto';
+import type { ChannelModel, ConfirmChannel } from 'amqplib';
+import type { Logger } from '../logger.js';
+import { publishConfirmed } from '../amqp/publish-confirmed.js';
+import { HEADER } from '../message/headers.js';
+import { openOrderLog, type LogEntry, type OrderLog } from '../ordering/order-log.js';
+import { KeyOrder, replay, type LogRecord, type Step } from '../policy/key-order.js';
+import type { Lane } from '../reports.js';
+import type { Job } from './admit.js';
+
+/**
+ * Ordered delivery per key (docs/ordering.md), the consumer's side: each ordered shard is a quorum
+ * queue with a single active consumer, so one worker at a time owns it. The owner keeps its keys'
+ * order (policy/key-order.ts decides) and carries the decisions out: a follower of a held key goes to
+ * the shard's log (a stream) before its message is acked; a log record is appended before the step it
+ * announces; the log's oldest follower of a key whose head settled is put back in the shard, stamped.
+ *
+ * Taking a shard over (the first message on a new shard channel): a claim record is appended, and the
+ * log is read from its start up to that claim (policy/key-order.ts `replay`), before any message of
+ * the shard is looked at. A shard whose channel closes is forgotten at once: the broker gives its
+ * unacked messages to the next owner, who rebuilds the rest from the log.
+ */
+
+/** After how long a follower that could not be put back in its shard is tried again. */
+const RESUME_RETRY_MS = 5_000;
+
+const RECORD = 'x-order-record';
+const OWNER = 'x-order-owner';
+const KEY = 'x-order-key';
+const HEAD = 'x-order-head';
+const ID = 'x-order-id';
+const FROM = 'x-order-from';
+const OFFSET = 'x-order-offset';
+
+/** A record as its log message's headers (a follower's are added to the callback's own). */
+export function recordHeaders(record: LogRecord): Record<string, unknown> {
+  const headers: Record<string, unknown> = { [RECORD]: record.kind, [OWNER]: record.owner };
+  if (record.kind === 'claim') return headers;
+  headers[KEY] = record.key;
+  if (record.kind === 'hold' || record.kind === 'release') headers[HEAD] = record.head;
+  if (record.kind === 'hold' && record.from !== undefined) headers[FROM] = record.from;
+  if (record.kind === 'follower') headers[ID] = record.id;
+  if (record.kind === 'done') headers[OFFSET] = record.offset;
+  return headers;
+}
+
+/** A log message's record; undefined for anything that is not one (it is skipped). */
+export function recordOf(headers: Record<string, unknown>): LogRecord | undefined {
+  const kind = headers[RECORD];
+  const owner = str(headers[OWNER]);
+  if (owner === undefined) return undefined;
+  if (kind === 'claim') return { kind, owner };
+  const key = str(headers[KEY]);
+  if (key === undefined) return undefined;
+  const head = str(headers[HEAD]);
+  const from = num(headers[FROM]);
+  switch (kind) {
+    case 'hold':
+      return head === undefined ? undefined : { kind, owner, key, head, ...(from === undefined ? {} : { from }) };
+    case 'release':
+      return head === undefined ? undefined : { kind, owner, key, head };
+    case 'follower': {
+      const id = str(headers[ID]);
+      return id === undefined ? undefined : { kind, owner, key, id };
+    }
+    case 'done': {
+      const offset = num(headers[OFFSET]);
+      return offset === undefined ? undefined : { kind, owner, key, offset };
+    }
+    default:
+      return undefined;
+  }
+}
+
+const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString() : undefined);
+const num = (value: unknown): number | undefined => {
+  const n = typeof value === 'bigint' ? Number(value) : value;
+  return typeof n === 'number' && Number.isSafeInteger(n) ? n : undefined;
+};
+
+/** A follower's callback as the shard had it: the log message minus the record's headers. */
+function callbackHeaders(headers: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(headers)) if (!name.startsWith('x-order-') && !name.startsWith('x-stream-')) out[name] = value;
+  return out;
+}
+
+export interface OrderedKeysDeps {
+  /** Lane → its shard's log stream (the lanes of ordered shards only). */
+  logs: ReadonlyMap<Lane, string>;
+  /** Where a follower taken from the log goes back into its shard: exchange and routing key of its key. */
+  resumeRoute: (key: string) => { exchange: string; routingKey: string };
+  connection: () => ChannelModel | undefined;
+  /** A job may be attempted: it enters the pipeline's admission. */
+  run: (job: Job) => void;
+  logger: Logger;
+  clock: () => number;
+  /** PUBLISH_TIMEOUT: how long putting a follower back waits for its confirm. */
+  publishTimeoutMs: number;
+}
+
+interface Shard {
+  channel: ConfirmChannel;
+  owner: string;
+  order: KeyOrder<Job>;
+  log?: OrderLog;
+  ready: Promise<boolean>;
+  stop?: () => Promise<void>;
+  closed: boolean;
+}
+
+/** The ordered shards this worker owns now, by the lane their channel consumes. */
+export class OrderedKeys {
+  private readonly shards = new Map<Lane, Shard>();
+
+  constructor(private readonly deps: OrderedKeysDeps) {}
+
+  isOrdered(lane: Lane): boolean {
+    return this.deps.logs.has(lane);
+  }
+
+  /** A decoded callback with an orderKey from a shard: attempt it, let it wait, log it, or drop a duplicate. */
+  async arrive(job: Job, key: string): Promise<void> {
+    const shard = this.shardOf(job);
+    if (!(await shard.ready) || shard.closed) return job.finish();
+    const { delivery } = job;
+    const admission = shard.order.arrive({ key, id: delivery.id, stamp: delivery.orderStamp, item: job, at: this.deps.clock() });
+    switch (admission.kind) {
+      case 'attempt':
+        return this.deps.run(job);
+      case 'wait':
+        return;
+      case 'log':
+        return this.toLog(shard, key, [job]);
+      case 'drop':
+        job.channel.ack(job.message);
+        return job.finish();
+    }
+  }
+
+  /**
+   * Before an ordered job's settlement is carried out: `held` (a copy of it goes to the delay path,
+   * its key waits for it) or settled for good. The log records it needs are appended first; what
+   * follows runs after the settlement (`after`).
+   */
+  async before(job: Job, key: string, held: boolean): Promise<Step<Job> | undefined> {
+    const shard = this.shards.get(job.lane);
+    if (!shard || shard.channel !== job.channel || shard.closed) return undefined;
+    const step = held ? shard.order.held(key, job.delivery.id) : shard.order.settled(key, job.delivery.id);
+    for (const record of step.records) await this.append(shard, recordHeaders(record));
+    return step;
+  }
+
+  /** After the settlement: waiting callbacks of a just-held key go to the log; the key's next runs. */
+  async after(job: Job, key: string, step: Step<Job> | undefined): Promise<void> {
+    const shard = this.shards.get(job.lane);
+    if (!step || !shard || shard.channel !== job.channel || shard.closed) return;
+    if (step.toLog.length > 0) await this.toLog(shard, key, step.toLog);
+    if (step.next) this.deps.run(step.next);
+    if (step.read) await this.resume(shard, step.read.key, step.read.offset);
+  }
+
+  /** Callbacks that waited too long behind a running head go to the log (KeyOrder.spill). */
+  async sweep(maxWaitMs: number): Promise<void> {
+    const before = this.deps.clock() - maxWaitMs;
+    for (const shard of this.shards.values()) {
+      if (shard.closed) continue;
+      for (const { key, items } of shard.order.spill(before)) await this.toLog(shard, key, items);
+    }
+  }
+
+  /** The channel closed: its shard is forgotten, and its waiting jobs end (the broker has them back). */
+  channelClosed(channel: ConfirmChannel): void {
+    for (const [lane, shard] of this.shards) {
+      if (shard.channel !== channel) continue;
+      this.shards.delete(lane);
+      this.forget(shard);
+    }
+  }
+
+  /** The worker stops: every job waiting behind a head, to give back unattempted. */
+  takeWaiting(): Job[] {
+    return [...this.shards.values()].flatMap((shard) => shard.order.takeWaiting());
+  }
+
+  async close(): Promise<void> {
+    for (const shard of this.shards.values()) this.forget(shard);
+    this.shards.clear();
+  }
+
+  /** Held keys of the shards owned here, for metrics and operators. */
+  heldKeys(): Array<{ key: string; head: string; logged: number }> {
+    return [...this.shards.values()].flatMap((shard) => shard.order.heldKeys());
+  }
+
+  private forget(shard: Shard): void {
+    shard.closed = true;
+    for (const job of shard.order.takeWaiting()) job.finish();
+    void shard.stop?.().catch(() => {});
+    void shard.log?.close().catch(() => {});
+  }
+
+  private shardOf(job: Job): Shard {
+    const existing = this.shards.get(job.lane);
+    if (existing && existing.channel === job.channel) return existing;
+    if (existing) this.forget(existing);
+    const owner = randomUUID();
+    const shard: Shard = { channel: job.channel, owner, order: new KeyOrder<Job>(owner), ready: Promise.resolve(false), closed: false };
+    shard.ready = this.claim(shard, this.deps.logs.get(job.lane) as string).catch((error: unknown) => {
+      this.deps.logger.error({ lane: job.lane, err: (error as Error).message }, 'an ordered shard could not be taken over; its channel closes');
+      this.forget(shard);
+      // Closing the channel hands the shard to another worker (or to this one, reopened).
+      void shard.channel.close().catch(() => {});
+      return false;
+    });
+    this.shards.set(job.lane, shard);
+    return shard;
+  }
+
+  /** Appends a claim, reads the log up to it, and takes the keys' state from it; then follows the log for followers' offsets. */
+  private async claim(shard: Shard, stream: string): Promise<boolean> {
+    const connection = this.deps.connection();
+    if (!connection) throw new Error('no connection');
+    const log = await openOrderLog(connection, stream);
+    shard.log = log;
+    const seen: Array<{ offset: number; record: LogRecord }> = [];
+    let caughtUp: () => void = () => {};
+    const upToClaim = new Promise<void>((resolve) => (caughtUp = resolve));
+    let live = false;
+    shard.stop = await log.follow('first', (entry: LogEntry) => {
+      const record = recordOf(entry.headers);
+      if (!record) return;
+      if (!live) {
+        if (record.kind === 'claim' && record.owner === shard.owner) {
+          live = true;
+          caughtUp();
+        } else seen.push({ offset: entry.offset, record });
+        return;
+      }
+      if (record.kind === 'follower' && record.owner === shard.owner && !shard.closed) {
+        const step = shard.order.followerLogged(record.key, entry.offset);
+        if (step.read) void this.resume(shard, step.read.key, step.read.offset);
+      }
+    });
+    await log.append(recordHeaders({ kind: 'claim', owner: shard.owner }));
+    await upToClaim;
+    const reads = shard.order.restore(replay(seen));
+    this.deps.logger.info({ stream, keys: shard.order.size, held: shard.order.heldKeys().length }, 'ordered shard taken over');
+    for (const read of reads) void this.resume(shard, read.key, read.offset);
+    return true;
+  }
+
+  /** Callbacks of `key` go to the log in order, each acked once its record is stored. */
+  private async toLog(shard: Shard, key: string, jobs: Job[]): Promise<void> {
+    for (const job of jobs) {
+      const { message } = job;
+      const headers = { ...message.properties.headers, ...recordHeaders({ kind: 'follower', owner: shard.owner, key, id: job.delivery.id }) };
+      try {
+        await this.append(shard, headers, message.content, message.properties);
+      } catch (error) {
+        // Not stored: the message stays unacked; closing the channel hands it and its shard on.
+        this.deps.logger.error({ key, err: (error as Error).message }, 'an ordered callback could not be logged; its shard is handed on');
+        void shard.channel.close().catch(() => {});
+        return;
+      }
+      job.channel.ack(message);
+      job.finish();
+    }
+  }
+
+  /** The log's follower at `offset` goes back into its shard, stamped with the offset, to run as its key's head. */
+  private async resume(shard: Shard, key: string, offset: number): Promise<void> {
+    try {
+      const entry = await shard.log?.read(offset);
+      if (!entry) throw new Error(`the log no longer holds offset ${offset}`);
+      const { exchange, routingKey } = this.deps.resumeRoute(key);
+      const headers = { ...callbackHeaders(entry.headers), [HEADER.orderFrom]: offset };
+      const options = { ...entry.properties, headers, persistent: true, mandatory: true };
+      await publishConfirmed(shard.channel, { exchange, routingKey }, entry.body, options, this.deps.publishTimeoutMs);
+    } catch (error) {
+      if (shard.closed) return;
+      shard.order.readFailed(key, offset);
+      this.deps.logger.error({ key, offset, err: (error as Error).message }, 'an ordered follower could not be put back in its shard; tried again soon');
+      setTimeout(() => {
+        const step = shard.closed ? undefined : shard.order.next(key);
+        if (step?.read) void this.resume(shard, step.read.key, step.read.offset);
+      }, RESUME_RETRY_MS).unref();
+    }
+  }
+
+  private async append(shard: Shard, headers: Record<string, unknown>, body?: Buffer, properties?: LogEntry['properties']): Promise<void> {
+    if (!shard.log) throw new Error('the shard has no log');
+    await shard.log.append(headers, body, properties);
+  }
+}

@@ -1,0 +1,298 @@
+/**
+ * Ordered delivery per key, the decisions of one shard's owner (the worker its single active consumer
+ * runs on): which callback of a key runs next, which waits, and what the shard's log must record so
+ * that a worker taking the shard over knows the same. Pure: no broker, no clock of its own; the
+ * consumer carries the decisions out (src/ordering/).
+ *
+ * A key's callbacks run one at a time, in the order its shard delivered them. While one runs (its
+ * head), the next ones wait in the worker, unacked. When the head fails and will be retried, the
+ * key is held: the head's copy waits in the delay path, and from then on every callback of the key
+ * goes to the shard's log (a stream) as a follower, in order, until the head is settled; then the
+ * followers run from the log, one at a time. A key with nothing running, waiting or logged is forgotten.
+ *
+ * The log is the durable half of this state. Records name the key and are written before the step
+ * they announce is taken (the hold before the copy is acked, the follower before its message is acked,
+ * the release before the held head's message is acked), so a crash leaves at worst a step to repeat:
+ * at-least-once may run a callback again, never one before an earlier one of its key is settled.
+ */
+
+/** Log records (headers of the shard's stream messages; `follower` records carry the whole callback). */
+export type LogRecord =
+  /** A worker took the shard: records by any other writer after this one are ignored (a fence). */
+  | { kind: 'claim'; owner: string }
+  /** `head` of `key` failed and waits in the delay path; `from`: the follower offset it ran from. */
+  | { kind: 'hold'; owner: string; key: string; head: string; from?: number }
+  /** A callback of a held key, stored whole at this record's offset. */
+  | { kind: 'follower'; owner: string; key: string; id: string }
+  /** The follower at `offset` ran and was settled without a hold. */
+  | { kind: 'done'; owner: string; key: string; offset: number }
+  /** The held head `head` of `key` is settled: its key moves on. */
+  | { kind: 'release'; owner: string; key: string; head: string };
+
+/** A callback of a key, as the shard delivered it or as the log holds it. */
+export interface Arrival<T> {
+  key: string;
+  /** The callback id: the head is known by it, in whatever copy it comes back. */
+  id: string;
+  /**
+   * What the relay stamped on it: `copy`, a held head back from the delay path; `from`, a follower
+   * the owner took from the log at that offset and put back in the shard to run; absent, a producer's.
+   */
+  stamp?: { kind: 'copy' } | { kind: 'from'; offset: number } | undefined;
+  item: T;
+  /** When it arrived (ms): one that waits in the worker too long goes to the log (`spill`). */
+  at?: number;
+}
+
+/** What to do with an arrival. */
+export type Admission<T> =
+  /** It is its key's head: attempt it. */
+  | { kind: 'attempt'; item: T }
+  /** It waits in the worker, unacked, behind its key's running head. */
+  | { kind: 'wait' }
+  /** Append it to the log as a follower, then ack it. */
+  | { kind: 'log'; item: T }
+  /** A copy of a head settled already (a retry that was taken twice): ack it, nothing else. */
+  | { kind: 'drop'; item: T };
+
+/** What follows a head's settling: records to write first, then what runs next. */
+export interface Step<T> {
+  /** Records to append, in order, before the head's own message is acked. */
+  records: LogRecord[];
+  /** Waiting callbacks that now go to the log (the key was just held), in order: append, then ack. */
+  toLog: T[];
+  /** The next head, if it waited in the worker: attempt it. */
+  next?: T;
+  /** The next head is in the log at this offset: read it and put it back in the shard, stamped `from`. */
+  read?: { key: string; offset: number };
+}
+
+interface KeyState<T> {
+  /**
+   * The callback running or held: `held`, its copy waits in the delay path; `logged`, the log has a
+   * hold for it that no release has ended yet; `from`, the log offset it was read from.
+   */
+  head?: { id: string; held: boolean; logged: boolean; from?: number };
+  /** Waiting in the worker behind a running head (only while nothing of the key is in the log). */
+  waiting: Array<{ id: string; item: T; at: number }>;
+  /** Followers in the log, oldest first, by offset. */
+  logged: number[];
+  /** Followers appended and not yet seen on the log: they come before any later arrival. */
+  appending: number;
+}
+
+/** The state of one shard's keys at its owner. */
+export class KeyOrder<T> {
+  private readonly keys = new Map<string, KeyState<T>>();
+
+  constructor(private readonly owner: string) {}
+
+  /** A callback of `key` arrived from the shard (fresh, or a held head's copy). */
+  arrive(arrival: Arrival<T>): Admission<T> {
+    const { key, id, item } = arrival;
+    let state = this.keys.get(key);
+    const { stamp } = arrival;
+    if (stamp?.kind === 'copy') {
+      if (state?.head?.id !== id || !state.head.held) return { kind: 'drop', item };
+      state.head.held = false;
+      return { kind: 'attempt', item };
+    }
+    if (stamp?.kind === 'from') {
+      // The follower this owner put back to run; any other is a duplicate of one that ran.
+      if (state?.head === undefined || state.head.from !== stamp.offset || state.head.id !== '') return { kind: 'drop', item };
+      state.head.id = id;
+      return { kind: 'attempt', item };
+    }
+    if (state === undefined) {
+      state = { head: { id, held: false, logged: false }, waiting: [], logged: [], appending: 0 };
+      this.keys.set(key, state);
+      return { kind: 'attempt', item };
+    }
+    // The held head itself, delivered again (its worker died before it was acked): it runs now.
+    if (state.head?.id === id && state.head.held) {
+      state.head.held = false;
+      return { kind: 'attempt', item };
+    }
+    if (state.head === undefined && state.logged.length === 0 && state.appending === 0) {
+      state.head = { id, held: false, logged: false };
+      return { kind: 'attempt', item };
+    }
+    if (state.head?.held || state.logged.length > 0 || state.appending > 0) {
+      state.appending += 1;
+      return { kind: 'log', item };
+    }
+    state.waiting.push({ id, item, at: arrival.at ?? 0 });
+    return { kind: 'wait' };
+  }
+
+  /** The head `id` of `key` failed and its copy goes to the delay path: the key is held. */
+  held(key: string, id: string): Step<T> {
+    const state = this.keys.get(key);
+    if (state?.head?.id !== id) return { records: [], toLog: [] };
+    const record: LogRecord = { kind: 'hold', owner: this.owner, key, head: id };
+    if (state.head.from !== undefined) record.from = state.head.from;
+    state.head = { id, held: true, logged: true };
+    const toLog = state.waiting.map((waiting) => waiting.item);
+    state.waiting = [];
+    state.appending += toLog.length;
+    return { records: [record], toLog };
+  }
+
+  /** The head `id` of `key` is settled (delivered, parked or cancelled): the key moves on. */
+  settled(key: string, id: string): Step<T> {
+    const state = this.keys.get(key);
+    if (state?.head?.id !== id) return { records: [], toLog: [] };
+    const records: LogRecord[] = [];
+    const { from, logged } = state.head;
+    if (logged) records.push({ kind: 'release', owner: this.owner, key, head: id });
+    else if (from !== undefined) records.push({ kind: 'done', owner: this.owner, key, offset: from });
+    state.head = undefined;
+    return { records, toLog: [], ...this.advance(key, state) };
+  }
+
+  /** A follower of `key` this owner appended is on the log at `offset`; returns the log read to start, if it is next. */
+  followerLogged(key: string, offset: number): Step<T> {
+    const state = this.keys.get(key);
+    if (state === undefined) return { records: [], toLog: [] };
+    if (state.appending > 0) state.appending -= 1;
+    state.logged.push(offset);
+    return { records: [], toLog: [], ...(state.head === undefined ? this.advance(key, state) : {}) };
+  }
+
+  /** What runs next for a key with no head (a follower whose put-back failed, tried again). */
+  next(key: string): Step<T> {
+    const state = this.keys.get(key);
+    if (state === undefined || state.head !== undefined) return { records: [], toLog: [] };
+    return { records: [], toLog: [], ...this.advance(key, state) };
+  }
+
+  /** The follower taken from the log at `offset` could not be put back to run: it stays first. */
+  readFailed(key: string, offset: number): void {
+    const state = this.keys.get(key);
+    if (state?.head?.from !== offset) return;
+    state.head = undefined;
+    state.logged.unshift(offset);
+  }
+
+  /** The next head of a key whose head just left: one waiting in the worker, else the log's oldest. */
+  private advance(key: string, state: KeyState<T>): Pick<Step<T>, 'next' | 'read'> {
+    const waiting = state.waiting.shift();
+    if (waiting !== undefined) {
+      state.head = { id: waiting.id, held: false, logged: false };
+      return { next: waiting.item };
+    }
+    const offset = state.logged.shift();
+    if (offset !== undefined) {
+      // Its id is known once it is back in the shard (`arrive` with `from`).
+      state.head = { id: '', held: false, logged: false, from: offset };
+      return { read: { key, offset } };
+    }
+    if (state.appending === 0) this.keys.delete(key);
+    return {};
+  }
+
+  /**
+   * Callbacks that waited in the worker behind a running head since before `before` go to the log, with
+   * everything after them of their key, so that none stays unacked near the broker's consumer timeout
+   * however long its key's heads take. Append them in order, then ack each.
+   */
+  spill(before: number): Array<{ key: string; items: T[] }> {
+    const out: Array<{ key: string; items: T[] }> = [];
+    for (const [key, state] of this.keys) {
+      const first = state.waiting[0];
+      if (first === undefined || first.at >= before) continue;
+      out.push({ key, items: state.waiting.map((waiting) => waiting.item) });
+      state.appending += state.waiting.length;
+      state.waiting = [];
+    }
+    return out;
+  }
+
+  /**
+   * The state a claim rebuilt from the log (see `replay`): keys with followers and no held head start
+   * their oldest follower at once.
+   */
+  restore(keys: ReadonlyMap<string, { head?: string; logged: number[] }>): Array<{ key: string; offset: number }> {
+    const reads: Array<{ key: string; offset: number }> = [];
+    for (const [key, saved] of keys) {
+      const state: KeyState<T> = { waiting: [], logged: [...saved.logged], appending: 0 };
+      if (saved.head !== undefined) state.head = { id: saved.head, held: true, logged: true };
+      this.keys.set(key, state);
+      if (state.head === undefined) {
+        const step = this.advance(key, state);
+        if (step.read) reads.push(step.read);
+      }
+    }
+    return reads;
+  }
+
+  /** Every callback waiting in the worker, oldest first per key, taken out (the shard's channel closed, or the worker stops). */
+  takeWaiting(): T[] {
+    const out: T[] = [];
+    for (const state of this.keys.values()) {
+      out.push(...state.waiting.map((waiting) => waiting.item));
+      state.waiting = [];
+    }
+    return out;
+  }
+
+  /** Keys with anything running, waiting or logged. */
+  get size(): number {
+    return this.keys.size;
+  }
+
+  /** Held keys and their followers in the log, for operators. */
+  heldKeys(): Array<{ key: string; head: string; logged: number }> {
+    const out: Array<{ key: string; head: string; logged: number }> = [];
+    for (const [key, state] of this.keys) if (state.head?.held) out.push({ key, head: state.head.id, logged: state.logged.length + state.appending });
+    return out;
+  }
+}
+
+/**
+ * Folds a shard's log, read from its start, into each key's held head and followers not yet run. A
+ * record counts only if its writer holds the latest claim before it: a worker that lost the shard and
+ * wrote on is ignored. Stops at `until` (the reader's own claim), exclusive, or the end.
+ */
+export function replay(
+  entries: Iterable<{ offset: number; record: LogRecord }>,
+  until?: string,
+): Map<string, { head?: string; logged: number[] }> {
+  const keys = new Map<string, { head?: string; logged: number[] }>();
+  let owner: string | undefined;
+  const of = (key: string): { head?: string; logged: number[] } => {
+    let state = keys.get(key);
+    if (!state) keys.set(key, (state = { logged: [] }));
+    return state;
+  };
+  const forget = (key: string): void => {
+    const state = keys.get(key);
+    if (state && state.head === undefined && state.logged.length === 0) keys.delete(key);
+  };
+  for (const { offset, record } of entries) {
+    if (record.kind === 'claim') {
+      if (record.owner === until) break;
+      owner = record.owner;
+      continue;
+    }
+    if (record.owner !== owner) continue;
+    const state = of(record.key);
+    switch (record.kind) {
+      case 'hold':
+        state.head = record.head;
+        if (record.from !== undefined) state.logged = state.logged.filter((o) => o !== record.from);
+        break;
+      case 'follower':
+        state.logged.push(offset);
+        break;
+      case 'done':
+        state.logged = state.logged.filter((o) => o !== record.offset);
+        break;
+      case 'release':
+        if (state.head === record.head) delete state.head;
+        break;
+    }
+    forget(record.key);
+  }
+  return keys;
+}

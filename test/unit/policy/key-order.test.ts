@@ -1,0 +1,144 @@
+import { describe, expect, it } from 'vitest';
+import { KeyOrder, replay, type LogRecord } from '../../../src/policy/key-order.js';
+
+const fresh = (key: string, id: string) => ({ key, id, item: id });
+const copy = (key: string, id: string) => ({ key, id, stamp: { kind: 'copy' as const }, item: id });
+const from = (key: string, id: string, offset: number) => ({ key, id, stamp: { kind: 'from' as const, offset }, item: id });
+
+describe('KeyOrder', () => {
+  it('runs a key one callback at a time, in arrival order; other keys do not wait', () => {
+    const order = new KeyOrder<string>('w1');
+    expect(order.arrive(fresh('k', 'a'))).toEqual({ kind: 'attempt', item: 'a' });
+    expect(order.arrive(fresh('k', 'b'))).toEqual({ kind: 'wait' });
+    expect(order.arrive(fresh('k', 'c'))).toEqual({ kind: 'wait' });
+    expect(order.arrive(fresh('other', 'x'))).toEqual({ kind: 'attempt', item: 'x' });
+    expect(order.settled('k', 'a')).toEqual({ records: [], toLog: [], next: 'b' });
+    expect(order.settled('k', 'b')).toEqual({ records: [], toLog: [], next: 'c' });
+    expect(order.settled('k', 'c')).toEqual({ records: [], toLog: [] });
+    expect(order.settled('other', 'x')).toEqual({ records: [], toLog: [] });
+    expect(order.size).toBe(0);
+  });
+
+  it('holds a failed head: its waiting followers and every later arrival go to the log, in order, until it is settled', () => {
+    const order = new KeyOrder<string>('w1');
+    order.arrive(fresh('k', 'a'));
+    order.arrive(fresh('k', 'b'));
+    const hold = order.held('k', 'a');
+    expect(hold.records).toEqual([{ kind: 'hold', owner: 'w1', key: 'k', head: 'a' }]);
+    expect(hold.toLog).toEqual(['b']);
+    expect(order.arrive(fresh('k', 'c'))).toEqual({ kind: 'log', item: 'c' });
+    order.followerLogged('k', 10);
+    order.followerLogged('k', 11);
+    expect(order.heldKeys()).toEqual([{ key: 'k', head: 'a', logged: 2 }]);
+    // A copy of something else is a duplicate of a head settled before: dropped.
+    expect(order.arrive(copy('k', 'z'))).toEqual({ kind: 'drop', item: 'z' });
+    expect(order.arrive(copy('k', 'a'))).toEqual({ kind: 'attempt', item: 'a' });
+    // While the retried head runs, arrivals still go behind the logged ones.
+    expect(order.arrive(fresh('k', 'd'))).toEqual({ kind: 'log', item: 'd' });
+    const release = order.settled('k', 'a');
+    expect(release.records).toEqual([{ kind: 'release', owner: 'w1', key: 'k', head: 'a' }]);
+    expect(release.read).toEqual({ key: 'k', offset: 10 });
+    expect(order.arrive(from('k', 'b', 10))).toEqual({ kind: 'attempt', item: 'b' });
+    // The same follower put back twice: the second is dropped.
+    expect(order.arrive(from('k', 'b', 10)).kind).toBe('drop');
+    order.followerLogged('k', 12);
+    expect(order.settled('k', 'b')).toEqual({ records: [{ kind: 'done', owner: 'w1', key: 'k', offset: 10 }], toLog: [], read: { key: 'k', offset: 11 } });
+    order.arrive(from('k', 'c', 11));
+    // c fails: its hold records the offset it ran from.
+    expect(order.held('k', 'c').records).toEqual([{ kind: 'hold', owner: 'w1', key: 'k', head: 'c', from: 11 }]);
+    expect(order.arrive(copy('k', 'c')).kind).toBe('attempt');
+    expect(order.settled('k', 'c').read).toEqual({ key: 'k', offset: 12 });
+    order.arrive(from('k', 'd', 12));
+    expect(order.settled('k', 'd').records).toEqual([{ kind: 'done', owner: 'w1', key: 'k', offset: 12 }]);
+    expect(order.size).toBe(0);
+  });
+
+  it('a follower appended but not yet seen on the log comes before the key runs anything else', () => {
+    const order = new KeyOrder<string>('w1');
+    order.arrive(fresh('k', 'a'));
+    order.held('k', 'a');
+    expect(order.arrive(fresh('k', 'b')).kind).toBe('log');
+    order.arrive(copy('k', 'a'));
+    // a is settled before b shows on the log: nothing runs, and a new arrival goes to the log too.
+    expect(order.settled('k', 'a').read).toBeUndefined();
+    expect(order.arrive(fresh('k', 'c')).kind).toBe('log');
+    expect(order.followerLogged('k', 5).read).toEqual({ key: 'k', offset: 5 });
+  });
+
+  it('runs the held head again when its own message is delivered again, and a follower whose read failed stays first', () => {
+    const order = new KeyOrder<string>('w1');
+    order.restore(new Map([['k', { head: 'a', logged: [3, 4] }]]));
+    expect(order.arrive(fresh('k', 'b2'))).toEqual({ kind: 'log', item: 'b2' });
+    expect(order.arrive(fresh('k', 'a'))).toEqual({ kind: 'attempt', item: 'a' });
+    expect(order.settled('k', 'a').read).toEqual({ key: 'k', offset: 3 });
+    order.readFailed('k', 3);
+    expect(order.followerLogged('k', 9).read).toEqual({ key: 'k', offset: 3 });
+  });
+
+  it('restores a claimed shard: keys without a held head start their oldest follower', () => {
+    const order = new KeyOrder<string>('w2');
+    const reads = order.restore(
+      new Map([
+        ['held', { head: 'h', logged: [1] }],
+        ['free', { logged: [2, 7] }],
+      ]),
+    );
+    expect(reads).toEqual([{ key: 'free', offset: 2 }]);
+    expect(order.heldKeys()).toEqual([{ key: 'held', head: 'h', logged: 1 }]);
+  });
+});
+
+describe('KeyOrder.spill', () => {
+  it('sends what waited too long behind a running head to the log, and what comes after it too', () => {
+    const order = new KeyOrder<string>('w1');
+    order.arrive({ ...fresh('k', 'a'), at: 0 });
+    order.arrive({ ...fresh('k', 'b'), at: 1_000 });
+    order.arrive({ ...fresh('k', 'c'), at: 50_000 });
+    order.arrive({ ...fresh('j', 'x'), at: 0 });
+    order.arrive({ ...fresh('j', 'y'), at: 55_000 });
+    expect(order.spill(30_000)).toEqual([{ key: 'k', items: ['b', 'c'] }]);
+    expect(order.arrive({ ...fresh('k', 'd'), at: 60_000 }).kind).toBe('log');
+    order.followerLogged('k', 1);
+    order.followerLogged('k', 2);
+    expect(order.settled('k', 'a')).toEqual({ records: [], toLog: [], read: { key: 'k', offset: 1 } });
+  });
+});
+
+describe('replay', () => {
+  const at = (offset: number, record: LogRecord) => ({ offset, record });
+  it('rebuilds held heads and unrun followers, and ignores a writer after a newer claim', () => {
+    const entries = [
+      at(0, { kind: 'claim', owner: 'w1' }),
+      at(1, { kind: 'hold', owner: 'w1', key: 'k', head: 'a' }),
+      at(2, { kind: 'follower', owner: 'w1', key: 'k', id: 'b' }),
+      at(3, { kind: 'follower', owner: 'w1', key: 'k', id: 'c' }),
+      at(4, { kind: 'release', owner: 'w1', key: 'k', head: 'a' }),
+      at(5, { kind: 'done', owner: 'w1', key: 'k', offset: 2 }),
+      at(6, { kind: 'hold', owner: 'w1', key: 'j', head: 'x' }),
+      at(7, { kind: 'claim', owner: 'w2' }),
+      // w1 lost the shard and wrote on: ignored.
+      at(8, { kind: 'release', owner: 'w1', key: 'j', head: 'x' }),
+      at(9, { kind: 'hold', owner: 'w2', key: 'k', head: 'c', from: 3 }),
+      at(10, { kind: 'claim', owner: 'w3' }),
+      at(11, { kind: 'hold', owner: 'w3', key: 'z', head: 'q' }),
+    ];
+    expect(replay(entries, 'w3')).toEqual(
+      new Map([
+        ['k', { head: 'c', logged: [] }],
+        ['j', { head: 'x', logged: [] }],
+      ]),
+    );
+    expect(replay(entries).get('z')).toEqual({ head: 'q', logged: [] });
+  });
+
+  it('forgets a key whose head was released and whose followers all ran', () => {
+    const entries = [
+      at(0, { kind: 'claim', owner: 'w1' }),
+      at(1, { kind: 'hold', owner: 'w1', key: 'k', head: 'a' }),
+      at(2, { kind: 'follower', owner: 'w1', key: 'k', id: 'b' }),
+      at(3, { kind: 'release', owner: 'w1', key: 'k', head: 'a' }),
+      at(4, { kind: 'done', owner: 'w1', key: 'k', offset: 2 }),
+    ] as const;
+    expect(replay(entries).size).toBe(0);
+  });
+});
