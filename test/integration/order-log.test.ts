@@ -69,16 +69,26 @@ describe('order log on a stream', () => {
   });
 
   it('reads exactly the record at an offset, also in the middle of a chunk, and follows from an offset skipping earlier ones', async () => {
-    // Appended concurrently, so the broker writes them in few chunks: most offsets sit mid-chunk.
-    await Promise.all(Array.from({ length: 50 }, (_, i) => log.append({ 'x-n': i }, Buffer.from(`record ${i}`))));
-    const all = await collect(log, 'first', 50);
-    expect(all.map((e) => e.headers['x-n'])).toEqual(Array.from({ length: 50 }, (_, i) => i));
-    for (const i of [0, 1, 25, 48, 49]) {
-      const entry = await log.read(all[i]!.offset);
-      expect(entry).toEqual(all[i]);
-    }
-    const later = await collect(log, all[37]!.offset, 13);
-    expect(later.map((e) => e.headers['x-n'])).toEqual(Array.from({ length: 13 }, (_, i) => 37 + i));
+    // Appended concurrently, so the broker writes them in chunks of many records.
+    const n = 300;
+    await Promise.all(Array.from({ length: n }, (_, i) => log.append({ 'x-n': i }, Buffer.from(`record ${i}`))));
+    const all = await collect(log, 'first', n);
+    expect(all.map((e) => e.headers['x-n'])).toEqual(Array.from({ length: n }, (_, i) => i));
+    // 'last' starts at the first record of the last chunk: the records after it are mid-chunk.
+    const raw = await connection.createChannel();
+    await raw.prefetch(10);
+    const chunkStart = await new Promise<number>((resolve) => {
+      void raw.consume(stream, (m) => m && resolve(Number(m.properties.headers?.['x-stream-offset'])), {
+        arguments: { 'x-stream-offset': 'last' },
+      });
+    });
+    await raw.close();
+    const middle = all.findIndex((e) => e.offset > chunkStart);
+    expect(middle).toBeGreaterThan(0);
+    expect(middle).toBeLessThan(n - 1);
+    for (const i of [0, 1, n / 2, middle, n - 1]) expect(await log.read(all[i]!.offset)).toEqual(all[i]);
+    const later = await collect(log, all[middle]!.offset, n - middle);
+    expect(later).toEqual(all.slice(middle));
   });
 
   it('round-trips a follower record: body, headers and properties as given', async () => {
