@@ -21,6 +21,8 @@ const LAYERS = [
   ['topology', ['topology/']],
   // Settling a message: copies, holds and moves.
   ['settle', ['settle/']],
+  // Ordered delivery per key: each shard's log on a stream.
+  ['ordering', ['ordering/']],
   // The control plane (cancel, pause, fleet presence) and outcome events.
   ['control', ['control/', 'events/']],
   // What reads and publishes on the topology for people and producers.

@@ -30,6 +30,10 @@ export const ERROR_CODES = {
   CR_ERR_REQUEST_TIMEOUT: 'an HTTP ingest request did not arrive in full within INGEST_REQUEST_TIMEOUT; it was not read',
   CR_ERR_FORBIDDEN_TARGET:
     "TARGET_POLICY refused a callback URL: its host resolves to a forbidden address, or to the worker's own broker on one of its ports",
+  CR_ERR_LOG_MISSING:
+    'an order log stream (P.ordered.log.<i>) does not exist, or is a queue that is not a stream: nothing was read from it',
+  CR_ERR_LOG_READ_TIMEOUT:
+    'reading one record of an order log, no record at or after its offset arrived in time: the offset is past the end of the log',
   CR_ERR_SIGNATURE_MISSING: '`webhook-id`, `webhook-timestamp` or `webhook-signature` is absent or empty',
   CR_ERR_SIGNATURE_INVALID: 'a signature header is malformed, or no `v1` signature matches any secret',
   CR_ERR_SIGNATURE_EXPIRED: '`webhook-timestamp` is further than the tolerance from now',

@@ -18,6 +18,7 @@ export const PUBLISH_USAGE = `callback-relay publish --url URL [--data JSON | --
   --id ID              callback id, sent as webhook-id (default: a new UUID)
   --delay DURATION     delay before the first attempt, e.g. 30s, 5m
   --policy NAME        retry policy of the workers' RETRY_POLICIES_FILE (default: their own settings)
+  --order-key KEY      deliver in the order published with the other callbacks of KEY (not with --delay)
   --traceparent TP     W3C trace context to carry to the receiver (00-<trace id>-<span id>-<flags>)
   --tracestate TS      its vendor state (needs --traceparent)
 
@@ -38,6 +39,7 @@ export function parsePublishArgs(argv: string[]): { callback: Callback; options:
       id: { type: 'string' },
       delay: { type: 'string' },
       policy: { type: 'string' },
+      'order-key': { type: 'string' },
       traceparent: { type: 'string' },
       tracestate: { type: 'string' },
     },
@@ -68,6 +70,12 @@ export function parsePublishArgs(argv: string[]): { callback: Callback; options:
   if (values.method !== undefined) callback.method = values.method.toUpperCase() as CallbackMethod;
   if (values.id !== undefined) callback.id = values.id;
   if (values.policy !== undefined) callback.policy = values.policy;
+  if (values['order-key'] !== undefined) {
+    // Refused before connecting, naming the flags; publish() checks the key itself (`orderKey`).
+    if (delay !== undefined && delay > 0)
+      throw bad('--delay', 'cannot delay an ordered callback (--order-key): it would be overtaken by those published after it');
+    callback.orderKey = values['order-key'];
+  }
   const options: PublishOptions = {};
   if (delay !== undefined) options.delay = delay;
   // Checked before connecting; the error names the option, which is the flag's name.

@@ -1,4 +1,4 @@
-import { DEFAULT_LANES } from '../formats/limits.js';
+import { DEFAULT_LANES, DEFAULT_ORDERED_SHARDS } from '../formats/limits.js';
 import { isolationSchema } from './isolation-schema.js';
 
 /**
@@ -43,6 +43,12 @@ export const configSchema = {
     format: 'lanes',
     default: DEFAULT_LANES,
     env: 'LANES',
+  },
+  orderedShards: {
+    doc: 'Queues (shards) of the callbacks with an orderKey, 1 to 64: P.ordered.0, P.ordered.1, …, each with a log stream P.ordered.log.0, …; each key hashes to one shard, consumed by one worker at a time. Fixed per topology: to change it, use a new TOPOLOGY_PREFIX.',
+    format: 'lanes',
+    default: DEFAULT_ORDERED_SHARDS,
+    env: 'ORDERED_SHARDS',
   },
   retrySchedule: {
     doc: 'Delays before attempts 2, 3, …; units ms/s/m/h.',

@@ -58,7 +58,7 @@ export async function startConsole(config: RelayConfig, logger: Logger, options:
       );
     }
   }
-  const names = topologyNames(config.topologyPrefix, config.lanes);
+  const names = topologyNames(config.topologyPrefix, config.lanes, config.orderedShards);
   const live = startLiveState(config, names, logger, clock);
   const auth = new ConsoleAuth(tokens, clock, live.sessions);
   const actions = consoleActions(config, names, logger, live.control, live.sessions, clock);

@@ -6,7 +6,7 @@ import { HEADER, carriedHeaders, readAttempt } from '../message/headers.js';
 import { MAX_RETURNS, MAX_RETURN_DELAY_MS, nextReturn } from '../policy/return-bound.js';
 import { sleep } from '../util/with-timeout.js';
 import { declareDueQueue } from '../topology/declare-topology.js';
-import type { TopologyNames } from '../topology/topology-names.js';
+import { dueDestination, type TopologyNames } from '../topology/topology-names.js';
 
 /** What the mover needs of a connection: a confirm channel of its own. */
 export interface ChannelSource {
@@ -27,7 +27,7 @@ const SLOW_CONFIRM_MS = 10_000;
 
 /**
  * Plugin mode: moves the messages whose delay has ended from P.due (see topology/declare-topology.ts) into
- * its lane. Each one is published to P with routing key `deliver.<bucket>` and no `x-delay`, so the exchange
+ * its lane. Each one is published to P with routing key `deliver.<bucket>` (an ordered one: `ordered.<bucket>`, into its shard) and no `x-delay`, so the exchange
  * routes it at once, and it is acked only once the broker confirmed the copy and did not return it:
  * a crash in between duplicates a message, never loses one. The copy is `mandatory` (the plugin
  * routes a message without a delay at publish time), so a lane or binding an operator deleted
@@ -112,9 +112,8 @@ export function createDueMover(names: TopologyNames, prefetch: number, logger: L
    * as `unsettled`, and while even that cannot be stored it is held and both are tried again.
    */
   async function move(ch: ConfirmChannel, message: ConsumeMessage): Promise<void> {
-    // `due.<bucket>` goes on as `deliver.<bucket>`, into the message's own lane.
-    const bucket = message.fields.routingKey.split('.')[1];
-    const routingKey = bucket === undefined ? names.routingKey : `${names.routingKey}.${bucket}`;
+    // `due.<bucket>` goes on as `deliver.<bucket>`, into the message's own lane; `due.o<bucket>` as `ordered.<bucket>`, into its shard.
+    const routingKey = dueDestination(names, message.fields.routingKey);
     const id = message.properties.messageId as unknown;
     const wait = {
       slowAfterMs: SLOW_CONFIRM_MS,

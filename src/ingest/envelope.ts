@@ -4,6 +4,7 @@ import type { Callback, CallbackMethod } from '../message/callback.js';
 import { isValidId } from '../message/callback.js';
 import { encodeCallback } from '../producer/encode-callback.js';
 import { firstAttemptDelay, type PublishOptions } from '../producer/first-attempt-delay.js';
+import { orderedPublish } from '../producer/ordered-publish.js';
 
 /** What `POST /v1/callbacks` takes: a callback of the wire contract plus when to attempt it first. */
 export interface Envelope {
@@ -16,6 +17,8 @@ export interface Envelope {
   delay?: number | string;
   /** RFC 3339 date-time. */
   deliverAt?: string;
+  /** Callbacks with the same key are delivered in the order they were accepted; not with a delay. */
+  orderKey?: string;
 }
 
 export interface PublishJob {
@@ -60,7 +63,8 @@ export function toPublishJob(envelope: Envelope, fallbackId: string): PublishJob
  * a batch can be refused whole before any of it is published. Throws `CR_ERR_INVALID_CALLBACK`.
  */
 export function checkPublishJob(job: PublishJob, nowMs: number, maxPayloadBytes: number): PublishJob {
-  firstAttemptDelay(job.options, nowMs);
+  const delayMs = firstAttemptDelay(job.options, nowMs);
   encodeCallback(job.callback, maxPayloadBytes);
+  orderedPublish(job.callback, job.options, delayMs);
   return job;
 }

@@ -41,6 +41,13 @@ export function ingestSchemas(batchMax: number) {
         format: 'date-time',
         description: "Instead of `delay`: the first attempt's time (RFC 3339); a past time means now.",
       },
+      orderKey: {
+        type: 'string',
+        minLength: 1,
+        maxLength: MAX_ID_LENGTH,
+        description:
+          'Callbacks with the same key are delivered one at a time, in the order the broker accepted them. Printable ASCII without surrounding spaces. Not with a `delay` or a future `deliverAt` (400, `field`: the one given).',
+      },
     },
   };
   const retry = { type: 'boolean', description: "true: the request may be sent again; `message` says how to keep the callback's id." };

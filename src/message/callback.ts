@@ -17,6 +17,12 @@ export interface Callback {
   method?: CallbackMethod;
   /** A retry policy of the workers' RETRY_POLICIES_FILE; absent: the workers' own settings. */
   policy?: string;
+  /**
+   * Callbacks with the same key are delivered in the order the broker accepted them, one at a time
+   * (topology/topology-names.ts, orderBucket). Same rule as an id: 1-255 printable ASCII characters
+   * without surrounding spaces. Absent: no order with any other callback.
+   */
+  orderKey?: string;
 }
 
 export const MAX_URL_LENGTH = 4_096;
@@ -33,7 +39,7 @@ const RESERVED =
 /** 1-255 printable ASCII characters without surrounding spaces: a valid header value and AMQP short string. */
 export const isValidId = (id: string): boolean => id.length <= MAX_ID_LENGTH && /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(id);
 
-const FIELDS: ReadonlySet<string> = new Set(['id', 'url', 'body', 'headers', 'method', 'policy']);
+const FIELDS: ReadonlySet<string> = new Set(['id', 'url', 'body', 'headers', 'method', 'policy', 'orderKey']);
 
 const invalid = (field: string, problem: string): RelayError =>
   new RelayError('CR_ERR_INVALID_CALLBACK', `${field}: ${problem}`, { field });
@@ -49,7 +55,7 @@ export function parseCallback(value: unknown): { callback: Callback; url: URL } 
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalid('callback', 'must be a JSON object');
   const input = value as Record<string, unknown>;
   for (const key of Object.keys(input)) {
-    if (!FIELDS.has(key)) throw invalid(key, 'is not a callback field (id, url, body, headers, method, policy)');
+    if (!FIELDS.has(key)) throw invalid(key, 'is not a callback field (id, url, body, headers, method, policy, orderKey)');
   }
   const url = parseUrl(input.url);
   if (!('body' in input) || input.body === undefined) throw invalid('body', 'is required (any JSON value, null included)');
@@ -62,6 +68,10 @@ export function parseCallback(value: unknown): { callback: Callback; url: URL } 
   if (input.headers !== undefined) validateHeaders(input.headers);
   if (input.policy !== undefined && (typeof input.policy !== 'string' || !isValidPolicyName(input.policy))) {
     throw invalid('policy', 'must be 1-64 letters, digits, ".", "_", ":" or "-", starting with a letter or digit');
+  }
+  // The key is hashed to its shard and may travel in headers and logs: the id's rule keeps it a short string.
+  if (input.orderKey !== undefined && (typeof input.orderKey !== 'string' || !isValidId(input.orderKey))) {
+    throw invalid('orderKey', `must be 1-${MAX_ID_LENGTH} printable ASCII characters without surrounding spaces`);
   }
   return { callback: input as unknown as Callback, url };
 }

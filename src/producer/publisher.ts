@@ -7,7 +7,7 @@ import { createLogger, type Logger } from '../logger.js';
 import type { Callback } from '../message/callback.js';
 import { replyCode } from '../amqp/broker-errors.js';
 import { ACCESS_REFUSED, connectTopology, type ResolvedTopology } from '../topology/connect-topology.js';
-import { deliveryRoute, laneBucket } from '../topology/topology-names.js';
+import { deliveryRoute, laneBucket, orderedRoute } from '../topology/topology-names.js';
 import { readString } from '../message/headers.js';
 import { traceHeaders, traceOption, type TraceContext } from '../tracing/trace-context.js';
 import { loadTracing, type Tracing } from '../tracing/tracing.js';
@@ -17,6 +17,7 @@ import { encodeCallback } from './encode-callback.js';
 import { markerTimeoutError } from '../control/marker-failure.js';
 import { cancelMarker, markerName, publishMarker, wrapperChannel } from '../control/publish-markers.js';
 import { firstAttemptDelay, type PublishOptions } from './first-attempt-delay.js';
+import { orderedPublish, type PublishBucket } from './ordered-publish.js';
 import { decidePublishFailure, publishTimeoutError } from './publish-failure.js';
 import { TopologyCheck } from './topology-check.js';
 
@@ -24,7 +25,9 @@ export { firstAttemptDelay, type PublishOptions };
 
 export interface CallbackPublisher {
   /**
-   * Validates, publishes and resolves with the callback's id once the broker has confirmed it. When
+   * Validates, publishes and resolves with the callback's id once the broker has confirmed it. A
+   * callback with an `orderKey` goes to its key's shard (`ordered.<bucket>`, topology-names.ts), and
+   * is refused with a first-attempt delay (`CR_ERR_INVALID_CALLBACK`, field `delay` or `deliverAt`). When
    * the connection drops before the confirm, it publishes the callback again (same id) until
    * PUBLISH_TIMEOUT. Rejects with `CR_ERR_INVALID_CALLBACK` (nothing published), `CR_ERR_BUFFER_FULL`,
    * `CR_ERR_CLOSED` (called after close(); nothing published), `CR_ERR_TOPOLOGY_MISSING` (no topology
@@ -185,7 +188,7 @@ export function createPublisher(
     content: Buffer,
     id: string,
     dueAt: number,
-    bucket: number,
+    bucket: PublishBucket,
     trace: TraceContext | undefined,
   ): Promise<void> {
     const timeout = (): RelayError => publishTimeoutError(config.publishTimeout);
@@ -197,7 +200,10 @@ export function createPublisher(
     // The delay left now: a first publish waits for the broker's inspection, and its callback must
     // still fall due when the caller asked, not that much later.
     const now = Date.now();
-    const route = deliveryRoute(resolved.names, resolved.mode, Math.max(0, dueAt - now), bucket, now);
+    const route =
+      'ordered' in bucket
+        ? orderedRoute(resolved.names, resolved.mode, 0, bucket.ordered, now)
+        : deliveryRoute(resolved.names, resolved.mode, Math.max(0, dueAt - now), bucket.lane, now);
     // Mandatory, so a lane or binding an operator deleted returns the callback instead of dropping it;
     // not with x-delay: the x-delayed-message exchange routes a delayed message to no queue at publish
     // time (https://github.com/rabbitmq/rabbitmq-delayed-message-exchange#limitations).
@@ -260,6 +266,7 @@ export function createPublisher(
     const { id, content, url } = encodeCallback(callback, config.maxPayloadBytes);
     const calledAt = Date.now();
     const delayMs = firstAttemptDelay(options, calledAt);
+    const ordered = orderedPublish(callback, options, delayMs);
     const trace = traceOption(options);
     if (underWay.size >= config.publishBufferLimit) {
       throw new RelayError(
@@ -269,7 +276,7 @@ export function createPublisher(
     }
     const { origin } = url;
     const span = tracer?.startPublish(id, origin, delayMs, trace);
-    const settled = publishConfirmed(content, id, calledAt + delayMs, laneBucket(origin), span ? span.context : trace);
+    const settled = publishConfirmed(content, id, calledAt + delayMs, ordered ?? { lane: laneBucket(origin) }, span ? span.context : trace);
     if (span)
       void settled.then(
         () => span.end(),

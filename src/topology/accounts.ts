@@ -15,7 +15,13 @@
  *
  * Topic permissions restrict routing keys on topic exchanges only. The exchange producers publish to
  * (P) is direct or x-delayed-message, and a routing key on P.delay only chooses a delay, so they would
- * add nothing here: every role's topic permissions are left as the broker's default.
+ * add nothing here: every role's topic permissions are left as the broker's default. So writing P
+ * lets a producer publish to the lanes (`deliver.<bucket>`) and to the ordered shards
+ * (`ordered.<bucket>`) alike, and an ordered callback is never delayed, so it needs nothing more.
+ *
+ * The worker's rights cover every name under `P.`: the ordered shards P.ordered.<n> (consume), their
+ * log streams P.ordered.log.<n> (written through the default exchange, read by consuming), and the
+ * delay routes an ordered retry takes back to its shard (P.delay, P.due).
  */
 import type { DelayModeSetting } from './delay-levels.js';
 

@@ -36,12 +36,12 @@ export interface ResolvedTopology {
 /** The settings the topology is derived from. */
 export type TopologySettings = Pick<
   RelayConfig,
-  'amqpUrl' | 'delayMode' | 'topologyPrefix' | 'lanes' | 'history' | 'historyMaxAge' | 'queueType' | 'deliveryLimit'
+  'amqpUrl' | 'delayMode' | 'topologyPrefix' | 'lanes' | 'orderedShards' | 'history' | 'historyMaxAge' | 'queueType' | 'deliveryLimit'
 >;
 
 /** Waits for the broker, picks the delay mode (logging the choice) and prepares the topology setup. */
 export async function connectTopology(config: TopologySettings, logger: Logger, signal: AbortSignal): Promise<ResolvedTopology> {
-  const names = topologyNames(config.topologyPrefix, config.lanes);
+  const names = topologyNames(config.topologyPrefix, config.lanes, config.orderedShards);
   const broker = await waitForBroker(
     amqpUrls(config.amqpUrl),
     signal,

@@ -1,5 +1,6 @@
 /*
- * What the relay declares: the delivery path (exchange P, the work lanes, P.slow, P.dead), the delay
+ * What the relay declares: the delivery path (exchange P, the work lanes, P.slow, P.dead, the ordered
+ * shards and their logs), the delay
  * path of the mode in use (the radix-16 level queues in queues mode, P.due in plugin mode), and the
  * streams and queues that history/ and control/ read (declare-history.ts, declare-control.ts,
  * declare-paused.ts). One list, declared on every connect.
@@ -11,6 +12,7 @@ import { controlStream } from './declare-control.js';
 import { pausedQueues } from './declare-paused.js';
 import { RelayError } from '../errors.js';
 import { historyStream } from './declare-history.js';
+import { orderedShards } from './declare-ordered.js';
 import {
   applyDeclarations,
   binding,
@@ -24,7 +26,7 @@ import {
 } from './declare-list.js';
 import { DELAY_LEVELS, DIGITS, levelTtlMs, type DelayMode } from './delay-levels.js';
 import { lowestFirst, type LevelLayout } from './level-layouts.js';
-import { LANE_BUCKETS, laneOf, laneRoutingKey, type TopologyNames } from './topology-names.js';
+import { LANE_BUCKETS, laneOf, laneRoutingKey, orderedBucketWord, orderedShard, type TopologyNames } from './topology-names.js';
 
 export interface TopologyOptions {
   names: TopologyNames;
@@ -81,7 +83,8 @@ export interface DeliveryPathOptions {
 /**
  * Exchange P; the work lanes P.work, P.work.1 … (topology-names.ts), bound with `deliver` (lane 0) and
  * `deliver.<bucket>` (bucket mod lanes); the overflow queue P.slow (a busy target's waiting callbacks,
- * moved there by the worker so the others in its lane go on) and the dead-letter queue P.dead. Every consumed queue dead-letters into P.dead, so a message that keeps crashing
+ * moved there by the worker so the others in its lane go on) and the dead-letter queue P.dead; the
+ * ordered shards and their logs (declare-ordered.ts). Every consumed queue dead-letters into P.dead, so a message that keeps crashing
  * workers is parked once it passes the delivery limit:
  * https://www.rabbitmq.com/docs/quorum-queues#poison-message-handling
  */
@@ -108,6 +111,7 @@ export function deliveryPath(names: TopologyNames, options: DeliveryPathOptions)
     ...Array.from({ length: LANE_BUCKETS }, (_, bucket) =>
       binding(names.workQueues[laneOf(bucket, lanes)] as string, names.exchange, laneRoutingKey(bucket)),
     ),
+    ...orderedShards(names, consumed),
     exchange(names.eventsExchange, 'topic'),
   ];
 }
@@ -118,7 +122,8 @@ export function deliveryPath(names: TopologyNames, options: DeliveryPathOptions)
  * digit n dead-letter their expired messages into. Each exchange binds the levels still ahead
  * directly, and, for a key with none ahead, the lane of its bucket (the key's last word) directly
  * too: a queue, never an exchange, is the target of every binding, so the last hop lands in the
- * message's own lane, and the lanes share the delayed messages as they share fresh ones. Quorum
+ * message's own lane, and the lanes share the delayed messages as they share fresh ones; an ordered
+ * message's last word `o<bucket>` is bound to its shard the same way (orderedRoute). Quorum
  * level queues use at-least-once dead-lettering so a message is never dropped between levels:
  * https://www.rabbitmq.com/docs/quorum-queues#dead-lettering
  *
@@ -130,6 +135,7 @@ export function delayLevels(
   layout: LevelLayout = lowestFirst(names),
 ): Declaration[] {
   const laneQueue = (bucket: number): string => names.workQueues[laneOf(bucket, names.workQueues.length)] as string;
+  const shardQueue = (bucket: number): string => names.orderedQueues[orderedShard(bucket, names.orderedQueues.length)] as string;
   const declarations: Declaration[] = [];
   for (const level of DELAY_LEVELS) {
     const deadLetter = { exchange: layout.exchange(level.position) };
@@ -143,9 +149,15 @@ export function delayLevels(
       if (typeof to === 'number') declarations.push(binding(layout.queue(to), name, bindingKey));
       // A key without a bucket (a producer that left it out) still ends in a lane: P.work, as plain `deliver` does.
       else if (to === 'no-bucket') declarations.push(binding(names.workQueue, name, bindingKey));
-      else
+      else {
         for (let bucket = 0; bucket < LANE_BUCKETS; bucket += 1)
           declarations.push(binding(laneQueue(bucket), name, bindingKey.replace(/\*$/, String(bucket))));
+        // Ordered buckets (`o<bucket>`) to their shards; only for hex keys (DIGITS words and the bucket),
+        // the only spelling a relay that knows ordered callbacks publishes.
+        if (bindingKey.split('.').length === DIGITS + 1)
+          for (let bucket = 0; bucket < LANE_BUCKETS; bucket += 1)
+            declarations.push(binding(shardQueue(bucket), name, bindingKey.replace(/\*$/, orderedBucketWord(bucket))));
+      }
     }
   };
   for (let position = 0; position < DIGITS; position += 1) bindLevels(layout.exchange(position), position);
@@ -155,7 +167,7 @@ export function delayLevels(
 
 /**
  * Plugin mode: P.due, where the plugin delivers a message once its delay has ended (routing key
- * `due.<bucket>`, or `due`).
+ * `due.<bucket>`, `due.o<bucket>` for an ordered one, or `due`).
  *
  * The plugin hands such a message to its queues without a confirm, and a quorum queue whose leader is
  * not up drops it. At every broker start the plugin fires all overdue messages at once, before the
@@ -172,6 +184,10 @@ export const dueQueue = (names: TopologyNames): Declaration[] => [
   binding(names.dueQueue, names.exchange, names.dueRoutingKey),
   // Delays keep their lane bucket: `due.<bucket>`, moved on as `deliver.<bucket>`.
   ...Array.from({ length: LANE_BUCKETS }, (_, bucket) => binding(names.dueQueue, names.exchange, `${names.dueRoutingKey}.${bucket}`)),
+  // Ordered ones keep theirs too: `due.o<bucket>`, moved on as `ordered.<bucket>` into the shard.
+  ...Array.from({ length: LANE_BUCKETS }, (_, bucket) =>
+    binding(names.dueQueue, names.exchange, `${names.dueRoutingKey}.${orderedBucketWord(bucket)}`),
+  ),
 ];
 
 export const declareDueQueue = (channel: Channel, names: TopologyNames): Promise<void> => applyDeclarations(channel, dueQueue(names));

@@ -32,7 +32,7 @@ try {
       );
     }
   } else if (args[0] === 'delete' && args.length <= 2) {
-    const names = topologyNames(config.topologyPrefix, config.lanes);
+    const names = topologyNames(config.topologyPrefix, config.lanes, config.orderedShards);
     const { queues, exchanges } = teardownNames(names);
     if (args[1] !== '--yes') {
       // Deletes messages: refuse unless asked for explicitly.

@@ -180,7 +180,7 @@ describe('producer', () => {
         expect(publisher.connected()).toBe(true);
       } finally {
         await publisher.close();
-        await deleteTopology(channel, topologyNames(config.topologyPrefix, config.lanes));
+        await deleteTopology(channel, topologyNames(config.topologyPrefix, config.lanes, config.orderedShards));
         await connection.close();
       }
     },

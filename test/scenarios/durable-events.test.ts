@@ -97,7 +97,7 @@ describeEachMode('durable outcome events across a broker restart', (mode) => {
       METRICS_PORT: '0',
       TARGET_ALLOW: '127.0.0.0/8',
     });
-    const names = topologyNames(config.topologyPrefix, config.lanes);
+    const names = topologyNames(config.topologyPrefix, config.lanes, config.orderedShards);
     const queue = `${config.topologyPrefix}.status`;
     const logger = createLogger('silent');
     try {

@@ -51,7 +51,7 @@ export function testConfig(env: Record<string, string> = {}): RelayConfig {
  */
 export async function startRelay(env: Record<string, string> = {}, options: { declare?: boolean } = {}): Promise<RelayFixture> {
   const config = testConfig(env);
-  const names = topologyNames(config.topologyPrefix, config.lanes);
+  const names = topologyNames(config.topologyPrefix, config.lanes, config.orderedShards);
   const logger = createLogger(config.logLevel);
   if (options.declare !== false) await declareOnce(config, logger);
   const publisher = createPublisher(config, logger);

@@ -36,7 +36,7 @@ class StandInChannel extends EventEmitter {
   }
 }
 
-const due = (n: number): ConsumeMessage =>
+const due = (n: number | string): ConsumeMessage =>
   ({
     content: Buffer.from('{}'),
     fields: { routingKey: `due.${n}` },
@@ -66,5 +66,18 @@ describe('the due mover (plugin mode)', () => {
     channel.pending.shift()?.(null);
     await closed;
     expect(channel.log).toEqual([`publish ${names.routingKey}.3`, 'ack', 'close']);
+  });
+
+  it('moves an ordered message (due.o<bucket>) on into its shard as ordered.<bucket>, confirmed before its ack', async () => {
+    const channel = new StandInChannel();
+    const mover = createDueMover(topologyNames('p'), 10, createLogger('silent'));
+    mover.attach({ createConfirmChannel: async () => channel as unknown as ConfirmChannel });
+    await until(() => channel.deliver !== undefined);
+    channel.deliver?.(due('o7'));
+    expect(channel.log).toEqual(['publish ordered.7']);
+    channel.pending.shift()?.(null);
+    await until(() => channel.log.includes('ack'));
+    await mover.close();
+    expect(channel.log).toEqual(['publish ordered.7', 'ack', 'close']);
   });
 });

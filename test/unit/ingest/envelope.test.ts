@@ -29,6 +29,17 @@ describe('toPublishJob, checkPublishJob', () => {
     });
   });
 
+  it('carries an orderKey into the callback; an ordered one may be due now (no delay, 0, or a deliverAt past)', () => {
+    expect(toPublishJob({ url: URL_, body: 1, orderKey: 'tenant-7' }, 'k')).toEqual({
+      callback: { url: URL_, body: 1, orderKey: 'tenant-7', id: 'k' },
+      options: {},
+    });
+    for (const when of [{}, { delay: 0 }, { deliverAt: '2029-12-31T23:59:00Z' }]) {
+      const job = toPublishJob({ url: URL_, body: 1, orderKey: 'tenant-7', ...when }, 'k');
+      expect(checkPublishJob(job, NOW, 1_000)).toBe(job);
+    }
+  });
+
   it('refuses what publish() would refuse, naming the field', () => {
     const cases: [Partial<Envelope>, string][] = [
       [{ url: 'ftp://example.com/' }, 'url'],
@@ -38,6 +49,9 @@ describe('toPublishJob, checkPublishJob', () => {
       [{ deliverAt: 'not a date' }, 'deliverAt'],
       [{ delay: '2000h' }, 'delay'],
       [{ body: 'x'.repeat(200) }, 'body'],
+      [{ orderKey: ' padded' }, 'orderKey'],
+      [{ orderKey: 'k', delay: '1s' }, 'delay'],
+      [{ orderKey: 'k', deliverAt: '2030-01-01T00:01:00Z' }, 'deliverAt'],
     ];
     for (const [change, field] of cases) {
       expect(

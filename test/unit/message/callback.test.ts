@@ -160,6 +160,28 @@ describe('validateCallback: policy', () => {
   });
 });
 
+describe('validateCallback: orderKey', () => {
+  it.each(['tenant-42', 'k', 'a b', '~!', 'x'.repeat(MAX_ID_LENGTH)])('accepts %j: printable ASCII, spaces inside', (orderKey) => {
+    expect(validateCallback({ ...valid, orderKey })).toMatchObject({ orderKey });
+  });
+
+  it.each([
+    ['empty', ''],
+    ['256 characters', 'x'.repeat(MAX_ID_LENGTH + 1)],
+    ['a control character', 'a\u0001b'],
+    ['a newline', 'a\nb'],
+    ['DEL', 'a\u007f'],
+    ['a leading space', ' key'],
+    ['a trailing space', 'key '],
+    ['non-ASCII', 'clé'],
+    ['a number', 42],
+    ['null', null],
+    ['an array', ['key']],
+  ])('rejects %s', (_what, orderKey) => {
+    expectField({ ...valid, orderKey }, 'orderKey');
+  });
+});
+
 describe('validateCallback: headers', () => {
   it.each([null, 'X-A: 1', ['X-A', '1'], 42])('must be an object, not %j', (headers) => {
     expectField({ ...valid, headers }, 'headers');

@@ -46,8 +46,14 @@ const digest = (calls: unknown[][]): string => createHash('sha256').update(JSON.
 // delay levels went from one per bit to radix 16, then from highest digit first to lowest digit first
 // (new names each time; the old ones are retired at start by retire-earlier-levels.ts, never redeclared).
 // Then the delay exchanges gained the bindings of the hex keys beside the binary ones, which stay as
-// they were (the second digest: every call but those).
+// they were (the second digest: every call but those). Then ordered delivery added its shards, their
+// bindings on P and the delay routes back into them (`o<bucket>` keys, `due.o<bucket>`), and their log
+// streams; every other call is as it was (the digests of every call but the ordered ones).
 describe('the topology a prefix declares', () => {
+  /** A call of ordered delivery: a shard or log, a binding to a shard, or P.due's binding of an ordered bucket. */
+  const orderedCall = ([method, name, , key]: unknown[]): boolean =>
+    String(name).startsWith('p.ordered.') || (method === 'bindQueue' && /^due\.o\d+$/.test(String(key)));
+
   /** A binding of a hex delay key: at most 8 words, those before the last x0 … xf, * or #, one of them x0 … xf or 6 or more. */
   const hexBinding = ([method, , , key]: unknown[]): boolean => {
     if (method !== 'bindQueue') return false;
@@ -61,18 +67,62 @@ describe('the topology a prefix declares', () => {
   };
 
   it.each([
-    ['queues mode, quorum, 3 lanes', { names: topologyNames('p', 3) }, 'a1753811e45a7441', '6f88a9685d5b4294'],
-    ['queues mode, classic, history on', { queueType: 'classic', history: { maxAge: '7D' } }, '57c01d5f732882e2', '457bc8ce0cb3bbca'],
-    ['queues mode, quorum on a 3.9 broker', { broker: brokerFeatures('3.9.0') }, 'dafc1857131c43c6', '1e256d377a568a4d'],
-    ['plugin mode, quorum, history on', { mode: 'plugin', history: { maxAge: '12h' } }, '9d686688e3c2459b', '9d686688e3c2459b'],
-  ] as [string, Partial<TopologyOptions>, string, string][])(
+    ['queues mode, quorum, 3 lanes', { names: topologyNames('p', 3) }, '801d1f67f60e3ff4', 'a1753811e45a7441', '6f88a9685d5b4294'],
+    [
+      'queues mode, classic, history on',
+      { queueType: 'classic', history: { maxAge: '7D' } },
+      '0d8ce1034b2f327d',
+      '57c01d5f732882e2',
+      '457bc8ce0cb3bbca',
+    ],
+    [
+      'queues mode, quorum on a 3.9 broker',
+      { broker: brokerFeatures('3.9.0') },
+      '2dea52d69b55a0c1',
+      'dafc1857131c43c6',
+      '1e256d377a568a4d',
+    ],
+    [
+      'plugin mode, quorum, history on',
+      { mode: 'plugin', history: { maxAge: '12h' } },
+      '7ccd07a96190ff79',
+      '9d686688e3c2459b',
+      '9d686688e3c2459b',
+    ],
+  ] as [string, Partial<TopologyOptions>, string, string, string][])(
     '%s: the same declarations, in the same order',
-    async (_name, variant, expected, withoutHex) => {
+    async (_name, variant, expected, withoutOrdered, withoutOrderedOrHex) => {
       const calls = await declared(variant);
       expect(digest(calls)).toBe(expected);
-      expect(digest(calls.filter((call) => !hexBinding(call)))).toBe(withoutHex);
+      const before = calls.filter((call) => !orderedCall(call));
+      expect(digest(before)).toBe(withoutOrdered);
+      expect(digest(before.filter((call) => !hexBinding(call)))).toBe(withoutOrderedOrHex);
     },
   );
+
+  it('declares the ordered shards like the lanes, with a single active consumer, each bucket bound to its shard, and a log stream per shard', async () => {
+    const calls = await declared({ names: topologyNames('p', 2, 3) });
+    const args = (queue: string) =>
+      (calls.find(([method, name]) => method === 'assertQueue' && name === queue)?.[2] as { arguments: unknown }).arguments;
+    expect(args('p.ordered.2')).toEqual({ ...(args('p.work.1') as object), 'x-single-active-consumer': true });
+    expect(
+      calls.filter(([method, name]) => method === 'assertQueue' && String(name).startsWith('p.ordered.')).map(([, name]) => name),
+    ).toEqual(['p.ordered.0', 'p.ordered.1', 'p.ordered.2', 'p.ordered.log.0', 'p.ordered.log.1', 'p.ordered.log.2']);
+    expect(args('p.ordered.log.0')).toEqual({ 'x-queue-type': 'stream', 'x-max-age': '30D', 'x-stream-max-segment-size-bytes': 8_000_000 });
+    const bound = (key: string) =>
+      calls.filter(([method, , , k]) => method === 'bindQueue' && k === key).map(([, queue, exchange]) => [queue, exchange]);
+    expect(bound('ordered.0')).toEqual([['p.ordered.0', 'p']]);
+    expect(bound('ordered.63')).toEqual([['p.ordered.0', 'p']]);
+    expect(bound('ordered.5')).toEqual([['p.ordered.2', 'p']]);
+    // Queues mode: the last delay exchanges bind an ordered bucket's word to its shard, hex keys only.
+    expect(bound('x0.x0.x0.x0.x0.x0.o5')).toEqual([['p.ordered.2', 'p.delay']]);
+    expect(bound('*.*.*.*.*.*.o5')).toEqual([['p.ordered.2', 'p.delay.up.above.1048576s']]);
+    expect(calls.some(([method, , , key]) => method === 'bindQueue' && /^(\*\.){22}o5$/.test(String(key)))).toBe(false);
+    // Plugin mode: P.due takes `due.o<bucket>` beside `due.<bucket>`.
+    const plugin = await declared({ mode: 'plugin' });
+    expect(plugin).toContainEqual(['bindQueue', 'p.due', 'p', 'due.o63']);
+    expect(plugin).toContainEqual(['bindQueue', 'p.due', 'p', 'due.63']);
+  });
 
   it('declares the consumed queues with their dead-letter target and delivery limit, and P.dead practically unlimited', async () => {
     const calls = await declared({});
@@ -139,8 +189,11 @@ describe('the topology a prefix declares', () => {
     expect(deleted('deleteExchange')).toEqual(
       new Set([...made('assertExchange'), ...earlier.flatMap((levels) => levels.exchanges), names.lanesExchange, names.presenceExchange]),
     );
-    // The lanes, P.slow, P.due, P.dead, P.history, P.control, P.paused, P.paused.check, the delay levels and the two earlier versions'.
-    expect(teardownNames(names).queues).toHaveLength(names.workQueues.length + 7 + names.delayLevels.length + 22 + 78);
+    // The lanes, P.slow, P.due, P.dead, P.history, P.control, P.paused, P.paused.check, the ordered shards and
+    // their logs, the delay levels and the two earlier versions'.
+    expect(teardownNames(names).queues).toHaveLength(
+      names.workQueues.length + 7 + 2 * names.orderedQueues.length + names.delayLevels.length + 22 + 78,
+    );
     expect(deleted('deleteExchange')).toContain('p.delay.below.16s');
   });
 });

@@ -1,0 +1,44 @@
+import { binding, queue, type Declaration } from './declare-list.js';
+import { LANE_BUCKETS, orderedRoutingKey, orderedShard, type TopologyNames } from './topology-names.js';
+
+/**
+ * How long a shard's log keeps what the workers wrote to it: as long as P.control keeps a marker,
+ * longer than any retry schedule, so a key's record outlives its callbacks. Fixed, because every
+ * worker declares the streams and must declare them alike.
+ */
+export const ORDERED_LOG_MAX_AGE = '30D';
+
+/**
+ * A log's segment files: small, because retention drops whole segments only (the default 500 MB
+ * would keep a quiet shard's records long past ORDERED_LOG_MAX_AGE):
+ * https://www.rabbitmq.com/docs/streams#retention
+ */
+export const ORDERED_LOG_SEGMENT_BYTES = 8_000_000;
+
+/**
+ * Ordered delivery (topology-names.ts, orderBucket): the shards P.ordered.0 …, each bound on exchange P
+ * with `ordered.<bucket>` for its buckets (bucket mod shards), and one log stream per shard,
+ * P.ordered.log.0 …. A shard is consumed like a lane, so it takes the lanes' arguments (`consumed`:
+ * their dead-letter target P.dead and delivery limit, so a message that keeps crashing workers is
+ * parked), and it has one consumer at a time across the fleet (single active consumer): only one
+ * worker takes a shard's messages, in queue order, and another takes over where it stopped.
+ * https://www.rabbitmq.com/docs/consumers#single-active-consumer
+ *
+ * Declared after exchange P (deliveryPath), since its bindings are on P.
+ */
+export function orderedShards(names: TopologyNames, consumed: Record<string, unknown>): Declaration[] {
+  const shards = names.orderedQueues.length;
+  return [
+    ...names.orderedQueues.map((name) => queue(name, { ...consumed, 'x-single-active-consumer': true })),
+    ...Array.from({ length: LANE_BUCKETS }, (_, bucket) =>
+      binding(names.orderedQueues[orderedShard(bucket, shards)] as string, names.exchange, orderedRoutingKey(bucket)),
+    ),
+    ...names.orderedLogs.map((name) =>
+      queue(name, {
+        'x-queue-type': 'stream',
+        'x-max-age': ORDERED_LOG_MAX_AGE,
+        'x-stream-max-segment-size-bytes': ORDERED_LOG_SEGMENT_BYTES,
+      }),
+    ),
+  ];
+}
