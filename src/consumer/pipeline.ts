@@ -11,7 +11,7 @@ import { HealthNews } from './health-news.js';
 import { circuitStep, overflow } from './move-out.js';
 import { effectsSettings, stageDeps, type PipelineContext, type StageDeps } from './pipeline-context.js';
 import { LimitWake, Sweeper } from './pipeline-timers.js';
-import { orderBucket } from '../formats/order-key.js';
+import { orderBucket } from '../topology/topology-names.js';
 import type { Move, Settlement } from '../settle/settle.js';
 
 export type { Job, Lane, PipelineContext };
