@@ -17,6 +17,7 @@ import { createRelayMetrics } from '../metrics/relay-metrics.js';
 import type { Random } from '../policy/jitter.js';
 import { connectTopology, applyTopology, createRedeclare, type ResolvedTopology } from '../topology/connect-topology.js';
 import { loadTracing, type Tracing } from '../tracing/tracing.js';
+import { dueAtOf } from './decode.js';
 import { createDueHold, HOLD_PREFETCH } from './hold-until-due.js';
 import { createLaneChannels } from './lane-channels.js';
 import { createDueMover, type DueMover } from './move-due.js';
@@ -239,7 +240,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
           settled();
         });
       };
-      dueHold.hold(message.properties.headers, ch, release, () => giveBackHeld(ch, message));
+      dueHold.hold(dueAtOf(message.properties.headers), ch, release, () => giveBackHeld(ch, message));
     };
     if (topology.mode === 'plugin') dueMover = createDueMover(topology.names, consume.duePrefetch, logger, redeclare);
     let declaredAtStart = true;
