@@ -1,11 +1,14 @@
 import type { Channel, Message } from 'amqplib';
 import { describe, expect, it } from 'vitest';
-import { coalesceAcks } from '../../../src/consumer/coalesce-acks.js';
+import { coalesceAcks, type AckHold } from '../../../src/consumer/coalesce-acks.js';
 
 type Frame = { kind: 'ack' | 'nack'; tag: number; multiple: boolean; requeue?: boolean };
 
-/** A stand-in for amqplib's channel: records the frames its ack/nack would send. */
-function fakeChannel() {
+/**
+ * A stand-in for amqplib's channel: records the frames its ack/nack would send. `hold` is the ack
+ * hold's ms and count (0: acks above an unsettled one go at the end of their turn); `pass` moves its clock.
+ */
+function fakeChannel(hold: { ms: number; max?: number } = { ms: 0 }) {
   const frames: Frame[] = [];
   let closed = false;
   const channel = {
@@ -22,10 +25,23 @@ function fakeChannel() {
     },
   };
   const turns: Array<() => void> = [];
+  let now = 0;
+  const timers: Array<{ at: number; run: () => void }> = [];
+  const ackHold: AckHold = {
+    ms: hold.ms,
+    max: hold.max ?? 32,
+    now: () => now,
+    after: (ms, run) => {
+      const timer = { at: now + ms, run };
+      timers.push(timer);
+      return () => void timers.splice(timers.indexOf(timer), 1);
+    },
+  };
   const acks = coalesceAcks(
     channel as unknown as Channel,
     () => closed,
     (flush) => void turns.push(flush),
+    ackHold,
   );
   return {
     channel: channel as unknown as Channel,
@@ -36,6 +52,15 @@ function fakeChannel() {
     deliver: (...tags: number[]) => tags.forEach((tag) => acks.delivered(tag)),
     /** Ends the event loop's turn: runs the scheduled flushes. */
     endTurn: () => turns.splice(0).forEach((flush) => flush()),
+    /** `ms` pass: the hold's timers due by then run. */
+    pass: (ms: number) => {
+      now += ms;
+      for (const timer of timers.filter((t) => t.at <= now)) {
+        timers.splice(timers.indexOf(timer), 1);
+        timer.run();
+      }
+    },
+    pendingTimers: () => timers.length,
   };
 }
 
@@ -158,5 +183,77 @@ describe('coalesceAcks', () => {
     channel.ack(msg(6));
     endTurn();
     expect(frames[2]).toEqual({ kind: 'ack', tag: 6, multiple: true });
+  });
+
+  it('holds acks above an unsettled message for it: settled within the hold, one multiple ack covers them all', () => {
+    const { channel, frames, endTurn, deliver, pass, pendingTimers } = fakeChannel({ ms: 5 });
+    deliver(1, 2, 3, 4, 5);
+    channel.ack(msg(2));
+    channel.ack(msg(3));
+    endTurn();
+    expect(frames).toEqual([]);
+    pass(3);
+    channel.ack(msg(1));
+    channel.ack(msg(5));
+    endTurn();
+    // 1 completes 1–3; 5 still waits for 4.
+    expect(frames).toEqual([{ kind: 'ack', tag: 3, multiple: true }]);
+    channel.ack(msg(4));
+    endTurn();
+    expect(frames).toEqual([
+      { kind: 'ack', tag: 3, multiple: true },
+      { kind: 'ack', tag: 5, multiple: true },
+    ]);
+    expect(pendingTimers()).toBe(0);
+  });
+
+  it('sends held acks one by one once their hold is over, from the first of them held', () => {
+    const { channel, frames, endTurn, deliver, pass } = fakeChannel({ ms: 5 });
+    deliver(1, 2, 3, 4);
+    channel.ack(msg(2));
+    endTurn();
+    pass(3);
+    channel.ack(msg(3));
+    endTurn();
+    expect(frames).toEqual([]);
+    pass(2);
+    expect(frames).toEqual([
+      { kind: 'ack', tag: 2, multiple: false },
+      { kind: 'ack', tag: 3, multiple: false },
+    ]);
+    // A later one waits a hold of its own.
+    channel.ack(msg(4));
+    endTurn();
+    expect(frames).toHaveLength(2);
+    pass(5);
+    expect(frames[2]).toEqual({ kind: 'ack', tag: 4, multiple: false });
+  });
+
+  it('holds no more than its count: past it, the held acks go at once', () => {
+    const { channel, frames, endTurn, deliver } = fakeChannel({ ms: 5, max: 2 });
+    deliver(1, 2, 3, 4, 5);
+    channel.ack(msg(2));
+    channel.ack(msg(3));
+    endTurn();
+    expect(frames).toEqual([]);
+    channel.ack(msg(4));
+    endTurn();
+    expect(frames.map((f) => f.tag)).toEqual([2, 3, 4]);
+  });
+
+  it('flush sends held acks at once too, and a hold whose channel closed ends quietly', () => {
+    const first = fakeChannel({ ms: 5 });
+    first.deliver(1, 2, 3);
+    first.channel.ack(msg(2));
+    first.endTurn();
+    first.acks.flush();
+    expect(first.frames).toEqual([{ kind: 'ack', tag: 2, multiple: false }]);
+    const second = fakeChannel({ ms: 5 });
+    second.deliver(1, 2);
+    second.channel.ack(msg(2));
+    second.endTurn();
+    second.close();
+    expect(() => second.pass(5)).not.toThrow();
+    expect(second.frames).toEqual([]);
   });
 });

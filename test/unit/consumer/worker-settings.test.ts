@@ -94,7 +94,6 @@ describe('resolveWorkerSettings', () => {
     );
     expect(settings.consume).toEqual({
       prefetch: 7,
-      queuePrefetch: 14,
       duePrefetch: 300,
       drainTimeoutMs: 9_000,
       metricsPort: 0,
