@@ -49,7 +49,12 @@ export interface MessageEffects {
 
 /** A message's own queue, where it goes back when it cannot be settled, and P.dead past the bound. */
 export function returnRoute(names: TopologyNames, lane: Lane): ReturnRoute {
-  const queue = lane === 'slow' ? names.slowQueue : (names.workQueues[Number(lane)] ?? names.workQueue);
+  const queue =
+    lane === 'slow'
+      ? names.slowQueue
+      : lane.startsWith('o')
+        ? (names.orderedQueues[Number(lane.slice(1))] ?? names.workQueue)
+        : (names.workQueues[Number(lane)] ?? names.workQueue);
   return { queue, deadQueue: names.deadQueue };
 }
 

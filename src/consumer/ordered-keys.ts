@@ -72,7 +72,8 @@ export function recordOf(headers: Record<string, unknown>): LogRecord | undefine
   }
 }
 
-const str = (value: unknown): string | undefined => (typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString() : undefined);
+const str = (value: unknown): string | undefined =>
+  typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString() : undefined;
 const num = (value: unknown): number | undefined => {
   const n = typeof value === 'bigint' ? Number(value) : value;
   return typeof n === 'number' && Number.isSafeInteger(n) ? n : undefined;
@@ -207,7 +208,10 @@ export class OrderedKeys {
     const owner = randomUUID();
     const shard: Shard = { channel: job.channel, owner, order: new KeyOrder<Job>(owner), ready: Promise.resolve(false), closed: false };
     shard.ready = this.claim(shard, this.deps.logs.get(job.lane) as string).catch((error: unknown) => {
-      this.deps.logger.error({ lane: job.lane, err: (error as Error).message }, 'an ordered shard could not be taken over; its channel closes');
+      this.deps.logger.error(
+        { lane: job.lane, err: (error as Error).message },
+        'an ordered shard could not be taken over; its channel closes',
+      );
       this.forget(shard);
       // Closing the channel hands the shard to another worker (or to this one, reopened).
       void shard.channel.close().catch(() => {});
@@ -254,7 +258,10 @@ export class OrderedKeys {
   private async toLog(shard: Shard, key: string, jobs: Job[]): Promise<void> {
     for (const job of jobs) {
       const { message } = job;
-      const headers = { ...message.properties.headers, ...recordHeaders({ kind: 'follower', owner: shard.owner, key, id: job.delivery.id }) };
+      const headers = {
+        ...message.properties.headers,
+        ...recordHeaders({ kind: 'follower', owner: shard.owner, key, id: job.delivery.id }),
+      };
       try {
         await this.append(shard, headers, message.content, message.properties);
       } catch (error) {
@@ -280,7 +287,10 @@ export class OrderedKeys {
     } catch (error) {
       if (shard.closed) return;
       shard.order.readFailed(key, offset);
-      this.deps.logger.error({ key, offset, err: (error as Error).message }, 'an ordered follower could not be put back in its shard; tried again soon');
+      this.deps.logger.error(
+        { key, offset, err: (error as Error).message },
+        'an ordered follower could not be put back in its shard; tried again soon',
+      );
       setTimeout(() => {
         const step = shard.closed ? undefined : shard.order.next(key);
         if (step?.read) void this.resume(shard, step.read.key, step.read.offset);

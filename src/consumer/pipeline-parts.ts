@@ -10,6 +10,7 @@ import type { PipelineObserver } from '../reports.js';
 import type { ResolvedTopology } from '../topology/connect-topology.js';
 import type { Tracing } from '../tracing/tracing.js';
 import type { Job, Lane, PipelineContext } from './pipeline.js';
+import type { OrderedKeys } from './ordered-keys.js';
 import type { WorkerSettings } from './worker-settings.js';
 
 /** The parts a worker made at its start (worker.ts), which its pipeline's context takes as they are. */
@@ -27,6 +28,8 @@ export interface PipelineParts {
   redeclare: () => Promise<void>;
   /** How many unsettled messages a lane's window holds beyond the line where what queues behind them still comes in. */
   laneExcess: (lane: Lane) => number;
+  /** The ordered shards this worker owns (ordered-keys.ts). */
+  ordered: OrderedKeys;
 }
 
 /** The pipeline's context: the worker's settings and the parts it made, put together once. */
@@ -57,6 +60,7 @@ export function pipelineContext(settings: WorkerSettings, parts: PipelineParts):
     // A copy that came back unroutable (an operator deleted P.dead, P.slow, a level or a binding) declares the topology again.
     settle: { confirmTimeoutMs: settings.publishTimeoutMs, redeclare: parts.redeclare },
     laneExcess: parts.laneExcess,
+    ordered: parts.ordered,
     limitHoldMs: settings.limitHoldMs,
     autoPause: settings.autoPauseAfterMs > 0 ? new AutoPause(settings.autoPauseAfterMs) : undefined,
     durableEvents:

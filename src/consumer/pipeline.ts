@@ -29,7 +29,8 @@ const LIMIT_DEFER_HOLDS = 3;
 const ORDER_WAIT_MAX_MS = 60_000;
 
 /** A settlement that sends the callback through the delay path: an ordered one holds its key until it is back. */
-const holdsKey = (settlement: Settlement): boolean => settlement.kind === 'retry' || (settlement.kind === 'move' && 'delayMs' in settlement);
+const holdsKey = (settlement: Settlement): boolean =>
+  settlement.kind === 'retry' || (settlement.kind === 'move' && 'delayMs' in settlement);
 
 /**
  * Where a stage failed. Before a decision reached settle (`prepare`, `attempt`, `conclude`) the
@@ -348,6 +349,7 @@ export function createPipeline(context: PipelineContext) {
   const pipeline = new Pipeline(context);
   return {
     handle: pipeline.handle.bind(pipeline),
+    admit: pipeline.admit.bind(pipeline),
     channelClosed: pipeline.channelClosed.bind(pipeline),
     shareHealth: pipeline.shareHealth.bind(pipeline),
     stop: pipeline.stop.bind(pipeline),

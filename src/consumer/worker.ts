@@ -29,6 +29,8 @@ import { startSteps } from './start-steps.js';
 import { startControlReader, type ControlReader } from '../control/control-reader.js';
 import { startFleetPresence, type FleetPresence } from '../control/fleet-presence.js';
 import { applyLimits, followFleet } from './apply-limits.js';
+import { OrderedKeys } from './ordered-keys.js';
+import { orderBucket, orderedRoutingKey } from '../topology/topology-names.js';
 
 export interface WorkerDeps {
   /** Wall clock in ms; default `Date.now`. */
@@ -80,6 +82,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   let control: ControlReader | undefined;
   let presence: FleetPresence | undefined;
   let pipeline: ReturnType<typeof createPipeline> | undefined;
+  let orderedKeys: OrderedKeys | undefined;
   // From now on this worker sees its targets' results: what it knows of their successes starts here.
   const isolation = settings.isolation && new TargetIsolation<Job>(settings.isolation, clock());
   const metrics = createRelayMetrics(() => isolation);
@@ -179,6 +182,18 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     // (PREFETCH). In plugin mode the window is PREFETCH, so a busy target's every waiting callback holds room another needs.
     const line = window - Math.max(consume.prefetch, Math.ceil(window / 2));
     const laneExcess = (lane: Lane): number => lanes.unsettled(lane) - line;
+    // Ordered shards: each a queue with a single active consumer; this worker keeps the order of the keys of those it owns.
+    const orderedLanes = topology.names.orderedQueues.map((queue, shard): [string, Lane] => [queue, `o${shard}`]);
+    const ordered = new OrderedKeys({
+      logs: new Map(orderedLanes.map(([, lane], shard) => [lane, topology.names.orderedLogs[shard] as string])),
+      resumeRoute: (key) => ({ exchange: topology.names.exchange, routingKey: orderedRoutingKey(orderBucket(key)) }),
+      connection: () => manager?.connection,
+      run: (job) => pipeline?.admit(job),
+      logger,
+      clock,
+      publishTimeoutMs: settings.publishTimeoutMs,
+    });
+    orderedKeys = ordered;
     pipeline = createPipeline(
       pipelineContext(settings, {
         topology,
@@ -192,6 +207,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
         logger,
         redeclare,
         laneExcess,
+        ordered,
       }),
     );
     const { handle, shareHealth } = pipeline;
@@ -259,6 +275,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
           [
             ...topology.names.workQueues.map((queue, lane): [string, Lane] => [queue, String(lane)]),
             [topology.names.slowQueue, 'slow', consume.prefetch],
+            ...orderedLanes,
           ],
           window,
         );
@@ -298,6 +315,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   async function closeAll(): Promise<void> {
     const broker = async (): Promise<void> => {
       await lanes.close();
+      await orderedKeys?.close();
       await channel?.close().catch(() => {});
       await manager?.close().catch(() => {});
       await presence?.close();

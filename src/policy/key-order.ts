@@ -244,7 +244,8 @@ export class KeyOrder<T> {
   /** Held keys and their followers in the log, for operators. */
   heldKeys(): Array<{ key: string; head: string; logged: number }> {
     const out: Array<{ key: string; head: string; logged: number }> = [];
-    for (const [key, state] of this.keys) if (state.head?.held) out.push({ key, head: state.head.id, logged: state.logged.length + state.appending });
+    for (const [key, state] of this.keys)
+      if (state.head?.held) out.push({ key, head: state.head.id, logged: state.logged.length + state.appending });
     return out;
   }
 }

@@ -42,7 +42,11 @@ describe('KeyOrder', () => {
     // The same follower put back twice: the second is dropped.
     expect(order.arrive(from('k', 'b', 10)).kind).toBe('drop');
     order.followerLogged('k', 12);
-    expect(order.settled('k', 'b')).toEqual({ records: [{ kind: 'done', owner: 'w1', key: 'k', offset: 10 }], toLog: [], read: { key: 'k', offset: 11 } });
+    expect(order.settled('k', 'b')).toEqual({
+      records: [{ kind: 'done', owner: 'w1', key: 'k', offset: 10 }],
+      toLog: [],
+      read: { key: 'k', offset: 11 },
+    });
     order.arrive(from('k', 'c', 11));
     // c fails: its hold records the offset it ran from.
     expect(order.held('k', 'c').records).toEqual([{ kind: 'hold', owner: 'w1', key: 'k', head: 'c', from: 11 }]);

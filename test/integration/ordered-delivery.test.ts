@@ -1,0 +1,107 @@
+import { expect, it } from 'vitest';
+import { HEADER } from '../../src/message/headers.js';
+import { describeEachMode, sleep } from '../support/modes.js';
+import { openedInEachTest } from '../support/opened-in-each-test.js';
+import type { ReceivedRequest } from '../support/receiver.js';
+import type { RelayFixture } from '../support/relay.js';
+
+const open = openedInEachTest();
+
+/** The callbacks' sequence numbers per key, in the order the receiver saw their requests. */
+function seenPerKey(requests: ReceivedRequest[]): Map<string, number[]> {
+  const out = new Map<string, number[]>();
+  for (const request of requests) {
+    const [, key, n] = request.path.split('/');
+    if (key === undefined || n === undefined) continue;
+    out.set(key, [...(out.get(key) ?? []), Number(n)]);
+  }
+  return out;
+}
+
+/** No request of a key for callback n+1 before callback n's last request (no crash here: so no repeat after it either). */
+function expectInOrder(requests: ReceivedRequest[], count: number): void {
+  for (const [key, seen] of seenPerKey(requests)) {
+    const sorted = [...seen].sort((a, b) => a - b);
+    expect(seen, `key ${key} saw its callbacks out of order`).toEqual(sorted);
+    expect(new Set(seen).size, `key ${key}`).toBe(count);
+  }
+}
+
+async function publishKeys(relay: RelayFixture, origin: string, keys: string[], count: number): Promise<void> {
+  // One key's callbacks are published one after another (the order the broker accepts them is the order promised).
+  await Promise.all(
+    keys.map(async (key) => {
+      for (let n = 0; n < count; n += 1) await relay.publisher.publish({ url: `${origin}/${key}/${n}`, body: { key, n }, orderKey: key });
+    }),
+  );
+}
+
+describeEachMode('ordered delivery per key', (mode) => {
+  it('retries hold their key, not the others: each key sees its callbacks in order, every one delivered', async () => {
+    // Callback 2 of every key fails twice, callback 5 of key k1 once: their keys wait, the rest go on.
+    const receiver = await open.receiver(({ path, nth }) => {
+      const [, key, n] = path.split('/');
+      if (n === '2' && nth <= 2) return { status: 503 };
+      if (key === 'k1' && n === '5' && nth === 1) return { status: 500 };
+      return { status: 200 };
+    });
+    const relay = await open.relay({ DELAY_MODE: mode, RETRY_SCHEDULE: '1s', MAX_ATTEMPTS: '5', ORDERED_SHARDS: '2' });
+    await relay.startWorker();
+    const keys = ['k0', 'k1', 'k2', 'k3'];
+    await publishKeys(relay, receiver.origin, keys, 8);
+    await receiver.waitFor(
+      (requests) => [...seenPerKey(requests).values()].every((seen) => new Set(seen).size === 8) && seenPerKey(requests).size === 4,
+      60_000,
+    );
+    await sleep(1_500);
+    // Repeats are the failed attempts only: 2 for each key's callback 2, 1 for k1's callback 5.
+    expect(receiver.requests).toHaveLength(4 * 8 + 4 * 2 + 1);
+    expectInOrder(
+      receiver.requests.filter((r, i, all) => all.findIndex((o) => o.path === r.path) === i),
+      8,
+    );
+    // Every request of a key after its callback n's first is for n or later.
+    for (const [key, seen] of seenPerKey(receiver.requests)) {
+      for (let i = 1; i < seen.length; i += 1) expect(seen[i]! >= seen[i - 1]!, `key ${key}: ${seen.join(',')}`).toBe(true);
+    }
+    expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
+  });
+
+  it('a parked head lets its key move on; a callback without a key, or of another key, never waits for it', async () => {
+    const receiver = await open.receiver(({ path }) => (path.startsWith('/bad/0') ? { status: 500 } : { status: 200 }));
+    const relay = await open.relay({ DELAY_MODE: mode, RETRY_SCHEDULE: '1s', MAX_ATTEMPTS: '2', ORDERED_SHARDS: '1' });
+    await relay.startWorker();
+    await publishKeys(relay, receiver.origin, ['bad'], 4);
+    await relay.publisher.publish({ url: `${receiver.origin}/free/0`, body: {} });
+    await relay.publisher.publish({ url: `${receiver.origin}/other/0`, body: {}, orderKey: 'other' });
+    await receiver.waitFor((requests) => requests.some((r) => r.path === '/free/0') && requests.some((r) => r.path === '/other/0'), 10_000);
+    // The two unrelated ones did not wait for bad/0's retry.
+    expect(receiver.requests.filter((r) => r.path.startsWith('/bad/')).map((r) => r.path)).toEqual(['/bad/0']);
+    await relay.waitForDead(1, 20_000);
+    await receiver.waitFor((requests) => requests.some((r) => r.path === '/bad/3'), 20_000);
+    expect(receiver.requests.filter((r) => r.path.startsWith('/bad/')).map((r) => r.path)).toEqual([
+      '/bad/0',
+      '/bad/0',
+      '/bad/1',
+      '/bad/2',
+      '/bad/3',
+    ]);
+    const [dead] = await relay.drainDead();
+    expect(dead?.properties.headers?.[HEADER.reason]).toBe('exhausted');
+  });
+
+  it('two workers: one owns each shard, and a key keeps its order across them', async () => {
+    const receiver = await open.receiver(({ path, nth }) => (path.endsWith('/1') && nth === 1 ? { status: 503 } : { status: 200 }));
+    const relay = await open.relay({ DELAY_MODE: mode, RETRY_SCHEDULE: '1s', MAX_ATTEMPTS: '5', ORDERED_SHARDS: '2' });
+    await relay.startWorker();
+    await relay.startWorker();
+    const keys = Array.from({ length: 6 }, (_, i) => `key-${i}`);
+    await publishKeys(relay, receiver.origin, keys, 5);
+    await receiver.waitFor((requests) => new Set(requests.map((r) => r.path)).size === 30, 60_000);
+    await sleep(1_000);
+    for (const [key, seen] of seenPerKey(receiver.requests)) {
+      for (let i = 1; i < seen.length; i += 1) expect(seen[i]! >= seen[i - 1]!, `key ${key}: ${seen.join(',')}`).toBe(true);
+    }
+    expect(receiver.requests).toHaveLength(30 + 6);
+  });
+});
