@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import type { Fate } from './fates.js';
 import { formatFaultWindows } from './fault-window.js';
 import type { ScenarioResult } from './scenario.js';
+import { emptyTally, type FateRow } from './verdict.js';
 
 /** A scenario that was not run, and why (e.g. plugin mode on a broker without the plugin). */
 export interface Skipped {
@@ -41,17 +42,8 @@ export function formatScenario(result: ScenarioResult): string {
     `\n### ${result.title} (${result.seconds} s, prefix ${result.prefix})`,
     pad(['fate', 'callbacks', 'delivered', 'dead (ok)', 'UNDELIVERED', 'other', 'lost', 'dup 2xx', 'repeats'], widths),
   ];
-  const total = {
-    callbacks: 0,
-    delivered: 0,
-    deadAsExpected: 0,
-    undelivered: 0,
-    otherOutcome: 0,
-    lost: 0,
-    duplicateDeliveries: 0,
-    repeatedAttempts: 0,
-  };
-  for (const [fate, row] of Object.entries(v.perFate) as [Fate, typeof total][]) {
+  const total = emptyTally();
+  for (const [fate, row] of Object.entries(v.perFate) as [Fate, FateRow][]) {
     lines.push(
       pad(
         [
@@ -68,7 +60,7 @@ export function formatScenario(result: ScenarioResult): string {
         widths,
       ),
     );
-    for (const key of Object.keys(total) as (keyof typeof total)[]) total[key] += row[key];
+    for (const key of Object.keys(total) as (keyof FateRow)[]) total[key] += row[key];
   }
   lines.push(
     pad(

@@ -19,6 +19,18 @@ export interface FateRow {
   repeatedAttempts: number;
 }
 
+/** A tally with nothing counted yet: each fate's row starts so, and so does the sum of the rows (report.ts). */
+export const emptyTally = (): FateRow => ({
+  callbacks: 0,
+  delivered: 0,
+  deadAsExpected: 0,
+  undelivered: 0,
+  otherOutcome: 0,
+  lost: 0,
+  duplicateDeliveries: 0,
+  repeatedAttempts: 0,
+});
+
 export interface Verdict {
   callbacks: number;
   delivered: number;
@@ -76,21 +88,7 @@ export function judge(input: VerdictInput): Verdict {
   const deadById = new Map<string, DeadEntry[]>();
   for (const entry of input.dead) deadById.set(entry.id, [...(deadById.get(entry.id) ?? []), entry]);
   const unconfirmed = new Set(input.unconfirmed);
-  const perFate = Object.fromEntries(
-    (Object.keys(FATES) as Fate[]).map((fate) => [
-      fate,
-      {
-        callbacks: 0,
-        delivered: 0,
-        deadAsExpected: 0,
-        undelivered: 0,
-        otherOutcome: 0,
-        lost: 0,
-        duplicateDeliveries: 0,
-        repeatedAttempts: 0,
-      },
-    ]),
-  ) as Record<Fate, FateRow>;
+  const perFate = Object.fromEntries((Object.keys(FATES) as Fate[]).map((fate) => [fate, emptyTally()])) as Record<Fate, FateRow>;
   const verdict: Verdict = {
     callbacks: input.callbacks,
     delivered: 0,

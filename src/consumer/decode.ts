@@ -108,6 +108,17 @@ function heldOf(headers: Record<string, unknown> | undefined): Pick<Delivery, 'h
 }
 
 /**
+ * Queues mode: when the message is due (HEADER.dueAt, ms since the epoch, the publisher's clock), read
+ * when it arrives, before the pipeline, to hold it until then (hold-until-due.ts). A 64-bit integer
+ * header arrives as a bigint; anything else unreadable is no due time (bad input is never held).
+ */
+export function dueAtOf(headers: Record<string, unknown> | undefined): number | undefined {
+  const raw = headers?.[HEADER.dueAt];
+  const dueAt = typeof raw === 'number' ? raw : typeof raw === 'bigint' ? Number(raw) : Number.NaN;
+  return Number.isFinite(dueAt) ? dueAt : undefined;
+}
+
+/**
  * A policy resolved at an earlier attempt travels in the headers, and they decide: workers whose
  * files differ never disagree about a message in flight. Otherwise this worker's file resolves it.
  */

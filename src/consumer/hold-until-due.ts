@@ -1,12 +1,11 @@
-import { HEADER } from '../message/headers.js';
 import { LEVEL_LEAD_MS } from '../topology/delay-levels.js';
 
 /**
  * Queues mode, the last fraction of a second: the delay levels count whole seconds and let a message
  * out up to LEVEL_LEAD_MS + 1 s before it is due (delay-levels.ts), and a delay shorter than that goes
- * to its lane at once. The worker holds such a message in memory until its due time (HEADER.dueAt),
- * then hands it to the pipeline. Held, it is still unacked: it keeps its consumer-prefetch slot but
- * takes no delivery slot. If its channel dies the broker returns it to its lane; a worker that stops
+ * to its lane at once. The worker holds such a message in memory until its due time (HEADER.dueAt,
+ * read by decode.ts dueAtOf), then hands it to the pipeline. Held, it is still unacked: it keeps its
+ * consumer-prefetch slot but takes no delivery slot. If its channel dies the broker returns it to its lane; a worker that stops
  * gives it back there itself, unattempted, once its consumers are cancelled (giveBackAll).
  */
 
@@ -28,13 +27,11 @@ export const HOLD_PREFETCH = 400;
 const MIN_HOLD_MS = 2;
 
 /**
- * How long to hold a message with these headers, received at `nowMs`: until its due time, at most
- * MAX_HOLD_MS; 0 when it is due, has no due time, or the header is unreadable (bad input is never held).
+ * How long to hold a message due at `dueAt` (decode.ts dueAtOf), received at `nowMs`: until its due
+ * time, at most MAX_HOLD_MS; 0 when it is due or has no due time (its header absent or unreadable).
  */
-export function holdMs(headers: Record<string, unknown> | undefined, nowMs: number): number {
-  const raw = headers?.[HEADER.dueAt];
-  const dueAt = typeof raw === 'number' ? raw : typeof raw === 'bigint' ? Number(raw) : Number.NaN;
-  if (!Number.isFinite(dueAt)) return 0;
+export function holdMs(dueAt: number | undefined, nowMs: number): number {
+  if (dueAt === undefined) return 0;
   const wait = dueAt - nowMs;
   return wait >= MIN_HOLD_MS ? Math.min(wait, MAX_HOLD_MS) : 0;
 }
@@ -45,7 +42,7 @@ export interface DueHold<Channel> {
    * Runs `release` once the message is due (at once when it is); nothing when its channel closes first;
    * `giveBack` instead when the worker stops first (giveBackAll).
    */
-  hold(headers: Record<string, unknown> | undefined, channel: Channel, release: () => void, giveBack: () => void): void;
+  hold(dueAt: number | undefined, channel: Channel, release: () => void, giveBack: () => void): void;
   /** The channel closed: the broker has requeued its held messages, so none of them may be released or given back. */
   channelClosed(channel: Channel): void;
   /**
@@ -74,8 +71,8 @@ export function createDueHold<Channel extends object>(clock: () => number): DueH
     return own;
   }
   return {
-    hold(headers, channel, release, giveBack) {
-      const wait = holdMs(headers, clock());
+    hold(dueAt, channel, release, giveBack) {
+      const wait = holdMs(dueAt, clock());
       if (wait === 0) return release();
       if (givenBack) return giveBack();
       let own = held.get(channel);

@@ -2,10 +2,9 @@ import type { AmqpConnectionManager, ChannelWrapper } from 'amqp-connection-mana
 import { connectManager } from '../amqp/connect.js';
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { Server } from 'node:http';
-import type { Agent, Dispatcher } from 'undici';
+import type { Agent } from 'undici';
 import { amqpUrls } from '../config/amqp-urls.js';
 import type { RelayConfig } from '../config/load-config.js';
-import { createDurableEvents } from '../events/durable-events.js';
 import { createOutcomeEvents } from '../events/outcome-events.js';
 import { resolveBrokerEndpoints } from '../http/broker-endpoints.js';
 import { createGuardedAgent } from '../http/guarded-agent.js';
@@ -15,42 +14,21 @@ import type { Logger } from '../logger.js';
 import { startMetricsServer } from '../metrics/metrics-server.js';
 import { createRelayMetrics } from '../metrics/relay-metrics.js';
 import type { Random } from '../policy/jitter.js';
-import { connectTopology, applyTopology, createRedeclare, type ResolvedTopology } from '../topology/connect-topology.js';
+import { connectTopology, applyTopology, createRedeclare } from '../topology/connect-topology.js';
 import { loadTracing, type Tracing } from '../tracing/tracing.js';
+import { dueAtOf } from './decode.js';
 import { createDueHold, HOLD_PREFETCH } from './hold-until-due.js';
 import { createLaneChannels } from './lane-channels.js';
 import { createDueMover, type DueMover } from './move-due.js';
-import { observeAll, type PipelineObserver } from '../reports.js';
-import { createPipeline, type Job, type Lane, type PipelineContext } from './pipeline.js';
-import { resolveWorkerSettings, type WorkerSettings } from './worker-settings.js';
+import { observeAll } from '../reports.js';
+import { createPipeline, type Job, type Lane } from './pipeline.js';
+import { pipelineContext } from './pipeline-parts.js';
+import { resolveWorkerSettings } from './worker-settings.js';
+import { createInFlight, drainAndClose } from './worker-stop.js';
+import { startSteps } from './start-steps.js';
 import { startControlReader, type ControlReader } from '../control/control-reader.js';
-import { AutoPause } from '../control/auto-pause.js';
 import { startFleetPresence, type FleetPresence } from '../control/fleet-presence.js';
 import { applyLimits, followFleet } from './apply-limits.js';
-import type { ControlView } from '../control/control-state.js';
-
-/** Of DRAIN_TIMEOUT, what the closes after the drain may take at most (a quarter of it when shorter). */
-const CLOSE_RESERVE_MS = 2_000;
-
-/** Whether `work` settles within `ms`; it never rejects, and the timer keeps nothing alive. */
-async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-    timer.unref();
-  });
-  try {
-    return await Promise.race([
-      work.then(
-        () => true,
-        () => true,
-      ),
-      timedOut,
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 export interface WorkerDeps {
   /** Wall clock in ms; default `Date.now`. */
@@ -88,9 +66,8 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   const { consume } = settings;
   const clock = deps.clock ?? Date.now;
   const abort = new AbortController();
-  /** Messages handed to the pipeline and not settled yet; `drained` resolves when the count falls back to 0. */
-  let inFlight = 0;
-  let drained: { promise: Promise<void>; resolve: () => void } | undefined;
+  /** Messages handed to the pipeline and not settled yet: what the stop drains. */
+  const inFlight = createInFlight();
   let agent: Agent | undefined;
   let manager: AmqpConnectionManager | undefined;
   let channel: ChannelWrapper | undefined;
@@ -234,13 +211,13 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       if (message === null) return consumerCancelled(lane);
       // A count, not a set of promises: one promise and one callback per message, whatever its fate.
       const release = (): void => {
-        inFlight += 1;
-        handle(message, ch, lane).then(settled, (error: Error) => {
+        inFlight.add();
+        handle(message, ch, lane).then(inFlight.settled, (error: Error) => {
           logger.warn({ err: error.message }, 'could not settle a message; the broker will redeliver it');
-          settled();
+          inFlight.settled();
         });
       };
-      dueHold.hold(message.properties.headers, ch, release, () => giveBackHeld(ch, message));
+      dueHold.hold(dueAtOf(message.properties.headers), ch, release, () => giveBackHeld(ch, message));
     };
     if (topology.mode === 'plugin') dueMover = createDueMover(topology.names, consume.duePrefetch, logger, redeclare);
     let declaredAtStart = true;
@@ -305,50 +282,16 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     await channel.waitForConnect();
   }
 
-  function settled(): void {
-    inFlight -= 1;
-    if (inFlight === 0 && drained) {
-      drained.resolve();
-      drained = undefined;
-    }
-  }
-
-  /** Resolves once every message handed to the pipeline so far is settled (at once when none is). */
-  function untilDrained(): Promise<void> {
-    if (inFlight === 0) return Promise.resolve();
-    if (!drained) {
-      let resolve = (): void => {};
-      const promise = new Promise<void>((done) => (resolve = done));
-      drained = { promise, resolve };
-    }
-    return drained.promise;
-  }
-
   async function stop(): Promise<void> {
     if (stopping) return;
     stopping = true;
     ready = false;
     abort.abort();
-    // The whole stop, closes included, ends by DRAIN_TIMEOUT: a broker that stops answering (a resource
-    // alarm, a partition) confirms no cancel and no close, and a SIGTERM must not wait for the SIGKILL.
-    const deadline = Date.now() + consume.drainTimeoutMs;
-    const closeReserve = Math.min(CLOSE_RESERVE_MS, consume.drainTimeoutMs / 4);
-    const left = (reserve = 0): number => Math.max(0, deadline - reserve - Date.now());
-    // No attempt starts from here on; once the consumers are cancelled nothing more arrives, and what
-    // only waited for a slot goes back to its queue unattempted (pipeline.ts giveBack).
-    pipeline?.stop();
-    if (!(await settlesWithin(lanes.cancel(), left(closeReserve))))
-      logger.warn('the broker did not confirm the cancel of the consumers in time; draining anyway');
-    // Held messages not due yet go back with them, so another worker has them when due, not after the drain.
-    const returned = (pipeline?.giveBackWaiting() ?? 0) + dueHold.giveBackAll();
-    logger.info({ returned }, 'draining: callbacks that waited for a slot or their due time went back to their queues unattempted');
-    // Moves of due messages (plugin mode) in progress finish within the drain too.
-    const finished = await settlesWithin(Promise.allSettled([untilDrained(), dueMover?.close()]), left(closeReserve));
-    if (!finished) logger.warn({ unfinished: inFlight }, 'drain timeout: unfinished deliveries return to the queue');
-    // The last acks and give-backs reach the broker before the connection closes, or their messages would be delivered again.
-    const closed = await settlesWithin(closeAll(), left());
-    if (!closed) logger.warn('the broker did not answer the closes before DRAIN_TIMEOUT; the connection is left to the process exit');
-    logger.info('worker stopped');
+    await drainAndClose(
+      { lanes, dueHold, inFlight, pipeline: () => pipeline, dueMover: () => dueMover, closeAll },
+      consume.drainTimeoutMs,
+      logger,
+    );
   }
 
   /** Closes the broker side in the order the acks need (lanes, their last acks flushed, first) and, beside it, the local side. */
@@ -372,7 +315,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     start,
     stop,
     get inFlight() {
-      return inFlight;
+      return inFlight.count;
     },
     get ready() {
       return isReady();
@@ -395,78 +338,4 @@ function giveBackHeld(channel: ConfirmChannel, message: ConsumeMessage): void {
   } catch {
     // The channel closed meanwhile: the broker has requeued the message.
   }
-}
-
-interface PipelineParts {
-  topology: ResolvedTopology;
-  dispatcher: Dispatcher;
-  scheduler: TargetIsolation<Job> | ArrivalOrder<Job>;
-  control: ControlView;
-  observer: PipelineObserver;
-  tracing: Tracing | undefined;
-  clock: () => number;
-  random: Random;
-  logger: Logger;
-  /** Declares the topology again (topology/connect-topology.ts): shared by settle, lane reopens and the P.due mover. */
-  redeclare: () => Promise<void>;
-  /** How many unsettled messages a lane's window holds beyond the line where what queues behind them still comes in. */
-  laneExcess: (lane: Lane) => number;
-}
-
-/** The pipeline's context: the worker's settings and the parts it made, put together once. */
-function pipelineContext(settings: WorkerSettings, parts: PipelineParts): PipelineContext {
-  const { topology, clock } = parts;
-  const { delivery, retry } = settings;
-  return {
-    scheduler: parts.scheduler,
-    control: parts.control,
-    observer: parts.observer,
-    tracing: parts.tracing,
-    clock,
-    random: parts.random,
-    logger: parts.logger,
-    names: topology.names,
-    mode: topology.mode,
-    maxPayloadBytes: delivery.maxPayloadBytes,
-    retry,
-    policies: settings.policies,
-    deliver: {
-      timeoutMs: delivery.timeoutMs,
-      responseBodyLimit: delivery.responseBodyLimit,
-      keepBody: retry.successBody !== '',
-      dispatcher: parts.dispatcher,
-      sign: delivery.sign,
-    },
-    targetKey: settings.targetKey,
-    // A copy that came back unroutable (an operator deleted P.dead, P.slow, a level or a binding) declares the topology again.
-    settle: { confirmTimeoutMs: settings.publishTimeoutMs, redeclare: parts.redeclare },
-    laneExcess: parts.laneExcess,
-    limitHoldMs: settings.limitHoldMs,
-    autoPause: settings.autoPauseAfterMs > 0 ? new AutoPause(settings.autoPauseAfterMs) : undefined,
-    durableEvents:
-      settings.events === 'durable' ? createDurableEvents(topology.names.eventsExchange, clock, settings.publishTimeoutMs) : undefined,
-  };
-}
-
-/**
- * Milliseconds each named step of a start took, each counted from the end of the one before; `last`
- * ends the final step and returns them all, once (a reconnect's setup logs no start).
- */
-function startSteps(clock: () => number) {
-  let since = clock();
-  let taken: Record<string, number> | undefined = {};
-  const done = (step: string): void => {
-    const now = clock();
-    if (taken) taken[step] = now - since;
-    since = now;
-  };
-  return {
-    done,
-    last(step: string): Record<string, number> | undefined {
-      done(step);
-      const all = taken;
-      taken = undefined;
-      return all;
-    },
-  };
 }

@@ -1,8 +1,7 @@
 import type { GetMessage } from 'amqplib';
-import { publishConfirmed } from '../amqp/publish-confirmed.js';
 import type { DeadQueueSession } from './dead-queue-session.js';
 import { dlqEntry } from './dlq-entry.js';
-import { replayPublishOptions } from './replay-publish-options.js';
+import { replayOne } from './replay-one.js';
 import { moveToTail, returnDeadMessages } from './return-dead-messages.js';
 import { selectForReplay, unmatchedIds, type ReplaySelector } from './select-for-replay.js';
 
@@ -76,16 +75,7 @@ export async function replayDead(
         continue;
       }
       try {
-        const options = { ...replayPublishOptions(message.properties, entry.id, new Date().toISOString()), mandatory };
-        // One publish at a time on this channel: a return is matched without a header of ours on the copy.
-        await publishConfirmed(
-          channel,
-          { exchange: names.exchange, routingKey: names.routingKey },
-          message.content,
-          options,
-          session.publishTimeoutMs,
-          'serial',
-        );
+        await replayOne(session, message, entry.id, mandatory);
       } catch (error) {
         kept.push(message);
         throw error;

@@ -1,6 +1,5 @@
-import { publishConfirmed } from '../amqp/publish-confirmed.js';
 import type { DeadQueueSession } from './dead-queue-session.js';
-import { replayPublishOptions } from './replay-publish-options.js';
+import { replayOne } from './replay-one.js';
 import { takeShown } from './take-shown.js';
 
 /** The reason of a callback an operator cancelled on purpose (`callback-relay cancel`). */
@@ -21,7 +20,6 @@ export interface ShownReplayResult {
  * shown must not undo a cancel; replaying it is a choice of its own.
  */
 export async function replayShown(session: DeadQueueSession, ids: readonly string[], includeCanceled: boolean): Promise<ShownReplayResult> {
-  const { channel, names } = session;
   await session.requireExchange();
   const mandatory = (await session.delayMode()) === 'queues';
   return takeShown(session, ids, async (shown, ack) => {
@@ -32,16 +30,7 @@ export async function replayShown(session: DeadQueueSession, ids: readonly strin
         skippedCanceled += 1;
         continue;
       }
-      const options = { ...replayPublishOptions(message.properties, entry.id, new Date().toISOString()), mandatory };
-      // One publish at a time on this channel: a return is matched without a header of ours on the copy.
-      await publishConfirmed(
-        channel,
-        { exchange: names.exchange, routingKey: names.routingKey },
-        message.content,
-        options,
-        session.publishTimeoutMs,
-        'serial',
-      );
+      await replayOne(session, message, entry.id, mandatory);
       ack(message);
       replayed += 1;
     }

@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import type { ConsumeMessage } from 'amqplib';
-import { decode, type Decoded, type Delivery } from '../../../src/consumer/decode.js';
+import { decode, dueAtOf, type Decoded, type Delivery } from '../../../src/consumer/decode.js';
 import { MAX_PRODUCER_HEADER_BYTES } from '../../../src/message/header-table-size.js';
 import { HEADER } from '../../../src/message/headers.js';
 import { policyHeaders } from '../../../src/config/policy-headers.js';
@@ -227,5 +227,28 @@ describe('decode: retry policies', () => {
     expect(failed(decode(message(withPolicy, { headers, messageId: 'm1' }), LIMIT, policies)).error).toMatch(
       /^x-callback-max-attempts: must be a whole number/,
     );
+  });
+});
+
+describe('dueAtOf: when a message is due (queues mode)', () => {
+  const NOW = 1_700_000_000_000;
+  const due = (at: unknown): Record<string, unknown> => ({ [HEADER.dueAt]: at });
+
+  it('reads the due time, and none when the header is absent', () => {
+    expect(dueAtOf(due(NOW + 300))).toBe(NOW + 300);
+    expect(dueAtOf(undefined)).toBeUndefined();
+    expect(dueAtOf({})).toBeUndefined();
+  });
+
+  it('reads a 64-bit integer header decoded as a bigint', () => {
+    expect(dueAtOf(due(BigInt(NOW + 400)))).toBe(NOW + 400);
+  });
+
+  it('reads no due time from bad input (it is never held): a string, NaN, an object, a buffer', () => {
+    expect(dueAtOf(due(String(NOW + 500)))).toBeUndefined();
+    expect(dueAtOf(due(Number.NaN))).toBeUndefined();
+    expect(dueAtOf(due(Number.POSITIVE_INFINITY))).toBeUndefined();
+    expect(dueAtOf(due({ at: NOW + 500 }))).toBeUndefined();
+    expect(dueAtOf(due(Buffer.from('x')))).toBeUndefined();
   });
 });
