@@ -19,9 +19,10 @@ const OFFSET_HEADER = 'x-stream-offset';
 export const LOG_TOKEN_HEADER = 'x-order-log-append';
 
 /**
- * Reserved: the record's headers whose values are tables or arrays, as JSON. RabbitMQ 3.x drops such
- * values when it stores a message published over AMQP 0.9.1 in a stream (3.10.8: gone when read back),
- * so the log keeps them in a string, which every version stores, and puts them back when reading.
+ * Reserved: the record's headers whose values are tables, arrays, byte arrays or null, as JSON (a Buffer as
+ * `{type: 'Buffer', data}`). A stream does not keep them as published over AMQP 0.9.1: RabbitMQ 3.10
+ * drops tables and arrays, 4.3 reads a byte array back as a string. Every version keeps a string, so
+ * the log stores them in one and puts them back when reading.
  */
 export const LOG_TABLES_HEADER = 'x-order-log-tables';
 
@@ -91,9 +92,10 @@ export function toOffset(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
 }
 
-const isTable = (value: unknown): boolean => typeof value === 'object' && value !== null && !Buffer.isBuffer(value);
+/** What a stream may not keep as published: tables, arrays, byte arrays, and void (null) to be safe. */
+const isTable = (value: unknown): boolean => typeof value === 'object';
 
-/** The headers to store: tables and arrays moved into LOG_TABLES_HEADER (Buffers in them as `{type: 'Buffer', data}`). */
+/** The headers to store: tables, arrays, byte arrays and nulls moved into LOG_TABLES_HEADER. */
 export function storedHeaders(headers: Record<string, unknown>): Record<string, unknown> {
   const tables = Object.entries(headers).filter(([, value]) => isTable(value));
   if (tables.length === 0) return headers;
@@ -110,7 +112,9 @@ export function appendedHeaders(stored: Record<string, unknown>): Record<string,
       const tagged = value as { type?: unknown; data?: unknown } | null;
       return tagged?.type === 'Buffer' && Array.isArray(tagged.data) ? Buffer.from(tagged.data as number[]) : value;
     });
-    return isTable(tables) && !Array.isArray(tables) ? { ...headers, ...(tables as Record<string, unknown>) } : stored;
+    return isTable(tables) && tables !== null && !Array.isArray(tables) && !Buffer.isBuffer(tables)
+      ? { ...headers, ...(tables as Record<string, unknown>) }
+      : stored;
   } catch {
     return stored;
   }
