@@ -196,13 +196,16 @@ export async function openOrderLog(connection: ChannelModel, stream: string, opt
       });
       channel.on('close', () => {
         state.closed = true;
-        if (appendChannel === opening) appendChannel = undefined;
+        if (appendChannel === opened) appendChannel = undefined;
       });
       return state;
     });
-    opening.catch(() => appendChannel === opening && (appendChannel = undefined));
-    appendChannel = opening;
-    return opening;
+    appendChannel = opening.catch((error: unknown) => {
+      if (appendChannel === opened) appendChannel = undefined;
+      throw isClientRefusal(error) ? closedError('the connection is closed', error) : error;
+    });
+    const opened = appendChannel;
+    return opened;
   };
 
   /** Publishes now (so appends keep their call order) and waits for the confirm. */
@@ -256,6 +259,7 @@ export async function openOrderLog(connection: ChannelModel, stream: string, opt
     },
 
     async follow(from, onEntry, onEnd) {
+      if (from !== 'first' && toOffset(from) === undefined) throw new RangeError(`follow: ${from} is not a stream offset`);
       if (closed) throw closedError('the order log is closed');
       let next = from === 'first' ? 0 : from;
       let started = false;
@@ -309,6 +313,7 @@ export async function openOrderLog(connection: ChannelModel, stream: string, opt
     },
 
     async read(offset) {
+      if (toOffset(offset) === undefined) throw new RangeError(`read: ${offset} is not a stream offset`);
       if (closed) throw closedError('the order log is closed');
       let settle: (outcome: { entry: LogEntry | undefined } | { error: unknown }) => void = () => {};
       const outcome = new Promise<{ entry: LogEntry | undefined } | { error: unknown }>((resolve) => (settle = resolve));
