@@ -19,9 +19,10 @@ const OFFSET_HEADER = 'x-stream-offset';
 export const LOG_TOKEN_HEADER = 'x-order-log-append';
 
 /**
- * Reserved: the record's headers whose values are tables or arrays, as JSON. RabbitMQ 3.x drops such
- * values when it stores a message published over AMQP 0.9.1 in a stream (3.10.8: gone when read back),
- * so the log keeps them in a string, which every version stores, and puts them back when reading.
+ * Reserved: the record's headers whose values are tables, arrays, byte arrays or null, as JSON (a Buffer as
+ * `{type: 'Buffer', data}`). A stream does not keep them as published over AMQP 0.9.1: RabbitMQ 3.10
+ * drops tables and arrays, 4.3 reads a byte array back as a string. Every version keeps a string, so
+ * the log stores them in one and puts them back when reading.
  */
 export const LOG_TABLES_HEADER = 'x-order-log-tables';
 
@@ -91,9 +92,10 @@ export function toOffset(value: unknown): number | undefined {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
 }
 
-const isTable = (value: unknown): boolean => typeof value === 'object' && value !== null && !Buffer.isBuffer(value);
+/** What a stream may not keep as published: tables, arrays, byte arrays, and void (null) to be safe. */
+const isTable = (value: unknown): boolean => typeof value === 'object';
 
-/** The headers to store: tables and arrays moved into LOG_TABLES_HEADER (Buffers in them as `{type: 'Buffer', data}`). */
+/** The headers to store: tables, arrays, byte arrays and nulls moved into LOG_TABLES_HEADER. */
 export function storedHeaders(headers: Record<string, unknown>): Record<string, unknown> {
   const tables = Object.entries(headers).filter(([, value]) => isTable(value));
   if (tables.length === 0) return headers;
@@ -110,7 +112,9 @@ export function appendedHeaders(stored: Record<string, unknown>): Record<string,
       const tagged = value as { type?: unknown; data?: unknown } | null;
       return tagged?.type === 'Buffer' && Array.isArray(tagged.data) ? Buffer.from(tagged.data as number[]) : value;
     });
-    return isTable(tables) && !Array.isArray(tables) ? { ...headers, ...(tables as Record<string, unknown>) } : stored;
+    return isTable(tables) && tables !== null && !Array.isArray(tables) && !Buffer.isBuffer(tables)
+      ? { ...headers, ...(tables as Record<string, unknown>) }
+      : stored;
   } catch {
     return stored;
   }
@@ -192,13 +196,16 @@ export async function openOrderLog(connection: ChannelModel, stream: string, opt
       });
       channel.on('close', () => {
         state.closed = true;
-        if (appendChannel === opening) appendChannel = undefined;
+        if (appendChannel === opened) appendChannel = undefined;
       });
       return state;
     });
-    opening.catch(() => appendChannel === opening && (appendChannel = undefined));
-    appendChannel = opening;
-    return opening;
+    appendChannel = opening.catch((error: unknown) => {
+      if (appendChannel === opened) appendChannel = undefined;
+      throw isClientRefusal(error) ? closedError('the connection is closed', error) : error;
+    });
+    const opened = appendChannel;
+    return opened;
   };
 
   /** Publishes now (so appends keep their call order) and waits for the confirm. */
@@ -252,6 +259,7 @@ export async function openOrderLog(connection: ChannelModel, stream: string, opt
     },
 
     async follow(from, onEntry, onEnd) {
+      if (from !== 'first' && toOffset(from) === undefined) throw new RangeError(`follow: ${from} is not a stream offset`);
       if (closed) throw closedError('the order log is closed');
       let next = from === 'first' ? 0 : from;
       let started = false;
@@ -305,6 +313,7 @@ export async function openOrderLog(connection: ChannelModel, stream: string, opt
     },
 
     async read(offset) {
+      if (toOffset(offset) === undefined) throw new RangeError(`read: ${offset} is not a stream offset`);
       if (closed) throw closedError('the order log is closed');
       let settle: (outcome: { entry: LogEntry | undefined } | { error: unknown }) => void = () => {};
       const outcome = new Promise<{ entry: LogEntry | undefined } | { error: unknown }>((resolve) => (settle = resolve));

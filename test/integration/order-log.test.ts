@@ -102,6 +102,7 @@ describe('order log on a stream', () => {
       'x-nested': { a: 'b', n: 7 },
       'x-list': ['one', 2, { deep: [true] }],
       'x-bytes': Buffer.from([0, 1, 255]),
+      'x-none': null,
       traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
     };
     const properties = {
