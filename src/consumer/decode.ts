@@ -100,6 +100,9 @@ export function decode(message: ConsumeMessage, maxPayloadBytes: number, policie
   };
 }
 
+/** A shard's wake (ordered-keys.ts): no callback, only a knock for the shard's active consumer. */
+export const isOrderWake = (headers: Record<string, unknown> | undefined): boolean => headers?.[HEADER.orderWake] !== undefined;
+
 /** The relay's own stamps on an ordered callback; an unreadable one counts as none. */
 function orderStampOf(headers: Record<string, unknown> | undefined): OrderStamp | undefined {
   const from = headers?.[HEADER.orderFrom];

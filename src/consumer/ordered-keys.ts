@@ -91,6 +91,8 @@ export interface OrderedKeysDeps {
   logs: ReadonlyMap<Lane, string>;
   /** Where a follower taken from the log goes back into its shard: exchange and routing key of its key. */
   resumeRoute: (key: string) => { exchange: string; routingKey: string };
+  /** A route into shard `shard`, for its wake. */
+  wakeRoute: (shard: number) => { exchange: string; routingKey: string };
   connection: () => ChannelModel | undefined;
   /** A job may be attempted: it enters the pipeline's admission. */
   run: (job: Job) => void;
@@ -120,9 +122,32 @@ export class OrderedKeys {
     return this.deps.logs.has(lane);
   }
 
+  /** A shard's wake: its active consumer takes it over if it has not yet (a log with keys to resume and nothing else arriving). */
+  async woken(lane: Lane, channel: ConfirmChannel, ack: () => void): Promise<void> {
+    await this.shardOf(lane, channel).ready;
+    ack();
+  }
+
+  /**
+   * Knocks on every shard (WAKE_EVERY_MS and at each start): a worker that took a shard over from one
+   * that died learns so from a delivery, and a shard whose keys wait only in its log gets none otherwise.
+   */
+  async wakeAll(channel: ConfirmChannel): Promise<void> {
+    for (let shard = 0; shard < this.deps.logs.size; shard += 1) {
+      const { exchange, routingKey } = this.deps.wakeRoute(shard);
+      await publishConfirmed(
+        channel,
+        { exchange, routingKey },
+        Buffer.alloc(0),
+        { headers: { [HEADER.orderWake]: 1 } },
+        this.deps.publishTimeoutMs,
+      );
+    }
+  }
+
   /** A decoded callback with an orderKey from a shard: attempt it, let it wait, log it, or drop a duplicate. */
   async arrive(job: Job, key: string): Promise<void> {
-    const shard = this.shardOf(job);
+    const shard = this.shardOf(job.lane, job.channel);
     if (!(await shard.ready) || shard.closed) return job.finish();
     const { delivery } = job;
     const admission = shard.order.arrive({ key, id: delivery.id, stamp: delivery.orderStamp, item: job, at: this.deps.clock() });
@@ -201,23 +226,20 @@ export class OrderedKeys {
     void shard.log?.close().catch(() => {});
   }
 
-  private shardOf(job: Job): Shard {
-    const existing = this.shards.get(job.lane);
-    if (existing && existing.channel === job.channel) return existing;
+  private shardOf(lane: Lane, channel: ConfirmChannel): Shard {
+    const existing = this.shards.get(lane);
+    if (existing && existing.channel === channel) return existing;
     if (existing) this.forget(existing);
     const owner = randomUUID();
-    const shard: Shard = { channel: job.channel, owner, order: new KeyOrder<Job>(owner), ready: Promise.resolve(false), closed: false };
-    shard.ready = this.claim(shard, this.deps.logs.get(job.lane) as string).catch((error: unknown) => {
-      this.deps.logger.error(
-        { lane: job.lane, err: (error as Error).message },
-        'an ordered shard could not be taken over; its channel closes',
-      );
+    const shard: Shard = { channel, owner, order: new KeyOrder<Job>(owner), ready: Promise.resolve(false), closed: false };
+    shard.ready = this.claim(shard, this.deps.logs.get(lane) as string).catch((error: unknown) => {
+      this.deps.logger.error({ lane, err: (error as Error).message }, 'an ordered shard could not be taken over; its channel closes');
       this.forget(shard);
       // Closing the channel hands the shard to another worker (or to this one, reopened).
       void shard.channel.close().catch(() => {});
       return false;
     });
-    this.shards.set(job.lane, shard);
+    this.shards.set(lane, shard);
     return shard;
   }
 

@@ -5,7 +5,7 @@ import type { Lane } from '../reports.js';
 import { admit, jobOf, sourceOf, type Job } from './admit.js';
 import { attempt, type Attempted } from './attempt.js';
 import { concludeAttempt, concludeInvalid, concludeUnattempted, settleConcluded, type Concluded } from './conclude.js';
-import { decode } from './decode.js';
+import { decode, isOrderWake } from './decode.js';
 import { BrokerEffects, type MessageEffects, type Place } from './effects.js';
 import { HealthNews } from './health-news.js';
 import { circuitStep, overflow } from './move-out.js';
@@ -104,6 +104,9 @@ class Pipeline {
         if (error === undefined) resolve();
         else reject(error instanceof Error ? error : new Error(String(error)));
       };
+      const { ordered } = this.context;
+      if (ordered?.isOrdered(lane) && isOrderWake(message.properties.headers))
+        return void ordered.woken(lane, channel, () => channel.ack(message)).then(() => finish(), finish);
       let job: Job;
       try {
         const decoded = decode(message, this.context.maxPayloadBytes, this.context.policies);
@@ -112,7 +115,6 @@ class Pipeline {
       } catch (error) {
         return this.handleError({ message, channel, lane, finish }, 'prepare', error);
       }
-      const { ordered } = this.context;
       const key = job.delivery.callback.orderKey;
       // From an ordered shard: its key's order decides when it is attempted (ordered-keys.ts).
       if (key !== undefined && ordered?.isOrdered(lane)) {

@@ -32,6 +32,9 @@ import { applyLimits, followFleet } from './apply-limits.js';
 import { OrderedKeys } from './ordered-keys.js';
 import { orderBucket, orderedRoutingKey } from '../topology/topology-names.js';
 
+/** How often a worker knocks on every ordered shard (ordered-keys.ts wakeAll). */
+const WAKE_EVERY_MS = 30_000;
+
 export interface WorkerDeps {
   /** Wall clock in ms; default `Date.now`. */
   clock?: () => number;
@@ -83,6 +86,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   let presence: FleetPresence | undefined;
   let pipeline: ReturnType<typeof createPipeline> | undefined;
   let orderedKeys: OrderedKeys | undefined;
+  let wakes: NodeJS.Timeout | undefined;
   // From now on this worker sees its targets' results: what it knows of their successes starts here.
   const isolation = settings.isolation && new TargetIsolation<Job>(settings.isolation, clock());
   const metrics = createRelayMetrics(() => isolation);
@@ -187,6 +191,8 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     const ordered = new OrderedKeys({
       logs: new Map(orderedLanes.map(([, lane], shard) => [lane, topology.names.orderedLogs[shard] as string])),
       resumeRoute: (key) => ({ exchange: topology.names.exchange, routingKey: orderedRoutingKey(orderBucket(key)) }),
+      // Bucket b lands in shard b mod ORDERED_SHARDS, so bucket `shard` lands in that shard.
+      wakeRoute: (shard) => ({ exchange: topology.names.exchange, routingKey: orderedRoutingKey(shard) }),
       connection: () => manager?.connection,
       run: (job) => pipeline?.admit(job),
       logger,
@@ -281,6 +287,12 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
         );
         // Plugin mode: messages whose delay ended are moved from P.due into their lanes (move-due.ts).
         if (manager?.connection) dueMover?.attach(manager.connection);
+        // A knock on every ordered shard now and then: its active consumer takes it over (ordered-keys.ts wakeAll).
+        const wake = (): void =>
+          void orderedKeys?.wakeAll(ch).catch((error: Error) => logger.warn({ err: error.message }, 'could not wake the ordered shards'));
+        clearInterval(wakes);
+        wakes = setInterval(wake, WAKE_EVERY_MS).unref();
+        wake();
         ready = true;
         logger.info(
           {
@@ -303,6 +315,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     if (stopping) return;
     stopping = true;
     ready = false;
+    clearInterval(wakes);
     abort.abort();
     await drainAndClose(
       { lanes, dueHold, inFlight, pipeline: () => pipeline, dueMover: () => dueMover, closeAll },

@@ -59,6 +59,8 @@ export const HEADER = {
    */
   orderCopy: 'x-callback-order-copy',
   orderFrom: 'x-callback-order-from',
+  /** A message without a callback that workers send each shard now and then, so that its active consumer takes it over. */
+  orderWake: 'x-callback-order-wake',
 } as const;
 
 /** Per-publish headers: they belong to the one publish that set them, never to its copies. */
