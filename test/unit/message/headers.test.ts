@@ -24,6 +24,9 @@ describe('HEADER', () => {
       heldSince: 'x-callback-held-since',
       deferrals: 'x-callback-deferrals',
       heldMs: 'x-callback-held-ms',
+      orderCopy: 'x-callback-order-copy',
+      orderFrom: 'x-callback-order-from',
+      orderWake: 'x-callback-order-wake',
     });
   });
 });
