@@ -104,4 +104,18 @@ describeEachMode('ordered delivery per key', (mode) => {
     }
     expect(receiver.requests).toHaveLength(30 + 6);
   });
+
+  it('a held head cancelled while it waits is parked when its delay ends, and its key moves on', async () => {
+    const receiver = await open.receiver(({ path }) => (path === '/c/0' ? { status: 503 } : { status: 200 }));
+    const relay = await open.relay({ DELAY_MODE: mode, RETRY_SCHEDULE: '2s', MAX_ATTEMPTS: '5', ORDERED_SHARDS: '1' });
+    await relay.startWorker();
+    const { id } = await relay.publisher.publish({ url: `${receiver.origin}/c/0`, body: {}, orderKey: 'c' });
+    await receiver.waitFor((requests) => requests.length === 1, 10_000);
+    await relay.publisher.publish({ url: `${receiver.origin}/c/1`, body: {}, orderKey: 'c' });
+    await relay.publisher.cancel(id);
+    await receiver.waitFor((requests) => requests.some((r) => r.path === '/c/1'), 15_000);
+    expect(receiver.requests.map((r) => r.path)).toEqual(['/c/0', '/c/1']);
+    const [dead] = await relay.drainDead();
+    expect(dead?.properties.headers?.[HEADER.reason]).toBe('canceled');
+  });
 });
