@@ -214,6 +214,18 @@ export class OrderedKeys {
     this.shards.clear();
   }
 
+  /** Shards owned here now (metrics). */
+  owned(): number {
+    return [...this.shards.values()].filter((shard) => !shard.closed).length;
+  }
+
+  /** Keys held in the shards owned here (metrics). */
+  held(): number {
+    let held = 0;
+    for (const shard of this.shards.values()) held += shard.order.heldKeys().length;
+    return held;
+  }
+
   /** Held keys of the shards owned here, for metrics and operators. */
   heldKeys(): Array<{ key: string; head: string; logged: number }> {
     return [...this.shards.values()].flatMap((shard) => shard.order.heldKeys());

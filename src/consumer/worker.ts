@@ -89,7 +89,10 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   let wakes: NodeJS.Timeout | undefined;
   // From now on this worker sees its targets' results: what it knows of their successes starts here.
   const isolation = settings.isolation && new TargetIsolation<Job>(settings.isolation, clock());
-  const metrics = createRelayMetrics(() => isolation);
+  const metrics = createRelayMetrics(
+    () => isolation,
+    () => orderedKeys,
+  );
   const tracing = 'tracing' in deps ? deps.tracing : loadTracing(logger);
   /** Queues mode: messages the levels let out early wait here, unacked, until due (hold-until-due.ts). */
   const dueHold = createDueHold<ConfirmChannel>(clock);

@@ -20,7 +20,18 @@ export interface HealthSource {
  * fixed sets (lane, result, reason), never by callback id or URL; targets appear only while
  * degraded and at most MAX_TARGET_LABELS at a time.
  */
-export function createRelayMetrics(health: () => HealthSource | undefined): {
+/** What the worker's ordered shards report (consumer/ordered-keys.ts). */
+export interface OrderedSource {
+  /** Ordered shards this worker is the active consumer of now. */
+  owned(): number;
+  /** Keys held by a head waiting for its retry, over those shards. */
+  held(): number;
+}
+
+export function createRelayMetrics(
+  health: () => HealthSource | undefined,
+  ordered: () => OrderedSource | undefined = () => undefined,
+): {
   registry: Registry;
   observer: PipelineObserver;
   consumerCancelled: () => void;
@@ -111,6 +122,22 @@ export function createRelayMetrics(health: () => HealthSource | undefined): {
   });
 
   limitMetrics(registry, health);
+  new Gauge({
+    name: 'callback_relay_ordered_shards_owned',
+    help: 'Ordered shards (P.ordered.<n>) this worker is the single active consumer of.',
+    registers: [registry],
+    collect() {
+      this.set(ordered()?.owned() ?? 0);
+    },
+  });
+  new Gauge({
+    name: 'callback_relay_ordered_held_keys',
+    help: "Order keys held in this worker's shards: a head waits for its retry, its key's later callbacks in the shard's log.",
+    registers: [registry],
+    collect() {
+      this.set(ordered()?.held() ?? 0);
+    },
+  });
 
   const observer: PipelineObserver = {
     reported(report: AttemptReport) {
