@@ -2,9 +2,9 @@ import { binding, queue, type Declaration } from './declare-list.js';
 import { LANE_BUCKETS, orderedRoutingKey, orderedShard, type TopologyNames } from './topology-names.js';
 
 /**
- * How long a shard's log keeps what the workers wrote to it: as long as P.control keeps a marker,
- * longer than any retry schedule, so a key's record outlives its callbacks. Fixed, because every
- * worker declares the streams and must declare them alike.
+ * How long a shard's log keeps what the workers wrote to it: as long as P.control keeps a marker
+ * (CONTROL_MAX_AGE), longer than the retry schedule of any callback the log is about. Fixed, because
+ * every worker declares the streams and must declare them alike.
  */
 export const ORDERED_LOG_MAX_AGE = '30D';
 

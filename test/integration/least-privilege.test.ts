@@ -13,7 +13,14 @@ import { accountsFor, type Role } from '../../src/topology/accounts.js';
 import { rabbitmqctlCommands, rabbitmqctlRemoval } from '../../src/topology/account-formats.js';
 import { declareOnce } from '../../src/topology/connect-topology.js';
 import { deleteTopology } from '../../src/topology/teardown.js';
-import { topologyNames, type TopologyNames } from '../../src/topology/topology-names.js';
+import {
+  orderBucket,
+  orderedRoute,
+  orderedRoutingKey,
+  orderedShard,
+  topologyNames,
+  type TopologyNames,
+} from '../../src/topology/topology-names.js';
 import { asUser, brokerCtl } from '../support/broker-ctl.js';
 import { cli } from '../support/cli.js';
 import { describeEachMode, type TestMode } from '../support/modes.js';
@@ -52,6 +59,30 @@ async function replyTo(connection: ChannelModel, operation: (channel: ConfirmCha
   const error = await Promise.race([closed, new Promise((resolve) => setTimeout(() => resolve(undefined), 5_000))]);
   await channel.close().catch(() => {});
   return replyCode(error);
+}
+
+/**
+ * Runs `operation` on a channel of `connection`'s user and resolves with the broker's reply code if it
+ * closed the channel for it, else undefined (allowed): a passive declare after it is a round trip that
+ * a refusal has closed the channel before.
+ */
+async function refusalOf(
+  connection: ChannelModel,
+  exchange: string,
+  operation: (channel: ConfirmChannel) => unknown,
+): Promise<number | undefined> {
+  const channel = await connection.createConfirmChannel();
+  let refusal: unknown;
+  channel.on('error', (error: unknown) => (refusal = error));
+  try {
+    await Promise.resolve(operation(channel));
+    await channel.waitForConfirms();
+    await channel.checkExchange(exchange);
+  } catch (error) {
+    refusal ??= error;
+  }
+  await channel.close().catch(() => {});
+  return refusal === undefined ? undefined : (replyCode(refusal) ?? -1);
 }
 
 describeEachMode('least privilege: one broker account per role', (mode: TestMode) => {
@@ -155,6 +186,63 @@ describeEachMode('least privilege: one broker account per role', (mode: TestMode
       expect((await inspect.checkQueue(names.deadQueue)).messageCount).toBe(0);
     },
     90_000,
+  );
+
+  it.skipIf(ctl === undefined)(
+    'ordered delivery: the worker consumes the shards, writes and reads their logs and routes ordered retries; the producer publishes ordered callbacks, nothing more',
+    async () => {
+      const bucket = orderBucket('lp-key');
+      const shard = names.orderedQueues[orderedShard(bucket, names.orderedQueues.length)]!;
+      const log = names.orderedLogs[0]!;
+      const body = Buffer.from(JSON.stringify({ url: `${receiver.origin}/ordered/forged`, body: 0, orderKey: 'lp-key' }));
+      const consumeOnce = (queue: string, args?: Record<string, unknown>) => async (ch: ConfirmChannel) => {
+        await ch.prefetch(1);
+        const { consumerTag } = await ch.consume(queue, () => {}, { noAck: false, ...(args && { arguments: args }) });
+        await ch.cancel(consumerTag);
+      };
+      const workerConnection = await amqplib.connect(url('worker'));
+      const producerConnection = await amqplib.connect(url('producer'));
+      try {
+        const delayed = orderedRoute(names, mode, 2_000, bucket, Date.now());
+        const allowed: Record<string, (channel: ConfirmChannel) => unknown> = {
+          'consume a shard': consumeOnce(shard),
+          'publish ordered.<bucket> on P': (ch) =>
+            ch.publish(names.exchange, orderedRoutingKey(bucket), body, { headers: { 'x-test': 1 } }),
+          'publish an ordered retry by its delay route': (ch) =>
+            ch.publish(delayed.exchange, delayed.routingKey, body, { headers: delayed.headers }),
+          'write a shard log (default exchange)': (ch) => ch.publish('', log, Buffer.from('{}')),
+          'read a shard log': consumeOnce(log, { 'x-stream-offset': 'first' }),
+        };
+        const workerReplies: Record<string, number | undefined> = {};
+        for (const [what, operation] of Object.entries(allowed))
+          workerReplies[what] = await refusalOf(workerConnection, names.exchange, operation);
+        expect(workerReplies).toEqual(Object.fromEntries(Object.keys(allowed).map((what) => [what, undefined])));
+
+        const producerReplies: Record<string, number | undefined> = {};
+        const refused: Record<string, (channel: ConfirmChannel) => unknown> = {
+          'consume a shard': consumeOnce(shard),
+          'write a shard log (default exchange)': (ch) => ch.publish('', log, Buffer.from('{}')),
+          'read a shard log': consumeOnce(log, { 'x-stream-offset': 'first' }),
+          'write to a shard directly': (ch) => ch.publish('', shard, body),
+        };
+        for (const [what, operation] of Object.entries(refused))
+          producerReplies[what] = await refusalOf(producerConnection, names.exchange, operation);
+        expect(producerReplies).toEqual(Object.fromEntries(Object.keys(refused).map((what) => [what, 403])));
+      } finally {
+        await workerConnection.close().catch(() => {});
+        await producerConnection.close().catch(() => {});
+      }
+      // The library publisher, with the producer account: into its key's shard (nothing consumes it yet),
+      // one apart from the shard the delayed message above is still on its way to.
+      const key = Array.from({ length: 100 }, (_, i) => `lp-${i}`).find(
+        (k) => orderedShard(orderBucket(k), names.orderedQueues.length) !== orderedShard(bucket, names.orderedQueues.length),
+      )!;
+      const own = names.orderedQueues[orderedShard(orderBucket(key), names.orderedQueues.length)]!;
+      const before = (await inspect.checkQueue(own)).messageCount;
+      await publisher.publish({ url: `${receiver.origin}/ordered/published`, body: 1, orderKey: key });
+      expect((await inspect.checkQueue(own)).messageCount).toBe(before + 1);
+    },
+    60_000,
   );
 
   it.skipIf(ctl === undefined)(

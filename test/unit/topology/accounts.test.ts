@@ -95,6 +95,24 @@ describe('accounts per role', () => {
     },
   );
 
+  it.each(['plugin', 'queues'] as const)(
+    'ordered delivery: a worker consumes the shards and writes and reads their logs; a producer only writes P [%s mode]',
+    (mode) => {
+      const accounts = accountsFor(PREFIX, mode);
+      const worker = of(accounts, 'worker');
+      const producer = of(accounts, 'producer');
+      expect(names.orderedQueues).toHaveLength(4);
+      for (const name of [...names.orderedQueues, ...names.orderedLogs]) {
+        expect(permits(worker.read, name), name).toBe(true);
+        expect(permits(producer.read, name) || permits(producer.write, name) || permits(producer.configure, name), name).toBe(false);
+      }
+      // Logs are written through the default exchange; ordered retries through P (plugin) or P.delay (queues).
+      for (const name of ['', names.exchange, names.delayExchange]) expect(permits(worker.write, name), name).toBe(true);
+      expect(permits(producer.write, names.exchange)).toBe(true);
+      expect(permits(producer.write, '')).toBe(false);
+    },
+  );
+
   it('the console declares nothing, reads P.dead, P.control and P.history, writes markers and replays', () => {
     const console = of(accountsFor(PREFIX, 'auto'), 'console');
     expect(console.configure).toBe(NOTHING);
