@@ -49,12 +49,15 @@ export function singleId(envelope: Envelope, key: string | undefined, scope: str
  * gets the same id wherever it stands in whichever batch. Object keys are sorted and header names
  * lower-cased, so a client that serialises the same item differently still gets the same digest; the
  * delay is left out, so that an item sent again later (with a recomputed `deliverAt`) keeps its id.
+ * An `orderKey` counts (only when present, so the digests of items without one are as they were).
  */
 export function itemDigest(envelope: Envelope): string {
   const headers = Object.entries(envelope.headers ?? {})
     .map(([name, value]) => [name.toLowerCase(), value])
     .sort(([a], [b]) => (a! < b! ? -1 : a! > b! ? 1 : 0));
-  const canonical = JSON.stringify([envelope.method ?? 'POST', envelope.url, headers, envelope.body ?? null], (_key, value: unknown) =>
+  const item = [envelope.method ?? 'POST', envelope.url, headers, envelope.body ?? null];
+  if (envelope.orderKey !== undefined) item.push(envelope.orderKey);
+  const canonical = JSON.stringify(item, (_key, value: unknown) =>
     value !== null && typeof value === 'object' && !Array.isArray(value)
       ? Object.fromEntries(
           Object.keys(value)

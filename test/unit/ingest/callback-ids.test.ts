@@ -63,6 +63,8 @@ describe('itemDigest', () => {
       { ...base, method: 'PUT' },
       { ...base, headers: { 'x-a': '1' } },
       { ...base, body: null },
+      { ...base, orderKey: 'order-1' },
+      { ...base, orderKey: 'order-2' },
     ];
     const digests = new Set([base, ...variants].map(itemDigest));
     expect(digests.size).toBe(variants.length + 1);
