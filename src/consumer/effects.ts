@@ -15,6 +15,8 @@ export interface Place {
   bucket: number;
   /** An ordered callback's bucket (its orderKey's): its copies go back to its shard, stamped (docs/ordering.md). */
   orderBucket?: number | undefined;
+  /** An ordered callback's key records, once its outcome is stored and before its ack (settle.ts `beforeAck`). */
+  beforeAck?: ((held: boolean) => Promise<void>) | undefined;
 }
 
 /**
@@ -81,13 +83,13 @@ export class BrokerEffects implements MessageEffects {
   constructor(private readonly deps: BrokerEffectsDeps) {}
 
   async settle(
-    { channel, message, bucket, orderBucket }: Place,
+    { channel, message, bucket, orderBucket, beforeAck }: Place,
     settlement: Settlement,
     record: AttemptRecord,
     report: AttemptReport,
   ): Promise<boolean> {
     const { logger, observer } = this.deps;
-    const settleWith = this.context(channel, message, bucket, record.id, orderBucket);
+    const settleWith = this.context(channel, message, bucket, record.id, orderBucket, beforeAck);
     settleWith.storeEvent = this.deps.durableEvents?.forReport(channel, report);
     settleWith.onEventLost = (error, final) => this.eventLost(report, error, final);
     if (!(await settle(settlement, record, settleWith))) return false;
@@ -102,8 +104,8 @@ export class BrokerEffects implements MessageEffects {
     return true;
   }
 
-  async move({ channel, message, bucket, orderBucket }: Place, id: string, move: Move, kind: MoveKind): Promise<boolean> {
-    const moved = await settle(move, { id }, this.context(channel, message, bucket, id, orderBucket));
+  async move({ channel, message, bucket, orderBucket, beforeAck }: Place, id: string, move: Move, kind: MoveKind): Promise<boolean> {
+    const moved = await settle(move, { id }, this.context(channel, message, bucket, id, orderBucket, beforeAck));
     if (moved) this.deps.observer.moved(kind);
     return moved;
   }
@@ -131,7 +133,14 @@ export class BrokerEffects implements MessageEffects {
   }
 
   /** Settle's context: the message, its channel and route, and where settle reports. */
-  private context(channel: ConfirmChannel, message: ConsumeMessage, bucket: number, id: string, orderBucket?: number): SettleContext {
+  private context(
+    channel: ConfirmChannel,
+    message: ConsumeMessage,
+    bucket: number,
+    id: string,
+    orderBucket?: number,
+    beforeAck?: Place['beforeAck'],
+  ): SettleContext {
     const { names, mode, observer, stopping, settle: settleSettings } = this.deps;
     // Spelled out, not spread: this object is made for every message, and a literal of fixed shape costs far less.
     return {
@@ -142,6 +151,7 @@ export class BrokerEffects implements MessageEffects {
       mode,
       bucket,
       orderBucket,
+      beforeAck,
       onConfirm: observer.confirmed,
       onFallback: this.onFallback,
       stopping,

@@ -115,6 +115,8 @@ interface Shard {
 /** The ordered shards this worker owns now, by the lane their channel consumes. */
 export class OrderedKeys {
   private readonly shards = new Map<Lane, Shard>();
+  /** Each settling job's step, between its hook (before the ack) and `after`. */
+  private readonly steps = new WeakMap<Job, Step<Job>>();
 
   constructor(private readonly deps: OrderedKeysDeps) {}
 
@@ -165,22 +167,34 @@ export class OrderedKeys {
   }
 
   /**
-   * Before an ordered job's settlement is carried out: `held` (a copy of it goes to the delay path,
-   * its key waits for it) or settled for good. The log records it needs are appended first; what
-   * follows runs after the settlement (`after`).
+   * The hook settle runs for an ordered job once its outcome is stored, before its ack (settle.ts
+   * `beforeAck`): `held`, its copy waits in the delay path and its key with it; else it is settled for
+   * good. The key's log records are appended there; what follows runs after the ack (`after`). A record
+   * that cannot be stored leaves the message unacked and hands the shard on.
    */
-  async before(job: Job, key: string, held: boolean): Promise<Step<Job> | undefined> {
-    const shard = this.shards.get(job.lane);
-    if (!shard || shard.channel !== job.channel || shard.closed) return undefined;
-    const step = held ? shard.order.held(key, job.delivery.id) : shard.order.settled(key, job.delivery.id);
-    for (const record of step.records) await this.append(shard, recordHeaders(record));
-    return step;
+  beforeAck(job: Job): (held: boolean) => Promise<void> {
+    return async (held) => {
+      const key = job.orderKey;
+      const shard = this.shards.get(job.lane);
+      if (key === undefined || !shard || shard.channel !== job.channel || shard.closed) return;
+      const step = held ? shard.order.held(key, job.delivery.id) : shard.order.settled(key, job.delivery.id);
+      this.steps.set(job, step);
+      try {
+        for (const record of step.records) await this.append(shard, recordHeaders(record));
+      } catch (error) {
+        void shard.channel.close().catch(() => {});
+        throw error;
+      }
+    };
   }
 
-  /** After the settlement: waiting callbacks of a just-held key go to the log; the key's next runs. */
-  async after(job: Job, key: string, step: Step<Job> | undefined): Promise<void> {
+  /** After an ordered job's ack: waiting callbacks of a just-held key go to the log; the key's next runs. */
+  async after(job: Job): Promise<void> {
+    const step = this.steps.get(job);
+    this.steps.delete(job);
     const shard = this.shards.get(job.lane);
-    if (!step || !shard || shard.channel !== job.channel || shard.closed) return;
+    const key = job.orderKey;
+    if (!step || key === undefined || !shard || shard.channel !== job.channel || shard.closed) return;
     if (step.toLog.length > 0) await this.toLog(shard, key, step.toLog);
     if (step.next) this.deps.run(step.next);
     if (step.read) await this.resume(shard, step.read.key, step.read.offset);

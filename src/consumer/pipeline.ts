@@ -12,7 +12,7 @@ import { circuitStep, overflow } from './move-out.js';
 import { effectsSettings, stageDeps, type PipelineContext, type StageDeps } from './pipeline-context.js';
 import { LimitWake, Sweeper } from './pipeline-timers.js';
 import { orderBucket } from '../topology/topology-names.js';
-import type { Move, Settlement } from '../settle/settle.js';
+import type { Move } from '../settle/settle.js';
 
 export type { Job, Lane, PipelineContext };
 
@@ -27,10 +27,6 @@ const LIMIT_DEFER_HOLDS = 3;
  * then it goes to its shard's log (ordered-keys.ts), far below RabbitMQ's consumer timeout (30 min).
  */
 const ORDER_WAIT_MAX_MS = 60_000;
-
-/** A settlement that sends the callback through the delay path: an ordered one holds its key until it is back. */
-const holdsKey = (settlement: Settlement): boolean =>
-  settlement.kind === 'retry' || (settlement.kind === 'move' && 'delayMs' in settlement);
 
 /**
  * Where a stage failed. Before a decision reached settle (`prepare`, `attempt`, `conclude`) the
@@ -200,18 +196,16 @@ class Pipeline {
 
   /** Step 5, the end of every path: what was concluded is carried out, and the message's promise settles. */
   private async settle(at: Place & Pick<Job, 'finish' | 'orderKey'>, concluded: Concluded): Promise<void> {
-    const key = at.orderKey;
-    const ordered = key === undefined ? undefined : this.context.ordered;
-    let step: Awaited<ReturnType<NonNullable<typeof ordered>['before']>>;
+    const ordered = at.orderKey === undefined ? undefined : this.context.ordered;
+    // An ordered callback's key records go after its outcome is stored and before its ack (settle.ts beforeAck).
+    if (ordered) at.beforeAck = ordered.beforeAck(at as Job);
     try {
-      // An ordered callback's log records go first: a crash after them repeats a step, never skips one.
-      if (ordered && key !== undefined) step = await ordered.before(at as Job, key, holdsKey(concluded.settlement));
       await settleConcluded(at, concluded, this.stages.settling);
     } catch (error) {
       return this.handleError(at, 'settle', error);
     }
     at.finish();
-    if (ordered && key !== undefined) void ordered.after(at as Job, key, step).catch((error: unknown) => this.orderError(error));
+    if (ordered) void ordered.after(at as Job).catch((error: unknown) => this.orderError(error));
   }
 
   /** A step of an ordered key that failed after its callback was settled: its shard is handed on if it cannot go on. */
@@ -281,14 +275,13 @@ class Pipeline {
     this.pump();
   }
 
-  /** A deferral through the delay path; an ordered callback's key is held until it is back (its records first). Finishes the job when moved. */
+  /** A deferral through the delay path; an ordered callback's key is held until it is back. Finishes the job when moved. */
   private async moveHolding(job: Job, move: Move, kind: 'limited' | 'deferred'): Promise<boolean> {
     const { ordered } = this.context;
-    const key = job.orderKey;
-    const step = ordered && key !== undefined ? await ordered.before(job, key, true) : undefined;
+    if (ordered && job.orderKey !== undefined) job.beforeAck = ordered.beforeAck(job);
     if (!(await this.effects.move(job, job.delivery.id, move, kind))) return false;
     job.finish();
-    if (ordered && key !== undefined) void ordered.after(job, key, step).catch((error: unknown) => this.orderError(error));
+    if (ordered && job.orderKey !== undefined) void ordered.after(job).catch((error: unknown) => this.orderError(error));
     return true;
   }
 

@@ -10,9 +10,9 @@
  * goes to the shard's log (a stream) as a follower, in order, until the head is settled; then the
  * followers run from the log, one at a time. A key with nothing running, waiting or logged is forgotten.
  *
- * The log is the durable half of this state. Records name the key and are written before the step
- * they announce is taken (the hold before the copy is acked, the follower before its message is acked,
- * the release before the held head's message is acked), so a crash leaves at worst a step to repeat:
+ * The log is the durable half of this state. A record is written once what it announces is stored and
+ * before the message it concerns is acked (a hold after the head's copy, a follower before its message's
+ * ack, a release after the head's delivery or dead letter), so a crash leaves at worst a step to repeat:
  * at-least-once may run a callback again, never one before an earlier one of its key is settled.
  */
 

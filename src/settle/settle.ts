@@ -67,6 +67,12 @@ export interface SettleContext {
   /** An ordered callback's bucket: its copies go back to its shard instead, stamped as a held head's copy. */
   orderBucket?: number | undefined;
   /**
+   * Runs once the outcome is stored and before the original is acked or rejected: `held`, its copy waits
+   * in the delay path. An ordered callback's key records go here (consumer/ordered-keys.ts): after the
+   * copy they announce, before the ack that would leave only them. Throwing leaves the original unsettled.
+   */
+  beforeAck?: ((held: boolean) => Promise<void>) | undefined;
+  /**
    * PUBLISH_TIMEOUT: how long an event may wait for its confirm, and after how long a copy's late
    * confirm is reported (onSlowConfirm). A copy waits for a definite outcome: see settle.
    */
@@ -142,6 +148,7 @@ export async function settle(settlement: Settlement, record: Pick<AttemptRecord,
   if (settlement.kind === 'move') return move(settlement, record, context as SettleContext);
   if (settlement.kind !== 'retry') await storeEvent(context, false, true);
   if (settlement.kind === 'ack') {
+    await (context as SettleContext).beforeAck?.(false);
     channel.ack(message);
     return true;
   }
@@ -153,6 +160,7 @@ export async function settle(settlement: Settlement, record: Pick<AttemptRecord,
   if (result.stored) {
     if (settlement.kind !== 'hold') context.onConfirm?.(settlement.kind, (performance.now() - started) / 1000);
     if (settlement.kind === 'retry') await storeEvent(context, false, false);
+    await (context as SettleContext).beforeAck?.(settlement.kind === 'retry');
     channel.ack(message);
     return true;
   }
@@ -165,6 +173,7 @@ export async function settle(settlement: Settlement, record: Pick<AttemptRecord,
   }
   // No copy: the original goes to P.dead by rejection. Its final event says so (a dead copy's is stored already).
   if (settlement.kind === 'retry') await storeEvent(context, true, true);
+  await (context as SettleContext).beforeAck?.(false);
   // Throws on a channel that closed meanwhile: the broker redelivers the original instead.
   channel.nack(message, false, false);
   context.onFallback?.(fallback);
@@ -190,6 +199,7 @@ async function move(settlement: Move, record: Pick<AttemptRecord, 'id'>, context
   };
   const result = await publishOnceMore(context, () => publishCopy(channel, copy, message, record.id, wait));
   if (!result.stored) return false;
+  await context.beforeAck?.('delayMs' in settlement);
   channel.ack(message);
   return true;
 }
