@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { orderedCommand } from './ordered-command.js';
 import { isRelayError } from '../errors.js';
 import { accountsCommand } from './accounts-command.js';
 import { controlCommand } from './control-command.js';
@@ -18,6 +19,7 @@ commands:
   console     run the operator console (web pages) on CONSOLE_HOST:CONSOLE_PORT (loopback by default)
               until SIGTERM; needs CONSOLE_TOKENS
   topology    declare the topology of TOPOLOGY_PREFIX once and exit (or: topology delete --yes)
+  ordered     release <orderKey>: move a key stopped at a parked callback on (ORDERED_ON_DEAD=stop)
   accounts    print one broker account per role with its least permissions (see: callback-relay accounts --help)
 
 Settings come from environment variables (AMQP_URL, TOPOLOGY_PREFIX, …): see README.md, "Settings",
@@ -40,6 +42,8 @@ try {
     process.exitCode = await dlqCommand(rest);
   } else if (command === 'cancel' || command === 'target') {
     process.exitCode = await controlCommand(command, rest);
+  } else if (command === 'ordered') {
+    process.exitCode = await orderedCommand(rest);
   } else if (command === 'history') {
     // --follow runs until interrupted: Ctrl-C ends the read cleanly.
     const interrupted = new AbortController();

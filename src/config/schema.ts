@@ -50,6 +50,12 @@ export const configSchema = {
     default: DEFAULT_ORDERED_SHARDS,
     env: 'ORDERED_SHARDS',
   },
+  orderedOnDead: {
+    doc: 'What a parked ordered callback (dead-lettered, not cancelled) does to its key: `advance`, the next one runs; `stop`, the key waits until an operator replays the dead letter or runs `callback-relay ordered release <key>`.',
+    format: ['advance', 'stop'],
+    default: 'advance',
+    env: 'ORDERED_ON_DEAD',
+  },
   retrySchedule: {
     doc: 'Delays before attempts 2, 3, …; units ms/s/m/h.',
     format: 'duration-list',

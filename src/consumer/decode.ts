@@ -103,6 +103,12 @@ export function decode(message: ConsumeMessage, maxPayloadBytes: number, policie
 /** A shard's wake (ordered-keys.ts): no callback, only a knock for the shard's active consumer. */
 export const isOrderWake = (headers: Record<string, unknown> | undefined): boolean => headers?.[HEADER.orderWake] !== undefined;
 
+/** An operator's release of a stopped key: the key it names, if the message is one. */
+export function orderReleaseOf(headers: Record<string, unknown> | undefined): string | undefined {
+  const key = headers?.[HEADER.orderRelease];
+  return typeof key === 'string' ? key : Buffer.isBuffer(key) ? key.toString('utf8') : undefined;
+}
+
 /** The relay's own stamps on an ordered callback; an unreadable one counts as none. */
 function orderStampOf(headers: Record<string, unknown> | undefined): OrderStamp | undefined {
   const from = headers?.[HEADER.orderFrom];

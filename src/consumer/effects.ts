@@ -16,7 +16,7 @@ export interface Place {
   /** An ordered callback's bucket (its orderKey's): its copies go back to its shard, stamped (docs/ordering.md). */
   orderBucket?: number | undefined;
   /** An ordered callback's key records, once its outcome is stored and before its ack (settle.ts `beforeAck`). */
-  beforeAck?: ((held: boolean) => Promise<void>) | undefined;
+  beforeAck?: SettleContext['beforeAck'];
 }
 
 /**

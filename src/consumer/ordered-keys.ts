@@ -6,6 +6,7 @@ import { HEADER } from '../message/headers.js';
 import { openOrderLog, type LogEntry, type OrderLog } from '../ordering/order-log.js';
 import { KeyOrder, replay, type LogRecord, type Step } from '../policy/key-order.js';
 import type { Lane } from '../reports.js';
+import type { SettledAs } from '../settle/settle.js';
 import type { Job } from './admit.js';
 
 /**
@@ -37,8 +38,8 @@ export function recordHeaders(record: LogRecord): Record<string, unknown> {
   const headers: Record<string, unknown> = { [RECORD]: record.kind, [OWNER]: record.owner };
   if (record.kind === 'claim') return headers;
   headers[KEY] = record.key;
-  if (record.kind === 'hold' || record.kind === 'release') headers[HEAD] = record.head;
-  if (record.kind === 'hold' && record.from !== undefined) headers[FROM] = record.from;
+  if (record.kind === 'hold' || record.kind === 'stop' || record.kind === 'release') headers[HEAD] = record.head;
+  if ((record.kind === 'hold' || record.kind === 'stop') && record.from !== undefined) headers[FROM] = record.from;
   if (record.kind === 'follower') headers[ID] = record.id;
   if (record.kind === 'done') headers[OFFSET] = record.offset;
   return headers;
@@ -56,6 +57,7 @@ export function recordOf(headers: Record<string, unknown>): LogRecord | undefine
   const from = num(headers[FROM]);
   switch (kind) {
     case 'hold':
+    case 'stop':
       return head === undefined ? undefined : { kind, owner, key, head, ...(from === undefined ? {} : { from }) };
     case 'release':
       return head === undefined ? undefined : { kind, owner, key, head };
@@ -100,6 +102,8 @@ export interface OrderedKeysDeps {
   clock: () => number;
   /** PUBLISH_TIMEOUT: how long putting a follower back waits for its confirm. */
   publishTimeoutMs: number;
+  /** ORDERED_ON_DEAD=stop: a parked head stops its key until a replay or a release. */
+  stopOnDead: boolean;
 }
 
 interface Shard {
@@ -122,6 +126,17 @@ export class OrderedKeys {
 
   isOrdered(lane: Lane): boolean {
     return this.deps.logs.has(lane);
+  }
+
+  /** An operator's release of a stopped key (`callback-relay ordered release`), arrived in its shard. */
+  async released(lane: Lane, channel: ConfirmChannel, key: string, ack: () => void): Promise<void> {
+    const shard = this.shardOf(lane, channel);
+    if (!(await shard.ready) || shard.closed) return;
+    const step = shard.order.release(key);
+    for (const record of step.records) await this.append(shard, recordHeaders(record));
+    this.deps.logger.info({ key, released: step.records.length > 0 }, 'ordered key release');
+    ack();
+    if (step.read) await this.resume(shard, step.read.key, step.read.offset);
   }
 
   /** A shard's wake: its active consumer takes it over if it has not yet (a log with keys to resume and nothing else arriving). */
@@ -172,12 +187,14 @@ export class OrderedKeys {
    * good. The key's log records are appended there; what follows runs after the ack (`after`). A record
    * that cannot be stored leaves the message unacked and hands the shard on.
    */
-  beforeAck(job: Job): (held: boolean) => Promise<void> {
-    return async (held) => {
+  beforeAck(job: Job): (outcome: SettledAs) => Promise<void> {
+    return async (outcome) => {
       const key = job.orderKey;
       const shard = this.shards.get(job.lane);
       if (key === undefined || !shard || shard.channel !== job.channel || shard.closed) return;
-      const step = held ? shard.order.held(key, job.delivery.id) : shard.order.settled(key, job.delivery.id);
+      const { id } = job.delivery;
+      const step =
+        outcome === 'held' ? shard.order.held(key, id) : shard.order.settled(key, id, outcome === 'parked' && this.deps.stopOnDead);
       this.steps.set(job, step);
       try {
         for (const record of step.records) await this.append(shard, recordHeaders(record));

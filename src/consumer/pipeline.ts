@@ -5,7 +5,7 @@ import type { Lane } from '../reports.js';
 import { admit, jobOf, sourceOf, type Job } from './admit.js';
 import { attempt, type Attempted } from './attempt.js';
 import { concludeAttempt, concludeInvalid, concludeUnattempted, settleConcluded, type Concluded } from './conclude.js';
-import { decode, isOrderWake } from './decode.js';
+import { decode, isOrderWake, orderReleaseOf } from './decode.js';
 import { BrokerEffects, type MessageEffects, type Place } from './effects.js';
 import { HealthNews } from './health-news.js';
 import { circuitStep, overflow } from './move-out.js';
@@ -101,8 +101,13 @@ class Pipeline {
         else reject(error instanceof Error ? error : new Error(String(error)));
       };
       const { ordered } = this.context;
-      if (ordered?.isOrdered(lane) && isOrderWake(message.properties.headers))
-        return void ordered.woken(lane, channel, () => channel.ack(message)).then(() => finish(), finish);
+      if (ordered?.isOrdered(lane)) {
+        const { headers } = message.properties;
+        if (isOrderWake(headers)) return void ordered.woken(lane, channel, () => channel.ack(message)).then(() => finish(), finish);
+        const released = orderReleaseOf(headers);
+        if (released !== undefined)
+          return void ordered.released(lane, channel, released, () => channel.ack(message)).then(() => finish(), finish);
+      }
       let job: Job;
       try {
         const decoded = decode(message, this.context.maxPayloadBytes, this.context.policies);

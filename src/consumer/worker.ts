@@ -201,6 +201,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       logger,
       clock,
       publishTimeoutMs: settings.publishTimeoutMs,
+      stopOnDead: config.orderedOnDead === 'stop',
     });
     orderedKeys = ordered;
     pipeline = createPipeline(

@@ -61,6 +61,8 @@ export const HEADER = {
   orderFrom: 'x-callback-order-from',
   /** A message without a callback that workers send each shard now and then, so that its active consumer takes it over. */
   orderWake: 'x-callback-order-wake',
+  /** An operator's release of a stopped key (`callback-relay ordered release`): the key, sent into its shard. */
+  orderRelease: 'x-callback-order-release',
 } as const;
 
 /** Per-publish headers: they belong to the one publish that set them, never to its copies. */

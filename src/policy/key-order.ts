@@ -27,7 +27,9 @@ export type LogRecord =
   /** The follower at `offset` ran and was settled without a hold. */
   | { kind: 'done'; owner: string; key: string; offset: number }
   /** The held head `head` of `key` is settled: its key moves on. */
-  | { kind: 'release'; owner: string; key: string; head: string };
+  | { kind: 'release'; owner: string; key: string; head: string }
+  /** `head` of `key` was parked and the key stops there (ORDERED_ON_DEAD=stop) until a replay of it or a release. */
+  | { kind: 'stop'; owner: string; key: string; head: string; from?: number };
 
 /** A callback of a key, as the shard delivered it or as the log holds it. */
 export interface Arrival<T> {
@@ -72,7 +74,7 @@ interface KeyState<T> {
    * The callback running or held: `held`, its copy waits in the delay path; `logged`, the log has a
    * hold for it that no release has ended yet; `from`, the log offset it was read from.
    */
-  head?: { id: string; held: boolean; logged: boolean; from?: number };
+  head?: { id: string; held: boolean; logged: boolean; from?: number; stopped?: boolean };
   /** Waiting in the worker behind a running head (only while nothing of the key is in the log). */
   waiting: Array<{ id: string; item: T; at: number }>;
   /** Followers in the log, oldest first, by offset. */
@@ -138,10 +140,22 @@ export class KeyOrder<T> {
     return { records: [record], toLog };
   }
 
-  /** The head `id` of `key` is settled (delivered, parked or cancelled): the key moves on. */
-  settled(key: string, id: string): Step<T> {
+  /**
+   * The head `id` of `key` is settled (delivered, parked or cancelled): the key moves on; `stop`, a
+   * parked head stops its key instead, held until its dead letter is replayed into the shard or released.
+   */
+  settled(key: string, id: string, stop = false): Step<T> {
     const state = this.keys.get(key);
     if (state?.head?.id !== id) return { records: [], toLog: [] };
+    if (stop) {
+      const record: LogRecord = { kind: 'stop', owner: this.owner, key, head: id };
+      if (state.head.from !== undefined) record.from = state.head.from;
+      state.head = { id, held: true, logged: true, stopped: true };
+      const toLog = state.waiting.map((waiting) => waiting.item);
+      state.waiting = [];
+      state.appending += toLog.length;
+      return { records: [record], toLog };
+    }
     const records: LogRecord[] = [];
     const { from, logged } = state.head;
     if (logged) records.push({ kind: 'release', owner: this.owner, key, head: id });
@@ -157,6 +171,15 @@ export class KeyOrder<T> {
     if (state.appending > 0) state.appending -= 1;
     state.logged.push(offset);
     return { records: [], toLog: [], ...(state.head === undefined ? this.advance(key, state) : {}) };
+  }
+
+  /** An operator released a stopped key: it moves on past its parked head (whose dead letter stays in P.dead). */
+  release(key: string): Step<T> {
+    const state = this.keys.get(key);
+    if (!state?.head?.stopped) return { records: [], toLog: [] };
+    const records: LogRecord[] = [{ kind: 'release', owner: this.owner, key, head: state.head.id }];
+    state.head = undefined;
+    return { records, toLog: [], ...this.advance(key, state) };
   }
 
   /** What runs next for a key with no head (a follower whose put-back failed, tried again). */
@@ -212,11 +235,11 @@ export class KeyOrder<T> {
    * The state a claim rebuilt from the log (see `replay`): keys with followers and no held head start
    * their oldest follower at once.
    */
-  restore(keys: ReadonlyMap<string, { head?: string; logged: number[] }>): Array<{ key: string; offset: number }> {
+  restore(keys: ReadonlyMap<string, Saved>): Array<{ key: string; offset: number }> {
     const reads: Array<{ key: string; offset: number }> = [];
     for (const [key, saved] of keys) {
       const state: KeyState<T> = { waiting: [], logged: [...saved.logged], appending: 0 };
-      if (saved.head !== undefined) state.head = { id: saved.head, held: true, logged: true };
+      if (saved.head !== undefined) state.head = { id: saved.head, held: true, logged: true, ...(saved.stopped ? { stopped: true } : {}) };
       this.keys.set(key, state);
       if (state.head === undefined) {
         const step = this.advance(key, state);
@@ -241,13 +264,23 @@ export class KeyOrder<T> {
     return this.keys.size;
   }
 
-  /** Held keys and their followers in the log, for operators. */
-  heldKeys(): Array<{ key: string; head: string; logged: number }> {
-    const out: Array<{ key: string; head: string; logged: number }> = [];
-    for (const [key, state] of this.keys)
-      if (state.head?.held) out.push({ key, head: state.head.id, logged: state.logged.length + state.appending });
+  /** Held keys (stopped ones flagged) and their followers in the log, for operators. */
+  heldKeys(): Array<{ key: string; head: string; logged: number; stopped?: true }> {
+    const out: Array<{ key: string; head: string; logged: number; stopped?: true }> = [];
+    for (const [key, state] of this.keys) {
+      if (!state.head?.held) continue;
+      const logged = state.logged.length + state.appending;
+      out.push(state.head.stopped ? { key, head: state.head.id, logged, stopped: true } : { key, head: state.head.id, logged });
+    }
     return out;
   }
+}
+
+/** A key as the log left it: its held (or stopped) head, and its followers not yet run. */
+export interface Saved {
+  head?: string;
+  stopped?: boolean;
+  logged: number[];
 }
 
 /**
@@ -255,13 +288,10 @@ export class KeyOrder<T> {
  * record counts only if its writer holds the latest claim before it: a worker that lost the shard and
  * wrote on is ignored. Stops at `until` (the reader's own claim), exclusive, or the end.
  */
-export function replay(
-  entries: Iterable<{ offset: number; record: LogRecord }>,
-  until?: string,
-): Map<string, { head?: string; logged: number[] }> {
-  const keys = new Map<string, { head?: string; logged: number[] }>();
+export function replay(entries: Iterable<{ offset: number; record: LogRecord }>, until?: string): Map<string, Saved> {
+  const keys = new Map<string, Saved>();
   let owner: string | undefined;
-  const of = (key: string): { head?: string; logged: number[] } => {
+  const of = (key: string): Saved => {
     let state = keys.get(key);
     if (!state) keys.set(key, (state = { logged: [] }));
     return state;
@@ -280,7 +310,10 @@ export function replay(
     const state = of(record.key);
     switch (record.kind) {
       case 'hold':
+      case 'stop':
         state.head = record.head;
+        if (record.kind === 'stop') state.stopped = true;
+        else delete state.stopped;
         if (record.from !== undefined) state.logged = state.logged.filter((o) => o !== record.from);
         break;
       case 'follower':
@@ -290,7 +323,10 @@ export function replay(
         state.logged = state.logged.filter((o) => o !== record.offset);
         break;
       case 'release':
-        if (state.head === record.head) delete state.head;
+        if (state.head === record.head) {
+          delete state.head;
+          delete state.stopped;
+        }
         break;
     }
     forget(record.key);

@@ -68,10 +68,11 @@ export interface SettleContext {
   orderBucket?: number | undefined;
   /**
    * Runs once the outcome is stored and before the original is acked or rejected: `held`, its copy waits
-   * in the delay path. An ordered callback's key records go here (consumer/ordered-keys.ts): after the
-   * copy they announce, before the ack that would leave only them. Throwing leaves the original unsettled.
+   * in the delay path; `parked`, it is in P.dead (not cancelled); `settled`, delivered or cancelled. An
+   * ordered callback's key records go here (consumer/ordered-keys.ts): after the copy they announce,
+   * before the ack that would leave only them. Throwing leaves the original unsettled.
    */
-  beforeAck?: ((held: boolean) => Promise<void>) | undefined;
+  beforeAck?: ((outcome: SettledAs) => Promise<void>) | undefined;
   /**
    * PUBLISH_TIMEOUT: how long an event may wait for its confirm, and after how long a copy's late
    * confirm is reported (onSlowConfirm). A copy waits for a definite outcome: see settle.
@@ -91,6 +92,12 @@ export interface SettleContext {
    */
   onEventLost?: (error: Error, final: boolean) => void;
 }
+
+/** What became of a callback, for `beforeAck`. */
+export type SettledAs = 'held' | 'parked' | 'settled';
+
+/** A dead letter's outcome: a cancelled callback is settled as its operator asked, any other parked. */
+const deadAs = (settlement: { reason: string }): SettledAs => (settlement.reason === 'canceled' ? 'settled' : 'parked');
 
 /** What a hold needs of the context: no route (it goes to a named queue), no attempt record. */
 export type HoldContext = Pick<
@@ -148,7 +155,7 @@ export async function settle(settlement: Settlement, record: Pick<AttemptRecord,
   if (settlement.kind === 'move') return move(settlement, record, context as SettleContext);
   if (settlement.kind !== 'retry') await storeEvent(context, false, true);
   if (settlement.kind === 'ack') {
-    await (context as SettleContext).beforeAck?.(false);
+    await (context as SettleContext).beforeAck?.('settled');
     channel.ack(message);
     return true;
   }
@@ -160,7 +167,7 @@ export async function settle(settlement: Settlement, record: Pick<AttemptRecord,
   if (result.stored) {
     if (settlement.kind !== 'hold') context.onConfirm?.(settlement.kind, (performance.now() - started) / 1000);
     if (settlement.kind === 'retry') await storeEvent(context, false, false);
-    await (context as SettleContext).beforeAck?.(settlement.kind === 'retry');
+    if (settlement.kind !== 'hold') await (context as SettleContext).beforeAck?.(settlement.kind === 'retry' ? 'held' : deadAs(settlement));
     channel.ack(message);
     return true;
   }
@@ -173,7 +180,7 @@ export async function settle(settlement: Settlement, record: Pick<AttemptRecord,
   }
   // No copy: the original goes to P.dead by rejection. Its final event says so (a dead copy's is stored already).
   if (settlement.kind === 'retry') await storeEvent(context, true, true);
-  await (context as SettleContext).beforeAck?.(false);
+  await (context as SettleContext).beforeAck?.(settlement.kind === 'retry' ? 'parked' : deadAs(settlement));
   // Throws on a channel that closed meanwhile: the broker redelivers the original instead.
   channel.nack(message, false, false);
   context.onFallback?.(fallback);
@@ -199,7 +206,7 @@ async function move(settlement: Move, record: Pick<AttemptRecord, 'id'>, context
   };
   const result = await publishOnceMore(context, () => publishCopy(channel, copy, message, record.id, wait));
   if (!result.stored) return false;
-  await context.beforeAck?.('delayMs' in settlement);
+  await context.beforeAck?.('delayMs' in settlement ? 'held' : 'settled');
   channel.ack(message);
   return true;
 }

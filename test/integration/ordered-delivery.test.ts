@@ -4,6 +4,7 @@ import { describeEachMode, sleep } from '../support/modes.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
 import type { ReceivedRequest } from '../support/receiver.js';
 import type { RelayFixture } from '../support/relay.js';
+import { cli } from '../support/cli.js';
 
 const open = openedInEachTest();
 
@@ -117,5 +118,33 @@ describeEachMode('ordered delivery per key', (mode) => {
     expect(receiver.requests.map((r) => r.path)).toEqual(['/c/0', '/c/1']);
     const [dead] = await relay.drainDead();
     expect(dead?.properties.headers?.[HEADER.reason]).toBe('canceled');
+  });
+
+  it('ORDERED_ON_DEAD=stop: a parked head stops its key until its dead letter is replayed, or the key released', async () => {
+    // s/0 and t/0 fail once and are parked at once (MAX_ATTEMPTS 1); a replayed s/0 succeeds.
+    const receiver = await open.receiver(({ path, nth }) =>
+      (path === '/s/0' || path === '/t/0') && nth === 1 ? { status: 500 } : { status: 200 },
+    );
+    const relay = await open.relay({ DELAY_MODE: mode, MAX_ATTEMPTS: '1', ORDERED_SHARDS: '1', ORDERED_ON_DEAD: 'stop' });
+    await relay.startWorker();
+    await publishKeys(relay, receiver.origin, ['s', 't'], 3);
+    await relay.waitForDead(2, 15_000);
+    await sleep(1_500);
+    expect(receiver.requests.map((r) => r.path).sort()).toEqual(['/s/0', '/t/0']);
+    // Only s/0 is put back and replayed (t/0 stays out of P.dead); then t is released.
+    const dead = await relay.drainDead();
+    const t0 = dead.find((m) => JSON.parse(m.content.toString()).orderKey === 't')!;
+    const s0 = dead.find((m) => JSON.parse(m.content.toString()).orderKey === 's')!;
+    relay.channel.sendToQueue(relay.names.deadQueue, s0.content, { ...s0.properties, headers: s0.properties.headers });
+    const replayed = await cli(relay, ['dlq', 'replay', '--all']);
+    expect(replayed.code, replayed.stderr).toBe(0);
+    await receiver.waitFor((requests) => requests.some((r) => r.path === '/s/2'), 15_000);
+    expect(receiver.requests.filter((r) => r.path.startsWith('/s/')).map((r) => r.path)).toEqual(['/s/0', '/s/0', '/s/1', '/s/2']);
+    expect(receiver.requests.some((r) => r.path === '/t/1')).toBe(false);
+    const released = await cli(relay, ['ordered', 'release', 't']);
+    expect(released.code, released.stderr).toBe(0);
+    await receiver.waitFor((requests) => requests.some((r) => r.path === '/t/2'), 15_000);
+    expect(receiver.requests.filter((r) => r.path.startsWith('/t/')).map((r) => r.path)).toEqual(['/t/0', '/t/1', '/t/2']);
+    expect(t0).toBeDefined();
   });
 });

@@ -92,6 +92,38 @@ describe('KeyOrder', () => {
   });
 });
 
+describe('KeyOrder stop', () => {
+  it('a parked head stops its key: followers log, its replay runs it first, a release moves the key past it', () => {
+    const order = new KeyOrder<string>('w1');
+    order.arrive(fresh('k', 'a'));
+    order.arrive(fresh('k', 'b'));
+    const stop = order.settled('k', 'a', true);
+    expect(stop).toEqual({ records: [{ kind: 'stop', owner: 'w1', key: 'k', head: 'a' }], toLog: ['b'] });
+    expect(order.heldKeys()).toEqual([{ key: 'k', head: 'a', logged: 1, stopped: true }]);
+    order.followerLogged('k', 4);
+    // The dead letter replayed into the shard is the stopped head: it runs.
+    expect(order.arrive(fresh('k', 'a'))).toEqual({ kind: 'attempt', item: 'a' });
+    expect(order.settled('k', 'a').read).toEqual({ key: 'k', offset: 4 });
+    const other = new KeyOrder<string>('w1');
+    other.arrive(fresh('j', 'x'));
+    other.settled('j', 'x', true);
+    expect(other.release('j')).toEqual({ records: [{ kind: 'release', owner: 'w1', key: 'j', head: 'x' }], toLog: [] });
+    expect(other.release('j').records).toEqual([]);
+    expect(other.size).toBe(0);
+  });
+
+  it('replay keeps a stopped key stopped, and a release clears it', () => {
+    const entries = [
+      { offset: 0, record: { kind: 'claim', owner: 'w1' } },
+      { offset: 1, record: { kind: 'stop', owner: 'w1', key: 'k', head: 'a' } },
+      { offset: 2, record: { kind: 'follower', owner: 'w1', key: 'k', id: 'b' } },
+    ] as const;
+    expect(replay(entries).get('k')).toEqual({ head: 'a', stopped: true, logged: [2] });
+    const released = [...entries, { offset: 3, record: { kind: 'release', owner: 'w1', key: 'k', head: 'a' } } as const];
+    expect(replay(released).get('k')).toEqual({ logged: [2] });
+  });
+});
+
 describe('KeyOrder.spill', () => {
   it('sends what waited too long behind a running head to the log, and what comes after it too', () => {
     const order = new KeyOrder<string>('w1');
