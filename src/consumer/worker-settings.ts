@@ -12,6 +12,12 @@ import { createSigner, type Signer } from '../signing/create-signer.js';
 export interface ConsumeSettings {
   /** Deliveries in flight at most (PREFETCH). */
   prefetch: number;
+  /**
+   * Unacked messages per queue consumer: PREFETCH, and twice that with isolation on. The second
+   * PREFETCH is a look-ahead: a target that holds every slot of its lane still has messages waiting in
+   * the worker, so isolation sees it is busy and moves its excess out of the lane (overflow).
+   */
+  queuePrefetch: number;
   /** Plugin mode: moves from P.due into the lanes at once (DUE_PREFETCH, default PREFETCH). */
   duePrefetch: number;
   drainTimeoutMs: number;
@@ -68,6 +74,7 @@ export function resolveWorkerSettings(config: RelayConfig): WorkerSettings {
   return {
     consume: {
       prefetch: config.prefetch,
+      queuePrefetch: config.isolation === 'on' ? 2 * config.prefetch : config.prefetch,
       duePrefetch: config.duePrefetch,
       drainTimeoutMs: config.drainTimeout,
       metricsPort: config.metricsPort,

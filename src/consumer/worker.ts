@@ -184,9 +184,8 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       logger.warn('target limits are not applied with ISOLATION=off');
     }
     // Each queue's consumer window (prefetch); queues mode: room on top for the messages held until due, which take no delivery slot.
-    const window = consume.prefetch + (topology.mode === 'queues' ? HOLD_PREFETCH : 0);
-    // A lane flows while its window keeps room for what queues behind: half of it, and at least a worker's slots
-    // (PREFETCH). In plugin mode the window is PREFETCH, so a busy target's every waiting callback holds room another needs.
+    const window = consume.queuePrefetch + (topology.mode === 'queues' ? HOLD_PREFETCH : 0);
+    // A lane flows while its window keeps room for what queues behind: half of it, and at least a worker's slots (PREFETCH).
     const line = window - Math.max(consume.prefetch, Math.ceil(window / 2));
     const laneExcess = (lane: Lane): number => lanes.unsettled(lane) - line;
     // Ordered shards: each a queue with a single active consumer; this worker keeps the order of the keys of those it owns.
@@ -284,7 +283,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
           connection,
           [
             ...topology.names.workQueues.map((queue, lane): [string, Lane] => [queue, String(lane)]),
-            [topology.names.slowQueue, 'slow', consume.prefetch],
+            [topology.names.slowQueue, 'slow', consume.queuePrefetch],
             ...orderedLanes,
           ],
           window,

@@ -125,7 +125,7 @@ describeEachMode('isolation without side effects', (mode) => {
     expect(await relay.messageCount(relay.names.deadQueue)).toBe(0);
   });
 
-  // A lane's window is PREFETCH, and in queues mode 400 more (room for callbacks held until due):
+  // A lane's window is 2 × PREFETCH, and in queues mode 400 more (room for callbacks held until due):
   // 150 callbacks fit below its line (half of it) in queues mode and stay in the worker; in plugin mode
   // they do not, and the same busy target's excess moves (the control: it is busy, and worth moving).
   it("a busy target whose backlog fits below its lane's line is not moved (queues mode); one that does not fit is (plugin mode)", async () => {

@@ -94,6 +94,7 @@ describe('resolveWorkerSettings', () => {
     );
     expect(settings.consume).toEqual({
       prefetch: 7,
+      queuePrefetch: 14,
       duePrefetch: 300,
       drainTimeoutMs: 9_000,
       metricsPort: 0,
