@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { KeyOrder, replay, type LogRecord } from '../../../src/policy/key-order.js';
+import { replay, type LogRecord } from '../../../src/policy/key-log.js';
+import { KeyOrder } from '../../../src/policy/key-order.js';
 
 const fresh = (key: string, id: string) => ({ key, id, item: id });
 const copy = (key: string, id: string) => ({ key, id, stamp: { kind: 'copy' as const }, item: id });
