@@ -213,6 +213,7 @@ const INVALID: Array<[string, string]> = [
   ['ORDERED_SHARDS', '0'],
   ['ORDERED_SHARDS', '65'],
   ['ORDERED_SHARDS', '2.5'],
+  ['ORDERED_ON_DEAD', 'park'],
   ['SLOW_THRESHOLD', 'slow'],
   ['HEALTH_WINDOW', '0'],
   ['DEGRADE_THRESHOLD', '0'],

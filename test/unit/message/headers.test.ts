@@ -27,6 +27,7 @@ describe('HEADER', () => {
       orderCopy: 'x-callback-order-copy',
       orderFrom: 'x-callback-order-from',
       orderWake: 'x-callback-order-wake',
+      orderRelease: 'x-callback-order-release',
     });
   });
 });
