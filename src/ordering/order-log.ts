@@ -266,10 +266,12 @@ export async function openOrderLog(connection: ChannelModel, stream: string, opt
       let ended: RelayError | undefined;
       let stopped = false;
       let channel: Channel | undefined;
+      // Declared before `end`: the channel can close while it is still being opened, before `stop` exists.
+      let stop: (() => Promise<void>) | undefined;
       const end = (error: unknown): void => {
         if (stopped) return;
         stopped = true;
-        running.delete(stop);
+        if (stop) running.delete(stop);
         void channel?.close().catch(() => {});
         if (started) onEnd?.(error);
       };
@@ -278,12 +280,13 @@ export async function openOrderLog(connection: ChannelModel, stream: string, opt
         end(error);
       });
       const open = channel;
-      const stop = async (): Promise<void> => {
+      const stopFollow = async (): Promise<void> => {
         if (stopped) return;
         stopped = true;
-        running.delete(stop);
+        running.delete(stopFollow);
         await open.close().catch(() => {});
       };
+      stop = stopFollow;
       try {
         await open.consume(
           stream,
@@ -308,8 +311,8 @@ export async function openOrderLog(connection: ChannelModel, stream: string, opt
       }
       if (ended) throw ended;
       started = true;
-      running.add(stop);
-      return stop;
+      running.add(stopFollow);
+      return stopFollow;
     },
 
     async read(offset) {
