@@ -3,6 +3,7 @@ import type { ChannelModel, ConfirmChannel } from 'amqplib';
 import type { Logger } from '../logger.js';
 import { publishConfirmed } from '../amqp/publish-confirmed.js';
 import { HEADER } from '../message/headers.js';
+import { recordHeaders, recordOf } from '../ordering/log-records.js';
 import { openOrderLog, type LogEntry, type OrderLog } from '../ordering/order-log.js';
 import { replay, type LogRecord } from '../policy/key-log.js';
 import { KeyOrder, type Step } from '../policy/key-order.js';
@@ -25,62 +26,6 @@ import type { Job } from './admit.js';
 
 /** After how long a follower that could not be put back in its shard is tried again. */
 const RESUME_RETRY_MS = 5_000;
-
-const RECORD = 'x-order-record';
-const OWNER = 'x-order-owner';
-const KEY = 'x-order-key';
-const HEAD = 'x-order-head';
-const ID = 'x-order-id';
-const FROM = 'x-order-from';
-const OFFSET = 'x-order-offset';
-
-/** A record as its log message's headers (a follower's are added to the callback's own). */
-export function recordHeaders(record: LogRecord): Record<string, unknown> {
-  const headers: Record<string, unknown> = { [RECORD]: record.kind, [OWNER]: record.owner };
-  if (record.kind === 'claim') return headers;
-  headers[KEY] = record.key;
-  if (record.kind === 'hold' || record.kind === 'stop' || record.kind === 'release') headers[HEAD] = record.head;
-  if ((record.kind === 'hold' || record.kind === 'stop') && record.from !== undefined) headers[FROM] = record.from;
-  if (record.kind === 'follower') headers[ID] = record.id;
-  if (record.kind === 'done') headers[OFFSET] = record.offset;
-  return headers;
-}
-
-/** A log message's record; undefined for anything that is not one (it is skipped). */
-export function recordOf(headers: Record<string, unknown>): LogRecord | undefined {
-  const kind = headers[RECORD];
-  const owner = str(headers[OWNER]);
-  if (owner === undefined) return undefined;
-  if (kind === 'claim') return { kind, owner };
-  const key = str(headers[KEY]);
-  if (key === undefined) return undefined;
-  const head = str(headers[HEAD]);
-  const from = num(headers[FROM]);
-  switch (kind) {
-    case 'hold':
-    case 'stop':
-      return head === undefined ? undefined : { kind, owner, key, head, ...(from === undefined ? {} : { from }) };
-    case 'release':
-      return head === undefined ? undefined : { kind, owner, key, head };
-    case 'follower': {
-      const id = str(headers[ID]);
-      return id === undefined ? undefined : { kind, owner, key, id };
-    }
-    case 'done': {
-      const offset = num(headers[OFFSET]);
-      return offset === undefined ? undefined : { kind, owner, key, offset };
-    }
-    default:
-      return undefined;
-  }
-}
-
-const str = (value: unknown): string | undefined =>
-  typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString() : undefined;
-const num = (value: unknown): number | undefined => {
-  const n = typeof value === 'bigint' ? Number(value) : value;
-  return typeof n === 'number' && Number.isSafeInteger(n) ? n : undefined;
-};
 
 /** A follower's callback as the shard had it: the log message minus the record's headers. */
 function callbackHeaders(headers: Record<string, unknown>): Record<string, unknown> {

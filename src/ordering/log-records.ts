@@ -1,0 +1,73 @@
+import type { LogRecord } from '../policy/key-log.js';
+
+/**
+ * A shard log's records as the headers of its stream messages (policy/key-order.ts says what each
+ * record means). The shard's owner writes them (consumer/ordered-keys.ts); a reader such as the
+ * console folds them back with `recordOf` and `replay`. A follower's record headers are added to its
+ * callback's own, which never start with `x-order-`.
+ */
+export const LOG_RECORD_HEADER = {
+  /** The record's kind: claim, hold, stop, follower, done or release. */
+  record: 'x-order-record',
+  /** The writer's id, fenced by the latest claim. */
+  owner: 'x-order-owner',
+  key: 'x-order-key',
+  /** The callback id holding the key (hold, stop, release). */
+  head: 'x-order-head',
+  /** A follower's callback id. */
+  id: 'x-order-id',
+  /** The follower offset a held or stopped head ran from. */
+  from: 'x-order-from',
+  /** The follower offset a `done` settles. */
+  offset: 'x-order-offset',
+} as const;
+
+const H = LOG_RECORD_HEADER;
+
+/** A record as its log message's headers (a follower's are added to the callback's own). */
+export function recordHeaders(record: LogRecord): Record<string, unknown> {
+  const headers: Record<string, unknown> = { [H.record]: record.kind, [H.owner]: record.owner };
+  if (record.kind === 'claim') return headers;
+  headers[H.key] = record.key;
+  if (record.kind === 'hold' || record.kind === 'stop' || record.kind === 'release') headers[H.head] = record.head;
+  if ((record.kind === 'hold' || record.kind === 'stop') && record.from !== undefined) headers[H.from] = record.from;
+  if (record.kind === 'follower') headers[H.id] = record.id;
+  if (record.kind === 'done') headers[H.offset] = record.offset;
+  return headers;
+}
+
+/** A log message's record; undefined for anything that is not one (it is skipped). */
+export function recordOf(headers: Record<string, unknown>): LogRecord | undefined {
+  const kind = headers[H.record];
+  const owner = str(headers[H.owner]);
+  if (owner === undefined) return undefined;
+  if (kind === 'claim') return { kind, owner };
+  const key = str(headers[H.key]);
+  if (key === undefined) return undefined;
+  const head = str(headers[H.head]);
+  const from = num(headers[H.from]);
+  switch (kind) {
+    case 'hold':
+    case 'stop':
+      return head === undefined ? undefined : { kind, owner, key, head, ...(from === undefined ? {} : { from }) };
+    case 'release':
+      return head === undefined ? undefined : { kind, owner, key, head };
+    case 'follower': {
+      const id = str(headers[H.id]);
+      return id === undefined ? undefined : { kind, owner, key, id };
+    }
+    case 'done': {
+      const offset = num(headers[H.offset]);
+      return offset === undefined ? undefined : { kind, owner, key, offset };
+    }
+    default:
+      return undefined;
+  }
+}
+
+const str = (value: unknown): string | undefined =>
+  typeof value === 'string' ? value : Buffer.isBuffer(value) ? value.toString() : undefined;
+const num = (value: unknown): number | undefined => {
+  const n = typeof value === 'bigint' ? Number(value) : value;
+  return typeof n === 'number' && Number.isSafeInteger(n) ? n : undefined;
+};
