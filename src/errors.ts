@@ -33,7 +33,7 @@ export const ERROR_CODES = {
   CR_ERR_LOG_MISSING:
     'an order log stream (P.ordered.log.<i>) does not exist, or is a queue that is not a stream: nothing was read from it',
   CR_ERR_LOG_READ_TIMEOUT:
-    'reading one record of an order log, no record at or after its offset arrived in time: the offset is past the end of the log',
+    'reading one record of an order log, no record at or after its offset arrived in time (the offset is past the end of the log); reading a whole log, it did not fall quiet in time',
   CR_ERR_SIGNATURE_MISSING: '`webhook-id`, `webhook-timestamp` or `webhook-signature` is absent or empty',
   CR_ERR_SIGNATURE_INVALID: 'a signature header is malformed, or no `v1` signature matches any secret',
   CR_ERR_SIGNATURE_EXPIRED: '`webhook-timestamp` is further than the tolerance from now',

@@ -1,6 +1,7 @@
 import amqplib, { type Channel, type ChannelModel } from 'amqplib';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
 import { openOrderLog, toOffset, type LogEntry, type OrderLog } from '../../src/ordering/order-log.js';
+import { readAll, READ_ALL_QUIET_MS } from '../../src/ordering/read-all.js';
 import { randomPrefix } from '../support/relay.js';
 
 const STREAM = { 'x-queue-type': 'stream' };
@@ -129,6 +130,20 @@ describe('order log on a stream', () => {
     await Promise.all(Array.from({ length: n }, (_, i) => log.append({ 'x-n': i })));
     const entries = await collect(log, 'first', n);
     expect(entries.map((e) => e.headers['x-n'])).toEqual(Array.from({ length: n }, (_, i) => i));
+  });
+
+  it('readAll reads a log to its end and stops, appending nothing; an empty log ends once quiet', async () => {
+    const empty = Date.now();
+    await expect(readAll(log, () => {})).resolves.toBe(0);
+    expect(Date.now() - empty).toBeLessThan(READ_ALL_QUIET_MS + 1_000);
+    const n = 500;
+    await Promise.all(Array.from({ length: n }, (_, i) => log.append({ 'x-n': i }, Buffer.alloc(200, 1))));
+    const seen: unknown[] = [];
+    await expect(readAll(log, (entry) => seen.push(entry.headers['x-n']))).resolves.toBe(n);
+    expect(seen).toEqual(Array.from({ length: n }, (_, i) => i));
+    // Read again: the same records, none added by the reads.
+    await expect(readAll(log, () => {})).resolves.toBe(n);
+    await expect(readAll(log, () => {}, { timeoutMs: 1 })).rejects.toMatchObject({ code: 'CR_ERR_LOG_READ_TIMEOUT' });
   });
 
   it('close stops follows; a closed log refuses appends', async () => {
