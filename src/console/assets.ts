@@ -35,6 +35,9 @@ td.error, td.url, td.origin { word-break:break-all; max-width:420px; }
 .badge.paused { background:#fff4d6; color:var(--warn); }
 .badge.circuit-open { background:#fde7e7; color:var(--bad); }
 .badge.limited { background:#e8eefc; color:var(--accent); }
+.badge.held { background:#fff4d6; color:var(--warn); }
+.badge.stopped { background:#fde7e7; color:var(--bad); }
+.badge.draining { background:#e8eefc; color:var(--accent); }
 .notice { padding:8px 12px; border:1px solid var(--line); background:#fff; }
 .notice.ok { border-color:var(--ok); } .notice.warn { border-color:var(--warn); } .notice.error { border-color:var(--bad); color:var(--bad); }
 form.inline { display:inline; margin:0; }

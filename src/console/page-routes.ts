@@ -14,8 +14,10 @@ import { callbackPage } from './pages/callback-page.js';
 import { deadLettersPage, deadMessagePage, purgeConfirmPage } from './pages/dead-letters-page.js';
 import { layout, type PageFrame } from './pages/layout.js';
 import { html } from './html.js';
+import { orderedKeysPage } from './pages/ordered-keys-page.js';
 import { overviewPage } from './pages/overview-page.js';
 import { targetsPage } from './pages/targets-page.js';
+import { shardKeys, type ShardKeys } from './ordered-shards.js';
 import { queueDepths, type QueueDepth } from './queue-depths.js';
 import { shownBody } from './shown-body.js';
 import { healthKeys, targetRows } from './target-rows.js';
@@ -137,6 +139,17 @@ export function registerPages(app: FastifyInstance, context: ConsoleContext): vo
         messages.map((m) => m.entry),
       ),
     );
+  });
+
+  app.get<{ Querystring: Query }>('/ordered-keys', async (request, reply) => {
+    let shards: ShardKeys[] = [];
+    let frame = frameFor(context, request, 'Ordered keys', 'ordered');
+    try {
+      shards = await shardKeys(amqpUrls(config.amqpUrl), names);
+    } catch (error) {
+      frame = { ...frame, notice: { text: `The shards' logs are unavailable: ${(error as Error).message}`, kind: 'error' } };
+    }
+    return sendPage(reply, orderedKeysPage(frame, shards));
   });
 
   app.get<{ Querystring: Query }>('/callback', async (request, reply) => {

@@ -7,7 +7,7 @@ export interface PageFrame {
   /** The session's CSRF token: every form of the page carries it. */
   csrf?: string | undefined;
   /** Which navigation entry is current. */
-  current?: 'overview' | 'targets' | 'dead' | 'callback' | undefined;
+  current?: 'overview' | 'targets' | 'dead' | 'ordered' | 'callback' | undefined;
   /** Seconds after which the page reloads itself (a meta refresh: no script needed). */
   refreshSeconds?: number | undefined;
   /** A notice above the content (an action's result, a missing stream). */
@@ -21,6 +21,7 @@ const NAV: Array<[NonNullable<PageFrame['current']>, string, string]> = [
   ['overview', '/', 'Overview'],
   ['targets', '/targets', 'Targets'],
   ['dead', '/dead-letters', 'Dead letters'],
+  ['ordered', '/ordered-keys', 'Ordered keys'],
   ['callback', '/callback', 'Callback'],
 ];
 

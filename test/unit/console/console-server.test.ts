@@ -95,6 +95,23 @@ describe('console server', () => {
     expect(bearer.body).not.toMatch(/<script>|style="/);
   });
 
+  it('Ordered keys: for an operator only, linked from every page, without a form of its own', async () => {
+    const { app } = consoleUnderTest();
+    const anonymous = await app.inject({ method: 'GET', url: '/ordered-keys' });
+    expect(anonymous.statusCode).toBe(303);
+    expect(anonymous.headers.location).toBe('/login?next=%2Fordered-keys');
+    const targets = await app.inject({ method: 'GET', url: '/targets', headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(targets.body).toContain('<a href="/ordered-keys" class="">Ordered keys</a>');
+    // Whether a broker answers here or not, the page is shown: with what the logs hold, or why they could not be read.
+    const page = await app.inject({ method: 'GET', url: '/ordered-keys', headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('<a href="/ordered-keys" class="current">Ordered keys</a>');
+    expect(page.body.match(/<form /g)).toHaveLength(1);
+    expect((await app.inject({ method: 'POST', url: '/ordered-keys', headers: { authorization: `Bearer ${TOKEN}` } })).statusCode).toBe(
+      404,
+    );
+  });
+
   it('logs in with a token into an HttpOnly cookie, and redirects only within the console', async () => {
     const { app } = consoleUnderTest();
     const form = { 'content-type': 'application/x-www-form-urlencoded' };
