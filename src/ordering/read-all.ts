@@ -67,7 +67,7 @@ export async function readAll(
       }
       restartQuiet();
     },
-    (error) => finish(error),
+    (error) => finish(error ?? new Error('the follow of the log ended')),
   );
   let stop: (() => Promise<void>) | undefined;
   try {

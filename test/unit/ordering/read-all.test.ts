@@ -53,7 +53,7 @@ describe('readAll', () => {
 
   it('CR_ERR_LOG_READ_TIMEOUT when the log never falls quiet; the follow is stopped', async () => {
     const { log, state } = scriptedLog(Array.from({ length: 100 }, () => 10));
-    await expect(readAll(log, () => {}, { quietMs: 50, timeoutMs: 150 })).rejects.toMatchObject({ code: 'CR_ERR_LOG_READ_TIMEOUT' });
+    await expect(readAll(log, () => {}, { quietMs: 200, timeoutMs: 400 })).rejects.toMatchObject({ code: 'CR_ERR_LOG_READ_TIMEOUT' });
     expect(state.stopped).toBe(1);
   });
 
