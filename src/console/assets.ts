@@ -24,7 +24,8 @@ table { border-collapse:collapse; background:#fff; width:100%; }
 th, td { border-bottom:1px solid var(--line); padding:6px 8px; text-align:left; vertical-align:top; }
 th { color:var(--muted); font-weight:600; }
 td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; }
-td.error, td.url, td.origin { word-break:break-all; max-width:420px; }
+td.error, td.url, td.origin, td.key { word-break:break-all; max-width:420px; }
+td.id { white-space:nowrap; }
 .when, .hint { color:var(--muted); font-size:12px; }
 .tiles { display:flex; flex-wrap:wrap; gap:12px; }
 .tile { background:#fff; border:1px solid var(--line); padding:10px 14px; min-width:150px; }

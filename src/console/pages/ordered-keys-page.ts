@@ -12,9 +12,9 @@ function stateCell(row: OrderedKeyRow): Html {
     case 'stopped':
       return html`<span class="badge stopped">stopped</span> — replay its <a href="${href('/dead-letters', { id: row.head })}">dead letter</a> or run <code>callback-relay ordered release ${shellWord(row.key)}</code>`;
     case 'held':
-      return html`<span class="badge held">held</span> its head waits for a retry`;
+      return html`<span class="badge held">held</span> — its head waits for a retry`;
     case 'draining':
-      return html`<span class="badge draining">moving on</span> its callbacks in the log run one at a time`;
+      return html`<span class="badge draining">moving on</span> — its callbacks in the log run one at a time`;
   }
 }
 
