@@ -16,7 +16,8 @@ import {
   spawnRelayWorker,
   type BenchChild,
 } from './processes.js';
-import { benchPublisher, publishAll } from './publish.js';
+import type { CallbackPublisher } from '../src/producer/publisher.js';
+import { benchPublisher, publishAll, type PublishReport } from './publish.js';
 import { benchBody, type BenchReceiver } from './receiver.js';
 import { summarizeProfile, type ProfileSummary } from './profile-summary.js';
 import { RESULTS_DIR } from './results.js';
@@ -147,6 +148,8 @@ export interface HttpRunOptions {
   profile?: boolean;
   /** Bind a queue to P.events (`#`) and consume it here, so every outcome event is routed and delivered. */
   listenToEvents?: boolean;
+  /** Pre-fills with these publishes instead of `count` callbacks round-robin over the targets; the run still waits for `count` deliveries. */
+  fill?: (publisher: CallbackPublisher) => Promise<PublishReport>;
 }
 
 /**
@@ -161,7 +164,9 @@ export async function httpRun(ctx: BenchContext, receiver: BenchReceiver, option
     const { publisher } = benchPublisher(ctx.url, prefix);
     scope.add(publisher);
     receiver.reset('ok');
-    const published = await publishAll(publisher, count, (i) => ({ callback: { url: receiver.urlFor(i, targets), body: benchBody(i) } }));
+    const published = options.fill
+      ? await options.fill(publisher)
+      : await publishAll(publisher, count, (i) => ({ callback: { url: receiver.urlFor(i, targets), body: benchBody(i) } }));
     await publisher.close();
     const settleSeconds = await settleBroker(ctx);
     const events = options.listenToEvents ? await listenToEvents(ctx.url, `${prefix}.events`) : undefined;

@@ -18,12 +18,13 @@ import { halfLoad } from './scenarios/half-load.js';
 import { ingest } from './scenarios/ingest.js';
 import { isolation } from './scenarios/isolation.js';
 import { limits } from './scenarios/limits.js';
+import { ordered } from './scenarios/ordered.js';
 import { pending } from './scenarios/pending.js';
 import { retryTiming } from './scenarios/retry-timing.js';
 import { scaleOut } from './scenarios/scale-out.js';
 import { throughput } from './scenarios/throughput.js';
 
-const SCENARIOS: Scenario[] = [throughput, halfLoad, retryTiming, backlog, scaleOut, isolation, fairness, ingest, pending, limits];
+const SCENARIOS: Scenario[] = [throughput, halfLoad, retryTiming, backlog, scaleOut, isolation, fairness, ingest, pending, limits, ordered];
 
 /** A numeric option, or undefined when not given; anything but a number ≥ 0 stops the run before it starts, naming the option. */
 function numberOption(name: string, value: string | undefined): number | undefined {

@@ -11,6 +11,13 @@ export const benchBody = (i: number): { sentAt: number; i: number; event: string
   pad: 'x'.repeat(200),
 });
 
+export interface ReceivedRequest {
+  path: string;
+  at: number;
+  i: number;
+  ok: boolean;
+}
+
 export interface BenchReceiver {
   origins: string[];
   /** The URL of callback `i`, spread round-robin over the first `targets` origins (one origin = one target). */
@@ -25,6 +32,8 @@ export interface BenchReceiver {
   readonly lastAt: number;
   /** Arrival times (ms) of every request, per callback `i` (fail-once mode only). */
   readonly attempts: Map<number, number[]>;
+  /** Every request in arrival order: its path, when it arrived (ms), its callback's `i` and whether it was answered 200. */
+  readonly requests: ReceivedRequest[];
   /** Resolves true once `count` callbacks are delivered, false after `timeoutMs`. */
   waitForDelivered(count: number, timeoutMs: number): Promise<boolean>;
   reset(mode?: ReceiverMode): void;
@@ -38,6 +47,7 @@ export async function startReceiver(ports = 1, initialMode: ReceiverMode = 'ok')
   let latencies: number[] = [];
   let sentAts: number[] = [];
   let attempts = new Map<number, number[]>();
+  let requests: ReceivedRequest[] = [];
   let firstAt = 0;
   let lastAt = 0;
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
@@ -66,6 +76,7 @@ export async function startReceiver(ports = 1, initialMode: ReceiverMode = 'ok')
         if (firstAt === 0) firstAt = now;
         lastAt = now;
       }
+      requests.push({ path: req.url ?? '', at: now, i: body.i, ok: status === 200 });
       res.writeHead(status, { 'content-type': 'text/plain' }).end(status === 200 ? 'ok' : 'fail');
     });
   };
@@ -98,6 +109,9 @@ export async function startReceiver(ports = 1, initialMode: ReceiverMode = 'ok')
     get attempts() {
       return attempts;
     },
+    get requests() {
+      return requests;
+    },
     async waitForDelivered(count, timeoutMs) {
       const deadline = Date.now() + timeoutMs;
       while (seen.size < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
@@ -109,6 +123,7 @@ export async function startReceiver(ports = 1, initialMode: ReceiverMode = 'ok')
       latencies = [];
       sentAts = [];
       attempts = new Map();
+      requests = [];
       firstAt = 0;
       lastAt = 0;
     },

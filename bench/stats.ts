@@ -34,7 +34,14 @@ export function summarize(values: number[]): Summary {
   };
 }
 
-/** A number for a table cell: fixed digits, or `n/a`. */
+/** The median of `values` (the mean of the middle two of an even count); NaN when empty. */
+export function median(values: number[]): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
 /** A number for a table; a value that rounds to zero prints without a sign (not "-0"). */
 export const fmt = (n: number | undefined, digits = 0): string => {
   if (n === undefined || !Number.isFinite(n)) return 'n/a';

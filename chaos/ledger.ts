@@ -10,6 +10,17 @@ export interface Attempt {
   /** The answer was written out; false when the worker's socket was gone first (it was killed or gave up). */
   answered: boolean;
   at: number;
+  /**
+   * Where the request's arrival falls in the receiver's own order of events (ledger.tick()): ordered
+   * keys are judged on it, since two events within one millisecond are still in a known order.
+   */
+  tick: number;
+  /**
+   * The tick at which the answer was handed to the socket (`end()` called: the worker cannot have read
+   * it before), or, for a request left hanging, at which its socket closed (the worker gave up or died).
+   * Absent while neither happened.
+   */
+  endTick?: number;
 }
 
 export interface Ledger {
@@ -21,8 +32,10 @@ export interface Ledger {
   lastRequestAt: number;
   /** Requests being held open right now. */
   readonly hanging: number;
-  /** The callback URL for callback number `n` with fate `fate`. */
-  urlFor(fate: Fate, n: number): string;
+  /** The next number of the receiver's order of events (arrivals, answers, closes, and whatever else takes one, e.g. a cancel sent). */
+  tick(): number;
+  /** The callback URL for callback number `n` with fate `fate`; `path` is appended (an ordered callback's key and sequence number). */
+  urlFor(fate: Fate, n: number, path?: string): string;
   close(): Promise<void>;
 }
 
@@ -42,6 +55,7 @@ export async function startLedger(): Promise<Ledger> {
   const hanging = new Set<ServerResponse>();
   const servers: Server[] = [];
   const origins = new Map<string, string[]>();
+  let ticks = 0;
   const ledger = {
     byId,
     strays: 0,
@@ -49,9 +63,13 @@ export async function startLedger(): Promise<Ledger> {
     get hanging() {
       return hanging.size;
     },
-    urlFor(fate: Fate, n: number): string {
+    tick(): number {
+      ticks += 1;
+      return ticks;
+    },
+    urlFor(fate: Fate, n: number, path = ''): string {
       const list = origins.get(fate) ?? [];
-      return `${list[n % list.length]}/callbacks/${fate}`;
+      return `${list[n % list.length]}/callbacks/${fate}${path}`;
     },
     async close() {
       for (const res of hanging) res.destroy();
@@ -83,20 +101,31 @@ export async function startLedger(): Promise<Ledger> {
           }
           const attempt = Number(req.headers['x-callback-attempt']);
           const answer = answerFor(fateOfRequest, attempt);
-          const record: Attempt = { attempt, status: answer === 'hang' ? 0 : answer.status, answered: false, at: Date.now() };
+          const record: Attempt = {
+            attempt,
+            status: answer === 'hang' ? 0 : answer.status,
+            answered: false,
+            at: Date.now(),
+            tick: ledger.tick(),
+          };
           const attempts = byId.get(id);
           if (attempts) attempts.push(record);
           else byId.set(id, [record]);
           if (answer === 'hang') {
             // Held until the worker's HTTP_TIMEOUT aborts the request (or the worker dies).
             hanging.add(res);
-            res.on('close', () => hanging.delete(res));
+            res.on('close', () => {
+              hanging.delete(res);
+              record.endTick = ledger.tick();
+            });
             return;
           }
           res.on('finish', () => (record.answered = true));
           // A worker that dies meanwhile never gets this answer: the relay must then deliver again.
           setTimeout(() => {
-            if (!res.destroyed) res.writeHead(answer.status, { 'content-type': 'text/plain' }).end('ok');
+            if (res.destroyed) return;
+            record.endTick = ledger.tick();
+            res.writeHead(answer.status, { 'content-type': 'text/plain' }).end('ok');
           }, answer.delayMs);
         });
       });

@@ -4,6 +4,7 @@ import { createLogger } from '../src/logger.js';
 import { createPublisher } from '../src/producer/publisher.js';
 import { fateOf, idOf } from './fates.js';
 import type { Ledger } from './ledger.js';
+import { orderOf } from './ordered.js';
 
 export interface LoadStats {
   /** Callbacks the broker confirmed. */
@@ -17,6 +18,8 @@ export interface LoadStats {
   errors: Record<string, number>;
   /** `--cancel`: ids whose cancel marker the broker confirmed. */
   cancelled: Set<string>;
+  /** `--cancel`: when each cancel was first sent, in the receiver's order of events (ledger.tick()). */
+  cancelTicks: Map<string, number>;
 }
 
 export interface LoadOptions {
@@ -35,6 +38,12 @@ export interface LoadOptions {
   cancelAfterMs?: number | undefined;
   /** Pending at scale: callback n is published with `deliverAt` = start + `afterMs` + n × `spreadMs` ÷ callbacks. */
   due?: DueSchedule | undefined;
+  /**
+   * Ordered keys (ordered.ts): every third callback carries an `orderKey`, one of this many; a key's
+   * callbacks are published one after another, each once the one before it was confirmed or given up.
+   * Not with `due`: an ordered callback cannot be delayed.
+   */
+  orderedKeys?: number | undefined;
 }
 
 /** When scheduled callbacks fall due, from the start of publishing: evenly over `spreadMs`, the first after `afterMs`. */
@@ -64,13 +73,25 @@ export function startLoad(options: LoadOptions): { stats: LoadStats; done: Promi
     LOG_LEVEL: 'error',
   });
   const publisher = createPublisher(config, createLogger('error', 'chaos-producer'));
-  const stats: LoadStats = { confirmed: 0, republished: 0, republishedIds: new Set(), unconfirmed: [], errors: {}, cancelled: new Set() };
+  const stats: LoadStats = {
+    confirmed: 0,
+    republished: 0,
+    republishedIds: new Set(),
+    unconfirmed: [],
+    errors: {},
+    cancelled: new Set(),
+    cancelTicks: new Map(),
+  };
+  if (options.due && options.orderedKeys) throw new Error('ordered keys: an ordered callback cannot be published with a deliverAt');
+  /** Each ordered key's last publish: the next one of the key starts once it has ended. */
+  const keyTails = new Map<string, Promise<void>>();
   const inFlight = new Set<Promise<void>>();
   const started = Date.now();
 
   /** Cancels `id` after `delayMs`, trying again through chaos like a publish; counted once confirmed. */
   async function cancelLater(id: string, delayMs: number, deadline: number): Promise<void> {
     await sleep(delayMs);
+    stats.cancelTicks.set(id, options.ledger.tick());
     for (let tries = 0; Date.now() < deadline + delayMs; tries += 1) {
       try {
         await publisher.cancel(id);
@@ -84,16 +105,22 @@ export function startLoad(options: LoadOptions): { stats: LoadStats; done: Promi
     }
   }
 
-  async function publishOne(n: number): Promise<void> {
+  /** Publishes callback `n` (and cancels it later, with `--cancel`); `ended` is called once it is confirmed or given up. */
+  async function publishOne(n: number, ended: () => void): Promise<void> {
     const id = idOf(options.run, n);
-    const url = options.ledger.urlFor(fateOf(n), n);
+    const order = orderOf(n, options.orderedKeys ?? 0);
+    const url = options.ledger.urlFor(fateOf(n), n, order ? `/${order.key}/${order.seq}` : '');
+    const callback = order
+      ? { id, url, body: { n, fate: fateOf(n), key: order.key, seq: order.seq }, orderKey: order.key }
+      : { id, url, body: { n, fate: fateOf(n) } };
     const deadline = Date.now() + options.giveUpMs;
     // A republish keeps the same due time: a careful producer retries the same callback, not a new one.
     const when = options.due ? { deliverAt: new Date(dueAt(options.due, started, n, options.callbacks)) } : {};
     for (let tries = 0; ; tries += 1) {
       try {
-        await publisher.publish({ id, url, body: { n, fate: fateOf(n) } }, when);
+        await publisher.publish(callback, when);
         stats.confirmed += 1;
+        ended();
         if (options.cancelAfterMs !== undefined && fateOf(n) === 'always-fail') await cancelLater(id, options.cancelAfterMs, deadline);
         return;
       } catch (error) {
@@ -119,7 +146,16 @@ export function startLoad(options: LoadOptions): { stats: LoadStats; done: Promi
         if (due > Date.now()) await sleep(due - Date.now());
         // Bounded in-flight publishes: the buffer limit would refuse more anyway.
         while (inFlight.size >= 500) await Promise.race(inFlight);
-        const work = publishOne(n).finally(() => inFlight.delete(work));
+        // An ordered callback is published once the one before it of its key ended: the order the broker accepts them in is its key's.
+        const key = orderOf(n, options.orderedKeys ?? 0)?.key;
+        const after = key === undefined ? undefined : keyTails.get(key);
+        let ended = (): void => {};
+        const publishedOrGivenUp = new Promise<void>((resolve) => (ended = resolve));
+        const work = (after ? after.then(() => publishOne(n, ended)) : publishOne(n, ended)).finally(() => {
+          ended();
+          inFlight.delete(work);
+        });
+        if (key !== undefined) keyTails.set(key, publishedOrGivenUp);
         inFlight.add(work);
       }
       await Promise.all(inFlight);

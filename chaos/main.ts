@@ -1,5 +1,5 @@
 /**
- * "Prove no loss": `npm run chaos [-- --quick | --cluster [--quick] [--node-kill | --node-loss]] [--callbacks N] [--canary] [--mode queues|plugin] [--events durable] [--cancel]`.
+ * "Prove no loss": `npm run chaos [-- --quick | --cluster [--quick] [--node-kill | --node-loss]] [--callbacks N] [--canary] [--mode queues|plugin] [--events durable] [--cancel] [--ordered-keys N]`.
  * `--cluster` with TEST_BROKER=container (or `--containers`): three rabbitmq/ image containers, callbacks
  * pending in the delay levels, and node faults (`--fault kill|partition|rolling|replace`, repeatable).
  * `--pending` runs only the "pending at scale" scenario (100,000 callbacks scheduled ahead; 5,000 with
@@ -7,8 +7,10 @@
  * event is missing or false. `--cancel` cancels every `always-fail` callback during its retries.
  * Starts throwaway brokers, workers and a ledger receiver, publishes scripted callbacks while killing
  * workers, restarting brokers and cutting connections, then checks every callback: delivered, or parked
- * in P.dead with the reason its fate implies. Exits 1 if one was lost, or parked although its script
- * answers 2xx within MAX_ATTEMPTS. Summary: chaos/results/latest.json.
+ * in P.dead with the reason its fate implies. Every third callback of the runs without a deliverAt
+ * carries one of 50 order keys (`--ordered-keys N`; 0: none), and each key's requests are checked for
+ * order. Exits 1 if one was lost, or parked although its script answers 2xx within MAX_ATTEMPTS, or a
+ * callback of a key was requested before an earlier one was settled. Summary: chaos/results/latest.json.
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -24,6 +26,7 @@ import { Canary } from './canary.js';
 import { formatScenario, writeSummary, type Skipped, type Summary } from './report.js';
 import { runScenario, type ScenarioResult, type ScenarioSpec } from './scenario.js';
 import { queueDepths } from './queues.js';
+import { ORDERED_KEYS } from './ordered.js';
 import { startChaosNode } from './single-node.js';
 import type { WorkerPool } from './worker-pool.js';
 
@@ -43,6 +46,7 @@ const { values } = parseArgs({
     pending: { type: 'boolean', default: false },
     containers: { type: 'boolean', default: false },
     fault: { type: 'string', multiple: true },
+    'ordered-keys': { type: 'string' },
   },
 });
 // --cluster with TEST_BROKER=container (or --containers): three rabbitmq/ image containers and node faults (container-cluster-run.ts).
@@ -63,6 +67,9 @@ const PROFILE = values.cluster
 const callbacks = values.callbacks ? Number(values.callbacks) : PROFILE.callbacks;
 if (!Number.isInteger(callbacks) || callbacks < 1) throw new Error(`--callbacks: a whole number ≥ 1, got ${values.callbacks}`);
 if (values.pending && values.cluster) throw new Error('--pending: runs on a single node; leave out --cluster');
+// Every third callback of the runs without a deliverAt carries one of these order keys (ordered.ts); 0: none.
+const orderedKeys = values['ordered-keys'] === undefined ? ORDERED_KEYS : Number(values['ordered-keys']);
+if (!Number.isInteger(orderedKeys) || orderedKeys < 0) throw new Error(`--ordered-keys: a whole number ≥ 0, got ${values['ordered-keys']}`);
 
 /**
  * Pending at scale: every callback published as fast as the publisher goes, each with a `deliverAt`
@@ -174,7 +181,7 @@ async function singleNode(scenarios: ScenarioResult[], skipped: Skipped[]): Prom
               quiesceTimeoutMs: PENDING.quiesceMs,
               timeline: pendingTimeline(mode),
             }
-          : { ...common, callbacks, spreadMs: span, quiesceTimeoutMs: PROFILE.quiesceMs, timeline: timeline(mode) };
+          : { ...common, callbacks, spreadMs: span, quiesceTimeoutMs: PROFILE.quiesceMs, timeline: timeline(mode), orderedKeys };
       scenarios.push(await runScenario(spec, say));
     }
   }
@@ -241,6 +248,7 @@ async function cluster(scenarios: ScenarioResult[], skipped: Skipped[]): Promise
       logDir: LOGS,
       durableEvents,
       cancelAfterMs,
+      orderedKeys,
     };
     scenarios.push(await runScenario(mode === 'plugin' ? { ...spec, lossExpected: PLUGIN_CLUSTER_LOSS } : spec, say));
     if (lose) await c.startNode(1, how); // the next scenario starts on three nodes again
@@ -271,6 +279,9 @@ try {
   const lost = judged.reduce((sum, s) => sum + s.verdict.lost, 0);
   const lostByDesign = scenarios.reduce((sum, s) => sum + s.verdict.lost, 0) - lost;
   const undelivered = judged.reduce((sum, s) => sum + s.verdict.undelivered.length, 0);
+  // Ordered keys: a request before an earlier callback of its key was settled fails the run, like a loss.
+  const keysChecked = judged.reduce((sum, s) => sum + (s.verdict.order?.keys ?? 0), 0);
+  const inversions = judged.reduce((sum, s) => sum + (s.verdict.order?.inversions ?? 0), 0);
   const eventErrors = durableEvents
     ? judged.reduce((sum, s) => sum + (s.events ? s.events.missingFinal + s.events.falseFinal : 0), 0)
     : undefined;
@@ -284,8 +295,11 @@ try {
     lost,
     undelivered,
     lostByDesign,
+    orderedKeys: keysChecked,
+    inversions,
     ...(eventErrors === undefined ? {} : { eventErrors }),
-    passed: judged.length > 0 && (canary ? canary.check(judged).passed : lost === 0) && undelivered === 0 && !eventErrors,
+    passed:
+      judged.length > 0 && (canary ? canary.check(judged).passed : lost === 0) && undelivered === 0 && inversions === 0 && !eventErrors,
     ...(canary ? { canary: { line: canary.check(judged).line, takenAt: canary.takenAt } } : {}),
   };
   for (const scenario of scenarios) say(formatScenario(scenario));
@@ -293,13 +307,18 @@ try {
   writeSummary(`${RESULTS}latest.json`, summary);
   if (canary) say(`\n${canary.check(judged).line}`);
   say(
-    `\n${summary.passed ? 'PASS' : 'FAIL'}: lost ${lost}, undelivered ${undelivered}${eventErrors === undefined ? '' : `, final events missing or false ${eventErrors}`}${lostByDesign ? ` (and ${lostByDesign} by design, see above)` : ''} in ${summary.seconds} s; summary in chaos/results/latest.json, worker logs in chaos/results/logs/`,
+    `\n${summary.passed ? 'PASS' : 'FAIL'}: lost ${lost}, undelivered ${undelivered}, ordered keys: ${keysChecked}, inversions: ${inversions}${eventErrors === undefined ? '' : `, final events missing or false ${eventErrors}`}${lostByDesign ? ` (and ${lostByDesign} by design, see above)` : ''} in ${summary.seconds} s; summary in chaos/results/latest.json, worker logs in chaos/results/logs/`,
   );
   // The scenarios' own lines may be far above the end of a long log: the undelivered are named here too.
   for (const scenario of judged)
     for (const miss of scenario.verdict.undelivered.slice(0, 5))
       say(
         `  undelivered in ${scenario.title}: ${miss.id}: ${miss.got}${miss.reachedSuccess ? '' : ' (the attempt scripted to succeed was never sent)'}`,
+      );
+  for (const scenario of judged)
+    for (const x of scenario.verdict.order?.examples ?? [])
+      say(
+        `  inversion in ${scenario.title}: ${x.key}, callback ${x.seq} requested before callback ${x.before} was settled (its requests are listed above)`,
       );
   exitCode = summary.passed ? 0 : 1;
 } finally {

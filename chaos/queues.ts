@@ -22,6 +22,8 @@ export async function waitForAmqp(url: string, timeoutMs: number, gaveUp: () => 
 /** Ready messages per queue group (unacked ones are not counted: the broker only reports ready ones). */
 export interface Depths {
   work: number;
+  /** The ordered shards P.ordered.<n> (their logs, streams that keep every record, are not counted). */
+  ordered: number;
   slow: number;
   delay: number;
   dead: number;
@@ -57,7 +59,9 @@ export async function queueDepths(url: string, names: TopologyNames): Promise<De
     }
     let work = 0;
     for (const lane of names.workQueues) work += await count(lane);
-    return { work, slow: await count(names.slowQueue), delay, dead: await count(names.deadQueue) };
+    let ordered = 0;
+    for (const shard of names.orderedQueues) ordered += (await countIfDeclared(shard)) ?? 0;
+    return { work, ordered, slow: await count(names.slowQueue), delay, dead: await count(names.deadQueue) };
   } catch {
     return undefined;
   } finally {

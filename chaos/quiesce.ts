@@ -11,7 +11,7 @@ export interface Quiescence {
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Waits until nothing is left to do: work, slow and delay queues empty, no request held open and the
+ * Waits until nothing is left to do: work, ordered, slow and delay queues empty, no request held open and the
  * receiver quiet for `quietMs`, three polls in a row. The broker only counts ready messages, so a quiet
  * receiver stands in for "no worker holds one": a held message is being delivered, or waits a moment
  * for its confirm. Never before `notBefore` (ms since the epoch): callbacks the plugin still holds are
@@ -31,7 +31,7 @@ export async function waitQuiescent(
   let last: Depths | undefined;
   while (Date.now() - started < timeoutMs) {
     last = await queueDepths(url, names);
-    const empty = last !== undefined && last.work + last.slow + last.delay === 0;
+    const empty = last !== undefined && last.work + last.ordered + last.slow + last.delay === 0;
     const quiet = ledger.hanging === 0 && Date.now() - ledger.lastRequestAt >= quietMs;
     calm = empty && quiet ? calm + 1 : 0;
     if (calm >= 3) return { quiescent: true, waitedS: Math.round((Date.now() - started) / 1000), last };
@@ -57,7 +57,9 @@ export function progress(
       if (stopped) return;
       const depths = await queueDepths(url, names);
       const requests = [...ledger.byId.values()].reduce((sum, list) => sum + list.length, 0);
-      const queues = depths ? `work ${depths.work}, slow ${depths.slow}, delay ${depths.delay}, dead ${depths.dead}` : 'broker unreachable';
+      const queues = depths
+        ? `work ${depths.work}, ordered ${depths.ordered}, slow ${depths.slow}, delay ${depths.delay}, dead ${depths.dead}`
+        : 'broker unreachable';
       say(
         `  t=${((Date.now() - started) / 1000).toFixed(0).padStart(5)}s  confirmed ${confirmed()}, requests ${requests}, ids seen ${ledger.byId.size}; ${queues}`,
       );

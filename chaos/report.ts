@@ -28,6 +28,9 @@ export interface Summary {
   eventErrors?: number;
   /** Lost where the set-up loses callbacks by design (plugin mode on a cluster that loses a node). */
   lostByDesign: number;
+  /** Ordered keys checked, and requests that came before an earlier callback of their key was settled (must be 0). */
+  orderedKeys: number;
+  inversions: number;
   passed: boolean;
 }
 
@@ -101,7 +104,7 @@ export function formatScenario(result: ScenarioResult): string {
       (Object.keys(result.publish.errors).length ? ` (errors: ${JSON.stringify(result.publish.errors)})` : ''),
     `end state: ${result.quiescence.quiescent ? 'quiescent' : 'NOT quiescent'}; left in queues after stop: ` +
       (result.leftInQueues
-        ? `work ${result.leftInQueues.work}, slow ${result.leftInQueues.slow}, delay ${result.leftInQueues.delay}`
+        ? `work ${result.leftInQueues.work}, ordered ${result.leftInQueues.ordered}, slow ${result.leftInQueues.slow}, delay ${result.leftInQueues.delay}`
         : 'unknown'),
     `UNDELIVERED (2xx certain within MAX_ATTEMPTS, yet parked in P.dead): ${v.undelivered.length}` +
       (v.undelivered.length
@@ -127,6 +130,19 @@ export function formatScenario(result: ScenarioResult): string {
         : ''
     }`,
   );
+  const o = v.order;
+  if (o) {
+    lines.push(
+      `ordered keys: ${o.keys}, inversions: ${o.inversions}` +
+        ` (${o.callbacks} ordered callbacks, ${o.requests} requests; ${o.keysInverted} keys with an inversion; ${o.untimedParks} parks no answer accounts for)`,
+    );
+    for (const x of o.examples)
+      lines.push(
+        `  INVERSION ${x.key}: callback ${x.seq} attempt ${x.attempt} requested at #${x.tick}, ` +
+          `before callback ${x.before} was settled (${x.settledTick === undefined ? 'never' : `#${x.settledTick}`}); the key's requests:`,
+        ...x.log.map((line) => `    ${line}`),
+      );
+  }
   const l = result.lateness;
   if (l)
     lines.push(

@@ -56,6 +56,8 @@ export interface ScenarioSpec {
   durableEvents?: boolean;
   /** `--cancel`: every `always-fail` callback is cancelled this long after its publish, during its retries. */
   cancelAfterMs?: number;
+  /** Ordered keys (ordered.ts): every third callback carries an `orderKey`, one of this many, and each key's order is checked. Not with `due`. */
+  orderedKeys?: number;
   /** Read once the topology is declared and the workers consume, before the first publish (e.g. where the quorum queue leaders are). */
   onTopology?: (names: TopologyNames) => Promise<Record<string, number>>;
 }
@@ -137,7 +139,8 @@ export async function runScenario(spec: ScenarioSpec, say: (line: string) => voi
     () => pool.stop(5_000),
     () => pool.killAllNow(),
   );
-  say(`\n== ${spec.title}: ${spec.callbacks} callbacks, ${spec.workerUrls.length} workers, prefix ${prefix}`);
+  const ordered = spec.orderedKeys ? `, every third with one of ${spec.orderedKeys} order keys` : '';
+  say(`\n== ${spec.title}: ${spec.callbacks} callbacks${ordered}, ${spec.workerUrls.length} workers, prefix ${prefix}`);
   await pool.waitConsuming(90_000);
   const leaders = await spec.onTopology?.(names).catch((error: Error) => void say(`  warning: leaders not read: ${error.message}`));
   if (leaders)
@@ -161,6 +164,7 @@ export async function runScenario(spec: ScenarioSpec, say: (line: string) => voi
     ledger,
     cancelAfterMs: spec.cancelAfterMs,
     due: spec.due,
+    orderedKeys: spec.orderedKeys,
   });
   const stopProgress = progress(spec.inspectUrl, names, ledger, () => load.stats.confirmed, say);
   const [stats, chaos] = await Promise.all([
@@ -196,6 +200,8 @@ export async function runScenario(spec: ScenarioSpec, say: (line: string) => voi
     jitter: config.retryJitter,
     mode: spec.mode,
     cancelled: stats.cancelled,
+    orderedKeys: spec.orderedKeys,
+    cancelTicks: stats.cancelTicks,
   });
   const { unexpectedExits, ...workerStats } = pool.stats;
   for (const exit of unexpectedExits)

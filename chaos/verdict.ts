@@ -1,6 +1,8 @@
 import { expectedOf, FATES, fateOf, idOf, successAttempt, successCertain, type Fate } from './fates.js';
 import type { Attempt } from './ledger.js';
 import type { DeadEntry } from './queues.js';
+import { judgeOrder } from './ordered.js';
+import type { OrderVerdict } from './order-check.js';
 import { CIRCUIT_OPEN } from '../src/reports.js';
 
 export interface FateRow {
@@ -54,6 +56,8 @@ export interface Verdict {
   canceled: number;
   violations: { id: string; problem: string }[];
   perFate: Record<Fate, FateRow>;
+  /** With ordered keys: whether any callback of a key was attempted before an earlier one of its key was settled (order-check.ts). */
+  order?: OrderVerdict;
 }
 
 export interface VerdictInput {
@@ -71,6 +75,10 @@ export interface VerdictInput {
   mode: 'queues' | 'plugin';
   /** `--cancel`: ids cancelled mid-retry; parked as `canceled`, or as their fate implies when the cancel came too late. */
   cancelled?: Set<string>;
+  /** Ordered keys in the run (ordered.ts): their order is checked too. */
+  orderedKeys?: number | undefined;
+  /** `--cancel`: when each cancel was first sent (ledger ticks), for the order check. */
+  cancelTicks?: Map<string, number>;
 }
 
 const SLACK_MS = 200;
@@ -186,5 +194,16 @@ export function judge(input: VerdictInput): Verdict {
     if (successes.length > 0 && fate !== 'ok' && successes[0]!.attempt < successAttempt(fate))
       violate(id, `answered 2xx at attempt ${successes[0]!.attempt}`);
   }
+  if (input.orderedKeys)
+    verdict.order = judgeOrder({
+      run: input.run,
+      callbacks: input.callbacks,
+      keys: input.orderedKeys,
+      byId: input.byId,
+      dead: input.dead,
+      cancelTicks: input.cancelTicks,
+      unconfirmed: input.unconfirmed,
+      maxAttempts: input.maxAttempts,
+    });
   return verdict;
 }

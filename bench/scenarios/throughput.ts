@@ -2,13 +2,7 @@ import { httpRun, rawCeiling, type ConsumerRun } from '../consumer-runs.js';
 import type { Scenario, Table } from '../context.js';
 import { startReceiver } from '../receiver.js';
 import { withScope } from '../scope.js';
-import { fmt } from '../stats.js';
-
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
+import { fmt, median } from '../stats.js';
 
 /** The run of median rate (the lower middle one of an even count). */
 const medianRun = (runs: ConsumerRun[]): ConsumerRun => [...runs].sort((a, b) => a.rate - b.rate)[Math.floor((runs.length - 1) / 2)]!;
