@@ -120,7 +120,7 @@ export class OrderedKeys {
       case 'wait':
         return;
       case 'log':
-        return this.toLog(shard, key, [job]);
+        return this.toLog(shard, key, [job], admission.behind);
       case 'drop':
         job.channel.ack(job.message);
         return job.finish();
@@ -142,8 +142,12 @@ export class OrderedKeys {
       const step =
         outcome === 'held' ? shard.order.held(key, id) : shard.order.settled(key, id, outcome === 'parked' && this.deps.stopOnDead);
       this.steps.set(job, step);
+      // Appended in the order decided (the log keeps call order): the records, then the key's waiting
+      // callbacks, before anything of the key decided later. Only the records hold the head's ack.
+      const recorded = Promise.all(step.records.map((record) => this.append(shard, recordHeaders(record))));
+      if (step.toLog.length > 0) void this.toLog(shard, key, step.toLog, step.behind);
       try {
-        for (const record of step.records) await this.append(shard, recordHeaders(record));
+        await recorded;
       } catch (error) {
         void shard.channel.close().catch(() => {});
         throw error;
@@ -151,14 +155,13 @@ export class OrderedKeys {
     };
   }
 
-  /** After an ordered job's ack: waiting callbacks of a just-held key go to the log; the key's next runs. */
+  /** After an ordered job's ack: its key's next runs. */
   async after(job: Job): Promise<void> {
     const step = this.steps.get(job);
     this.steps.delete(job);
     const shard = this.shards.get(job.lane);
     const key = job.orderKey;
     if (!step || key === undefined || !shard || shard.channel !== job.channel || shard.closed) return;
-    if (step.toLog.length > 0) await this.toLog(shard, key, step.toLog);
     if (step.next) this.deps.run(step.next);
     if (step.read) await this.resume(shard, step.read.key, step.read.offset);
   }
@@ -168,7 +171,7 @@ export class OrderedKeys {
     const before = this.deps.clock() - maxWaitMs;
     for (const shard of this.shards.values()) {
       if (shard.closed) continue;
-      for (const { key, items } of shard.order.spill(before)) await this.toLog(shard, key, items);
+      for (const { key, items, behind } of shard.order.spill(before)) void this.toLog(shard, key, items, behind);
     }
   }
 
@@ -265,23 +268,29 @@ export class OrderedKeys {
     return true;
   }
 
-  /** Callbacks of `key` go to the log in order, each acked once its record is stored. */
-  private async toLog(shard: Shard, key: string, jobs: Job[]): Promise<void> {
-    for (const job of jobs) {
+  /**
+   * Callbacks of `key` go to the log behind `behind`, in order: every append is made now, in the order
+   * decided (the log keeps call order, so nothing of the key decided later comes before them), and each
+   * message is acked once its record is stored. One not stored leaves its message unacked and hands the
+   * shard on.
+   */
+  private async toLog(shard: Shard, key: string, jobs: Job[], behind?: string): Promise<void> {
+    const stored = jobs.map((job) => {
       const { message } = job;
-      const headers = {
-        ...message.properties.headers,
-        ...recordHeaders({ kind: 'follower', owner: shard.owner, key, id: job.delivery.id }),
-      };
-      try {
-        await this.append(shard, headers, message.content, message.properties);
-      } catch (error) {
-        // Not stored: the message stays unacked; closing the channel hands it and its shard on.
+      const record = recordHeaders({ kind: 'follower', owner: shard.owner, key, id: job.delivery.id, ...(behind ? { behind } : {}) });
+      return this.append(shard, { ...message.properties.headers, ...record }, message.content, message.properties).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+    });
+    for (const [i, job] of jobs.entries()) {
+      const error = await stored[i];
+      if (error !== undefined) {
         this.deps.logger.error({ key, err: (error as Error).message }, 'an ordered callback could not be logged; its shard is handed on');
         void shard.channel.close().catch(() => {});
         return;
       }
-      job.channel.ack(message);
+      job.channel.ack(job.message);
       job.finish();
     }
   }

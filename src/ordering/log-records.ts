@@ -20,6 +20,8 @@ export const LOG_RECORD_HEADER = {
   from: 'x-order-from',
   /** The follower offset a `done` settles. */
   offset: 'x-order-offset',
+  /** The head a follower was logged behind. */
+  behind: 'x-order-behind',
 } as const;
 
 const H = LOG_RECORD_HEADER;
@@ -32,6 +34,7 @@ export function recordHeaders(record: LogRecord): Record<string, unknown> {
   if (record.kind === 'hold' || record.kind === 'stop' || record.kind === 'release') headers[H.head] = record.head;
   if ((record.kind === 'hold' || record.kind === 'stop') && record.from !== undefined) headers[H.from] = record.from;
   if (record.kind === 'follower') headers[H.id] = record.id;
+  if (record.kind === 'follower' && record.behind !== undefined) headers[H.behind] = record.behind;
   if (record.kind === 'done') headers[H.offset] = record.offset;
   return headers;
 }
@@ -54,7 +57,8 @@ export function recordOf(headers: Record<string, unknown>): LogRecord | undefine
       return head === undefined ? undefined : { kind, owner, key, head };
     case 'follower': {
       const id = str(headers[H.id]);
-      return id === undefined ? undefined : { kind, owner, key, id };
+      const behind = str(headers[H.behind]);
+      return id === undefined ? undefined : { kind, owner, key, id, ...(behind === undefined ? {} : { behind }) };
     }
     case 'done': {
       const offset = num(headers[H.offset]);

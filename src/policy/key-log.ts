@@ -10,7 +10,8 @@ export type LogRecord =
   /** `head` of `key` failed and waits in the delay path; `from`: the follower offset it ran from. */
   | { kind: 'hold'; owner: string; key: string; head: string; from?: number }
   /** A callback of a held key, stored whole at this record's offset. */
-  | { kind: 'follower'; owner: string; key: string; id: string }
+  /** `behind`: the head it waits behind, held from then on if no release of it follows (the hold itself may be missing). */
+  | { kind: 'follower'; owner: string; key: string; id: string; behind?: string }
   /** The follower at `offset` ran and was settled without a hold. */
   | { kind: 'done'; owner: string; key: string; offset: number }
   /** The held head `head` of `key` is settled: its key moves on. */
@@ -60,6 +61,7 @@ export function replay(entries: Iterable<{ offset: number; record: LogRecord }>,
         break;
       case 'follower':
         state.logged.push(offset);
+        if (record.behind !== undefined && state.head === undefined) state.head = record.behind;
         break;
       case 'done':
         state.logged = state.logged.filter((o) => o !== record.offset);

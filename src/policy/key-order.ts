@@ -41,8 +41,8 @@ export type Admission<T> =
   | { kind: 'attempt'; item: T }
   /** It waits in the worker, unacked, behind its key's running head. */
   | { kind: 'wait' }
-  /** Append it to the log as a follower, then ack it. */
-  | { kind: 'log'; item: T }
+  /** Append it to the log as a follower (behind the head `behind`, if it has one), then ack it. */
+  | { kind: 'log'; item: T; behind?: string | undefined }
   /** A copy of a head settled already (a retry that was taken twice): ack it, nothing else. */
   | { kind: 'drop'; item: T };
 
@@ -50,8 +50,9 @@ export type Admission<T> =
 export interface Step<T> {
   /** Records to append, in order, before the head's own message is acked. */
   records: LogRecord[];
-  /** Waiting callbacks that now go to the log (the key was just held), in order: append, then ack. */
+  /** Waiting callbacks that now go to the log (the key was just held), in order, behind `behind`: append, then ack. */
   toLog: T[];
+  behind?: string | undefined;
   /** The next head, if it waited in the worker: attempt it. */
   next?: T;
   /** The next head is in the log at this offset: read it and put it back in the shard, stamped `from`. */
@@ -71,6 +72,9 @@ interface KeyState<T> {
   /** Followers appended and not yet seen on the log: they come before any later arrival. */
   appending: number;
 }
+
+/** The id of a key's head, when it is known (one being put back from the log is not yet). */
+const headOf = (state: { head?: { id: string } | undefined }): string | undefined => (state.head?.id ? state.head.id : undefined);
 
 /** The state of one shard's keys at its owner. */
 export class KeyOrder<T> {
@@ -110,7 +114,7 @@ export class KeyOrder<T> {
     }
     if (state.head?.held || state.logged.length > 0 || state.appending > 0) {
       state.appending += 1;
-      return { kind: 'log', item };
+      return { kind: 'log', item, behind: headOf(state) };
     }
     state.waiting.push({ id, item, at: arrival.at ?? 0 });
     return { kind: 'wait' };
@@ -126,7 +130,7 @@ export class KeyOrder<T> {
     const toLog = state.waiting.map((waiting) => waiting.item);
     state.waiting = [];
     state.appending += toLog.length;
-    return { records: [record], toLog };
+    return { records: [record], toLog, behind: id };
   }
 
   /**
@@ -143,12 +147,13 @@ export class KeyOrder<T> {
       const toLog = state.waiting.map((waiting) => waiting.item);
       state.waiting = [];
       state.appending += toLog.length;
-      return { records: [record], toLog };
+      return { records: [record], toLog, behind: id };
     }
     const records: LogRecord[] = [];
     const { from, logged } = state.head;
-    if (logged) records.push({ kind: 'release', owner: this.owner, key, head: id });
-    else if (from !== undefined) records.push({ kind: 'done', owner: this.owner, key, offset: from });
+    if (from !== undefined) records.push({ kind: 'done', owner: this.owner, key, offset: from });
+    // Followers logged behind it name it (`behind`): a release ends that too.
+    if (logged || state.logged.length > 0 || state.appending > 0) records.push({ kind: 'release', owner: this.owner, key, head: id });
     state.head = undefined;
     return { records, toLog: [], ...this.advance(key, state) };
   }
@@ -208,12 +213,12 @@ export class KeyOrder<T> {
    * everything after them of their key, so that none stays unacked near the broker's consumer timeout
    * however long its key's heads take. Append them in order, then ack each.
    */
-  spill(before: number): Array<{ key: string; items: T[] }> {
-    const out: Array<{ key: string; items: T[] }> = [];
+  spill(before: number): Array<{ key: string; items: T[]; behind?: string | undefined }> {
+    const out: Array<{ key: string; items: T[]; behind?: string | undefined }> = [];
     for (const [key, state] of this.keys) {
       const first = state.waiting[0];
       if (first === undefined || first.at >= before) continue;
-      out.push({ key, items: state.waiting.map((waiting) => waiting.item) });
+      out.push({ key, items: state.waiting.map((waiting) => waiting.item), behind: headOf(state) });
       state.appending += state.waiting.length;
       state.waiting = [];
     }

@@ -27,7 +27,7 @@ describe('KeyOrder', () => {
     const hold = order.held('k', 'a');
     expect(hold.records).toEqual([{ kind: 'hold', owner: 'w1', key: 'k', head: 'a' }]);
     expect(hold.toLog).toEqual(['b']);
-    expect(order.arrive(fresh('k', 'c'))).toEqual({ kind: 'log', item: 'c' });
+    expect(order.arrive(fresh('k', 'c'))).toEqual({ kind: 'log', item: 'c', behind: 'a' });
     order.followerLogged('k', 10);
     order.followerLogged('k', 11);
     expect(order.heldKeys()).toEqual([{ key: 'k', head: 'a', logged: 2 }]);
@@ -35,7 +35,7 @@ describe('KeyOrder', () => {
     expect(order.arrive(copy('k', 'z'))).toEqual({ kind: 'drop', item: 'z' });
     expect(order.arrive(copy('k', 'a'))).toEqual({ kind: 'attempt', item: 'a' });
     // While the retried head runs, arrivals still go behind the logged ones.
-    expect(order.arrive(fresh('k', 'd'))).toEqual({ kind: 'log', item: 'd' });
+    expect(order.arrive(fresh('k', 'd'))).toEqual({ kind: 'log', item: 'd', behind: 'a' });
     const release = order.settled('k', 'a');
     expect(release.records).toEqual([{ kind: 'release', owner: 'w1', key: 'k', head: 'a' }]);
     expect(release.read).toEqual({ key: 'k', offset: 10 });
@@ -43,8 +43,12 @@ describe('KeyOrder', () => {
     // The same follower put back twice: the second is dropped.
     expect(order.arrive(from('k', 'b', 10)).kind).toBe('drop');
     order.followerLogged('k', 12);
+    // With followers still in the log, a release ends any wait behind b too.
     expect(order.settled('k', 'b')).toEqual({
-      records: [{ kind: 'done', owner: 'w1', key: 'k', offset: 10 }],
+      records: [
+        { kind: 'done', owner: 'w1', key: 'k', offset: 10 },
+        { kind: 'release', owner: 'w1', key: 'k', head: 'b' },
+      ],
       toLog: [],
       read: { key: 'k', offset: 11 },
     });
@@ -73,7 +77,7 @@ describe('KeyOrder', () => {
   it('runs the held head again when its own message is delivered again, and a follower whose read failed stays first', () => {
     const order = new KeyOrder<string>('w1');
     order.restore(new Map([['k', { head: 'a', logged: [3, 4] }]]));
-    expect(order.arrive(fresh('k', 'b2'))).toEqual({ kind: 'log', item: 'b2' });
+    expect(order.arrive(fresh('k', 'b2'))).toEqual({ kind: 'log', item: 'b2', behind: 'a' });
     expect(order.arrive(fresh('k', 'a'))).toEqual({ kind: 'attempt', item: 'a' });
     expect(order.settled('k', 'a').read).toEqual({ key: 'k', offset: 3 });
     order.readFailed('k', 3);
@@ -99,7 +103,7 @@ describe('KeyOrder stop', () => {
     order.arrive(fresh('k', 'a'));
     order.arrive(fresh('k', 'b'));
     const stop = order.settled('k', 'a', true);
-    expect(stop).toEqual({ records: [{ kind: 'stop', owner: 'w1', key: 'k', head: 'a' }], toLog: ['b'] });
+    expect(stop).toEqual({ records: [{ kind: 'stop', owner: 'w1', key: 'k', head: 'a' }], toLog: ['b'], behind: 'a' });
     expect(order.heldKeys()).toEqual([{ key: 'k', head: 'a', logged: 1, stopped: true }]);
     order.followerLogged('k', 4);
     // The dead letter replayed into the shard is the stopped head: it runs.
@@ -133,11 +137,15 @@ describe('KeyOrder.spill', () => {
     order.arrive({ ...fresh('k', 'c'), at: 50_000 });
     order.arrive({ ...fresh('j', 'x'), at: 0 });
     order.arrive({ ...fresh('j', 'y'), at: 55_000 });
-    expect(order.spill(30_000)).toEqual([{ key: 'k', items: ['b', 'c'] }]);
+    expect(order.spill(30_000)).toEqual([{ key: 'k', items: ['b', 'c'], behind: 'a' }]);
     expect(order.arrive({ ...fresh('k', 'd'), at: 60_000 }).kind).toBe('log');
     order.followerLogged('k', 1);
     order.followerLogged('k', 2);
-    expect(order.settled('k', 'a')).toEqual({ records: [], toLog: [], read: { key: 'k', offset: 1 } });
+    expect(order.settled('k', 'a')).toEqual({
+      records: [{ kind: 'release', owner: 'w1', key: 'k', head: 'a' }],
+      toLog: [],
+      read: { key: 'k', offset: 1 },
+    });
   });
 });
 
@@ -166,6 +174,16 @@ describe('replay', () => {
       ]),
     );
     expect(replay(entries).get('z')).toEqual({ head: 'q', logged: [] });
+  });
+
+  it('a follower logged behind a head holds its key by that head until a release names it, the hold record missing', () => {
+    const entries = [
+      { offset: 0, record: { kind: 'claim', owner: 'w1' } },
+      { offset: 1, record: { kind: 'follower', owner: 'w1', key: 'k', id: 'b', behind: 'a' } },
+    ] as const;
+    expect(replay(entries).get('k')).toEqual({ head: 'a', logged: [1] });
+    const released = [...entries, { offset: 2, record: { kind: 'release', owner: 'w1', key: 'k', head: 'a' } } as const];
+    expect(replay(released).get('k')).toEqual({ logged: [1] });
   });
 
   it('forgets a key whose head was released and whose followers all ran', () => {
