@@ -15,17 +15,21 @@ import type { Job } from './admit.js';
  * Ordered delivery per key (docs/ordering.md), the consumer's side: each ordered shard is a quorum
  * queue with a single active consumer, so one worker at a time owns it. The owner keeps its keys'
  * order (policy/key-order.ts decides) and carries the decisions out: a follower of a held key goes to
- * the shard's log (a stream) before its message is acked; a log record is appended before the step it
- * announces; the log's oldest follower of a key whose head settled is put back in the shard, stamped.
+ * the shard's log (a stream) before its message is acked; a log record is appended once what it
+ * announces is stored and before the ack it concerns; the log's oldest follower of a key whose head
+ * settled is put back in the shard, stamped.
  *
  * Taking a shard over (the first message on a new shard channel): a claim record is appended, and the
- * log is read from its start up to that claim (policy/key-order.ts `replay`), before any message of
+ * log is read from its start up to that claim (policy/key-log.ts `replay`), before any message of
  * the shard is looked at. A shard whose channel closes is forgotten at once: the broker gives its
  * unacked messages to the next owner, who rebuilds the rest from the log.
  */
 
 /** After how long a follower that could not be put back in its shard is tried again. */
 const RESUME_RETRY_MS = 5_000;
+
+/** How often the callbacks waiting behind running heads are looked at (sweep): a walk over every key, so not at every tick. */
+const SPILL_EVERY_MS = 5_000;
 
 /** A follower's callback as the shard had it: the log message minus the record's headers. */
 function callbackHeaders(headers: Record<string, unknown>): Record<string, unknown> {
@@ -67,6 +71,7 @@ export class OrderedKeys {
   private readonly shards = new Map<Lane, Shard>();
   /** Each settling job's step, between its hook (before the ack) and `after`. */
   private readonly steps = new WeakMap<Job, Step<Job>>();
+  private lastSpill = 0;
 
   constructor(private readonly deps: OrderedKeysDeps) {}
 
@@ -168,7 +173,10 @@ export class OrderedKeys {
 
   /** Callbacks that waited too long behind a running head go to the log (KeyOrder.spill). */
   async sweep(maxWaitMs: number): Promise<void> {
-    const before = this.deps.clock() - maxWaitMs;
+    const now = this.deps.clock();
+    if (now - this.lastSpill < SPILL_EVERY_MS) return;
+    this.lastSpill = now;
+    const before = now - maxWaitMs;
     for (const shard of this.shards.values()) {
       if (shard.closed) continue;
       for (const { key, items, behind } of shard.order.spill(before)) void this.toLog(shard, key, items, behind);
