@@ -10,6 +10,7 @@ import { RelayError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { TopologyNames } from '../topology/topology-names.js';
 import type { ControlView } from './control-view.js';
+import { shardKeys, type ShardKeys } from './ordered-shards.js';
 import { sessionEndMarker, type EndedSessions } from './session-ends.js';
 import { publishConfirmed } from '../amqp/publish-confirmed.js';
 
@@ -29,6 +30,8 @@ export interface ConsoleActions {
   endSession(by: string, sessionId: string, expiresMs: number): Promise<void>;
   /** Looks at the first `limit` messages of P.dead without removing any (as `dlq list`). */
   peek(limit: number): Promise<{ total: number; messages: PeekedDead[] }>;
+  /** Reads every ordered shard's log, as a worker taking it over would, without a claim (shardKeys). */
+  orderedKeys(): Promise<ShardKeys[]>;
 }
 
 /**
@@ -130,5 +133,6 @@ export function consoleActions(
       return purged;
     },
     peek: (limit) => withSession(async (session) => ({ total: session.messageCount, messages: (await peekDead(session, limit)).messages })),
+    orderedKeys: () => shardKeys(amqpUrls(config.amqpUrl), names),
   };
 }

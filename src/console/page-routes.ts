@@ -17,7 +17,7 @@ import { html } from './html.js';
 import { orderedKeysPage } from './pages/ordered-keys-page.js';
 import { overviewPage } from './pages/overview-page.js';
 import { targetsPage } from './pages/targets-page.js';
-import { shardKeys, type ShardKeys } from './ordered-shards.js';
+import type { ShardKeys } from './ordered-shards.js';
 import { queueDepths, type QueueDepth } from './queue-depths.js';
 import { shownBody } from './shown-body.js';
 import { healthKeys, targetRows } from './target-rows.js';
@@ -145,7 +145,7 @@ export function registerPages(app: FastifyInstance, context: ConsoleContext): vo
     let shards: ShardKeys[] = [];
     let frame = frameFor(context, request, 'Ordered keys', 'ordered');
     try {
-      shards = await shardKeys(amqpUrls(config.amqpUrl), names);
+      shards = await actions.orderedKeys();
     } catch (error) {
       frame = { ...frame, notice: { text: `The shards' logs are unavailable: ${(error as Error).message}`, kind: 'error' } };
     }

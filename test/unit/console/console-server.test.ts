@@ -13,6 +13,8 @@ import { registerPages } from '../../../src/console/page-routes.js';
 import { startConsole } from '../../../src/console/start-console.js';
 import { loadConfig } from '../../../src/config/load-config.js';
 import type { PeekedDead } from '../../../src/dlq/list-dead.js';
+import type { ShardKeys } from '../../../src/console/ordered-shards.js';
+import { RelayError } from '../../../src/errors.js';
 import type { DlqEntry } from '../../../src/dlq/dlq-entry.js';
 import { topologyNames } from '../../../src/topology/topology-names.js';
 
@@ -20,7 +22,7 @@ const TOKEN = 'alice-Tk7-q9Zr2mX4vB8nW3pL6sD1';
 const T0 = Date.parse('2026-01-31T12:00:00Z');
 
 /** The app with its routes, the broker replaced by recorded calls: what the hooks let through. */
-function consoleUnderTest(peeked: PeekedDead[] = []) {
+function consoleUnderTest(peeked: PeekedDead[] = [], shards: () => Promise<ShardKeys[]> = async () => []) {
   const config = loadConfig({ CONSOLE_TOKENS: `alice:${TOKEN}` });
   const clock = (): number => T0;
   const limits = { windowMs: 3_600_000, maxTargets: 10 };
@@ -49,6 +51,7 @@ function consoleUnderTest(peeked: PeekedDead[] = []) {
       sessions.apply(sessionEndMarker(id, expires, T0));
     },
     peek: async () => ({ total: peeked.length + 5, messages: peeked }),
+    orderedKeys: async () => shards(),
   };
   const throttle = new LoginThrottle({ perClient: 3, global: 5, windowMs: 60_000, maxClients: 100 }, clock);
   const logged: Array<Record<string, unknown>> = [];
@@ -102,14 +105,23 @@ describe('console server', () => {
     expect(anonymous.headers.location).toBe('/login?next=%2Fordered-keys');
     const targets = await app.inject({ method: 'GET', url: '/targets', headers: { authorization: `Bearer ${TOKEN}` } });
     expect(targets.body).toContain('<a href="/ordered-keys" class="">Ordered keys</a>');
-    // Whether a broker answers here or not, the page is shown: with what the logs hold, or why they could not be read.
     const page = await app.inject({ method: 'GET', url: '/ordered-keys', headers: { authorization: `Bearer ${TOKEN}` } });
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain('<a href="/ordered-keys" class="current">Ordered keys</a>');
     expect(page.body.match(/<form /g)).toHaveLength(1);
+    expect(page.body).not.toContain('unavailable');
     expect((await app.inject({ method: 'POST', url: '/ordered-keys', headers: { authorization: `Bearer ${TOKEN}` } })).statusCode).toBe(
       404,
     );
+  });
+
+  it('Ordered keys: a broker that cannot be read is said on the page, not a failed request', async () => {
+    const { app } = consoleUnderTest([], async () => {
+      throw new RelayError('CR_ERR_BROKER_UNREACHABLE', 'no broker answered');
+    });
+    const page = await app.inject({ method: 'GET', url: '/ordered-keys', headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('The shards&#39; logs are unavailable: no broker answered');
   });
 
   it('logs in with a token into an HttpOnly cookie, and redirects only within the console', async () => {
