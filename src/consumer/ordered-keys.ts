@@ -127,8 +127,8 @@ export class OrderedKeys {
       case 'log':
         return this.toLog(shard, key, [job], admission.behind);
       case 'drop':
-        job.channel.ack(job.message);
-        return job.finish();
+        admission.item.channel.ack(admission.item.message);
+        return admission.item.finish();
     }
   }
 
@@ -167,6 +167,10 @@ export class OrderedKeys {
     const shard = this.shards.get(job.lane);
     const key = job.orderKey;
     if (!step || key === undefined || !shard || shard.channel !== job.channel || shard.closed) return;
+    if (step.drop) {
+      step.drop.channel.ack(step.drop.message);
+      step.drop.finish();
+    }
     if (step.next) this.deps.run(step.next);
     if (step.read) await this.resume(shard, step.read.key, step.read.offset);
   }

@@ -220,16 +220,16 @@ class Pipeline {
 
   /** Where a stage's failure decides what becomes of its message (see `Stage`). */
   private handleError(job: Handled, stage: Stage, error: unknown): void {
-    if (stage === 'settle' || stage === 'move') return job.finish(error);
     const id = job.delivery?.id;
     const err = error instanceof Error ? error.message : String(error);
     if (job.orderKey !== undefined) {
-      // Sent back, it would queue behind its key's later callbacks: its channel closes instead, and the
-      // broker hands the whole shard, this one first, to the next owner.
-      this.context.logger.error({ err, id }, 'an ordered callback failed before it was settled; its shard is handed on');
+      // Sent back, it would queue behind its key's later callbacks; left unacked, its key would wait for
+      // it: its channel closes instead, and the broker hands the whole shard, this one first, to the next owner.
+      this.context.logger.error({ err, id, stage }, 'an ordered callback failed before it was settled; its shard is handed on');
       void job.channel.close().catch(() => {});
       return job.finish(error);
     }
+    if (stage === 'settle' || stage === 'move') return job.finish(error);
     this.context.logger.error({ err, id }, 'a message failed before it was settled; it goes back to its queue');
     void this.effects.sendBack(job, err, id).then(() => job.finish(error));
   }

@@ -39,11 +39,14 @@ export interface Arrival<T> {
 export type Admission<T> =
   /** It is its key's head: attempt it. */
   | { kind: 'attempt'; item: T }
-  /** It waits in the worker, unacked, behind its key's running head. */
+  /** It waits in the worker, unacked, behind its key's running head (or as that head's copy, come back early). */
   | { kind: 'wait' }
   /** Append it to the log as a follower (behind the head `behind`, if it has one), then ack it. */
   | { kind: 'log'; item: T; behind?: string | undefined }
-  /** A copy of a head settled already (a retry that was taken twice): ack it, nothing else. */
+  /**
+   * A copy of a head settled already (a retry that was taken twice), or the one a later copy replaces
+   * as the running head's early copy: ack `item`, nothing else.
+   */
   | { kind: 'drop'; item: T };
 
 /** What follows a head's settling: records to write first, then what runs next. */
@@ -53,8 +56,10 @@ export interface Step<T> {
   /** Waiting callbacks that now go to the log (the key was just held), in order, behind `behind`: append, then ack. */
   toLog: T[];
   behind?: string | undefined;
-  /** The next head, if it waited in the worker: attempt it. */
+  /** The next head, if it waited in the worker (or the head's own copy, back before its hold was decided): attempt it. */
   next?: T;
+  /** A copy of the head that came back early, a duplicate now that the head is settled for good: ack it. */
+  drop?: T;
   /** The next head is in the log at this offset: read it and put it back in the shard, stamped `from`. */
   read?: { key: string; offset: number };
 }
@@ -64,7 +69,7 @@ interface KeyState<T> {
    * The callback running or held: `held`, its copy waits in the delay path; `logged`, the log has a
    * hold for it that no release has ended yet; `from`, the log offset it was read from.
    */
-  head?: { id: string; held: boolean; logged: boolean; from?: number; stopped?: boolean };
+  head?: { id: string; held: boolean; logged: boolean; from?: number; stopped?: boolean; early?: T };
   /** Waiting in the worker behind a running head (only while nothing of the key is in the log). */
   waiting: Array<{ id: string; item: T; at: number }>;
   /** Followers in the log, oldest first, by offset. */
@@ -88,9 +93,16 @@ export class KeyOrder<T> {
     let state = this.keys.get(key);
     const { stamp } = arrival;
     if (stamp?.kind === 'copy') {
-      if (state?.head?.id !== id || !state.head.held) return { kind: 'drop', item };
-      state.head.held = false;
-      return { kind: 'attempt', item };
+      if (state?.head?.id !== id) return { kind: 'drop', item };
+      if (state.head.held) {
+        state.head.held = false;
+        return { kind: 'attempt', item };
+      }
+      // The head still runs or settles: its copy is stored before its hold is decided (`held`), so a
+      // short delay can bring it back first. The latest one is kept until the head's outcome says which.
+      const earlier = state.head.early;
+      state.head.early = item;
+      return earlier === undefined ? { kind: 'wait' } : { kind: 'drop', item: earlier };
     }
     if (stamp?.kind === 'from') {
       // The follower this owner put back to run; any other is a duplicate of one that ran.
@@ -126,11 +138,13 @@ export class KeyOrder<T> {
     if (state?.head?.id !== id) return { records: [], toLog: [] };
     const record: LogRecord = { kind: 'hold', owner: this.owner, key, head: id };
     if (state.head.from !== undefined) record.from = state.head.from;
-    state.head = { id, held: true, logged: true };
+    const { early } = state.head;
+    // A copy already back runs once the hold is recorded, as if it had come after it.
+    state.head = { id, held: early === undefined, logged: true };
     const toLog = state.waiting.map((waiting) => waiting.item);
     state.waiting = [];
     state.appending += toLog.length;
-    return { records: [record], toLog, behind: id };
+    return { records: [record], toLog, behind: id, ...(early !== undefined && { next: early }) };
   }
 
   /**
@@ -140,6 +154,8 @@ export class KeyOrder<T> {
   settled(key: string, id: string, stop = false): Step<T> {
     const state = this.keys.get(key);
     if (state?.head?.id !== id) return { records: [], toLog: [] };
+    const { early } = state.head;
+    const drop = early === undefined ? {} : { drop: early };
     if (stop) {
       const record: LogRecord = { kind: 'stop', owner: this.owner, key, head: id };
       if (state.head.from !== undefined) record.from = state.head.from;
@@ -147,7 +163,7 @@ export class KeyOrder<T> {
       const toLog = state.waiting.map((waiting) => waiting.item);
       state.waiting = [];
       state.appending += toLog.length;
-      return { records: [record], toLog, behind: id };
+      return { records: [record], toLog, behind: id, ...drop };
     }
     const records: LogRecord[] = [];
     const { from, logged } = state.head;
@@ -155,7 +171,7 @@ export class KeyOrder<T> {
     // Followers logged behind it name it (`behind`): a release ends that too.
     if (logged || state.logged.length > 0 || state.appending > 0) records.push({ kind: 'release', owner: this.owner, key, head: id });
     state.head = undefined;
-    return { records, toLog: [], ...this.advance(key, state) };
+    return { records, toLog: [], ...drop, ...this.advance(key, state) };
   }
 
   /** A follower of `key` this owner appended is on the log at `offset`; returns the log read to start, if it is next. */
@@ -247,8 +263,10 @@ export class KeyOrder<T> {
   takeWaiting(): T[] {
     const out: T[] = [];
     for (const state of this.keys.values()) {
+      if (state.head?.early !== undefined) out.push(state.head.early);
       out.push(...state.waiting.map((waiting) => waiting.item));
       state.waiting = [];
+      if (state.head) delete state.head.early;
     }
     return out;
   }

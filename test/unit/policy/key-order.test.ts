@@ -130,6 +130,37 @@ describe('KeyOrder stop', () => {
 });
 
 describe('KeyOrder.spill', () => {
+  it("keeps a head's copy that is back before its hold is decided, and runs it once the hold is recorded", () => {
+    const order = new KeyOrder<string>('w1');
+    order.arrive(fresh('k', 'a'));
+    order.arrive(fresh('k', 'b'));
+    // The retry's copy is stored, then comes back (a short delay) before settle decides the hold.
+    expect(order.arrive(copy('k', 'a'))).toEqual({ kind: 'wait' });
+    const hold = order.held('k', 'a');
+    expect(hold).toEqual({ records: [{ kind: 'hold', owner: 'w1', key: 'k', head: 'a' }], toLog: ['b'], behind: 'a', next: 'a' });
+    // It runs now: another copy of it is a duplicate kept in its place, and later arrivals still log.
+    expect(order.arrive(fresh('k', 'c'))).toEqual({ kind: 'log', item: 'c', behind: 'a' });
+    expect(order.heldKeys()).toEqual([]);
+    expect(order.settled('k', 'a').records).toEqual([{ kind: 'release', owner: 'w1', key: 'k', head: 'a' }]);
+  });
+
+  it('of two early copies keeps the latest; a head settled for good drops the one it kept', () => {
+    const order = new KeyOrder<string>('w1');
+    order.arrive(fresh('k', 'a'));
+    expect(order.arrive({ ...copy('k', 'a'), item: 'a#1' })).toEqual({ kind: 'wait' });
+    expect(order.arrive({ ...copy('k', 'a'), item: 'a#2' })).toEqual({ kind: 'drop', item: 'a#1' });
+    expect(order.settled('k', 'a')).toEqual({ records: [], toLog: [], drop: 'a#2' });
+    expect(order.size).toBe(0);
+    // A stopped key drops it too, and a worker stopping gives it back with the waiting ones.
+    order.arrive(fresh('k', 'x'));
+    order.arrive({ ...copy('k', 'x'), item: 'x#1' });
+    expect(order.settled('k', 'x', true).drop).toBe('x#1');
+    order.arrive(fresh('j', 'y'));
+    order.arrive({ ...copy('j', 'y'), item: 'y#1' });
+    expect(order.takeWaiting()).toEqual(['y#1']);
+    expect(order.held('j', 'y').next).toBeUndefined();
+  });
+
   it('sends what waited too long behind a running head to the log, and what comes after it too', () => {
     const order = new KeyOrder<string>('w1');
     order.arrive({ ...fresh('k', 'a'), at: 0 });
