@@ -255,23 +255,38 @@ export class OrderedKeys {
     shard.log = log;
     const seen: Array<{ offset: number; record: LogRecord }> = [];
     let caughtUp: () => void = () => {};
-    const upToClaim = new Promise<void>((resolve) => (caughtUp = resolve));
-    let live = false;
-    shard.stop = await log.follow('first', (entry: LogEntry) => {
-      const record = recordOf(entry.headers);
-      if (!record) return;
-      if (!live) {
-        if (record.kind === 'claim' && record.owner === shard.owner) {
-          live = true;
-          caughtUp();
-        } else seen.push({ offset: entry.offset, record });
-        return;
-      }
-      if (record.kind === 'follower' && record.owner === shard.owner && !shard.closed) {
-        const step = shard.order.followerLogged(record.key, entry.offset);
-        if (step.read) void this.resume(shard, step.read.key, step.read.offset);
-      }
+    let claimFailed: (error: unknown) => void = () => {};
+    const upToClaim = new Promise<void>((resolve, reject) => {
+      caughtUp = resolve;
+      claimFailed = reject;
     });
+    let live = false;
+    shard.stop = await log.follow(
+      'first',
+      (entry: LogEntry) => {
+        const record = recordOf(entry.headers);
+        if (!record) return;
+        if (!live) {
+          if (record.kind === 'claim' && record.owner === shard.owner) {
+            live = true;
+            caughtUp();
+          } else seen.push({ offset: entry.offset, record });
+          return;
+        }
+        if (record.kind === 'follower' && record.owner === shard.owner && !shard.closed) {
+          const step = shard.order.followerLogged(record.key, entry.offset);
+          if (step.read) void this.resume(shard, step.read.key, step.read.offset);
+        }
+      },
+      (error: unknown) => {
+        // Without the follow, this owner no longer learns its followers' offsets and keys would wait for
+        // good (the stream's leader node went away, say): the shard is handed on and taken over anew.
+        if (!live) return claimFailed(error);
+        if (shard.closed) return;
+        this.deps.logger.error({ stream, err: (error as Error).message }, "an ordered shard's log follow ended; the shard is handed on");
+        void shard.channel.close().catch(() => {});
+      },
+    );
     await log.append(recordHeaders({ kind: 'claim', owner: shard.owner }));
     await upToClaim;
     const reads = shard.order.restore(replay(seen));
