@@ -10,6 +10,8 @@ export interface ContainerClusterOptions {
   faults: Fault[];
   /** Scheduled callbacks (`--callbacks`); default 50,000, 3,000 with `--quick`. */
   callbacks: number | undefined;
+  /** `--ordered-keys`: every third callback carries one of this many order keys, with no `deliverAt` (0: none). */
+  orderedKeys: number;
   logDir: string;
   say: (line: string) => void;
 }
@@ -22,7 +24,9 @@ const GAP_MS = 25_000;
  * `--cluster` on containers: three RabbitMQ nodes of the series under test (the rabbitmq/ image), three
  * workers each given every node (each list starting at another node, as a fleet spreads), and callbacks
  * of every fate scheduled ahead so that they wait in the delay levels and fall due at a steady pace
- * while the faults play one after another. Queues mode only: the delayed-message plugin keeps its
+ * while the faults play one after another. Every third callback carries an order key instead of a
+ * `deliverAt` and is published at the time it would have fallen due, so the keys' order is checked
+ * through the same faults (load.ts publishAt). Queues mode only: the delayed-message plugin keeps its
  * messages on one node (chaos/README.md#clusters) and does not run on 4.3.
  */
 export async function containerCluster(scenarios: ScenarioResult[], options: ContainerClusterOptions): Promise<Summary['broker']> {
@@ -66,6 +70,7 @@ export async function containerCluster(scenarios: ScenarioResult[], options: Con
         timeline: () => acts,
         traceIds: [],
         logDir: options.logDir,
+        orderedKeys: options.orderedKeys,
         onTopology: (names) => leadersByNode(cluster, 0, names.exchange),
       },
       say,

@@ -1,7 +1,7 @@
 import type { ChaosLogEntry } from './driver.js';
 import { idOf } from './fates.js';
 import type { Ledger } from './ledger.js';
-import { dueAt, type DueSchedule } from './load.js';
+import { dueAt, hasDeliverAt, type DueSchedule } from './load.js';
 
 /** What one node fault did to the callbacks that fell due while it lasted. */
 export interface FaultWindow {
@@ -9,7 +9,7 @@ export interface FaultWindow {
   /** Seconds after the start of publishing: the fault's first blow, and the cluster whole again. */
   fromS: number;
   toS: number;
-  /** Scheduled callbacks whose `deliverAt` fell inside the window, and how many of those reached the receiver. */
+  /** Scheduled callbacks whose `deliverAt` fell inside the window (ordered ones have none), and how many of those reached the receiver. */
   dueDuring: number;
   firstAttempts: number;
   /** How late their first attempts were after `deliverAt`, in ms. */
@@ -64,6 +64,7 @@ export function faultWindows(
   due: DueSchedule,
   startedAt: number,
   ledger: Ledger,
+  orderedKeys?: number,
 ): FaultWindow[] {
   const windows: FaultWindow[] = [];
   const faults = chaos.filter((entry) => entry.kind === 'node-fault');
@@ -77,7 +78,7 @@ export function faultWindows(
     let dueDuring = 0;
     for (let n = 0; n < callbacks; n += 1) {
       const at = dueAt(due, startedAt, n, callbacks);
-      if (at < from || at >= to) continue;
+      if (at < from || at >= to || !hasDeliverAt(n, orderedKeys)) continue;
       dueDuring += 1;
       const first = ledger.byId.get(idOf(run, n))?.find((attempt) => attempt.attempt === 1);
       if (first) late.push(first.at - at);

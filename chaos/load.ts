@@ -41,7 +41,8 @@ export interface LoadOptions {
   /**
    * Ordered keys (ordered.ts): every third callback carries an `orderKey`, one of this many; a key's
    * callbacks are published one after another, each once the one before it was confirmed or given up.
-   * Not with `due`: an ordered callback cannot be delayed.
+   * With `due`, an ordered callback (which refuses a first-attempt delay) has no `deliverAt`: it is
+   * published at the time it would have fallen due instead (publishAt), so its key meets the same faults.
    */
   orderedKeys?: number | undefined;
 }
@@ -55,6 +56,19 @@ export interface DueSchedule {
 /** The time callback `n` of `callbacks` falls due under `due`, for a run that started publishing at `startedAt`. */
 export const dueAt = (due: DueSchedule, startedAt: number, n: number, callbacks: number): number =>
   startedAt + due.afterMs + Math.floor((n * due.spreadMs) / callbacks);
+
+/** Whether callback `n` is published with a `deliverAt` under `due`: the ordered ones are not (their figures are the order check's). */
+export const hasDeliverAt = (n: number, orderedKeys: number | undefined): boolean => orderOf(n, orderedKeys ?? 0) === undefined;
+
+/**
+ * When callback `n` is published, from the start: evenly over `spreadMs`, except that with `due` an
+ * ordered one goes out at its due time, without a `deliverAt` (a producer that publishes it when it
+ * happens): published at once, its key would be delivered before the first fault.
+ */
+function publishAt(options: LoadOptions, n: number): number {
+  if (options.due && !hasDeliverAt(n, options.orderedKeys)) return dueAt(options.due, 0, n, options.callbacks);
+  return (n * options.spreadMs) / options.callbacks;
+}
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -82,7 +96,6 @@ export function startLoad(options: LoadOptions): { stats: LoadStats; done: Promi
     cancelled: new Set(),
     cancelTicks: new Map(),
   };
-  if (options.due && options.orderedKeys) throw new Error('ordered keys: an ordered callback cannot be published with a deliverAt');
   /** Each ordered key's last publish: the next one of the key starts once it has ended. */
   const keyTails = new Map<string, Promise<void>>();
   const inFlight = new Set<Promise<void>>();
@@ -115,7 +128,8 @@ export function startLoad(options: LoadOptions): { stats: LoadStats; done: Promi
       : { id, url, body: { n, fate: fateOf(n) } };
     const deadline = Date.now() + options.giveUpMs;
     // A republish keeps the same due time: a careful producer retries the same callback, not a new one.
-    const when = options.due ? { deliverAt: new Date(dueAt(options.due, started, n, options.callbacks)) } : {};
+    const when =
+      options.due && hasDeliverAt(n, options.orderedKeys) ? { deliverAt: new Date(dueAt(options.due, started, n, options.callbacks)) } : {};
     for (let tries = 0; ; tries += 1) {
       try {
         await publisher.publish(callback, when);
@@ -139,25 +153,35 @@ export function startLoad(options: LoadOptions): { stats: LoadStats; done: Promi
     }
   }
 
+  /** Publishes callbacks `ns` (in their publishAt order), each at its time. */
+  async function pace(ns: number[]): Promise<void> {
+    for (const n of ns) {
+      const due = started + publishAt(options, n);
+      if (due > Date.now()) await sleep(due - Date.now());
+      // Bounded in-flight publishes: the buffer limit would refuse more anyway.
+      while (inFlight.size >= 500) await Promise.race(inFlight);
+      // An ordered callback is published once the one before it of its key ended: the order the broker accepts them in is its key's.
+      const key = orderOf(n, options.orderedKeys ?? 0)?.key;
+      const after = key === undefined ? undefined : keyTails.get(key);
+      let ended = (): void => {};
+      const publishedOrGivenUp = new Promise<void>((resolve) => (ended = resolve));
+      const work = (after ? after.then(() => publishOne(n, ended)) : publishOne(n, ended)).finally(() => {
+        ended();
+        inFlight.delete(work);
+      });
+      if (key !== undefined) keyTails.set(key, publishedOrGivenUp);
+      inFlight.add(work);
+    }
+  }
+
   const done = (async () => {
     try {
-      for (let n = 0; n < options.callbacks; n += 1) {
-        const due = started + (n * options.spreadMs) / options.callbacks;
-        if (due > Date.now()) await sleep(due - Date.now());
-        // Bounded in-flight publishes: the buffer limit would refuse more anyway.
-        while (inFlight.size >= 500) await Promise.race(inFlight);
-        // An ordered callback is published once the one before it of its key ended: the order the broker accepts them in is its key's.
-        const key = orderOf(n, options.orderedKeys ?? 0)?.key;
-        const after = key === undefined ? undefined : keyTails.get(key);
-        let ended = (): void => {};
-        const publishedOrGivenUp = new Promise<void>((resolve) => (ended = resolve));
-        const work = (after ? after.then(() => publishOne(n, ended)) : publishOne(n, ended)).finally(() => {
-          ended();
-          inFlight.delete(work);
-        });
-        if (key !== undefined) keyTails.set(key, publishedOrGivenUp);
-        inFlight.add(work);
-      }
+      const all = Array.from({ length: options.callbacks }, (_, n) => n);
+      // With `due`, the ordered callbacks go out on their own pace beside the others (publishAt).
+      const lanes = options.due
+        ? [all.filter((n) => hasDeliverAt(n, options.orderedKeys)), all.filter((n) => !hasDeliverAt(n, options.orderedKeys))]
+        : [all];
+      await Promise.all(lanes.map((ns) => pace(ns)));
       await Promise.all(inFlight);
     } finally {
       await publisher.close();

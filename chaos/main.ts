@@ -7,9 +7,9 @@
  * event is missing or false. `--cancel` cancels every `always-fail` callback during its retries.
  * Starts throwaway brokers, workers and a ledger receiver, publishes scripted callbacks while killing
  * workers, restarting brokers and cutting connections, then checks every callback: delivered, or parked
- * in P.dead with the reason its fate implies. Every third callback of the runs without a deliverAt
- * carries one of 50 order keys (`--ordered-keys N`; 0: none), and each key's requests are checked for
- * order. Exits 1 if one was lost, or parked although its script answers 2xx within MAX_ATTEMPTS, or a
+ * in P.dead with the reason its fate implies. Every third callback of the single-node and cluster runs
+ * (not of pending at scale) carries one of 50 order keys (`--ordered-keys N`; 0: none), and each key's
+ * requests are checked for order. Exits 1 if one was lost, or parked although its script answers 2xx within MAX_ATTEMPTS, or a
  * callback of a key was requested before an earlier one was settled. Summary: chaos/results/latest.json.
  */
 import { mkdirSync, rmSync } from 'node:fs';
@@ -67,7 +67,7 @@ const PROFILE = values.cluster
 const callbacks = values.callbacks ? Number(values.callbacks) : PROFILE.callbacks;
 if (!Number.isInteger(callbacks) || callbacks < 1) throw new Error(`--callbacks: a whole number ≥ 1, got ${values.callbacks}`);
 if (values.pending && values.cluster) throw new Error('--pending: runs on a single node; leave out --cluster');
-// Every third callback of the runs without a deliverAt carries one of these order keys (ordered.ts); 0: none.
+// Every third callback of the runs but pending at scale carries one of these order keys (ordered.ts); 0: none.
 const orderedKeys = values['ordered-keys'] === undefined ? ORDERED_KEYS : Number(values['ordered-keys']);
 if (!Number.isInteger(orderedKeys) || orderedKeys < 0) throw new Error(`--ordered-keys: a whole number ≥ 0, got ${values['ordered-keys']}`);
 
@@ -269,6 +269,7 @@ try {
         quick: values.quick,
         faults,
         callbacks: values.callbacks ? callbacks : undefined,
+        orderedKeys,
         logDir: LOGS,
         say,
       })

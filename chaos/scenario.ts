@@ -8,7 +8,7 @@ import { onCleanup } from './cleanup.js';
 import { runChaos, type ChaosEvent, type ChaosLogEntry } from './driver.js';
 import { bindEventsQueue, drainEvents, judgeEvents, type EventsVerdict } from './event-ledger.js';
 import { startLedger, type Attempt, type Ledger } from './ledger.js';
-import { dueAt, startLoad, type DueSchedule } from './load.js';
+import { dueAt, hasDeliverAt, startLoad, type DueSchedule } from './load.js';
 import { progress, waitQuiescent, type Quiescence } from './quiesce.js';
 import { drainDead, queueDepths, type DeadEntry, type Depths } from './queues.js';
 import { idOf } from './fates.js';
@@ -56,7 +56,7 @@ export interface ScenarioSpec {
   durableEvents?: boolean;
   /** `--cancel`: every `always-fail` callback is cancelled this long after its publish, during its retries. */
   cancelAfterMs?: number;
-  /** Ordered keys (ordered.ts): every third callback carries an `orderKey`, one of this many, and each key's order is checked. Not with `due`. */
+  /** Ordered keys (ordered.ts): every third callback carries an `orderKey`, one of this many, and each key's order is checked. With `due`, they have no `deliverAt` (load.ts publishAt). */
   orderedKeys?: number;
   /** Read once the topology is declared and the workers consume, before the first publish (e.g. where the quorum queue leaders are). */
   onTopology?: (names: TopologyNames) => Promise<Record<string, number>>;
@@ -86,7 +86,7 @@ export interface ScenarioResult {
   lossExpected?: string;
   /** With `durableEvents`: what the events said against what happened. */
   events?: EventsVerdict;
-  /** With `due`: how late first attempts reached the receiver after their `deliverAt`, in ms (negative: early). */
+  /** With `due`: how late first attempts reached the receiver after their `deliverAt`, in ms (negative: early); ordered callbacks have none. */
   lateness?: Lateness;
   /** With `due` and node faults (container cluster): the callbacks due during each fault, and the delivery rate. */
   faults?: FaultWindow[];
@@ -103,10 +103,11 @@ export interface Lateness {
   early: number;
 }
 
-/** First-attempt lateness of a run whose callbacks were published with `due`. */
-function latenessOf(run: string, callbacks: number, due: DueSchedule, startedAt: number, ledger: Ledger): Lateness {
+/** First-attempt lateness of a run whose callbacks were published with `due` (those with a `deliverAt`: not the ordered ones). */
+function latenessOf(run: string, callbacks: number, due: DueSchedule, startedAt: number, ledger: Ledger, orderedKeys?: number): Lateness {
   const late: number[] = [];
   for (let n = 0; n < callbacks; n += 1) {
+    if (!hasDeliverAt(n, orderedKeys)) continue;
     const first = ledger.byId.get(idOf(run, n))?.find((attempt) => attempt.attempt === 1);
     if (first) late.push(first.at - dueAt(due, startedAt, n, callbacks));
   }
@@ -225,9 +226,9 @@ export async function runScenario(spec: ScenarioSpec, say: (line: string) => voi
     verdict,
     ...(spec.lossExpected ? { lossExpected: spec.lossExpected } : {}),
     ...(events ? { events } : {}),
-    ...(spec.due ? { lateness: latenessOf(run, spec.callbacks, spec.due, load.startedAt, ledger) } : {}),
+    ...(spec.due ? { lateness: latenessOf(run, spec.callbacks, spec.due, load.startedAt, ledger, spec.orderedKeys) } : {}),
     ...(spec.due && chaos.some((act) => act.kind === 'node-fault')
-      ? { faults: faultWindows(chaos, run, spec.callbacks, spec.due, load.startedAt, ledger) }
+      ? { faults: faultWindows(chaos, run, spec.callbacks, spec.due, load.startedAt, ledger, spec.orderedKeys) }
       : {}),
     ...(leaders ? { leaders } : {}),
     traces: Object.fromEntries(
