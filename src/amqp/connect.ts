@@ -1,6 +1,7 @@
 import amqp, { type AmqpConnectionManager } from 'amqp-connection-manager';
 import amqplib, { type Channel, type ChannelModel } from 'amqplib';
 import { amqpUrls } from '../config/amqp-urls.js';
+import { withTimeout } from '../util/with-timeout.js';
 import { brokerUnreachable } from './broker-errors.js';
 
 /**
@@ -35,6 +36,23 @@ export async function openChannel(connection: { createChannel(): Promise<Channel
   const channel = await connection.createChannel();
   channel.on('error', () => {});
   return channel;
+}
+
+/**
+ * `openChannel` that gives up after `ms` (a connection being cut may never answer); one that opens
+ * after that is closed at once.
+ */
+export async function openChannelWithin(connection: { createChannel(): Promise<Channel> }, ms: number): Promise<Channel> {
+  const opening = openChannel(connection);
+  try {
+    return await withTimeout(opening, ms, () => new Error(`a channel did not open within ${ms} ms`));
+  } catch (error) {
+    void opening.then(
+      (late) => late.close().catch(() => {}),
+      () => {},
+    );
+    throw error;
+  }
 }
 
 /**

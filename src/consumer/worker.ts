@@ -1,5 +1,5 @@
 import type { AmqpConnectionManager, ChannelWrapper } from 'amqp-connection-manager';
-import { connectManager } from '../amqp/connect.js';
+import { connectManager, openChannelWithin } from '../amqp/connect.js';
 import type { ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { Server } from 'node:http';
 import type { Agent } from 'undici';
@@ -34,6 +34,8 @@ import { orderBucket, orderedRoutingKey } from '../topology/topology-names.js';
 
 /** How often a worker knocks on every ordered shard (ordered-keys.ts wakeAll). */
 const WAKE_EVERY_MS = 30_000;
+/** How long a reconnect's setup waits for each extra channel it declares bindings on. */
+const SETUP_CHANNEL_OPEN_MS = 5_000;
 
 export interface WorkerDeps {
   /** Wall clock in ms; default `Date.now`. */
@@ -254,16 +256,22 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     });
     manager.on('disconnect', ({ err }) => {
       ready = false;
+      // The knocks need a channel: the next setup starts them again.
+      clearInterval(wakes);
       logger.warn({ err: err?.message }, 'disconnected from the broker; reconnecting');
     });
     channel = manager.createChannel({
       confirm: true,
       setup: async (ch: ConfirmChannel) => {
         // The start declared the topology moments ago (in parallel; in queues mode with 8 lanes about
-        // 1,500 declarations, 0.2–0.3 s on 4.3 even when all exist), so the first setup does not declare it again; every
-        // later one does, on one channel: a setup that opened more on a connection being cut could wait forever.
+        // 2,000 declarations, 0.2–0.3 s on 4.3 even when all exist), so the first setup does not declare it again; every
+        // later one does, its bindings over channels opened within a bound (one alone took about a minute
+        // while a cluster restarted a node): a setup waiting on a connection being cut must not wait forever.
         if (declaredAtStart) declaredAtStart = false;
-        else await topology.declare(ch);
+        else {
+          const connection = manager?.connection;
+          await topology.declare(ch, connection ? () => openChannelWithin(connection, SETUP_CHANNEL_OPEN_MS) : undefined);
+        }
         if (stopping) return;
         // Events go on a channel of their own without confirms: best effort by design, and not a
         // confirm per callback for the broker to track on the channel that settles.
