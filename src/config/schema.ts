@@ -124,7 +124,7 @@ export const configSchema = {
     env: 'MAX_PAYLOAD_BYTES',
   },
   prefetch: {
-    doc: "A worker's concurrency: attempts in flight at most, over all lanes. Each lane's consumer may hold as many unacknowledged messages (consumer prefetch), twice as many with ISOLATION on (a look-ahead that shows isolation a busy target), so a target alone in its lane can fill every slot; in queues mode 400 more on each lane (not on P.slow), for callbacks held until due (docs/delay-modes.md).",
+    doc: "A worker's concurrency: attempts in flight at most, over all lanes. Each lane's consumer may hold as many unacknowledged messages (consumer prefetch), twice as many with ISOLATION on (a look-ahead that shows isolation a busy target), so a target alone in its lane can fill every slot; in queues mode 400 more on each lane (not on P.slow), for callbacks held until due (docs/delay-modes.md). An ordered shard's consumer holds a tenth, at least 10, twice that in queues mode (docs/ordering.md).",
     format: 'prefetch',
     default: 100,
     env: 'PREFETCH',

@@ -54,6 +54,8 @@ export interface OrderedKeysDeps {
   publishTimeoutMs: number;
   /** ORDERED_ON_DEAD=stop: a parked head stops its key until a replay or a release. */
   stopOnDead: boolean;
+  /** Callbacks of one key that may wait in the worker behind its running head (KeyOrder's `maxWaiting`). */
+  maxWaiting?: number;
 }
 
 interface Shard {
@@ -126,6 +128,8 @@ export class OrderedKeys {
         return;
       case 'log':
         return this.toLog(shard, key, [job], admission.behind);
+      case 'spill':
+        return this.toLog(shard, key, admission.items, admission.behind);
       case 'drop':
         admission.item.channel.ack(admission.item.message);
         return admission.item.finish();
@@ -235,7 +239,13 @@ export class OrderedKeys {
     if (existing && existing.channel === channel) return existing;
     if (existing) this.forget(existing);
     const owner = randomUUID();
-    const shard: Shard = { channel, owner, order: new KeyOrder<Job>(owner), ready: Promise.resolve(false), closed: false };
+    const shard: Shard = {
+      channel,
+      owner,
+      order: new KeyOrder<Job>(owner, this.deps.maxWaiting),
+      ready: Promise.resolve(false),
+      closed: false,
+    };
     shard.ready = this.claim(shard, this.deps.logs.get(lane) as string).catch((error: unknown) => {
       this.deps.logger.error({ lane, err: (error as Error).message }, 'an ordered shard could not be taken over; its channel closes');
       this.forget(shard);

@@ -18,6 +18,13 @@ export interface ConsumeSettings {
    * the worker, so isolation sees it is busy and moves its excess out of the lane (overflow).
    */
   queuePrefetch: number;
+  /**
+   * Unacked messages per ordered shard consumer: a tenth of PREFETCH, at least 10. A worker's share of
+   * deliveries follows its consumers' windows, so beside the lanes' a shard's small window keeps
+   * unordered traffic at its rate; alone, ordered traffic still fills the worker (a key's callbacks are
+   * spread over its shard, and no more than a quarter of the window waits behind one key: KeyOrder).
+   */
+  orderedPrefetch: number;
   /** Plugin mode: moves from P.due into the lanes at once (DUE_PREFETCH, default PREFETCH). */
   duePrefetch: number;
   drainTimeoutMs: number;
@@ -75,6 +82,7 @@ export function resolveWorkerSettings(config: RelayConfig): WorkerSettings {
     consume: {
       prefetch: config.prefetch,
       queuePrefetch: config.isolation === 'on' ? 2 * config.prefetch : config.prefetch,
+      orderedPrefetch: Math.max(10, Math.ceil(config.prefetch / 10)),
       duePrefetch: config.duePrefetch,
       drainTimeoutMs: config.drainTimeout,
       metricsPort: config.metricsPort,

@@ -191,7 +191,10 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     const line = window - Math.max(consume.prefetch, Math.ceil(window / 2));
     const laneExcess = (lane: Lane): number => lanes.unsettled(lane) - line;
     // Ordered shards: each a queue with a single active consumer; this worker keeps the order of the keys of those it owns.
-    const orderedLanes = topology.names.orderedQueues.map((queue, shard): [string, Lane] => [queue, `o${shard}`]);
+    // Queues mode: as much again for retries' copies the levels let out early, held until due.
+    const shardWindow = consume.orderedPrefetch * (topology.mode === 'queues' ? 2 : 1);
+    const maxWaiting = Math.max(1, Math.floor(consume.orderedPrefetch / 4));
+    const orderedLanes = topology.names.orderedQueues.map((queue, shard): [string, Lane, number] => [queue, `o${shard}`, shardWindow]);
     const ordered = new OrderedKeys({
       logs: new Map(orderedLanes.map(([, lane], shard) => [lane, topology.names.orderedLogs[shard] as string])),
       resumeRoute: (key) => ({ exchange: topology.names.exchange, routingKey: orderedRoutingKey(orderBucket(key)) }),
@@ -203,6 +206,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       clock,
       publishTimeoutMs: settings.publishTimeoutMs,
       stopOnDead: config.orderedOnDead === 'stop',
+      maxWaiting,
     });
     orderedKeys = ordered;
     pipeline = createPipeline(

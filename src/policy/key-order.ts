@@ -43,6 +43,8 @@ export type Admission<T> =
   | { kind: 'wait' }
   /** Append it to the log as a follower (behind the head `behind`, if it has one), then ack it. */
   | { kind: 'log'; item: T; behind?: string | undefined }
+  /** Its key has `maxWaiting` waiting already: they and it go to the log, in order, behind `behind`; append each, then ack it. */
+  | { kind: 'spill'; items: T[]; behind?: string | undefined }
   /**
    * A copy of a head settled already (a retry that was taken twice), or the one a later copy replaces
    * as the running head's early copy: ack `item`, nothing else.
@@ -85,7 +87,15 @@ const headOf = (state: { head?: { id: string } | undefined }): string | undefine
 export class KeyOrder<T> {
   private readonly keys = new Map<string, KeyState<T>>();
 
-  constructor(private readonly owner: string) {}
+  /**
+   * `maxWaiting`: callbacks of one key that may wait in the worker behind its running head; the next
+   * one sends them all to the log, so that one key's burst never fills its shard's consumer window
+   * (the shard's other keys would wait behind it).
+   */
+  constructor(
+    private readonly owner: string,
+    private readonly maxWaiting = Number.POSITIVE_INFINITY,
+  ) {}
 
   /** A callback of `key` arrived from the shard (fresh, or a held head's copy). */
   arrive(arrival: Arrival<T>): Admission<T> {
@@ -127,6 +137,12 @@ export class KeyOrder<T> {
     if (state.head?.held || state.logged.length > 0 || state.appending > 0) {
       state.appending += 1;
       return { kind: 'log', item, behind: headOf(state) };
+    }
+    if (state.waiting.length >= this.maxWaiting) {
+      const items = [...state.waiting.map((waiting) => waiting.item), item];
+      state.waiting = [];
+      state.appending += items.length;
+      return { kind: 'spill', items, behind: headOf(state) };
     }
     state.waiting.push({ id, item, at: arrival.at ?? 0 });
     return { kind: 'wait' };

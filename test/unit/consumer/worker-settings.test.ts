@@ -95,6 +95,7 @@ describe('resolveWorkerSettings', () => {
     expect(settings.consume).toEqual({
       prefetch: 7,
       queuePrefetch: 14,
+      orderedPrefetch: 10,
       duePrefetch: 300,
       drainTimeoutMs: 9_000,
       metricsPort: 0,

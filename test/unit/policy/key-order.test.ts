@@ -161,6 +161,20 @@ describe('KeyOrder.spill', () => {
     expect(order.held('j', 'y').next).toBeUndefined();
   });
 
+  it("sends a key's burst to the log once maxWaiting wait behind its head, in order, and what comes after it too", () => {
+    const order = new KeyOrder<string>('w1', 2);
+    order.arrive(fresh('k', 'a'));
+    expect(order.arrive(fresh('k', 'b'))).toEqual({ kind: 'wait' });
+    expect(order.arrive(fresh('k', 'c'))).toEqual({ kind: 'wait' });
+    expect(order.arrive(fresh('k', 'd'))).toEqual({ kind: 'spill', items: ['b', 'c', 'd'], behind: 'a' });
+    expect(order.arrive(fresh('k', 'e'))).toEqual({ kind: 'log', item: 'e', behind: 'a' });
+    // Another key's callbacks still wait in the worker.
+    order.arrive(fresh('j', 'x'));
+    expect(order.arrive(fresh('j', 'y'))).toEqual({ kind: 'wait' });
+    for (const offset of [1, 2, 3, 4]) order.followerLogged('k', offset);
+    expect(order.settled('k', 'a').read).toEqual({ key: 'k', offset: 1 });
+  });
+
   it('sends what waited too long behind a running head to the log, and what comes after it too', () => {
     const order = new KeyOrder<string>('w1');
     order.arrive({ ...fresh('k', 'a'), at: 0 });
