@@ -170,7 +170,12 @@ export class OrderedKeys {
     this.steps.delete(job);
     const shard = this.shards.get(job.lane);
     const key = job.orderKey;
-    if (!step || key === undefined || !shard || shard.channel !== job.channel || shard.closed) return;
+    if (!step || key === undefined || !shard || shard.channel !== job.channel || shard.closed) {
+      // Its shard is gone: the broker has the jobs this step held back; they end here unattempted.
+      step?.drop?.finish();
+      step?.next?.finish();
+      return;
+    }
     if (step.drop) {
       step.drop.channel.ack(step.drop.message);
       step.drop.finish();
