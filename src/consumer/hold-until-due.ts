@@ -1,3 +1,4 @@
+import type { Channel, Message } from 'amqplib';
 import { LEVEL_LEAD_MS } from '../topology/delay-levels.js';
 
 /**
@@ -104,4 +105,17 @@ export function createDueHold<Channel extends object>(clock: () => number): DueH
       return size;
     },
   };
+}
+
+/**
+ * A held message the stopping worker gives back, unattempted: nacked with requeue once its consumers
+ * are cancelled, like the pipeline's waiting jobs (pipeline.ts giveBack, which says why it needs no
+ * count of ours). A closed channel's held messages are never given back: the broker requeued them.
+ */
+export function giveBackHeld(channel: Pick<Channel, 'nack'>, message: Message): void {
+  try {
+    channel.nack(message, false, true);
+  } catch {
+    // The channel closed meanwhile: the broker has requeued the message.
+  }
 }

@@ -6,18 +6,16 @@ import type { Agent } from 'undici';
 import { amqpUrls } from '../config/amqp-urls.js';
 import type { RelayConfig } from '../config/load-config.js';
 import { createOutcomeEvents } from '../events/outcome-events.js';
-import { resolveBrokerEndpoints } from '../http/broker-endpoints.js';
-import { createGuardedAgent } from '../http/guarded-agent.js';
 import { ArrivalOrder } from '../isolation/scheduler.js';
 import { TargetIsolation } from '../isolation/target-isolation.js';
 import type { Logger } from '../logger.js';
 import { startMetricsServer } from '../metrics/metrics-server.js';
 import { createRelayMetrics } from '../metrics/relay-metrics.js';
 import type { Random } from '../policy/jitter.js';
-import { connectTopology, applyTopology, createRedeclare } from '../topology/connect-topology.js';
+import { createRedeclare } from '../topology/connect-topology.js';
 import { loadTracing, type Tracing } from '../tracing/tracing.js';
 import { dueAtOf } from './decode.js';
-import { createDueHold, HOLD_PREFETCH } from './hold-until-due.js';
+import { createDueHold, giveBackHeld, HOLD_PREFETCH } from './hold-until-due.js';
 import { createLaneChannels } from './lane-channels.js';
 import { createDueMover, type DueMover } from './move-due.js';
 import { observeAll } from '../reports.js';
@@ -25,12 +23,10 @@ import { createPipeline, type Job, type Lane } from './pipeline.js';
 import { pipelineContext } from './pipeline-parts.js';
 import { resolveWorkerSettings } from './worker-settings.js';
 import { createInFlight, drainAndClose } from './worker-stop.js';
-import { startSteps } from './start-steps.js';
 import { startControlReader, type ControlReader } from '../control/control-reader.js';
-import { startFleetPresence, type FleetPresence } from '../control/fleet-presence.js';
-import { applyLimits, followFleet } from './apply-limits.js';
-import { OrderedKeys } from './ordered-keys.js';
-import { orderBucket, orderedRoutingKey } from '../topology/topology-names.js';
+import type { OrderedKeys } from './ordered-keys.js';
+import type { FleetPresence } from '../control/fleet-presence.js';
+import { declareAtStart, deliveryAgent, orderedShards, startLimits, startSteps } from './worker-start.js';
 
 /** How often a worker knocks on every ordered shard (ordered-keys.ts wakeAll). */
 const WAKE_EVERY_MS = 30_000;
@@ -125,27 +121,12 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     }
     // How long each step of the start took, logged with "consuming": a slow start names its step.
     const steps = startSteps(clock);
-    const topology = await connectTopology(config, logger, abort.signal);
+    const topology = await declareAtStart(config, logger, abort.signal);
     redeclare = createRedeclare(topology, settings.publishTimeoutMs);
-    const applied = await applyTopology(topology.url, topology, {
-      signal: abort.signal,
-      onRetry: (error) => logger.warn({ err: error.message }, 'the broker went away while the topology was declared; retrying'),
-    });
-    if (applied.earlierLevels) {
-      const { messages, levels } = applied.earlierLevels;
-      logger.info(
-        { messages, queues: levels.join(', ') },
-        'delay levels of an earlier version: unbound from the entry exchange; they drain on their own, delete them once empty (docs/delay-modes.md)',
-      );
-    }
     steps.done('topologyMs');
     // A stop during start: open nothing more (stop() closes what exists).
     if (stopping) return;
-    // The broker's own AMQP, management and Prometheus endpoints are never dialled, whatever TARGET_ALLOW says.
-    const broker = await resolveBrokerEndpoints(config.amqpUrl);
-    if (broker.unresolved.length > 0)
-      logger.warn({ hosts: broker.unresolved }, 'could not resolve these AMQP_URL hosts: callbacks are not kept from their addresses');
-    agent = createGuardedAgent({ timeoutMs: settings.delivery.timeoutMs, policy: { ...settings.addressPolicy, broker: broker.endpoints } });
+    agent = await deliveryAgent(config.amqpUrl, settings, logger);
     const events = settings.events === 'on' ? createOutcomeEvents(topology.names.eventsExchange, clock) : undefined;
     const observer = events ? observeAll([metrics.observer, events]) : metrics.observer;
     // Cancels and pauses: read P.control up to the present before the first message is consumed.
@@ -158,55 +139,31 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     });
     if (stopping) return void (await control.close());
     steps.done('controlMs');
-    // Limits: the file's and the control stream's, then each worker's share of them (docs/limits.md).
-    const limitsChanged = (): void => pipeline?.limitsChanged();
-    const limitsAtStart = settings.targetLimits.size > 0 || control.originLimits().some(({ limit }) => limit !== null);
-    if (isolation) {
-      applyLimits(isolation, {
-        file: settings.targetLimits,
-        control,
-        targetKey: settings.targetKey,
-        clock,
-        logger,
-        changed: limitsChanged,
-      });
-      // Only a limit needs the fleet's size before the first message: otherwise consume at once.
-      presence = await startFleetPresence({
-        urls: amqpUrls(config.amqpUrl),
-        names: topology.names,
-        logger,
-        clock,
-        waitForOthers: limitsAtStart,
-      });
-      followFleet(isolation, presence, clock, limitsChanged);
-      // A stop during the start closed the control reader but found no presence yet.
-      if (stopping) return void (await presence.close());
-      steps.done('presenceMs');
-    } else if (limitsAtStart) {
-      logger.warn('target limits are not applied with ISOLATION=off');
-    }
+    presence = await startLimits(isolation, {
+      urls: amqpUrls(config.amqpUrl),
+      names: topology.names,
+      control,
+      targetLimits: settings.targetLimits,
+      targetKey: settings.targetKey,
+      clock,
+      logger,
+      changed: () => pipeline?.limitsChanged(),
+    });
+    // A stop during the start closed the control reader but found no presence yet.
+    if (stopping) return void (await presence?.close());
+    if (presence) steps.done('presenceMs');
     // Each queue's consumer window (prefetch); queues mode: room on top for the messages held until due, which take no delivery slot.
     const window = consume.queuePrefetch + (topology.mode === 'queues' ? HOLD_PREFETCH : 0);
     // A lane flows while its window keeps room for what queues behind: half of it, and at least a worker's slots (PREFETCH).
     const line = window - Math.max(consume.prefetch, Math.ceil(window / 2));
     const laneExcess = (lane: Lane): number => lanes.unsettled(lane) - line;
-    // Ordered shards: each a queue with a single active consumer; this worker keeps the order of the keys of those it owns.
-    // Queues mode: as much again for retries' copies the levels let out early, held until due.
-    const shardWindow = consume.orderedPrefetch * (topology.mode === 'queues' ? 2 : 1);
-    const maxWaiting = Math.max(1, Math.floor(consume.orderedPrefetch / 4));
-    const orderedLanes = topology.names.orderedQueues.map((queue, shard): [string, Lane, number] => [queue, `o${shard}`, shardWindow]);
-    const ordered = new OrderedKeys({
-      logs: new Map(orderedLanes.map(([, lane], shard) => [lane, topology.names.orderedLogs[shard] as string])),
-      resumeRoute: (key) => ({ exchange: topology.names.exchange, routingKey: orderedRoutingKey(orderBucket(key)) }),
-      // Bucket b lands in shard b mod ORDERED_SHARDS, so bucket `shard` lands in that shard.
-      wakeRoute: (shard) => ({ exchange: topology.names.exchange, routingKey: orderedRoutingKey(shard) }),
+    const { ordered, lanes: orderedLanes } = orderedShards(topology, consume.orderedPrefetch, {
       connection: () => manager?.connection,
       run: (job) => pipeline?.admit(job),
       logger,
       clock,
       publishTimeoutMs: settings.publishTimeoutMs,
       stopOnDead: config.orderedOnDead === 'stop',
-      maxWaiting,
     });
     orderedKeys = ordered;
     pipeline = createPipeline(
@@ -371,17 +328,4 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       return typeof address === 'object' && address ? address.port : undefined;
     },
   };
-}
-
-/**
- * A held message the stopping worker gives back, unattempted: nacked with requeue once its consumers
- * are cancelled, like the pipeline's waiting jobs (pipeline.ts giveBack, which says why it needs no
- * count of ours). A closed channel's held messages are never given back: the broker requeued them.
- */
-function giveBackHeld(channel: ConfirmChannel, message: ConsumeMessage): void {
-  try {
-    channel.nack(message, false, true);
-  } catch {
-    // The channel closed meanwhile: the broker has requeued the message.
-  }
 }
