@@ -23,6 +23,12 @@ export type LogRecord =
 export interface Saved {
   head?: string;
   stopped?: boolean;
+  /**
+   * Only followers name the head (`behind`), no hold or stop record: it was running, not held, when
+   * its owner went away. No copy of it waits in the delay path; its own message, back in the shard
+   * with whatever stamp it had, is all that is left of it.
+   */
+  running?: boolean;
   logged: number[];
 }
 
@@ -55,13 +61,17 @@ export function replay(entries: Iterable<{ offset: number; record: LogRecord }>,
       case 'hold':
       case 'stop':
         state.head = record.head;
+        delete state.running;
         if (record.kind === 'stop') state.stopped = true;
         else delete state.stopped;
         if (record.from !== undefined) state.logged = state.logged.filter((o) => o !== record.from);
         break;
       case 'follower':
         state.logged.push(offset);
-        if (record.behind !== undefined && state.head === undefined) state.head = record.behind;
+        if (record.behind !== undefined && state.head === undefined) {
+          state.head = record.behind;
+          state.running = true;
+        }
         break;
       case 'done':
         state.logged = state.logged.filter((o) => o !== record.offset);
@@ -70,6 +80,7 @@ export function replay(entries: Iterable<{ offset: number; record: LogRecord }>,
         if (state.head === record.head) {
           delete state.head;
           delete state.stopped;
+          delete state.running;
         }
         break;
     }

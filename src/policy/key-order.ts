@@ -69,9 +69,11 @@ export interface Step<T> {
 interface KeyState<T> {
   /**
    * The callback running or held: `held`, its copy waits in the delay path; `logged`, the log has a
-   * hold for it that no release has ended yet; `from`, the log offset it was read from.
+   * hold for it that no release has ended yet; `from`, the log offset it was read from; `running`,
+   * a claim knows it only from followers logged behind it (Saved `running`): no copy of it is in the
+   * delay path, and its own message, whatever its stamp, runs it.
    */
-  head?: { id: string; held: boolean; logged: boolean; from?: number; stopped?: boolean; early?: T };
+  head?: { id: string; held: boolean; logged: boolean; from?: number; stopped?: boolean; running?: boolean; early?: T };
   /** Waiting in the worker behind a running head (only while nothing of the key is in the log). */
   waiting: Array<{ id: string; item: T; at: number }>;
   /** Followers in the log, oldest first, by offset. */
@@ -115,9 +117,18 @@ export class KeyOrder<T> {
       return earlier === undefined ? { kind: 'wait' } : { kind: 'drop', item: earlier };
     }
     if (stamp?.kind === 'from') {
+      const head = state?.head;
+      // The head a claim knows only from followers logged behind it, put back from the log by the owner
+      // that went away while it ran: this delivery is all that is left of it (no hold, so no copy
+      // in the delay path), and it runs now, as an unstamped one would. Its offset has run then.
+      if (state !== undefined && head?.id === id && head.held && head.running) {
+        state.head = { id, held: false, logged: true, from: stamp.offset };
+        state.logged = state.logged.filter((offset) => offset !== stamp.offset);
+        return { kind: 'attempt', item };
+      }
       // The follower this owner put back to run; any other is a duplicate of one that ran.
-      if (state?.head === undefined || state.head.from !== stamp.offset || state.head.id !== '') return { kind: 'drop', item };
-      state.head.id = id;
+      if (head === undefined || head.from !== stamp.offset || head.id !== '') return { kind: 'drop', item };
+      head.id = id;
       return { kind: 'attempt', item };
     }
     if (state === undefined) {
@@ -265,7 +276,14 @@ export class KeyOrder<T> {
     const reads: Array<{ key: string; offset: number }> = [];
     for (const [key, saved] of keys) {
       const state: KeyState<T> = { waiting: [], logged: [...saved.logged], appending: 0 };
-      if (saved.head !== undefined) state.head = { id: saved.head, held: true, logged: true, ...(saved.stopped ? { stopped: true } : {}) };
+      if (saved.head !== undefined)
+        state.head = {
+          id: saved.head,
+          held: true,
+          logged: true,
+          ...(saved.stopped ? { stopped: true } : {}),
+          ...(saved.running ? { running: true } : {}),
+        };
       this.keys.set(key, state);
       if (state.head === undefined) {
         const step = this.advance(key, state);

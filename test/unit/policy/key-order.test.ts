@@ -97,6 +97,68 @@ describe('KeyOrder', () => {
   });
 });
 
+describe('KeyOrder across a handover', () => {
+  const logAll = (records: LogRecord[], first: number) => records.map((record, i) => ({ offset: first + i, record }));
+
+  it('runs a follower put back from the log that was running when its owner went away, known to the claim only by the followers behind it', () => {
+    // w1: a is held, b and c wait in the log behind it; a is delivered and b is put back to run.
+    const w1 = new KeyOrder<string>('w1');
+    const log = logAll([{ kind: 'claim', owner: 'w1' }], 0);
+    w1.arrive(fresh('k', 'a'));
+    log.push(...logAll(w1.held('k', 'a').records, log.length));
+    expect(w1.arrive(fresh('k', 'b'))).toEqual({ kind: 'log', item: 'b', behind: 'a' });
+    expect(w1.arrive(fresh('k', 'c'))).toEqual({ kind: 'log', item: 'c', behind: 'a' });
+    log.push(...logAll([{ kind: 'follower', owner: 'w1', key: 'k', id: 'b', behind: 'a' }], log.length));
+    w1.followerLogged('k', 2);
+    log.push(...logAll([{ kind: 'follower', owner: 'w1', key: 'k', id: 'c', behind: 'a' }], log.length));
+    w1.followerLogged('k', 3);
+    w1.arrive(copy('k', 'a'));
+    const released = w1.settled('k', 'a');
+    log.push(...logAll(released.records, log.length));
+    expect(released.read).toEqual({ key: 'k', offset: 2 });
+    expect(w1.arrive(from('k', 'b', 2))).toEqual({ kind: 'attempt', item: 'b' });
+    // While b runs, d arrives and is logged behind b.
+    expect(w1.arrive(fresh('k', 'd'))).toEqual({ kind: 'log', item: 'd', behind: 'b' });
+    log.push(...logAll([{ kind: 'follower', owner: 'w1', key: 'k', id: 'd', behind: 'b' }], log.length));
+    // b is delivered, but its records (done, release) never reach the log: the shard is handed on, and
+    // the broker gives b's message, stamped with its offset, to the next owner.
+    expect(w1.settled('k', 'b').records.map((record) => record.kind)).toEqual(['done', 'release']);
+
+    const w2 = new KeyOrder<string>('w2');
+    const saved = replay(log);
+    expect(saved.get('k')).toEqual({ head: 'b', running: true, logged: [2, 3, 5] });
+    expect(w2.restore(saved)).toEqual([]);
+    // Dropped as a duplicate, b would leave its key held for good, c and d in the log behind it.
+    expect(w2.arrive(from('k', 'b', 2))).toEqual({ kind: 'attempt', item: 'b' });
+    // A second delivery of it, while it runs, is a duplicate.
+    expect(w2.arrive(from('k', 'b', 2)).kind).toBe('drop');
+    expect(w2.settled('k', 'b')).toEqual({
+      records: [
+        { kind: 'done', owner: 'w2', key: 'k', offset: 2 },
+        { kind: 'release', owner: 'w2', key: 'k', head: 'b' },
+      ],
+      toLog: [],
+      read: { key: 'k', offset: 3 },
+    });
+    expect(w2.arrive(from('k', 'c', 3))).toEqual({ kind: 'attempt', item: 'c' });
+    expect(w2.settled('k', 'c').read).toEqual({ key: 'k', offset: 5 });
+  });
+
+  it('drops a follower put back from the log for a head the claim found held: its copy in the delay path runs it', () => {
+    const w2 = new KeyOrder<string>('w2');
+    const saved = replay([
+      { offset: 0, record: { kind: 'claim', owner: 'w1' } },
+      { offset: 1, record: { kind: 'follower', owner: 'w1', key: 'k', id: 'b' } },
+      { offset: 2, record: { kind: 'follower', owner: 'w1', key: 'k', id: 'c', behind: 'b' } },
+      { offset: 3, record: { kind: 'hold', owner: 'w1', key: 'k', head: 'b', from: 1 } },
+    ]);
+    expect(saved.get('k')).toEqual({ head: 'b', logged: [2] });
+    w2.restore(saved);
+    expect(w2.arrive(from('k', 'b', 1)).kind).toBe('drop');
+    expect(w2.arrive(copy('k', 'b'))).toEqual({ kind: 'attempt', item: 'b' });
+  });
+});
+
 describe('KeyOrder stop', () => {
   it('a parked head stops its key: followers log, its replay runs it first, a release moves the key past it', () => {
     const order = new KeyOrder<string>('w1');
@@ -226,7 +288,10 @@ describe('replay', () => {
       { offset: 0, record: { kind: 'claim', owner: 'w1' } },
       { offset: 1, record: { kind: 'follower', owner: 'w1', key: 'k', id: 'b', behind: 'a' } },
     ] as const;
-    expect(replay(entries).get('k')).toEqual({ head: 'a', logged: [1] });
+    expect(replay(entries).get('k')).toEqual({ head: 'a', running: true, logged: [1] });
+    // A hold of that head names a copy in the delay path: it is held, no longer known only as running.
+    const heldLater = [...entries, { offset: 2, record: { kind: 'hold', owner: 'w1', key: 'k', head: 'a' } } as const];
+    expect(replay(heldLater).get('k')).toEqual({ head: 'a', logged: [1] });
     const released = [...entries, { offset: 2, record: { kind: 'release', owner: 'w1', key: 'k', head: 'a' } } as const];
     expect(replay(released).get('k')).toEqual({ logged: [1] });
   });
