@@ -2,7 +2,7 @@ import type { ChannelModel, ConfirmChannel, ConsumeMessage } from 'amqplib';
 import { isClosed } from '../amqp/publish-confirmed.js';
 import { withTimeout } from '../util/with-timeout.js';
 import type { Logger } from '../logger.js';
-import { coalesceAcks, type CoalescedAcks } from './coalesce-acks.js';
+import { ackPaceFor, coalesceAcks, type CoalescedAcks } from './coalesce-acks.js';
 import type { Lane } from './pipeline.js';
 
 /**
@@ -39,7 +39,7 @@ export interface LaneChannels {
   cancel(): Promise<void>;
   /** Every queue of the latest `open()` has its consumer (what readiness needs besides the connection). */
   consuming(): boolean;
-  /** Sends the acks each channel gathered in this turn (coalesce-acks.ts). */
+  /** Sends the acks each channel gathered and holds now (coalesce-acks.ts). */
   flushAcks(): void;
   /**
    * The worker's stop, before it closes the connection: sends the gathered acks, then closes every
@@ -96,8 +96,8 @@ export function createLaneChannels(options: LaneChannelOptions): LaneChannels {
       reopenLater(connection, queue, lane, prefetch, mine, alive);
       throw error;
     }
-    // Acks leave in delivery-tag runs, once per turn of the event loop (coalesce-acks.ts).
-    const acks = coalesceAcks(channel, () => isClosed(channel));
+    // Acks leave gathered, in delivery-tag runs (coalesce-acks.ts).
+    const acks = coalesceAcks(channel, () => isClosed(channel), ackPaceFor(prefetch));
     // Without a listener an 'error' event would throw; the close that follows is what counts.
     channel.on('error', (error: Error) => logger.warn({ lane, err: error.message }, 'a lane channel failed'));
     channel.once('close', () => {

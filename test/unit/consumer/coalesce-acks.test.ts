@@ -1,14 +1,15 @@
 import type { Channel, Message } from 'amqplib';
 import { describe, expect, it } from 'vitest';
-import { coalesceAcks, type AckHold } from '../../../src/consumer/coalesce-acks.js';
+import { ackPaceFor, coalesceAcks, type AckPace } from '../../../src/consumer/coalesce-acks.js';
 
 type Frame = { kind: 'ack' | 'nack'; tag: number; multiple: boolean; requeue?: boolean };
 
 /**
  * A stand-in for amqplib's channel: records the frames its ack/nack would send. `hold` is the ack
- * hold's ms and count (0: acks above an unsettled one go at the end of their turn); `pass` moves its clock.
+ * hold's ms and count (0: acks above an unsettled one go at the end of their turn), `gather` how long
+ * and how many acks are gathered (0: a turn's acks go at its end); `pass` moves its clock.
  */
-function fakeChannel(hold: { ms: number; max?: number } = { ms: 0 }) {
+function fakeChannel(hold: { ms: number; max?: number } = { ms: 0 }, gather: { ms: number; max?: number } = { ms: 0 }) {
   const frames: Frame[] = [];
   let closed = false;
   const channel = {
@@ -27,9 +28,11 @@ function fakeChannel(hold: { ms: number; max?: number } = { ms: 0 }) {
   const turns: Array<() => void> = [];
   let now = 0;
   const timers: Array<{ at: number; run: () => void }> = [];
-  const ackHold: AckHold = {
-    ms: hold.ms,
-    max: hold.max ?? 32,
+  const pace: AckPace = {
+    gatherMs: gather.ms,
+    gatherMax: gather.max ?? 1000,
+    holdMs: hold.ms,
+    holdMax: hold.max ?? 32,
     now: () => now,
     after: (ms, run) => {
       const timer = { at: now + ms, run };
@@ -40,8 +43,8 @@ function fakeChannel(hold: { ms: number; max?: number } = { ms: 0 }) {
   const acks = coalesceAcks(
     channel as unknown as Channel,
     () => closed,
+    pace,
     (flush) => void turns.push(flush),
-    ackHold,
   );
   return {
     channel: channel as unknown as Channel,
@@ -255,5 +258,41 @@ describe('coalesceAcks', () => {
     second.close();
     expect(() => second.pass(5)).not.toThrow();
     expect(second.frames).toEqual([]);
+  });
+
+  it('gathers acks across turns until the first has waited its time, then sends them as one multiple ack', () => {
+    const { channel, frames, endTurn, deliver, pass } = fakeChannel({ ms: 0 }, { ms: 20 });
+    deliver(1, 2, 3);
+    channel.ack(msg(1));
+    endTurn();
+    pass(10);
+    channel.ack(msg(2));
+    endTurn();
+    expect(frames).toEqual([]);
+    pass(10);
+    expect(frames).toEqual([{ kind: 'ack', tag: 2, multiple: true }]);
+    channel.ack(msg(3));
+    pass(20);
+    expect(frames.at(-1)).toEqual({ kind: 'ack', tag: 3, multiple: true });
+  });
+
+  it('sends gathered acks at the end of the turn once their count is reached, and on flush at once', () => {
+    const { channel, frames, acks, endTurn, deliver, pass } = fakeChannel({ ms: 0 }, { ms: 20, max: 2 });
+    deliver(1, 2, 3);
+    channel.ack(msg(1));
+    channel.ack(msg(2));
+    expect(frames).toEqual([]);
+    endTurn();
+    expect(frames).toEqual([{ kind: 'ack', tag: 2, multiple: true }]);
+    channel.ack(msg(3));
+    acks.flush();
+    expect(frames.at(-1)).toEqual({ kind: 'ack', tag: 3, multiple: true });
+    pass(20);
+    expect(frames).toHaveLength(2);
+  });
+
+  it('paces a consumer by its window: an eighth gathered, a quarter held, and at least one of each', () => {
+    expect(ackPaceFor(600)).toMatchObject({ gatherMs: 20, gatherMax: 75, holdMs: 100, holdMax: 150 });
+    expect(ackPaceFor(3)).toMatchObject({ gatherMax: 1, holdMax: 1 });
   });
 });
