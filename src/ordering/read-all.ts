@@ -1,5 +1,6 @@
 import { RelayError } from '../errors.js';
-import type { LogEntry, OrderLog } from './order-log.js';
+import type { LogEntry } from './log-entry.js';
+import type { OrderLog } from './order-log.js';
 
 /** A log is taken as read to its end once no record arrived for this long after the last one (or the start). */
 export const READ_ALL_QUIET_MS = 300;

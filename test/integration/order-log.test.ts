@@ -1,6 +1,7 @@
 import amqplib, { type Channel, type ChannelModel } from 'amqplib';
 import { afterEach, beforeEach, describe, expect, inject, it } from 'vitest';
-import { openOrderLog, toOffset, type LogEntry, type OrderLog } from '../../src/ordering/order-log.js';
+import { toOffset, type LogEntry } from '../../src/ordering/log-entry.js';
+import { openOrderLog, type OrderLog } from '../../src/ordering/order-log.js';
 import { readAll, READ_ALL_QUIET_MS } from '../../src/ordering/read-all.js';
 import { randomPrefix } from '../support/relay.js';
 

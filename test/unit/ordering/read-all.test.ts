@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { LogEntry, OrderLog } from '../../../src/ordering/order-log.js';
+import type { LogEntry } from '../../../src/ordering/log-entry.js';
+import type { OrderLog } from '../../../src/ordering/order-log.js';
 import { readAll } from '../../../src/ordering/read-all.js';
 
 const entry = (offset: number): LogEntry => ({ offset, headers: {}, properties: {}, body: Buffer.alloc(0) });
