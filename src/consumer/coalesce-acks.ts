@@ -88,7 +88,7 @@ export function coalesceAcks(
    * insertion order, so its first entry is the oldest. At most the consumer's prefetch.
    */
   const unsettled = new Set<number>();
-  /** This turn's acks, not sent yet. */
+  /** Acks gathered, not sent yet. */
   let gathered: Message[] = [];
   /** Acks above an unsettled message, waiting for it since `heldSince`; `cancelHold` ends their wait. */
   let held: Message[] = [];
