@@ -17,9 +17,10 @@ export default defineConfig({
   test: {
     projects: [
       { test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
-      // Delivery, retries, DLQ, producer, ingest, console, security, hostile input: minutes, not tens.
+      // Delivery, retries, producer, ingest, console, security: minutes, not tens.
       brokerProject('integration', 'test/integration'),
-      // Broker restarts, long timers, isolation, target limits and their waits, delay accuracy, the control plane.
+      // Broker restarts, long timers, isolation, target limits and their waits, delay accuracy, the control plane,
+      // and the longest end-to-end files (the operator CLI, 10,000 malformed messages, ordered keys across workers).
       brokerProject('scenarios', 'test/scenarios'),
     ],
   },

@@ -6,7 +6,7 @@ import type { AttemptReport, PipelineObserver } from '../../../src/reports.js';
 import { topologyNames } from '../../../src/topology/topology-names.js';
 
 // The effects' own part: what they report and when, and the channels they leave alone. Copies,
-// confirms and their failures are settle's (test/unit/settle, test/integration/settle-failures).
+// confirms and their failures are settle's (test/unit/settle, test/scenarios/settle-failures).
 
 const names = topologyNames('effects');
 const message = { content: Buffer.from('{}'), fields: {}, properties: { headers: {} } } as unknown as ConsumeMessage;

@@ -9,7 +9,7 @@ import type { Decision } from '../../../src/policy/decide.js';
 
 // The broker cannot be made to withhold a confirm, and amqplib cannot send a table over 64 KiB: these
 // paths are driven by a stand-in channel. Returns and nacks are proven against a real broker in
-// test/integration/settle-failures.test.ts.
+// test/scenarios/settle-failures.test.ts.
 
 type Confirm = 'ack' | 'nack' | 'never' | 'late' | 'return-then-ack' | 'throw';
 
