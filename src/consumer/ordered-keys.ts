@@ -3,7 +3,7 @@ import type { ChannelModel, ConfirmChannel } from 'amqplib';
 import type { Logger } from '../logger.js';
 import { publishConfirmed } from '../amqp/publish-confirmed.js';
 import { HEADER } from '../message/headers.js';
-import { recordHeaders, recordOf } from '../ordering/log-records.js';
+import { callbackHeaders, recordHeaders, recordOf } from '../ordering/log-records.js';
 import type { LogEntry } from '../ordering/log-entry.js';
 import { openOrderLog, type OrderLog } from '../ordering/order-log.js';
 import { replay, type LogRecord } from '../policy/key-log.js';
@@ -11,6 +11,7 @@ import { KeyOrder, type Step } from '../policy/key-order.js';
 import type { Lane } from '../reports.js';
 import type { SettledAs } from '../settle/settle.js';
 import type { Job } from './admit.js';
+import { renewLog } from './log-renewal.js';
 
 /**
  * Ordered delivery per key (docs/ordering.md), the consumer's side: each ordered shard is a quorum
@@ -32,13 +33,6 @@ const RESUME_RETRY_MS = 5_000;
 /** How often the callbacks waiting behind running heads are looked at (sweep): a walk over every key, so not at every tick. */
 const SPILL_EVERY_MS = 5_000;
 
-/** A follower's callback as the shard had it: the log message minus the record's headers. */
-function callbackHeaders(headers: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(headers)) if (!name.startsWith('x-order-') && !name.startsWith('x-stream-')) out[name] = value;
-  return out;
-}
-
 export interface OrderedKeysDeps {
   /** Lane → its shard's log stream (the lanes of ordered shards only). */
   logs: ReadonlyMap<Lane, string>;
@@ -57,6 +51,8 @@ export interface OrderedKeysDeps {
   stopOnDead: boolean;
   /** Callbacks of one key that may wait in the worker behind its running head (KeyOrder's `maxWaiting`). */
   maxWaiting?: number;
+  /** Log records older than this are written again (log-renewal.ts): well within the logs' retention. */
+  renewAfterMs: number;
 }
 
 interface Shard {
@@ -67,6 +63,10 @@ interface Shard {
   ready: Promise<boolean>;
   stop?: () => Promise<void>;
   closed: boolean;
+  /** When its claim was last written (ms). */
+  claimedAt: number;
+  /** A renewal of its log is under way. */
+  renewing?: Promise<void>;
 }
 
 /** The ordered shards this worker owns now, by the lane their channel consumes. */
@@ -185,7 +185,10 @@ export class OrderedKeys {
     if (step.read) await this.resume(shard, step.read.key, step.read.offset);
   }
 
-  /** Callbacks that waited too long behind a running head go to the log (KeyOrder.spill). */
+  /**
+   * Callbacks that waited too long behind a running head go to the log (KeyOrder.spill), and each log
+   * gets what it must keep past its retention written again (log-renewal.ts).
+   */
   async sweep(maxWaitMs: number): Promise<void> {
     const now = this.deps.clock();
     if (now - this.lastSpill < SPILL_EVERY_MS) return;
@@ -194,6 +197,7 @@ export class OrderedKeys {
     for (const shard of this.shards.values()) {
       if (shard.closed) continue;
       for (const { key, items, behind } of shard.order.spill(before)) void this.toLog(shard, key, items, behind);
+      shard.renewing ??= this.renew(shard, now).finally(() => delete shard.renewing);
     }
   }
 
@@ -248,9 +252,10 @@ export class OrderedKeys {
     const shard: Shard = {
       channel,
       owner,
-      order: new KeyOrder<Job>(owner, this.deps.maxWaiting),
+      order: new KeyOrder<Job>(owner, this.deps.maxWaiting, this.deps.clock),
       ready: Promise.resolve(false),
       closed: false,
+      claimedAt: this.deps.clock(),
     };
     shard.ready = this.claim(shard, this.deps.logs.get(lane) as string).catch((error: unknown) => {
       this.deps.logger.error({ lane, err: (error as Error).message }, 'an ordered shard could not be taken over; its channel closes');
@@ -290,7 +295,9 @@ export class OrderedKeys {
           return;
         }
         if (record.kind === 'follower' && record.owner === shard.owner && !shard.closed) {
-          const step = shard.order.followerLogged(record.key, entry.offset);
+          const step = shard.order.followerLogged(record.key, entry.offset, record.renews);
+          // A renewed copy of a follower that ran meanwhile: done, so no taker runs it again.
+          for (const done of step.records) void this.append(shard, recordHeaders(done)).catch(() => {});
           if (step.read) void this.resume(shard, step.read.key, step.read.offset);
         }
       },
@@ -303,6 +310,7 @@ export class OrderedKeys {
         void shard.channel.close().catch(() => {});
       },
     );
+    shard.claimedAt = this.deps.clock();
     await log.append(recordHeaders({ kind: 'claim', owner: shard.owner }));
     await upToClaim;
     const reads = shard.order.restore(replay(seen));
@@ -320,7 +328,8 @@ export class OrderedKeys {
   private async toLog(shard: Shard, key: string, jobs: Job[], behind?: string): Promise<void> {
     const stored = jobs.map((job) => {
       const { message } = job;
-      const record = recordHeaders({ kind: 'follower', owner: shard.owner, key, id: job.delivery.id, ...(behind ? { behind } : {}) });
+      const at = this.deps.clock();
+      const record = recordHeaders({ kind: 'follower', owner: shard.owner, key, id: job.delivery.id, at, ...(behind ? { behind } : {}) });
       return this.append(shard, { ...message.properties.headers, ...record }, message.content, message.properties).then(
         () => undefined,
         (error: unknown) => error,
@@ -358,6 +367,18 @@ export class OrderedKeys {
         const step = shard.closed ? undefined : shard.order.next(key);
         if (step?.read) void this.resume(shard, step.read.key, step.read.offset);
       }, RESUME_RETRY_MS).unref();
+    }
+  }
+
+  /** Renews the shard's log (log-renewal.ts); a failed append hands the shard on, like any other. */
+  private async renew(shard: Shard, now: number): Promise<void> {
+    try {
+      const renewed = await renewLog(shard, now, this.deps.renewAfterMs, this.deps.logger);
+      if (renewed > 0) this.deps.logger.info({ keys: shard.order.size, renewed }, "ordered keys renewed in their shard's log");
+    } catch (error) {
+      if (shard.closed) return;
+      this.deps.logger.error({ err: (error as Error).message }, "an ordered shard's log could not be renewed; the shard is handed on");
+      void shard.channel.close().catch(() => {});
     }
   }
 

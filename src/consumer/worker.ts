@@ -13,6 +13,7 @@ import { startMetricsServer } from '../metrics/metrics-server.js';
 import { createRelayMetrics } from '../metrics/relay-metrics.js';
 import type { Random } from '../policy/jitter.js';
 import { createRedeclare } from '../topology/connect-topology.js';
+import { ORDERED_LOG_RENEW_AFTER_MS } from '../topology/declare-ordered.js';
 import { loadTracing, type Tracing } from '../tracing/tracing.js';
 import { dueAtOf } from './decode.js';
 import { createDueHold, giveBackHeld, HOLD_PREFETCH } from './hold-until-due.js';
@@ -40,6 +41,8 @@ export interface WorkerDeps {
   random?: Random;
   /** Spans per attempt; default: the OpenTelemetry SDK when OTEL_EXPORTER_OTLP_ENDPOINT is set (tracing.ts). */
   tracing?: Promise<Tracing | undefined>;
+  /** After how long the ordered shards' log records are written again; default ORDERED_LOG_RENEW_AFTER_MS. */
+  orderedLogRenewAfterMs?: number;
 }
 
 export interface Worker {
@@ -164,6 +167,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       clock,
       publishTimeoutMs: settings.publishTimeoutMs,
       stopOnDead: config.orderedOnDead === 'stop',
+      renewAfterMs: deps.orderedLogRenewAfterMs ?? ORDERED_LOG_RENEW_AFTER_MS,
     });
     orderedKeys = ordered;
     pipeline = createPipeline(

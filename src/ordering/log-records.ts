@@ -22,6 +22,12 @@ export const LOG_RECORD_HEADER = {
   offset: 'x-order-offset',
   /** The head a follower was logged behind. */
   behind: 'x-order-behind',
+  /** A follower copy's follower: the offset it was first logged at. */
+  renews: 'x-order-renews',
+  /** A claim written again by its owner (1). */
+  renew: 'x-order-renew',
+  /** When a hold, stop or follower was written (ms since the epoch). */
+  at: 'x-order-at',
 } as const;
 
 const H = LOG_RECORD_HEADER;
@@ -29,13 +35,16 @@ const H = LOG_RECORD_HEADER;
 /** A record as its log message's headers (a follower's are added to the callback's own). */
 export function recordHeaders(record: LogRecord): Record<string, unknown> {
   const headers: Record<string, unknown> = { [H.record]: record.kind, [H.owner]: record.owner };
-  if (record.kind === 'claim') return headers;
+  if (record.kind === 'claim') return record.renew ? { ...headers, [H.renew]: 1 } : headers;
   headers[H.key] = record.key;
   if (record.kind === 'hold' || record.kind === 'stop' || record.kind === 'release') headers[H.head] = record.head;
   if ((record.kind === 'hold' || record.kind === 'stop') && record.from !== undefined) headers[H.from] = record.from;
   if (record.kind === 'follower') headers[H.id] = record.id;
   if (record.kind === 'follower' && record.behind !== undefined) headers[H.behind] = record.behind;
+  if (record.kind === 'follower' && record.renews !== undefined) headers[H.renews] = record.renews;
   if (record.kind === 'done') headers[H.offset] = record.offset;
+  if ((record.kind === 'hold' || record.kind === 'stop' || record.kind === 'follower') && record.at !== undefined)
+    headers[H.at] = record.at;
   return headers;
 }
 
@@ -44,21 +53,25 @@ export function recordOf(headers: Record<string, unknown>): LogRecord | undefine
   const kind = headers[H.record];
   const owner = str(headers[H.owner]);
   if (owner === undefined) return undefined;
-  if (kind === 'claim') return { kind, owner };
+  if (kind === 'claim') return num(headers[H.renew]) === 1 ? { kind, owner, renew: true } : { kind, owner };
   const key = str(headers[H.key]);
   if (key === undefined) return undefined;
   const head = str(headers[H.head]);
   const from = num(headers[H.from]);
+  const at = num(headers[H.at]);
+  const written = at === undefined ? {} : { at };
   switch (kind) {
     case 'hold':
     case 'stop':
-      return head === undefined ? undefined : { kind, owner, key, head, ...(from === undefined ? {} : { from }) };
+      return head === undefined ? undefined : { kind, owner, key, head, ...(from === undefined ? {} : { from }), ...written };
     case 'release':
       return head === undefined ? undefined : { kind, owner, key, head };
     case 'follower': {
       const id = str(headers[H.id]);
       const behind = str(headers[H.behind]);
-      return id === undefined ? undefined : { kind, owner, key, id, ...(behind === undefined ? {} : { behind }) };
+      const renews = num(headers[H.renews]);
+      if (id === undefined) return undefined;
+      return { kind, owner, key, id, ...(behind === undefined ? {} : { behind }), ...(renews === undefined ? {} : { renews }), ...written };
     }
     case 'done': {
       const offset = num(headers[H.offset]);
@@ -67,6 +80,13 @@ export function recordOf(headers: Record<string, unknown>): LogRecord | undefine
     default:
       return undefined;
   }
+}
+
+/** A follower's callback as the shard had it: its log message's headers minus the record's. */
+export function callbackHeaders(headers: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(headers)) if (!name.startsWith('x-order-') && !name.startsWith('x-stream-')) out[name] = value;
+  return out;
 }
 
 const str = (value: unknown): string | undefined =>

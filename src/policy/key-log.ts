@@ -1,23 +1,30 @@
 /**
  * A shard's log as ordered delivery writes it (key-order.ts): the records, and the fold a worker that
  * takes the shard over (or the console) reads them back with. Pure.
+ *
+ * The log is a stream with a retention age (topology/declare-ordered.ts): what a key still needs is
+ * written again (renewed) before retention could drop it, so the log's newest part always holds the
+ * whole state, whatever was dropped before it.
  */
 
-/** Log records (headers of the shard's stream messages; `follower` records carry the whole callback). */
+/** Log records (headers of the shard's stream messages; `follower` records carry the whole callback). `at`: when written (ms). */
 export type LogRecord =
-  /** A worker took the shard: records by any other writer after this one are ignored (a fence). */
-  | { kind: 'claim'; owner: string }
+  /** A worker took the shard: records by any other writer after this one are ignored (a fence). `renew`: its owner's claim, written again. */
+  | { kind: 'claim'; owner: string; renew?: true }
   /** `head` of `key` failed and waits in the delay path; `from`: the follower offset it ran from. */
-  | { kind: 'hold'; owner: string; key: string; head: string; from?: number }
-  /** A callback of a held key, stored whole at this record's offset. */
-  /** `behind`: the head it waits behind, held from then on if no release of it follows (the hold itself may be missing). */
-  | { kind: 'follower'; owner: string; key: string; id: string; behind?: string }
-  /** The follower at `offset` ran and was settled without a hold. */
+  | { kind: 'hold'; owner: string; key: string; head: string; from?: number; at?: number }
+  /**
+   * A callback of a held key, stored whole at this record's offset. `behind`: the head it waits behind,
+   * held from then on if no release of it follows (the hold itself may be missing). `renews`: a copy of
+   * the follower first logged at that offset, which it replaces in its place in the key's line.
+   */
+  | { kind: 'follower'; owner: string; key: string; id: string; behind?: string; renews?: number; at?: number }
+  /** The follower at `offset` ran and was settled without a hold (or is a copy no longer needed). */
   | { kind: 'done'; owner: string; key: string; offset: number }
   /** The held head `head` of `key` is settled: its key moves on. */
   | { kind: 'release'; owner: string; key: string; head: string }
   /** `head` of `key` was parked and the key stops there (ORDERED_ON_DEAD=stop) until a replay of it or a release. */
-  | { kind: 'stop'; owner: string; key: string; head: string; from?: number };
+  | { kind: 'stop'; owner: string; key: string; head: string; from?: number; at?: number };
 
 /** A key as the log left it: its held (or stopped) head, and its followers not yet run. */
 export interface Saved {
@@ -29,7 +36,28 @@ export interface Saved {
    * with whatever stamp it had, is all that is left of it.
    */
   running?: boolean;
+  /** The followers' offsets, in the key's order. */
   logged: number[];
+  /** Followers that are copies (renewed): offset → the offset the follower was first logged at. */
+  copies?: Map<number, number>;
+  /** When the oldest record the key needs was written; absent if one carries no time (renewed at once). */
+  since?: number;
+}
+
+interface Follower {
+  offset: number;
+  /** The offset the follower was first logged at: its place in its key's line, the same in every copy. */
+  seq: number;
+  at?: number | undefined;
+}
+
+interface Folded {
+  head?: string;
+  stopped?: boolean;
+  running?: boolean;
+  headAt?: number | undefined;
+  /** In the key's order, by `seq` (a copy replacing its follower keeps its place). */
+  followers: Map<number, Follower>;
 }
 
 /**
@@ -38,53 +66,91 @@ export interface Saved {
  * wrote on is ignored. Stops at `until` (the reader's own claim), exclusive, or the end.
  */
 export function replay(entries: Iterable<{ offset: number; record: LogRecord }>, until?: string): Map<string, Saved> {
-  const keys = new Map<string, Saved>();
+  const keys = new Map<string, Folded>();
   let owner: string | undefined;
-  const of = (key: string): Saved => {
+  /** Every follower record counted so far: its offset → the offset its follower was first logged at (`seqs`). */
+  const counted = { seqOf: new Map<number, number>(), seqs: new Set<number>() };
+  const of = (key: string): Folded => {
     let state = keys.get(key);
-    if (!state) keys.set(key, (state = { logged: [] }));
+    if (!state) keys.set(key, (state = { followers: new Map() }));
     return state;
-  };
-  const forget = (key: string): void => {
-    const state = keys.get(key);
-    if (state && state.head === undefined && state.logged.length === 0) keys.delete(key);
   };
   for (const { offset, record } of entries) {
     if (record.kind === 'claim') {
       if (record.owner === until) break;
-      owner = record.owner;
+      // A renewed claim counts only where its owner's first one was dropped: never past another's claim.
+      if (!record.renew || owner === undefined || owner === record.owner) owner = record.owner;
       continue;
     }
     if (record.owner !== owner) continue;
     const state = of(record.key);
+    const drop = (gone: number): void => {
+      const seq = counted.seqOf.get(gone);
+      if (seq !== undefined && state.followers.get(seq)?.offset === gone) state.followers.delete(seq);
+    };
     switch (record.kind) {
       case 'hold':
       case 'stop':
         state.head = record.head;
+        state.headAt = record.at;
         delete state.running;
         if (record.kind === 'stop') state.stopped = true;
         else delete state.stopped;
-        if (record.from !== undefined) state.logged = state.logged.filter((o) => o !== record.from);
+        if (record.from !== undefined) drop(record.from);
         break;
       case 'follower':
-        state.logged.push(offset);
+        follower(state, { offset, seq: record.renews ?? offset, at: record.at }, counted);
         if (record.behind !== undefined && state.head === undefined) {
           state.head = record.behind;
           state.running = true;
         }
         break;
       case 'done':
-        state.logged = state.logged.filter((o) => o !== record.offset);
+        drop(record.offset);
         break;
       case 'release':
         if (state.head === record.head) {
           delete state.head;
+          delete state.headAt;
           delete state.stopped;
           delete state.running;
         }
         break;
     }
-    forget(record.key);
+    if (state.head === undefined && state.followers.size === 0) keys.delete(record.key);
   }
-  return keys;
+  return new Map([...keys].map(([key, state]) => [key, saved(state)]));
+}
+
+/**
+ * A follower record into its key's line. A copy takes its follower's place. One whose follower was
+ * counted and is gone is a copy no longer needed (that follower ran); one whose follower was never
+ * counted (retention dropped it, or its writer's claim) goes where its follower would be, by `seq`.
+ */
+function follower(state: Folded, entry: Follower, counted: { seqOf: Map<number, number>; seqs: Set<number> }): void {
+  const { followers } = state;
+  const known = counted.seqs.has(entry.seq);
+  counted.seqOf.set(entry.offset, entry.seq);
+  counted.seqs.add(entry.seq);
+  if (followers.has(entry.seq) || entry.seq === entry.offset) return void followers.set(entry.seq, entry);
+  if (known) return;
+  // Its follower's place by seq: the line rebuilt in seq order (rare: only after a renewal cut short).
+  const line = [...followers.values(), entry].sort((a, b) => a.seq - b.seq);
+  followers.clear();
+  for (const f of line) followers.set(f.seq, f);
+}
+
+function saved(state: Folded): Saved {
+  const line = [...state.followers.values()];
+  const out: Saved = { logged: line.map((f) => f.offset) };
+  if (state.head !== undefined) out.head = state.head;
+  if (state.stopped) out.stopped = true;
+  if (state.running) out.running = true;
+  const copies = line.filter((f) => f.seq !== f.offset);
+  if (copies.length > 0) out.copies = new Map(copies.map((f) => [f.offset, f.seq]));
+  const times = line.map((f) => f.at);
+  if (state.head !== undefined && !state.running) times.push(state.headAt);
+  const known = times.filter((at): at is number => at !== undefined);
+  if (known.length === times.length && known.length > 0) out.since = known.reduce((a, b) => Math.min(a, b));
+  return out;
 }

@@ -14,6 +14,9 @@
  * before the message it concerns is acked (a hold after the head's copy, a follower before its message's
  * ack, a release after the head's delivery or dead letter), so a crash leaves at worst a step to repeat:
  * at-least-once may run a callback again, never one before an earlier one of its key is settled.
+ *
+ * The log keeps its records for a fixed age (a stream's retention): a key held longer has its hold
+ * and followers written again (`renewable`, `renew`), each copy taking its follower's place.
  */
 
 import type { LogRecord, Saved } from './key-log.js';
@@ -80,6 +83,27 @@ interface KeyState<T> {
   logged: number[];
   /** Followers appended and not yet seen on the log: they come before any later arrival. */
   appending: number;
+  /** Followers that are copies (renewed): offset → the offset the follower was first logged at. */
+  seqs?: Map<number, number>;
+  /** When the oldest log record the key needs was written (the clock's ms). */
+  since?: number;
+}
+
+/** A key's log records written again (`renew`): append the records, then a copy of each follower, in order. */
+export interface Renewal {
+  records: LogRecord[];
+  /** Each follower to copy whole: its offset now, and the offset it was first logged at (the copy's `renews`). */
+  copies: Array<{ offset: number; renews: number }>;
+  /** The head the copies wait behind. */
+  behind: string;
+  /** When they are written (the records' and copies' `at`). */
+  at: number;
+}
+
+/** A key held or stopped, settled in its log, with nothing of it in flight: its records may be written again. */
+function canRenew(state: KeyState<unknown>): boolean {
+  const { head } = state;
+  return head !== undefined && head.held && head.logged && !head.running && head.early === undefined && state.appending === 0;
 }
 
 /** The id of a key's head, when it is known (one being put back from the log is not yet). */
@@ -97,6 +121,8 @@ export class KeyOrder<T> {
   constructor(
     private readonly owner: string,
     private readonly maxWaiting = Number.POSITIVE_INFINITY,
+    /** When records are written (ms), for their renewal; without one, records carry no time. */
+    private readonly clock?: () => number,
   ) {}
 
   /** A callback of `key` arrived from the shard (fresh, or a held head's copy). */
@@ -147,12 +173,14 @@ export class KeyOrder<T> {
     }
     if (state.head?.held || state.logged.length > 0 || state.appending > 0) {
       state.appending += 1;
+      this.logging(state);
       return { kind: 'log', item, behind: headOf(state) };
     }
     if (state.waiting.length >= this.maxWaiting) {
       const items = [...state.waiting.map((waiting) => waiting.item), item];
       state.waiting = [];
       state.appending += items.length;
+      this.logging(state);
       return { kind: 'spill', items, behind: headOf(state) };
     }
     state.waiting.push({ id, item, at: arrival.at ?? 0 });
@@ -163,7 +191,7 @@ export class KeyOrder<T> {
   held(key: string, id: string): Step<T> {
     const state = this.keys.get(key);
     if (state?.head?.id !== id) return { records: [], toLog: [] };
-    const record: LogRecord = { kind: 'hold', owner: this.owner, key, head: id };
+    const record: LogRecord = { kind: 'hold', owner: this.owner, key, head: id, ...this.logging(state) };
     if (state.head.from !== undefined) record.from = state.head.from;
     const { early } = state.head;
     // A copy already back runs once the hold is recorded, as if it had come after it.
@@ -184,7 +212,7 @@ export class KeyOrder<T> {
     const { early } = state.head;
     const drop = early === undefined ? {} : { drop: early };
     if (stop) {
-      const record: LogRecord = { kind: 'stop', owner: this.owner, key, head: id };
+      const record: LogRecord = { kind: 'stop', owner: this.owner, key, head: id, ...this.logging(state) };
       if (state.head.from !== undefined) record.from = state.head.from;
       state.head = { id, held: true, logged: true, stopped: true };
       const toLog = state.waiting.map((waiting) => waiting.item);
@@ -195,15 +223,28 @@ export class KeyOrder<T> {
     const records: LogRecord[] = [];
     const { from, logged } = state.head;
     if (from !== undefined) records.push({ kind: 'done', owner: this.owner, key, offset: from });
+    if (from !== undefined) state.seqs?.delete(from);
     // Followers logged behind it name it (`behind`): a release ends that too.
     if (logged || state.logged.length > 0 || state.appending > 0) records.push({ kind: 'release', owner: this.owner, key, head: id });
     state.head = undefined;
     return { records, toLog: [], ...drop, ...this.advance(key, state) };
   }
 
-  /** A follower of `key` this owner appended is on the log at `offset`; returns the log read to start, if it is next. */
-  followerLogged(key: string, offset: number): Step<T> {
+  /**
+   * A follower of `key` this owner appended is on the log at `offset`; returns the log read to start, if
+   * it is next. A copy (`renews`) takes its follower's place, or is done at once if that one ran already.
+   */
+  followerLogged(key: string, offset: number, renews?: number): Step<T> {
     const state = this.keys.get(key);
+    if (renews !== undefined) {
+      const at = state ? state.logged.findIndex((logged) => (state.seqs?.get(logged) ?? logged) === renews) : -1;
+      if (state === undefined || at < 0) return { records: [{ kind: 'done', owner: this.owner, key, offset }], toLog: [] };
+      state.seqs ??= new Map();
+      state.seqs.delete(state.logged[at] as number);
+      state.seqs.set(offset, renews);
+      state.logged[at] = offset;
+      return { records: [], toLog: [] };
+    }
     if (state === undefined) return { records: [], toLog: [] };
     if (state.appending > 0) state.appending -= 1;
     state.logged.push(offset);
@@ -263,6 +304,7 @@ export class KeyOrder<T> {
       if (first === undefined || first.at >= before) continue;
       out.push({ key, items: state.waiting.map((waiting) => waiting.item), behind: headOf(state) });
       state.appending += state.waiting.length;
+      this.logging(state);
       state.waiting = [];
     }
     return out;
@@ -276,6 +318,8 @@ export class KeyOrder<T> {
     const reads: Array<{ key: string; offset: number }> = [];
     for (const [key, saved] of keys) {
       const state: KeyState<T> = { waiting: [], logged: [...saved.logged], appending: 0 };
+      if (saved.copies) state.seqs = new Map(saved.copies);
+      if (saved.since !== undefined) state.since = saved.since;
       if (saved.head !== undefined)
         state.head = {
           id: saved.head,
@@ -293,6 +337,36 @@ export class KeyOrder<T> {
     return reads;
   }
 
+  /**
+   * Held (or stopped) keys whose oldest needed record was written before `before`, with their
+   * followers' offsets: read each follower, then `renew`. A key whose head runs or settles, or with
+   * appends in flight, waits for a later turn.
+   */
+  renewable(before: number): Array<{ key: string; offsets: number[] }> {
+    const out: Array<{ key: string; offsets: number[] }> = [];
+    for (const [key, state] of this.keys) {
+      if (canRenew(state) && (state.since ?? 0) < before) out.push({ key, offsets: [...state.logged] });
+    }
+    return out;
+  }
+
+  /**
+   * Writes `key`'s hold (or stop) and its followers again, if it is still renewable with the followers
+   * `offsets` (as `renewable` gave them). Each copy, once on the log (`followerLogged` with `renews`),
+   * takes its follower's place; a taker's `replay` does the same.
+   */
+  renew(key: string, offsets: readonly number[]): Renewal | undefined {
+    const state = this.keys.get(key);
+    const head = state?.head;
+    if (state === undefined || head === undefined || !canRenew(state)) return undefined;
+    if (state.logged.length !== offsets.length || state.logged.some((offset, i) => offset !== offsets[i])) return undefined;
+    const at = this.clock?.() ?? 0;
+    state.since = at;
+    const record: LogRecord = { kind: head.stopped ? 'stop' : 'hold', owner: this.owner, key, head: head.id, at };
+    const copies = state.logged.map((offset) => ({ offset, renews: state.seqs?.get(offset) ?? offset }));
+    return { records: [record], copies, behind: head.id, at };
+  }
+
   /** Every callback waiting in the worker, oldest first per key, taken out (the shard's channel closed, or the worker stops). */
   takeWaiting(): T[] {
     const out: T[] = [];
@@ -303,6 +377,14 @@ export class KeyOrder<T> {
       if (state.head) delete state.head.early;
     }
     return out;
+  }
+
+  /** A record of the key is written now: the oldest it needs, if it needed none. Returns the record's time. */
+  private logging(state: KeyState<T>): { at?: number } {
+    if (this.clock === undefined) return {};
+    const at = this.clock();
+    state.since ??= at;
+    return { at };
   }
 
   /** Keys with anything running, waiting or logged. */

@@ -1,12 +1,21 @@
 import { binding, queue, type Declaration } from './declare-list.js';
 import { LANE_BUCKETS, orderedRoutingKey, orderedShard, type TopologyNames } from './topology-names.js';
 
+const LOG_MAX_AGE_DAYS = 30;
+
 /**
  * How long a shard's log keeps what the workers wrote to it: as long as P.control keeps a marker
  * (CONTROL_MAX_AGE), longer than the retry schedule of any callback the log is about. Fixed, because
  * every worker declares the streams and must declare them alike.
  */
-export const ORDERED_LOG_MAX_AGE = '30D';
+export const ORDERED_LOG_MAX_AGE = `${LOG_MAX_AGE_DAYS}D`;
+
+/**
+ * After how long a shard's owner writes again what its log still needs (consumer/log-renewal.ts): a
+ * key held or stopped longer than the log keeps records. A quarter of the age leaves three more
+ * renewals' time before retention, for an owner that is down or a broker that refuses appends.
+ */
+export const ORDERED_LOG_RENEW_AFTER_MS = (LOG_MAX_AGE_DAYS / 4) * 24 * 3_600_000;
 
 /**
  * A log's segment files: small, because retention drops whole segments only (the default 500 MB
