@@ -296,8 +296,6 @@ export class OrderedKeys {
         }
         if (record.kind === 'follower' && record.owner === shard.owner && !shard.closed) {
           const step = shard.order.followerLogged(record.key, entry.offset, record.renews);
-          // A renewed copy of a follower that ran meanwhile: done, so no taker runs it again.
-          for (const done of step.records) void this.append(shard, recordHeaders(done)).catch(() => {});
           if (step.read) void this.resume(shard, step.read.key, step.read.offset);
         }
       },

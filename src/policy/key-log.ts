@@ -85,8 +85,8 @@ export function replay(entries: Iterable<{ offset: number; record: LogRecord }>,
     if (record.owner !== owner) continue;
     const state = of(record.key);
     const drop = (gone: number): void => {
-      const seq = counted.seqOf.get(gone);
-      if (seq !== undefined && state.followers.get(seq)?.offset === gone) state.followers.delete(seq);
+      // By seq: a follower that ran from its first offset ends its copies too, and a copy's end its follower.
+      state.followers.delete(counted.seqOf.get(gone) ?? gone);
     };
     switch (record.kind) {
       case 'hold':

@@ -232,13 +232,14 @@ export class KeyOrder<T> {
 
   /**
    * A follower of `key` this owner appended is on the log at `offset`; returns the log read to start, if
-   * it is next. A copy (`renews`) takes its follower's place, or is done at once if that one ran already.
+   * it is next. A copy (`renews`) takes its follower's place; one whose follower left the line is ignored.
    */
   followerLogged(key: string, offset: number, renews?: number): Step<T> {
     const state = this.keys.get(key);
     if (renews !== undefined) {
       const at = state ? state.logged.findIndex((logged) => (state.seqs?.get(logged) ?? logged) === renews) : -1;
-      if (state === undefined || at < 0) return { records: [{ kind: 'done', owner: this.owner, key, offset }], toLog: [] };
+      // Its follower left the line meanwhile (it runs, or ran): its own done or hold ends the copy too (by seq).
+      if (state === undefined || at < 0) return { records: [], toLog: [] };
       state.seqs ??= new Map();
       state.seqs.delete(state.logged[at] as number);
       state.seqs.set(offset, renews);

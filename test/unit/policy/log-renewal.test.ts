@@ -99,14 +99,14 @@ describe('KeyOrder: a held key renewed in its log', () => {
     expect(order.renewable(DAY)).toEqual([]);
   });
 
-  it('a copy of a follower that ran meanwhile is done at once', () => {
+  it('a copy of a follower that left the line meanwhile is ignored: its own done or hold ends the copy too', () => {
     const now = { ms: 0 };
     const order = heldKey(now);
     now.ms = 8 * DAY;
     order.renew('k', [10, 11, 12]);
     // The head settled before the copies were seen: b (offset 10) is read to run.
     expect(order.settled('k', 'a').read).toEqual({ key: 'k', offset: 10 });
-    expect(order.followerLogged('k', 20, 10)).toEqual({ records: [{ kind: 'done', owner: 'w1', key: 'k', offset: 20 }], toLog: [] });
+    expect(order.followerLogged('k', 20, 10)).toEqual({ records: [], toLog: [] });
     expect(order.followerLogged('k', 21, 11)).toEqual({ records: [], toLog: [] });
     order.arrive(from('k', 'b', 10));
     const ran = order.settled('k', 'b');
@@ -183,6 +183,18 @@ describe('replay: renewed records', () => {
       at(6, { kind: 'release', owner: 'w1', key: 'k', head: 'a' }),
     ];
     expect(replay(taken).get('k')).toEqual({ head: 'a', logged: [2, 3], since: 100 });
+  });
+
+  it('a follower that runs from its first offset while its copy is written: a crash before it settles keeps it; its done ends both', () => {
+    // a settles after the copies are appended; b runs from offset 2 (no record until it settles).
+    const running = [...log.slice(0, 7), at(7, { kind: 'follower', owner: 'w1', key: 'k', id: 'c', behind: 'a', renews: 3, at: 900 })];
+    const released = [...running, at(8, { kind: 'release', owner: 'w1', key: 'k', head: 'a' })];
+    expect(replay(released).get('k')?.logged).toEqual([6, 7]);
+    expect(replay([...released, at(9, { kind: 'done', owner: 'w1', key: 'k', offset: 2 })]).get('k')?.logged).toEqual([7]);
+    expect(replay([...released, at(9, { kind: 'hold', owner: 'w1', key: 'k', head: 'b', from: 2 })]).get('k')).toMatchObject({
+      head: 'b',
+      logged: [7],
+    });
   });
 
   it('a copy of a follower that ran is no follower again', () => {
