@@ -35,9 +35,9 @@ const STATE_RANK: Record<OrderedKeyRow['state'], number> = { stopped: 0, held: 1
 
 /** The rows of one shard from its replayed log: stopped first, then held, then draining, each by key. Pure. */
 export function keyRows(saved: ReadonlyMap<string, Saved>): OrderedKeyRow[] {
-  const rows = [...saved].map(([key, { head, stopped, logged }]): OrderedKeyRow => {
+  const rows = [...saved].map(([key, { head, stopped, followers }]): OrderedKeyRow => {
     const state = head === undefined ? 'draining' : stopped ? 'stopped' : 'held';
-    return { key, ...(head !== undefined && { head }), state, logged: logged.length };
+    return { key, ...(head !== undefined && { head }), state, logged: followers.length };
   });
   return rows.sort((a, b) => STATE_RANK[a.state] - STATE_RANK[b.state] || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
 }

@@ -22,52 +22,38 @@ export interface RenewedShard {
   closed: boolean;
   /** When its claim was last written (ms). */
   claimedAt: number;
+  /** Where its first claim is in the log (a renewed claim names it, so it fences from there). */
+  claimOffset?: number;
 }
 
 /**
  * Renews what `shard`'s log holds from before `now - renewAfterMs`; resolves with the keys renewed.
- * Rejects if an append fails (the caller hands the shard on: a taker's replay takes the copies
- * stored so far in their followers' places).
+ * A follower that cannot be read now is left for the next turn (those before it are renewed). Rejects
+ * if an append fails (the caller hands the shard on: a taker's replay takes the copies stored so far
+ * in their followers' places).
  */
 export async function renewLog(shard: RenewedShard, now: number, renewAfterMs: number, logger: Logger): Promise<number> {
-  const { log } = shard;
-  if (!log || shard.closed) return 0;
+  const { log, claimOffset } = shard;
+  if (!log || shard.closed || claimOffset === undefined) return 0;
   const before = now - renewAfterMs;
   if (shard.claimedAt < before) {
-    await log.append(recordHeaders({ kind: 'claim', owner: shard.owner, renew: true }));
+    await log.append(recordHeaders({ kind: 'claim', owner: shard.owner, first: claimOffset }));
     shard.claimedAt = now;
   }
   let renewed = 0;
   for (const { key, offsets } of shard.order.renewable(before)) {
     if (shard.closed) break;
-    // One read at a time: each opens a consumer on the stream.
-    const entries: LogEntry[] = [];
-    for (const offset of offsets) {
-      const entry = await log.read(offset);
-      if (entry === undefined) break;
-      entries.push(entry);
-    }
-    const ids = entries.map((entry) => recordOf(entry.headers)).map((record) => (record?.kind === 'follower' ? record.id : undefined));
-    if (entries.length < offsets.length || ids.includes(undefined)) {
-      logger.error({ key, offsets }, "an ordered key's followers are no longer all in its log; they cannot be renewed");
-      continue;
-    }
-    const renewal = shard.order.renew(key, offsets);
-    if (renewal === undefined) continue;
+    const { read, missing } = await readFollowers(log, key, offsets, logger);
+    if (missing.length > 0)
+      logger.error({ key, offsets: missing }, "ordered followers are no longer in their shard's log; they cannot be renewed");
+    const renewal = shard.order.renew(key, before, [...read.keys()], missing);
+    if (renewal === undefined || shard.closed) continue;
     // Issued together, in order (the log keeps call order): the hold, then the copies in the key's order.
     const appends = [
       ...renewal.records.map((record) => log.append(recordHeaders(record))),
-      ...renewal.copies.map(({ renews }, i) => {
-        const entry = entries[i] as LogEntry;
-        const record = recordHeaders({
-          kind: 'follower',
-          owner: shard.owner,
-          key,
-          id: ids[i] as string,
-          behind: renewal.behind,
-          renews,
-          at: renewal.at,
-        });
+      ...renewal.copies.map(({ offset, renews }) => {
+        const { entry, id } = read.get(offset) as { entry: LogEntry; id: string };
+        const record = recordHeaders({ kind: 'follower', owner: shard.owner, key, id, behind: renewal.behind, renews, at: renewal.at });
         return log.append({ ...callbackHeaders(entry.headers), ...record }, entry.body, entry.properties);
       }),
     ];
@@ -75,4 +61,31 @@ export async function renewLog(shard: RenewedShard, now: number, renewAfterMs: n
     renewed += 1;
   }
   return renewed;
+}
+
+/**
+ * The followers at `offsets`, read one at a time (each read opens a consumer on the stream). A read
+ * that fails (a timeout, the stream's leader moving) ends this key's turn: the rest wait for the next.
+ */
+async function readFollowers(
+  log: OrderLog,
+  key: string,
+  offsets: readonly number[],
+  logger: Logger,
+): Promise<{ read: Map<number, { entry: LogEntry; id: string }>; missing: number[] }> {
+  const read = new Map<number, { entry: LogEntry; id: string }>();
+  const missing: number[] = [];
+  for (const offset of offsets) {
+    let entry: LogEntry | undefined;
+    try {
+      entry = await log.read(offset);
+    } catch (error) {
+      logger.warn({ key, offset, err: (error as Error).message }, 'an ordered follower could not be read for renewal; tried again soon');
+      break;
+    }
+    const record = entry && recordOf(entry.headers);
+    if (entry !== undefined && record?.kind === 'follower') read.set(offset, { entry, id: record.id });
+    else missing.push(offset);
+  }
+  return { read, missing };
 }

@@ -65,6 +65,8 @@ interface Shard {
   closed: boolean;
   /** When its claim was last written (ms). */
   claimedAt: number;
+  /** Where its claim is in the log: a renewed claim names it. */
+  claimOffset?: number;
   /** A renewal of its log is under way. */
   renewing?: Promise<void>;
 }
@@ -289,13 +291,14 @@ export class OrderedKeys {
         if (!record) return;
         if (!live) {
           if (record.kind === 'claim' && record.owner === shard.owner) {
+            shard.claimOffset = entry.offset;
             live = true;
             caughtUp();
           } else seen.push({ offset: entry.offset, record });
           return;
         }
         if (record.kind === 'follower' && record.owner === shard.owner && !shard.closed) {
-          const step = shard.order.followerLogged(record.key, entry.offset, record.renews);
+          const step = shard.order.followerLogged(record.key, entry.offset, record);
           if (step.read) void this.resume(shard, step.read.key, step.read.offset);
         }
       },

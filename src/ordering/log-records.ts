@@ -24,7 +24,7 @@ export const LOG_RECORD_HEADER = {
   behind: 'x-order-behind',
   /** A follower copy's follower: the offset it was first logged at. */
   renews: 'x-order-renews',
-  /** A claim written again by its owner (1). */
+  /** A claim written again by its owner: the offset of that owner's first claim. */
   renew: 'x-order-renew',
   /** When a hold, stop or follower was written (ms since the epoch). */
   at: 'x-order-at',
@@ -35,7 +35,7 @@ const H = LOG_RECORD_HEADER;
 /** A record as its log message's headers (a follower's are added to the callback's own). */
 export function recordHeaders(record: LogRecord): Record<string, unknown> {
   const headers: Record<string, unknown> = { [H.record]: record.kind, [H.owner]: record.owner };
-  if (record.kind === 'claim') return record.renew ? { ...headers, [H.renew]: 1 } : headers;
+  if (record.kind === 'claim') return record.first === undefined ? headers : { ...headers, [H.renew]: record.first };
   headers[H.key] = record.key;
   if (record.kind === 'hold' || record.kind === 'stop' || record.kind === 'release') headers[H.head] = record.head;
   if ((record.kind === 'hold' || record.kind === 'stop') && record.from !== undefined) headers[H.from] = record.from;
@@ -53,7 +53,10 @@ export function recordOf(headers: Record<string, unknown>): LogRecord | undefine
   const kind = headers[H.record];
   const owner = str(headers[H.owner]);
   if (owner === undefined) return undefined;
-  if (kind === 'claim') return num(headers[H.renew]) === 1 ? { kind, owner, renew: true } : { kind, owner };
+  if (kind === 'claim') {
+    const first = num(headers[H.renew]);
+    return first === undefined ? { kind, owner } : { kind, owner, first };
+  }
   const key = str(headers[H.key]);
   if (key === undefined) return undefined;
   const head = str(headers[H.head]);

@@ -9,8 +9,12 @@
 
 /** Log records (headers of the shard's stream messages; `follower` records carry the whole callback). `at`: when written (ms). */
 export type LogRecord =
-  /** A worker took the shard: records by any other writer after this one are ignored (a fence). `renew`: its owner's claim, written again. */
-  | { kind: 'claim'; owner: string; renew?: true }
+  /**
+   * A worker took the shard: records by any other writer after this one are ignored (a fence). `first`:
+   * its owner's claim written again (renewed), with the offset of that owner's first claim, which is
+   * where its fence stands even once retention has dropped that claim.
+   */
+  | { kind: 'claim'; owner: string; first?: number }
   /** `head` of `key` failed and waits in the delay path; `from`: the follower offset it ran from. */
   | { kind: 'hold'; owner: string; key: string; head: string; from?: number; at?: number }
   /**
@@ -26,6 +30,14 @@ export type LogRecord =
   /** `head` of `key` was parked and the key stops there (ORDERED_ON_DEAD=stop) until a replay of it or a release. */
   | { kind: 'stop'; owner: string; key: string; head: string; from?: number; at?: number };
 
+/** A follower in its key's line: where it is now, where it was first logged (its place), when written. */
+export interface Follower {
+  offset: number;
+  /** The offset the follower was first logged at: its place in its key's line, the same in every copy. */
+  seq: number;
+  at?: number;
+}
+
 /** A key as the log left it: its held (or stopped) head, and its followers not yet run. */
 export interface Saved {
   head?: string;
@@ -36,19 +48,10 @@ export interface Saved {
    * with whatever stamp it had, is all that is left of it.
    */
   running?: boolean;
-  /** The followers' offsets, in the key's order. */
-  logged: number[];
-  /** Followers that are copies (renewed): offset → the offset the follower was first logged at. */
-  copies?: Map<number, number>;
-  /** When the oldest record the key needs was written; absent if one carries no time (renewed at once). */
-  since?: number;
-}
-
-interface Follower {
-  offset: number;
-  /** The offset the follower was first logged at: its place in its key's line, the same in every copy. */
-  seq: number;
-  at?: number | undefined;
+  /** When the head's hold or stop was written, if it says. */
+  headAt?: number;
+  /** The followers, in the key's order. */
+  followers: Follower[];
 }
 
 interface Folded {
@@ -66,6 +69,12 @@ interface Folded {
  * wrote on is ignored. Stops at `until` (the reader's own claim), exclusive, or the end.
  */
 export function replay(entries: Iterable<{ offset: number; record: LogRecord }>, until?: string): Map<string, Saved> {
+  const log: Array<{ offset: number; record: LogRecord }> = [];
+  for (const entry of entries) {
+    if (entry.record.kind === 'claim' && entry.record.owner === until && entry.record.first === undefined) break;
+    log.push(entry);
+  }
+  const fences = fencesOf(log);
   const keys = new Map<string, Folded>();
   let owner: string | undefined;
   /** Every follower record counted so far: its offset → the offset its follower was first logged at (`seqs`). */
@@ -75,14 +84,9 @@ export function replay(entries: Iterable<{ offset: number; record: LogRecord }>,
     if (!state) keys.set(key, (state = { followers: new Map() }));
     return state;
   };
-  for (const { offset, record } of entries) {
-    if (record.kind === 'claim') {
-      if (record.owner === until) break;
-      // A renewed claim counts only where its owner's first one was dropped: never past another's claim.
-      if (!record.renew || owner === undefined || owner === record.owner) owner = record.owner;
-      continue;
-    }
-    if (record.owner !== owner) continue;
+  for (const { offset, record } of log) {
+    while (fences.length > 0 && (fences[0] as Fence).offset <= offset) owner = (fences.shift() as Fence).owner;
+    if (record.kind === 'claim' || record.owner !== owner) continue;
     const state = of(record.key);
     const drop = (gone: number): void => {
       // By seq: a follower that ran from its first offset ends its copies too, and a copy's end its follower.
@@ -99,7 +103,7 @@ export function replay(entries: Iterable<{ offset: number; record: LogRecord }>,
         if (record.from !== undefined) drop(record.from);
         break;
       case 'follower':
-        follower(state, { offset, seq: record.renews ?? offset, at: record.at }, counted);
+        follower(state, { offset, seq: record.renews ?? offset, ...(record.at !== undefined && { at: record.at }) }, counted);
         if (record.behind !== undefined && state.head === undefined) {
           state.head = record.behind;
           state.running = true;
@@ -122,6 +126,26 @@ export function replay(entries: Iterable<{ offset: number; record: LogRecord }>,
   return new Map([...keys].map(([key, state]) => [key, saved(state)]));
 }
 
+interface Fence {
+  owner: string;
+  offset: number;
+}
+
+/**
+ * Where each writer's fence stands: the offset of its first claim, known from that claim or from any
+ * renewal of it (`first`), so a fence holds even where retention dropped the claim itself. In offset
+ * order: a record at offset o counts for the owner of the last fence at or before o.
+ */
+function fencesOf(log: ReadonlyArray<{ offset: number; record: LogRecord }>): Fence[] {
+  const first = new Map<string, number>();
+  for (const { offset, record } of log) {
+    if (record.kind !== 'claim') continue;
+    const at = record.first ?? offset;
+    first.set(record.owner, Math.min(first.get(record.owner) ?? at, at));
+  }
+  return [...first].map(([owner, offset]) => ({ owner, offset })).sort((a, b) => a.offset - b.offset);
+}
+
 /**
  * A follower record into its key's line. A copy takes its follower's place. One whose follower was
  * counted and is gone is a copy no longer needed (that follower ran); one whose follower was never
@@ -141,16 +165,10 @@ function follower(state: Folded, entry: Follower, counted: { seqOf: Map<number, 
 }
 
 function saved(state: Folded): Saved {
-  const line = [...state.followers.values()];
-  const out: Saved = { logged: line.map((f) => f.offset) };
+  const out: Saved = { followers: [...state.followers.values()] };
   if (state.head !== undefined) out.head = state.head;
   if (state.stopped) out.stopped = true;
   if (state.running) out.running = true;
-  const copies = line.filter((f) => f.seq !== f.offset);
-  if (copies.length > 0) out.copies = new Map(copies.map((f) => [f.offset, f.seq]));
-  const times = line.map((f) => f.at);
-  if (state.head !== undefined && !state.running) times.push(state.headAt);
-  const known = times.filter((at): at is number => at !== undefined);
-  if (known.length === times.length && known.length > 0) out.since = known.reduce((a, b) => Math.min(a, b));
+  if (state.head !== undefined && !state.running && state.headAt !== undefined) out.headAt = state.headAt;
   return out;
 }

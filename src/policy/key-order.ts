@@ -20,8 +20,9 @@
  */
 
 import type { LogRecord, Saved } from './key-log.js';
+import { FollowerLine, renewal, staleOffsets, type KeyState, type Renewal } from './key-state.js';
 
-export type { LogRecord, Saved };
+export type { LogRecord, Renewal, Saved };
 
 /** A callback of a key, as the shard delivered it or as the log holds it. */
 export interface Arrival<T> {
@@ -69,43 +70,6 @@ export interface Step<T> {
   read?: { key: string; offset: number };
 }
 
-interface KeyState<T> {
-  /**
-   * The callback running or held: `held`, its copy waits in the delay path; `logged`, the log has a
-   * hold for it that no release has ended yet; `from`, the log offset it was read from; `running`,
-   * a claim knows it only from followers logged behind it (Saved `running`): no copy of it is in the
-   * delay path, and its own message, whatever its stamp, runs it.
-   */
-  head?: { id: string; held: boolean; logged: boolean; from?: number; stopped?: boolean; running?: boolean; early?: T };
-  /** Waiting in the worker behind a running head (only while nothing of the key is in the log). */
-  waiting: Array<{ id: string; item: T; at: number }>;
-  /** Followers in the log, oldest first, by offset. */
-  logged: number[];
-  /** Followers appended and not yet seen on the log: they come before any later arrival. */
-  appending: number;
-  /** Followers that are copies (renewed): offset → the offset the follower was first logged at. */
-  seqs?: Map<number, number>;
-  /** When the oldest log record the key needs was written (the clock's ms). */
-  since?: number;
-}
-
-/** A key's log records written again (`renew`): append the records, then a copy of each follower, in order. */
-export interface Renewal {
-  records: LogRecord[];
-  /** Each follower to copy whole: its offset now, and the offset it was first logged at (the copy's `renews`). */
-  copies: Array<{ offset: number; renews: number }>;
-  /** The head the copies wait behind. */
-  behind: string;
-  /** When they are written (the records' and copies' `at`). */
-  at: number;
-}
-
-/** A key held or stopped, settled in its log, with nothing of it in flight: its records may be written again. */
-function canRenew(state: KeyState<unknown>): boolean {
-  const { head } = state;
-  return head !== undefined && head.held && head.logged && !head.running && head.early === undefined && state.appending === 0;
-}
-
 /** The id of a key's head, when it is known (one being put back from the log is not yet). */
 const headOf = (state: { head?: { id: string } | undefined }): string | undefined => (state.head?.id ? state.head.id : undefined);
 
@@ -149,7 +113,7 @@ export class KeyOrder<T> {
       // in the delay path), and it runs now, as an unstamped one would. Its offset has run then.
       if (state !== undefined && head?.id === id && head.held && head.running) {
         state.head = { id, held: false, logged: true, from: stamp.offset };
-        state.logged = state.logged.filter((offset) => offset !== stamp.offset);
+        state.logged.remove(stamp.offset);
         return { kind: 'attempt', item };
       }
       // The follower this owner put back to run; any other is a duplicate of one that ran.
@@ -158,7 +122,7 @@ export class KeyOrder<T> {
       return { kind: 'attempt', item };
     }
     if (state === undefined) {
-      state = { head: { id, held: false, logged: false }, waiting: [], logged: [], appending: 0 };
+      state = { head: { id, held: false, logged: false }, waiting: [], logged: new FollowerLine(), appending: 0 };
       this.keys.set(key, state);
       return { kind: 'attempt', item };
     }
@@ -173,14 +137,12 @@ export class KeyOrder<T> {
     }
     if (state.head?.held || state.logged.length > 0 || state.appending > 0) {
       state.appending += 1;
-      this.logging(state);
       return { kind: 'log', item, behind: headOf(state) };
     }
     if (state.waiting.length >= this.maxWaiting) {
       const items = [...state.waiting.map((waiting) => waiting.item), item];
       state.waiting = [];
       state.appending += items.length;
-      this.logging(state);
       return { kind: 'spill', items, behind: headOf(state) };
     }
     state.waiting.push({ id, item, at: arrival.at ?? 0 });
@@ -191,11 +153,12 @@ export class KeyOrder<T> {
   held(key: string, id: string): Step<T> {
     const state = this.keys.get(key);
     if (state?.head?.id !== id) return { records: [], toLog: [] };
-    const record: LogRecord = { kind: 'hold', owner: this.owner, key, head: id, ...this.logging(state) };
+    const written = this.written();
+    const record: LogRecord = { kind: 'hold', owner: this.owner, key, head: id, ...written };
     if (state.head.from !== undefined) record.from = state.head.from;
     const { early } = state.head;
     // A copy already back runs once the hold is recorded, as if it had come after it.
-    state.head = { id, held: early === undefined, logged: true };
+    state.head = { id, held: early === undefined, logged: true, ...written };
     const toLog = state.waiting.map((waiting) => waiting.item);
     state.waiting = [];
     state.appending += toLog.length;
@@ -212,9 +175,10 @@ export class KeyOrder<T> {
     const { early } = state.head;
     const drop = early === undefined ? {} : { drop: early };
     if (stop) {
-      const record: LogRecord = { kind: 'stop', owner: this.owner, key, head: id, ...this.logging(state) };
+      const written = this.written();
+      const record: LogRecord = { kind: 'stop', owner: this.owner, key, head: id, ...written };
       if (state.head.from !== undefined) record.from = state.head.from;
-      state.head = { id, held: true, logged: true, stopped: true };
+      state.head = { id, held: true, logged: true, stopped: true, ...written };
       const toLog = state.waiting.map((waiting) => waiting.item);
       state.waiting = [];
       state.appending += toLog.length;
@@ -223,7 +187,6 @@ export class KeyOrder<T> {
     const records: LogRecord[] = [];
     const { from, logged } = state.head;
     if (from !== undefined) records.push({ kind: 'done', owner: this.owner, key, offset: from });
-    if (from !== undefined) state.seqs?.delete(from);
     // Followers logged behind it name it (`behind`): a release ends that too.
     if (logged || state.logged.length > 0 || state.appending > 0) records.push({ kind: 'release', owner: this.owner, key, head: id });
     state.head = undefined;
@@ -231,24 +194,19 @@ export class KeyOrder<T> {
   }
 
   /**
-   * A follower of `key` this owner appended is on the log at `offset`; returns the log read to start, if
-   * it is next. A copy (`renews`) takes its follower's place; one whose follower left the line is ignored.
+   * A follower of `key` this owner appended is on the log at `offset` (its record's `renews` and `at`);
+   * returns the log read to start, if it is next. A copy (`renews`) takes its follower's place; one
+   * whose follower left the line meanwhile is ignored (its follower's own done or hold ends it too).
    */
-  followerLogged(key: string, offset: number, renews?: number): Step<T> {
+  followerLogged(key: string, offset: number, record: { renews?: number | undefined; at?: number | undefined } = {}): Step<T> {
     const state = this.keys.get(key);
-    if (renews !== undefined) {
-      const at = state ? state.logged.findIndex((logged) => (state.seqs?.get(logged) ?? logged) === renews) : -1;
-      // Its follower left the line meanwhile (it runs, or ran): its own done or hold ends the copy too (by seq).
-      if (state === undefined || at < 0) return { records: [], toLog: [] };
-      state.seqs ??= new Map();
-      state.seqs.delete(state.logged[at] as number);
-      state.seqs.set(offset, renews);
-      state.logged[at] = offset;
+    if (state === undefined) return { records: [], toLog: [] };
+    if (record.renews !== undefined) {
+      state.logged.replace(record.renews, offset, record.at);
       return { records: [], toLog: [] };
     }
-    if (state === undefined) return { records: [], toLog: [] };
     if (state.appending > 0) state.appending -= 1;
-    state.logged.push(offset);
+    state.logged.push(offset, record.at);
     return { records: [], toLog: [], ...(state.head === undefined ? this.advance(key, state) : {}) };
   }
 
@@ -271,9 +229,10 @@ export class KeyOrder<T> {
   /** The follower taken from the log at `offset` could not be put back to run: it stays first. */
   readFailed(key: string, offset: number): void {
     const state = this.keys.get(key);
-    if (state?.head?.from !== offset) return;
+    const taken = state?.head?.taken;
+    if (state?.head?.from !== offset || taken === undefined) return;
     state.head = undefined;
-    state.logged.unshift(offset);
+    state.logged.unshift(taken);
   }
 
   /** The next head of a key whose head just left: one waiting in the worker, else the log's oldest. */
@@ -283,11 +242,11 @@ export class KeyOrder<T> {
       state.head = { id: waiting.id, held: false, logged: false };
       return { next: waiting.item };
     }
-    const offset = state.logged.shift();
-    if (offset !== undefined) {
+    const taken = state.logged.shift();
+    if (taken !== undefined) {
       // Its id is known once it is back in the shard (`arrive` with `from`).
-      state.head = { id: '', held: false, logged: false, from: offset };
-      return { read: { key, offset } };
+      state.head = { id: '', held: false, logged: false, from: taken.offset, taken };
+      return { read: { key, offset: taken.offset } };
     }
     if (state.appending === 0) this.keys.delete(key);
     return {};
@@ -305,7 +264,6 @@ export class KeyOrder<T> {
       if (first === undefined || first.at >= before) continue;
       out.push({ key, items: state.waiting.map((waiting) => waiting.item), behind: headOf(state) });
       state.appending += state.waiting.length;
-      this.logging(state);
       state.waiting = [];
     }
     return out;
@@ -318,9 +276,7 @@ export class KeyOrder<T> {
   restore(keys: ReadonlyMap<string, Saved>): Array<{ key: string; offset: number }> {
     const reads: Array<{ key: string; offset: number }> = [];
     for (const [key, saved] of keys) {
-      const state: KeyState<T> = { waiting: [], logged: [...saved.logged], appending: 0 };
-      if (saved.copies) state.seqs = new Map(saved.copies);
-      if (saved.since !== undefined) state.since = saved.since;
+      const state: KeyState<T> = { waiting: [], logged: new FollowerLine(saved.followers), appending: 0 };
       if (saved.head !== undefined)
         state.head = {
           id: saved.head,
@@ -328,6 +284,7 @@ export class KeyOrder<T> {
           logged: true,
           ...(saved.stopped ? { stopped: true } : {}),
           ...(saved.running ? { running: true } : {}),
+          ...(saved.headAt !== undefined ? { at: saved.headAt } : {}),
         };
       this.keys.set(key, state);
       if (state.head === undefined) {
@@ -339,33 +296,23 @@ export class KeyOrder<T> {
   }
 
   /**
-   * Held (or stopped) keys whose oldest needed record was written before `before`, with their
-   * followers' offsets: read each follower, then `renew`. A key whose head runs or settles, or with
-   * appends in flight, waits for a later turn.
+   * Held (or stopped) keys with a record written before `before`, and those of their followers: read
+   * each such follower from the log, then `renew`.
    */
   renewable(before: number): Array<{ key: string; offsets: number[] }> {
     const out: Array<{ key: string; offsets: number[] }> = [];
     for (const [key, state] of this.keys) {
-      if (canRenew(state) && (state.since ?? 0) < before) out.push({ key, offsets: [...state.logged] });
+      const offsets = staleOffsets(state, before);
+      if (offsets !== undefined) out.push({ key, offsets });
     }
     return out;
   }
 
-  /**
-   * Writes `key`'s hold (or stop) and its followers again, if it is still renewable with the followers
-   * `offsets` (as `renewable` gave them). Each copy, once on the log (`followerLogged` with `renews`),
-   * takes its follower's place; a taker's `replay` does the same.
-   */
-  renew(key: string, offsets: readonly number[]): Renewal | undefined {
+  /** Writes again what `key` needs from before `before` (key-state.ts `renewal`), with the followers `read` from the log. */
+  renew(key: string, before: number, read: readonly number[], missing: readonly number[] = []): Renewal | undefined {
     const state = this.keys.get(key);
-    const head = state?.head;
-    if (state === undefined || head === undefined || !canRenew(state)) return undefined;
-    if (state.logged.length !== offsets.length || state.logged.some((offset, i) => offset !== offsets[i])) return undefined;
-    const at = this.clock?.() ?? 0;
-    state.since = at;
-    const record: LogRecord = { kind: head.stopped ? 'stop' : 'hold', owner: this.owner, key, head: head.id, at };
-    const copies = state.logged.map((offset) => ({ offset, renews: state.seqs?.get(offset) ?? offset }));
-    return { records: [record], copies, behind: head.id, at };
+    if (state === undefined) return undefined;
+    return renewal({ owner: this.owner, key, at: this.clock?.() ?? 0 }, state, before, read, missing);
   }
 
   /** Every callback waiting in the worker, oldest first per key, taken out (the shard's channel closed, or the worker stops). */
@@ -380,12 +327,9 @@ export class KeyOrder<T> {
     return out;
   }
 
-  /** A record of the key is written now: the oldest it needs, if it needed none. Returns the record's time. */
-  private logging(state: KeyState<T>): { at?: number } {
-    if (this.clock === undefined) return {};
-    const at = this.clock();
-    state.since ??= at;
-    return { at };
+  /** When a record is written now, if this owner has a clock. */
+  private written(): { at?: number } {
+    return this.clock === undefined ? {} : { at: this.clock() };
   }
 
   /** Keys with anything running, waiting or logged. */

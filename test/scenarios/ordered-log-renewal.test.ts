@@ -71,17 +71,17 @@ describeEachMode('the ordered log renewed past its retention', (mode) => {
     const entries = await logUntil(relay, (all) => copies(all) >= 6, 40_000);
     const whole = replay(entries).get('r');
     expect(whole).toMatchObject({ head: ids[0] });
-    expect(whole?.logged).toHaveLength(3);
+    expect(whole?.followers).toHaveLength(3);
     // Retention drops the oldest part of a stream: cut the log at the last renewal's claim.
-    const claims = entries.filter(({ record }) => record.kind === 'claim' && record.renew);
+    const claims = entries.filter(({ record }) => record.kind === 'claim' && record.first !== undefined);
     const cut = claims[claims.length - 1]!.offset;
     const renewed = replay(entries.filter(({ offset }) => offset >= cut)).get('r');
     expect(renewed?.head).toBe(ids[0]);
-    expect(renewed?.logged).toHaveLength(3);
-    expect(renewed?.logged.every((offset) => offset > cut)).toBe(true);
+    expect(renewed?.followers).toHaveLength(3);
+    expect(renewed?.followers.every(({ offset }) => offset > cut)).toBe(true);
     // The followers in the cut log are the callbacks 1, 2, 3, in that order.
     const byOffset = new Map(entries.map(({ offset, record }) => [offset, record]));
-    expect(renewed?.logged.map((offset) => (byOffset.get(offset) as { id: string }).id)).toEqual(ids.slice(1));
+    expect(renewed?.followers.map(({ offset }) => (byOffset.get(offset) as { id: string }).id)).toEqual(ids.slice(1));
 
     // For real where the test may administer the broker: a policy lowers the log's age to 2 s (the
     // lower of the two counts), and filler fills its segments, since retention drops whole segments
@@ -102,15 +102,19 @@ describeEachMode('the ordered log renewed past its retention', (mode) => {
       ]);
       const last = (await logEntries(relay)).at(-1)!.offset;
       await fill(relay, stream);
-      await logUntil(relay, (all) => all.some(({ offset, record }) => offset > last && record.kind === 'claim' && record.renew), 20_000);
+      await logUntil(
+        relay,
+        (all) => all.some(({ offset, record }) => offset > last && record.kind === 'claim' && record.first !== undefined),
+        20_000,
+      );
       await sleep(2_500);
       await fill(relay, stream);
       // Everything up to the policy is gone, the shard's first claim with it.
       const trimmed = await logUntil(relay, (all) => (all[0]?.offset ?? 0) > last, 20_000);
-      expect(trimmed.some(({ record }) => record.kind === 'claim' && !record.renew)).toBe(false);
+      expect(trimmed.some(({ record }) => record.kind === 'claim' && record.first === undefined)).toBe(false);
       expect(replay(trimmed).get('r')).toMatchObject({
         head: ids[0],
-        logged: [expect.any(Number), expect.any(Number), expect.any(Number)],
+        followers: [expect.any(Object), expect.any(Object), expect.any(Object)],
       });
     }
 
@@ -124,5 +128,38 @@ describeEachMode('the ordered log renewed past its retention', (mode) => {
     expect(paths).toEqual(['/r/1', '/r/2', '/r/3']);
     const lastHead = receiver.requests.map((r) => r.path).lastIndexOf('/r/0');
     expect(receiver.requests.findIndex((r) => r.path === '/r/1')).toBeGreaterThan(lastHead);
+  });
+
+  it('a busy key is renewed all the same: arrivals and retries go on while its followers are read and copied, and it drains in order', async () => {
+    const held = { on: true };
+    const receiver = await open.receiver(({ path }) => (path === '/b/0' && held.on ? { status: 503 } : { status: 200 }));
+    const relay = await open.relay({ DELAY_MODE: mode, RETRY_SCHEDULE: '1s', MAX_ATTEMPTS: '1000', ORDERED_SHARDS: '1' });
+    await relay.startWorker({ orderedLogRenewAfterMs: 1_000 });
+    const publish = (n: number) => relay.publisher.publish({ url: `${receiver.origin}/b/${n}`, body: { n }, orderKey: 'b' });
+    await publish(0);
+    await receiver.waitFor((requests) => requests.length >= 1, 10_000);
+    // One arrival every 200 ms while the worker renews (each sweep, the renewal age being 1 s).
+    let n = 1;
+    const start = Date.now();
+    while (Date.now() - start < 15_000) {
+      await publish(n);
+      n += 1;
+      await sleep(200);
+    }
+    const entries = await logEntries(relay);
+    const [claim] = entries.filter(({ record }) => record.kind === 'claim');
+    // Renewed claims name the first one; copies were written while followers kept arriving.
+    expect(entries.some(({ record }) => record.kind === 'claim' && record.first === claim!.offset)).toBe(true);
+    const copied = entries.filter(({ record }) => record.kind === 'follower' && record.renews !== undefined);
+    const arrived = entries.filter(({ record }) => record.kind === 'follower' && record.renews === undefined);
+    expect(copied.length).toBeGreaterThan(0);
+    expect(arrived.some(({ offset }) => offset > copied[0]!.offset)).toBe(true);
+    expect(replay(entries).get('b')?.followers).toHaveLength(n - 1);
+
+    held.on = false;
+    await receiver.waitFor((requests) => requests.some((r) => r.path === `/b/${n - 1}`), 60_000);
+    await sleep(1_500);
+    const paths = receiver.requests.map((r) => r.path).filter((path) => path !== '/b/0');
+    expect(paths).toEqual(Array.from({ length: n - 1 }, (_, i) => `/b/${i + 1}`));
   });
 });

@@ -11,7 +11,7 @@ const RECORDS: LogRecord[] = [
   { kind: 'done', owner: 'w1', key: 'k', offset: 10 },
   { kind: 'release', owner: 'w1', key: 'k', head: 'a' },
   // Renewed: the claim again, a hold and a copy of a follower with their times.
-  { kind: 'claim', owner: 'w1', renew: true },
+  { kind: 'claim', owner: 'w1', first: 7 },
   { kind: 'hold', owner: 'w1', key: 'k', head: 'a', at: 1_764_000_000_000 },
   { kind: 'follower', owner: 'w1', key: 'k', id: 'b', behind: 'a', renews: 10, at: 1_764_000_000_000 },
 ];

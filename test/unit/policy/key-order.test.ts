@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { replay, type LogRecord } from '../../../src/policy/key-log.js';
 import { KeyOrder } from '../../../src/policy/key-order.js';
 
+const line = (...offsets: number[]) => offsets.map((offset) => ({ offset, seq: offset }));
 const fresh = (key: string, id: string) => ({ key, id, item: id });
 const copy = (key: string, id: string) => ({ key, id, stamp: { kind: 'copy' as const }, item: id });
 const from = (key: string, id: string, offset: number) => ({ key, id, stamp: { kind: 'from' as const, offset }, item: id });
@@ -76,7 +77,7 @@ describe('KeyOrder', () => {
 
   it('runs the held head again when its own message is delivered again, and a follower whose read failed stays first', () => {
     const order = new KeyOrder<string>('w1');
-    order.restore(new Map([['k', { head: 'a', logged: [3, 4] }]]));
+    order.restore(new Map([['k', { head: 'a', followers: line(3, 4) }]]));
     expect(order.arrive(fresh('k', 'b2'))).toEqual({ kind: 'log', item: 'b2', behind: 'a' });
     expect(order.arrive(fresh('k', 'a'))).toEqual({ kind: 'attempt', item: 'a' });
     expect(order.settled('k', 'a').read).toEqual({ key: 'k', offset: 3 });
@@ -88,8 +89,8 @@ describe('KeyOrder', () => {
     const order = new KeyOrder<string>('w2');
     const reads = order.restore(
       new Map([
-        ['held', { head: 'h', logged: [1] }],
-        ['free', { logged: [2, 7] }],
+        ['held', { head: 'h', followers: line(1) }],
+        ['free', { followers: line(2, 7) }],
       ]),
     );
     expect(reads).toEqual([{ key: 'free', offset: 2 }]);
@@ -126,7 +127,7 @@ describe('KeyOrder across a handover', () => {
 
     const w2 = new KeyOrder<string>('w2');
     const saved = replay(log);
-    expect(saved.get('k')).toEqual({ head: 'b', running: true, logged: [2, 3, 5] });
+    expect(saved.get('k')).toEqual({ head: 'b', running: true, followers: line(2, 3, 5) });
     expect(w2.restore(saved)).toEqual([]);
     // Dropped as a duplicate, b would leave its key held for good, c and d in the log behind it.
     expect(w2.arrive(from('k', 'b', 2))).toEqual({ kind: 'attempt', item: 'b' });
@@ -152,7 +153,7 @@ describe('KeyOrder across a handover', () => {
       { offset: 2, record: { kind: 'follower', owner: 'w1', key: 'k', id: 'c', behind: 'b' } },
       { offset: 3, record: { kind: 'hold', owner: 'w1', key: 'k', head: 'b', from: 1 } },
     ]);
-    expect(saved.get('k')).toEqual({ head: 'b', logged: [2] });
+    expect(saved.get('k')).toEqual({ head: 'b', followers: line(2) });
     w2.restore(saved);
     expect(w2.arrive(from('k', 'b', 1)).kind).toBe('drop');
     expect(w2.arrive(copy('k', 'b'))).toEqual({ kind: 'attempt', item: 'b' });
@@ -185,9 +186,9 @@ describe('KeyOrder stop', () => {
       { offset: 1, record: { kind: 'stop', owner: 'w1', key: 'k', head: 'a' } },
       { offset: 2, record: { kind: 'follower', owner: 'w1', key: 'k', id: 'b' } },
     ] as const;
-    expect(replay(entries).get('k')).toEqual({ head: 'a', stopped: true, logged: [2] });
+    expect(replay(entries).get('k')).toEqual({ head: 'a', stopped: true, followers: line(2) });
     const released = [...entries, { offset: 3, record: { kind: 'release', owner: 'w1', key: 'k', head: 'a' } } as const];
-    expect(replay(released).get('k')).toEqual({ logged: [2] });
+    expect(replay(released).get('k')).toEqual({ followers: line(2) });
   });
 });
 
@@ -276,11 +277,11 @@ describe('replay', () => {
     ];
     expect(replay(entries, 'w3')).toEqual(
       new Map([
-        ['k', { head: 'c', logged: [] }],
-        ['j', { head: 'x', logged: [] }],
+        ['k', { head: 'c', followers: line() }],
+        ['j', { head: 'x', followers: line() }],
       ]),
     );
-    expect(replay(entries).get('z')).toEqual({ head: 'q', logged: [] });
+    expect(replay(entries).get('z')).toEqual({ head: 'q', followers: line() });
   });
 
   it('a follower logged behind a head holds its key by that head until a release names it, the hold record missing', () => {
@@ -288,12 +289,12 @@ describe('replay', () => {
       { offset: 0, record: { kind: 'claim', owner: 'w1' } },
       { offset: 1, record: { kind: 'follower', owner: 'w1', key: 'k', id: 'b', behind: 'a' } },
     ] as const;
-    expect(replay(entries).get('k')).toEqual({ head: 'a', running: true, logged: [1] });
+    expect(replay(entries).get('k')).toEqual({ head: 'a', running: true, followers: line(1) });
     // A hold of that head names a copy in the delay path: it is held, no longer known only as running.
     const heldLater = [...entries, { offset: 2, record: { kind: 'hold', owner: 'w1', key: 'k', head: 'a' } } as const];
-    expect(replay(heldLater).get('k')).toEqual({ head: 'a', logged: [1] });
+    expect(replay(heldLater).get('k')).toEqual({ head: 'a', followers: line(1) });
     const released = [...entries, { offset: 2, record: { kind: 'release', owner: 'w1', key: 'k', head: 'a' } } as const];
-    expect(replay(released).get('k')).toEqual({ logged: [1] });
+    expect(replay(released).get('k')).toEqual({ followers: line(1) });
   });
 
   it('forgets a key whose head was released and whose followers all ran', () => {
