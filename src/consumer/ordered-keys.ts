@@ -3,15 +3,14 @@ import type { ChannelModel, ConfirmChannel } from 'amqplib';
 import type { Logger } from '../logger.js';
 import { publishConfirmed } from '../amqp/publish-confirmed.js';
 import { HEADER } from '../message/headers.js';
-import { callbackHeaders, recordHeaders, recordOf } from '../ordering/log-records.js';
+import { callbackHeaders, recordHeaders } from '../ordering/log-records.js';
 import type { LogEntry } from '../ordering/log-entry.js';
-import { openOrderLog, type OrderLog } from '../ordering/order-log.js';
-import { replay, type LogRecord } from '../policy/key-log.js';
 import { KeyOrder, type Step } from '../policy/key-order.js';
 import type { Lane } from '../reports.js';
 import type { SettledAs } from '../settle/settle.js';
 import type { Job } from './admit.js';
 import { renewLog } from './log-renewal.js';
+import { takeOver, type Shard } from './shard-takeover.js';
 
 /**
  * Ordered delivery per key (docs/ordering.md), the consumer's side: each ordered shard is a quorum
@@ -21,9 +20,7 @@ import { renewLog } from './log-renewal.js';
  * announces is stored and before the ack it concerns; the log's oldest follower of a key whose head
  * settled is put back in the shard, stamped.
  *
- * Taking a shard over (the first message on a new shard channel): a claim record is appended, and the
- * log is read from its start up to that claim (policy/key-log.ts `replay`), before any message of
- * the shard is looked at. A shard whose channel closes is forgotten at once: the broker gives its
+ * Taking a shard over (the first message on a new shard channel) is shard-takeover.ts. A shard whose channel closes is forgotten at once: the broker gives its
  * unacked messages to the next owner, who rebuilds the rest from the log.
  */
 
@@ -53,22 +50,6 @@ export interface OrderedKeysDeps {
   maxWaiting?: number;
   /** Log records older than this are written again (log-renewal.ts): well within the logs' retention. */
   renewAfterMs: number;
-}
-
-interface Shard {
-  channel: ConfirmChannel;
-  owner: string;
-  order: KeyOrder<Job>;
-  log?: OrderLog;
-  ready: Promise<boolean>;
-  stop?: () => Promise<void>;
-  closed: boolean;
-  /** When its claim was last written (ms). */
-  claimedAt: number;
-  /** Where its claim is in the log: a renewed claim names it. */
-  claimOffset?: number;
-  /** A renewal of its log is under way. */
-  renewing?: Promise<void>;
 }
 
 /** The ordered shards this worker owns now, by the lane their channel consumes. */
@@ -259,7 +240,12 @@ export class OrderedKeys {
       closed: false,
       claimedAt: this.deps.clock(),
     };
-    shard.ready = this.claim(shard, this.deps.logs.get(lane) as string).catch((error: unknown) => {
+    shard.ready = takeOver(shard, this.deps.logs.get(lane) as string, {
+      connection: this.deps.connection,
+      logger: this.deps.logger,
+      clock: this.deps.clock,
+      resume: (key, offset) => void this.resume(shard, key, offset),
+    }).catch((error: unknown) => {
       this.deps.logger.error({ lane, err: (error as Error).message }, 'an ordered shard could not be taken over; its channel closes');
       this.forget(shard);
       // Closing the channel hands the shard to another worker (or to this one, reopened).
@@ -268,56 +254,6 @@ export class OrderedKeys {
     });
     this.shards.set(lane, shard);
     return shard;
-  }
-
-  /** Appends a claim, reads the log up to it, and takes the keys' state from it; then follows the log for followers' offsets. */
-  private async claim(shard: Shard, stream: string): Promise<boolean> {
-    const connection = this.deps.connection();
-    if (!connection) throw new Error('no connection');
-    const log = await openOrderLog(connection, stream);
-    shard.log = log;
-    const seen: Array<{ offset: number; record: LogRecord }> = [];
-    let caughtUp: () => void = () => {};
-    let claimFailed: (error: unknown) => void = () => {};
-    const upToClaim = new Promise<void>((resolve, reject) => {
-      caughtUp = resolve;
-      claimFailed = reject;
-    });
-    let live = false;
-    shard.stop = await log.follow(
-      'first',
-      (entry: LogEntry) => {
-        const record = recordOf(entry.headers);
-        if (!record) return;
-        if (!live) {
-          if (record.kind === 'claim' && record.owner === shard.owner) {
-            shard.claimOffset = entry.offset;
-            live = true;
-            caughtUp();
-          } else seen.push({ offset: entry.offset, record });
-          return;
-        }
-        if (record.kind === 'follower' && record.owner === shard.owner && !shard.closed) {
-          const step = shard.order.followerLogged(record.key, entry.offset, record);
-          if (step.read) void this.resume(shard, step.read.key, step.read.offset);
-        }
-      },
-      (error: unknown) => {
-        // Without the follow, this owner no longer learns its followers' offsets and keys would wait for
-        // good (the stream's leader node went away, say): the shard is handed on and taken over anew.
-        if (!live) return claimFailed(error);
-        if (shard.closed) return;
-        this.deps.logger.error({ stream, err: (error as Error).message }, "an ordered shard's log follow ended; the shard is handed on");
-        void shard.channel.close().catch(() => {});
-      },
-    );
-    shard.claimedAt = this.deps.clock();
-    await log.append(recordHeaders({ kind: 'claim', owner: shard.owner }));
-    await upToClaim;
-    const reads = shard.order.restore(replay(seen));
-    this.deps.logger.info({ stream, keys: shard.order.size, held: shard.order.heldKeys().length }, 'ordered shard taken over');
-    for (const read of reads) void this.resume(shard, read.key, read.offset);
-    return true;
   }
 
   /**

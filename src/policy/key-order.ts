@@ -110,9 +110,10 @@ export class KeyOrder<T> {
       const head = state?.head;
       // The head a claim knows only from followers logged behind it, put back from the log by the owner
       // that went away while it ran: this delivery is all that is left of it (no hold, so no copy
-      // in the delay path), and it runs now, as an unstamped one would. Its offset has run then.
+      // in the delay path), and it runs now, as an unstamped one would. Its offset has run then. Still
+      // `running`: the log has no hold of it, so none is written again (renewal).
       if (state !== undefined && head?.id === id && head.held && head.running) {
-        state.head = { id, held: false, logged: true, from: stamp.offset };
+        state.head = { id, held: false, logged: true, running: true, from: stamp.offset };
         state.logged.remove(stamp.offset);
         return { kind: 'attempt', item };
       }

@@ -119,11 +119,22 @@ describe('KeyOrder: a held key renewed in its log', () => {
     expect(order.renewable(9 * DAY)).toEqual([{ key: 'k', offsets: [10, 11, 12] }]);
   });
 
-  it('a key whose head the log knows only from followers (it was running) is not renewed', () => {
+  it('a key whose head the log knows only from followers (it was running) is not renewed while that head runs', () => {
     const order = new KeyOrder<string>('w2', Number.POSITIVE_INFINITY, () => 8 * DAY);
     order.restore(new Map([['k', { head: 'a', running: true, followers: [{ offset: 3, seq: 3, at: 0 }] }]]));
     expect(order.renewable(DAY)).toEqual([]);
     expect(order.renew('k', DAY, [3])).toBeUndefined();
+    // Nor once its own message is back and runs (from the log, or as the producer sent it): no copy of it
+    // waits in the delay path, so a hold written now would hold the key for good after a crash.
+    expect(order.arrive(from('k', 'a', 2)).kind).toBe('attempt');
+    expect(order.renewable(DAY)).toEqual([]);
+    const unstamped = new KeyOrder<string>('w3', Number.POSITIVE_INFINITY, () => 8 * DAY);
+    unstamped.restore(new Map([['k', { head: 'a', running: true, followers: [{ offset: 3, seq: 3, at: 0 }] }]]));
+    expect(unstamped.arrive(fresh('k', 'a')).kind).toBe('attempt');
+    expect(unstamped.renewable(DAY)).toEqual([]);
+    // It fails: now held for real (a hold record, its copy in the delay path), and renewable.
+    expect(unstamped.held('k', 'a').records).toMatchObject([{ kind: 'hold', head: 'a' }]);
+    expect(unstamped.renewable(DAY)).toEqual([{ key: 'k', offsets: [3] }]);
   });
 
   it('a copy of a follower that left the line meanwhile is ignored: its own done or hold ends the copy too', () => {
