@@ -287,8 +287,9 @@ export class OrderedKeys {
   /** The log's follower at `offset` goes back into its shard, stamped with the offset, to run as its key's head. */
   private async resume(shard: Shard, key: string, offset: number): Promise<void> {
     try {
-      const entry = await shard.log?.read(offset);
-      if (!entry) throw new Error(`the log no longer holds offset ${offset}`);
+      if (!shard.log) throw new Error('the shard has no log');
+      const entry = await shard.log.read(offset);
+      if (entry === undefined) return await this.gone(shard, key, offset);
       const { exchange, routingKey } = this.deps.resumeRoute(key);
       const headers = { ...callbackHeaders(entry.headers), [HEADER.orderFrom]: offset };
       const options = { ...entry.properties, headers, persistent: true, mandatory: true };
@@ -305,6 +306,28 @@ export class OrderedKeys {
         if (step?.read) void this.resume(shard, step.read.key, step.read.offset);
       }, RESUME_RETRY_MS).unref();
     }
+  }
+
+  /**
+   * The follower at `offset` is no longer in the log (retention dropped it, which renewal exists to
+   * prevent: its shard went unowned for weeks). Its `done` is written and its key moves on.
+   */
+  private async gone(shard: Shard, key: string, offset: number): Promise<void> {
+    const step = shard.order.gone(key, offset);
+    if (step.records.length > 0)
+      this.deps.logger.error(
+        { key, offset },
+        "an ordered follower is gone from its shard's log (past its retention); its key moves on without it",
+      );
+    try {
+      for (const record of step.records) await this.append(shard, recordHeaders(record));
+    } catch (error) {
+      this.deps.logger.error({ key, err: (error as Error).message }, 'an ordered record could not be logged; its shard is handed on');
+      void shard.channel.close().catch(() => {});
+      return;
+    }
+    if (step.next) this.deps.run(step.next);
+    if (step.read) await this.resume(shard, step.read.key, step.read.offset);
   }
 
   /** Renews the shard's log (log-renewal.ts); a failed append hands the shard on, like any other. */

@@ -3,7 +3,7 @@ import type { Logger } from '../logger.js';
 import { recordHeaders, recordOf } from '../ordering/log-records.js';
 import type { LogEntry } from '../ordering/log-entry.js';
 import { openOrderLog, type OrderLog } from '../ordering/order-log.js';
-import { replay, type LogRecord } from '../policy/key-log.js';
+import { fencesToKeep, replay, type LogRecord } from '../policy/key-log.js';
 import type { KeyOrder } from '../policy/key-order.js';
 import type { Job } from './admit.js';
 
@@ -88,6 +88,10 @@ export async function takeOver(shard: Shard, stream: string, io: TakeOverIo): Pr
   shard.claimedAt = io.clock();
   await log.append(recordHeaders({ kind: 'claim', owner: shard.owner }));
   await upToClaim;
+  // The fences found, written again behind the claim: they outlast the claims they stood on (a
+  // record they fence out sits between them and this claim, so retention drops it first).
+  const fences = fencesToKeep(seen);
+  if (fences.length > 0) await log.append(recordHeaders({ kind: 'claim', owner: shard.owner, first: shard.claimOffset as number, fences }));
   const reads = shard.order.restore(replay(seen));
   io.logger.info({ stream, keys: shard.order.size, held: shard.order.heldKeys().length }, 'ordered shard taken over');
   for (const read of reads) io.resume(read.key, read.offset);

@@ -1,4 +1,4 @@
-import type { LogRecord } from '../policy/key-log.js';
+import type { Fence, LogRecord } from '../policy/key-log.js';
 
 /**
  * A shard log's records as the headers of its stream messages (policy/key-order.ts says what each
@@ -25,7 +25,11 @@ export const LOG_RECORD_HEADER = {
   /** A follower copy's follower: the offset it was first logged at. */
   renews: 'x-order-renews',
   /** A claim written again by its owner: the offset of that owner's first claim. */
-  renew: 'x-order-renew',
+  first: 'x-order-first',
+  /** The fences a taker found, written again after its claim (JSON: [[owner, offset], …]). */
+  fences: 'x-order-fences',
+  /** Where the follower a `done`, or a hold or stop `from`, ran from was first logged. */
+  seq: 'x-order-seq',
   /** When a hold, stop or follower was written (ms since the epoch). */
   at: 'x-order-at',
 } as const;
@@ -35,10 +39,15 @@ const H = LOG_RECORD_HEADER;
 /** A record as its log message's headers (a follower's are added to the callback's own). */
 export function recordHeaders(record: LogRecord): Record<string, unknown> {
   const headers: Record<string, unknown> = { [H.record]: record.kind, [H.owner]: record.owner };
-  if (record.kind === 'claim') return record.first === undefined ? headers : { ...headers, [H.renew]: record.first };
+  if (record.kind === 'claim') {
+    if (record.first !== undefined) headers[H.first] = record.first;
+    if (record.fences !== undefined) headers[H.fences] = JSON.stringify(record.fences.map((fence) => [fence.owner, fence.offset]));
+    return headers;
+  }
   headers[H.key] = record.key;
   if (record.kind === 'hold' || record.kind === 'stop' || record.kind === 'release') headers[H.head] = record.head;
   if ((record.kind === 'hold' || record.kind === 'stop') && record.from !== undefined) headers[H.from] = record.from;
+  if ((record.kind === 'hold' || record.kind === 'stop' || record.kind === 'done') && record.seq !== undefined) headers[H.seq] = record.seq;
   if (record.kind === 'follower') headers[H.id] = record.id;
   if (record.kind === 'follower' && record.behind !== undefined) headers[H.behind] = record.behind;
   if (record.kind === 'follower' && record.renews !== undefined) headers[H.renews] = record.renews;
@@ -54,19 +63,22 @@ export function recordOf(headers: Record<string, unknown>): LogRecord | undefine
   const owner = str(headers[H.owner]);
   if (owner === undefined) return undefined;
   if (kind === 'claim') {
-    const first = num(headers[H.renew]);
-    return first === undefined ? { kind, owner } : { kind, owner, first };
+    const first = num(headers[H.first]);
+    const fences = fencesOf(headers[H.fences]);
+    return { kind, owner, ...(first === undefined ? {} : { first }), ...(fences === undefined ? {} : { fences }) };
   }
   const key = str(headers[H.key]);
   if (key === undefined) return undefined;
   const head = str(headers[H.head]);
   const from = num(headers[H.from]);
+  const seq = num(headers[H.seq]);
   const at = num(headers[H.at]);
   const written = at === undefined ? {} : { at };
+  const ran = { ...(from === undefined ? {} : { from }), ...(seq === undefined ? {} : { seq }) };
   switch (kind) {
     case 'hold':
     case 'stop':
-      return head === undefined ? undefined : { kind, owner, key, head, ...(from === undefined ? {} : { from }), ...written };
+      return head === undefined ? undefined : { kind, owner, key, head, ...ran, ...written };
     case 'release':
       return head === undefined ? undefined : { kind, owner, key, head };
     case 'follower': {
@@ -78,7 +90,7 @@ export function recordOf(headers: Record<string, unknown>): LogRecord | undefine
     }
     case 'done': {
       const offset = num(headers[H.offset]);
-      return offset === undefined ? undefined : { kind, owner, key, offset };
+      return offset === undefined ? undefined : { kind, owner, key, offset, ...(seq === undefined ? {} : { seq }) };
     }
     default:
       return undefined;
@@ -90,6 +102,25 @@ export function callbackHeaders(headers: Record<string, unknown>): Record<string
   const out: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(headers)) if (!name.startsWith('x-order-') && !name.startsWith('x-stream-')) out[name] = value;
   return out;
+}
+
+/** A claim's fences, if its header reads as them; anything else counts as none. */
+function fencesOf(value: unknown): Fence[] | undefined {
+  const text = str(value);
+  if (text === undefined) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(parsed)) return undefined;
+  const fences: Fence[] = [];
+  for (const item of parsed) {
+    if (!Array.isArray(item) || typeof item[0] !== 'string' || !Number.isSafeInteger(item[1])) return undefined;
+    fences.push({ owner: item[0], offset: item[1] as number });
+  }
+  return fences;
 }
 
 const str = (value: unknown): string | undefined =>

@@ -12,23 +12,33 @@ export type LogRecord =
   /**
    * A worker took the shard: records by any other writer after this one are ignored (a fence). `first`:
    * its owner's claim written again (renewed), with the offset of that owner's first claim, which is
-   * where its fence stands even once retention has dropped that claim.
+   * where its fence stands even once retention has dropped that claim. `fences`: the fences its owner
+   * found on taking the shard over, written once after it, so that they outlast the claims they stood on.
    */
-  | { kind: 'claim'; owner: string; first?: number }
-  /** `head` of `key` failed and waits in the delay path; `from`: the follower offset it ran from. */
-  | { kind: 'hold'; owner: string; key: string; head: string; from?: number; at?: number }
+  | { kind: 'claim'; owner: string; first?: number; fences?: Fence[] }
+  /**
+   * `head` of `key` failed and waits in the delay path; `from`: the follower offset it ran from, `seq`:
+   * where that follower was first logged (its copies end with it).
+   */
+  | { kind: 'hold'; owner: string; key: string; head: string; from?: number; seq?: number; at?: number }
   /**
    * A callback of a held key, stored whole at this record's offset. `behind`: the head it waits behind,
    * held from then on if no release of it follows (the hold itself may be missing). `renews`: a copy of
    * the follower first logged at that offset, which it replaces in its place in the key's line.
    */
   | { kind: 'follower'; owner: string; key: string; id: string; behind?: string; renews?: number; at?: number }
-  /** The follower at `offset` ran and was settled without a hold (or is a copy no longer needed). */
-  | { kind: 'done'; owner: string; key: string; offset: number }
+  /** The follower at `offset` (first logged at `seq`) ran and was settled without a hold: it and its copies end. */
+  | { kind: 'done'; owner: string; key: string; offset: number; seq?: number }
   /** The held head `head` of `key` is settled: its key moves on. */
   | { kind: 'release'; owner: string; key: string; head: string }
   /** `head` of `key` was parked and the key stops there (ORDERED_ON_DEAD=stop) until a replay of it or a release. */
-  | { kind: 'stop'; owner: string; key: string; head: string; from?: number; at?: number };
+  | { kind: 'stop'; owner: string; key: string; head: string; from?: number; seq?: number; at?: number };
+
+/** Where a writer's fence stands: the offset of its first claim. */
+export interface Fence {
+  owner: string;
+  offset: number;
+}
 
 /** A follower in its key's line: where it is now, where it was first logged (its place), when written. */
 export interface Follower {
@@ -36,6 +46,8 @@ export interface Follower {
   /** The offset the follower was first logged at: its place in its key's line, the same in every copy. */
   seq: number;
   at?: number;
+  /** Its callback id. */
+  id?: string;
 }
 
 /** A key as the log left it: its held (or stopped) head, and its followers not yet run. */
@@ -88,9 +100,9 @@ export function replay(entries: Iterable<{ offset: number; record: LogRecord }>,
     while (fences.length > 0 && (fences[0] as Fence).offset <= offset) owner = (fences.shift() as Fence).owner;
     if (record.kind === 'claim' || record.owner !== owner) continue;
     const state = of(record.key);
-    const drop = (gone: number): void => {
+    const drop = (gone: number, seq?: number): void => {
       // By seq: a follower that ran from its first offset ends its copies too, and a copy's end its follower.
-      state.followers.delete(counted.seqOf.get(gone) ?? gone);
+      state.followers.delete(seq ?? counted.seqOf.get(gone) ?? gone);
     };
     switch (record.kind) {
       case 'hold':
@@ -100,17 +112,21 @@ export function replay(entries: Iterable<{ offset: number; record: LogRecord }>,
         delete state.running;
         if (record.kind === 'stop') state.stopped = true;
         else delete state.stopped;
-        if (record.from !== undefined) drop(record.from);
+        if (record.from !== undefined) drop(record.from, record.seq);
         break;
       case 'follower':
-        follower(state, { offset, seq: record.renews ?? offset, ...(record.at !== undefined && { at: record.at }) }, counted);
+        follower(
+          state,
+          { offset, seq: record.renews ?? offset, id: record.id, ...(record.at !== undefined && { at: record.at }) },
+          counted,
+        );
         if (record.behind !== undefined && state.head === undefined) {
           state.head = record.behind;
           state.running = true;
         }
         break;
       case 'done':
-        drop(record.offset);
+        drop(record.offset, record.seq);
         break;
       case 'release':
         if (state.head === record.head) {
@@ -126,24 +142,34 @@ export function replay(entries: Iterable<{ offset: number; record: LogRecord }>,
   return new Map([...keys].map(([key, state]) => [key, saved(state)]));
 }
 
-interface Fence {
-  owner: string;
-  offset: number;
+/**
+ * Where each writer's fence stands: the offset of its first claim, known from that claim, from any
+ * renewal of it (`first`), or from a later taker's `fences`, so a fence holds even where retention
+ * dropped the claim itself. In offset order: a record at offset o counts for the owner of the last
+ * fence at or before o.
+ */
+export function fencesOf(log: Iterable<{ offset: number; record: LogRecord }>): Fence[] {
+  const first = new Map<string, number>();
+  const known = (owner: string, at: number): void => void first.set(owner, Math.min(first.get(owner) ?? at, at));
+  for (const { offset, record } of log) {
+    if (record.kind !== 'claim') continue;
+    known(record.owner, record.first ?? offset);
+    for (const fence of record.fences ?? []) known(fence.owner, fence.offset);
+  }
+  return [...first].map(([owner, offset]) => ({ owner, offset })).sort((a, b) => a.offset - b.offset);
 }
 
 /**
- * Where each writer's fence stands: the offset of its first claim, known from that claim or from any
- * renewal of it (`first`), so a fence holds even where retention dropped the claim itself. In offset
- * order: a record at offset o counts for the owner of the last fence at or before o.
+ * The fences a worker taking the shard over writes again (a claim's `fences`): those that still
+ * decide a record of `log` (read up to its own claim), so none is lost with the claim it stood on.
  */
-function fencesOf(log: ReadonlyArray<{ offset: number; record: LogRecord }>): Fence[] {
-  const first = new Map<string, number>();
-  for (const { offset, record } of log) {
-    if (record.kind !== 'claim') continue;
-    const at = record.first ?? offset;
-    first.set(record.owner, Math.min(first.get(record.owner) ?? at, at));
-  }
-  return [...first].map(([owner, offset]) => ({ owner, offset })).sort((a, b) => a.offset - b.offset);
+export function fencesToKeep(log: ReadonlyArray<{ offset: number; record: LogRecord }>): Fence[] {
+  const start = log[0]?.offset;
+  if (start === undefined) return [];
+  const fences = fencesOf(log);
+  const before = fences.filter((fence) => fence.offset <= start).length;
+  // The last fence at or before the log's start decides its first records; any earlier one, nothing.
+  return fences.slice(Math.max(0, before - 1));
 }
 
 /**

@@ -70,6 +70,12 @@ export interface Step<T> {
   read?: { key: string; offset: number };
 }
 
+/** Where a head ran from in the log, for its hold, stop or done: the offset read, and where its follower was first logged. */
+const ranFrom = (head: { from?: number; seq?: number }): { from?: number; seq?: number } => ({
+  ...(head.from !== undefined && { from: head.from }),
+  ...(head.seq !== undefined && { seq: head.seq }),
+});
+
 /** The id of a key's head, when it is known (one being put back from the log is not yet). */
 const headOf = (state: { head?: { id: string } | undefined }): string | undefined => (state.head?.id ? state.head.id : undefined);
 
@@ -113,8 +119,8 @@ export class KeyOrder<T> {
       // in the delay path), and it runs now, as an unstamped one would. Its offset has run then. Still
       // `running`: the log has no hold of it, so none is written again (renewal).
       if (state !== undefined && head?.id === id && head.held && head.running) {
-        state.head = { id, held: false, logged: true, running: true, from: stamp.offset };
-        state.logged.remove(stamp.offset);
+        const seq = state.logged.remove(stamp.offset, id);
+        state.head = { id, held: false, logged: true, running: true, from: stamp.offset, ...(seq !== undefined && { seq }) };
         return { kind: 'attempt', item };
       }
       // The follower this owner put back to run; any other is a duplicate of one that ran.
@@ -156,7 +162,7 @@ export class KeyOrder<T> {
     if (state?.head?.id !== id) return { records: [], toLog: [] };
     const written = this.written();
     const record: LogRecord = { kind: 'hold', owner: this.owner, key, head: id, ...written };
-    if (state.head.from !== undefined) record.from = state.head.from;
+    Object.assign(record, ranFrom(state.head));
     const { early } = state.head;
     // A copy already back runs once the hold is recorded, as if it had come after it.
     state.head = { id, held: early === undefined, logged: true, ...written };
@@ -178,7 +184,7 @@ export class KeyOrder<T> {
     if (stop) {
       const written = this.written();
       const record: LogRecord = { kind: 'stop', owner: this.owner, key, head: id, ...written };
-      if (state.head.from !== undefined) record.from = state.head.from;
+      Object.assign(record, ranFrom(state.head));
       state.head = { id, held: true, logged: true, stopped: true, ...written };
       const toLog = state.waiting.map((waiting) => waiting.item);
       state.waiting = [];
@@ -186,8 +192,8 @@ export class KeyOrder<T> {
       return { records: [record], toLog, behind: id, ...drop };
     }
     const records: LogRecord[] = [];
-    const { from, logged } = state.head;
-    if (from !== undefined) records.push({ kind: 'done', owner: this.owner, key, offset: from });
+    const { from, seq, logged } = state.head;
+    if (from !== undefined) records.push({ kind: 'done', owner: this.owner, key, offset: from, ...(seq !== undefined && { seq }) });
     // Followers logged behind it name it (`behind`): a release ends that too.
     if (logged || state.logged.length > 0 || state.appending > 0) records.push({ kind: 'release', owner: this.owner, key, head: id });
     state.head = undefined;
@@ -199,15 +205,22 @@ export class KeyOrder<T> {
    * returns the log read to start, if it is next. A copy (`renews`) takes its follower's place; one
    * whose follower left the line meanwhile is ignored (its follower's own done or hold ends it too).
    */
-  followerLogged(key: string, offset: number, record: { renews?: number | undefined; at?: number | undefined } = {}): Step<T> {
+  followerLogged(
+    key: string,
+    offset: number,
+    record: { renews?: number | undefined; at?: number | undefined; id?: string | undefined } = {},
+  ): Step<T> {
     const state = this.keys.get(key);
     if (state === undefined) return { records: [], toLog: [] };
     if (record.renews !== undefined) {
-      state.logged.replace(record.renews, offset, record.at);
+      const { taken } = state.head ?? {};
+      // Its follower is being put back to run: if that fails, it goes back first as this copy.
+      if (!state.logged.replace(record.renews, offset, record.at) && taken?.seq === record.renews)
+        Object.assign(taken, { offset }, record.at !== undefined && { at: record.at });
       return { records: [], toLog: [] };
     }
     if (state.appending > 0) state.appending -= 1;
-    state.logged.push(offset, record.at);
+    state.logged.push(offset, record.at, record.id);
     return { records: [], toLog: [], ...(state.head === undefined ? this.advance(key, state) : {}) };
   }
 
@@ -236,6 +249,24 @@ export class KeyOrder<T> {
     state.logged.unshift(taken);
   }
 
+  /**
+   * The follower taken from the log at `offset` is gone from it (retention dropped it: nobody renewed
+   * it in time): its key moves on without it rather than wait for good. If a copy of it landed since,
+   * that copy is read instead.
+   */
+  gone(key: string, offset: number): Step<T> {
+    const state = this.keys.get(key);
+    const head = state?.head;
+    if (state === undefined || head?.from !== offset || head.id !== '') return { records: [], toLog: [] };
+    if (head.taken !== undefined && head.taken.offset !== offset) {
+      this.readFailed(key, offset);
+      return this.next(key);
+    }
+    const records: LogRecord[] = [{ kind: 'done', owner: this.owner, key, offset, ...(head.seq !== undefined && { seq: head.seq }) }];
+    state.head = undefined;
+    return { records, toLog: [], ...this.advance(key, state) };
+  }
+
   /** The next head of a key whose head just left: one waiting in the worker, else the log's oldest. */
   private advance(key: string, state: KeyState<T>): Pick<Step<T>, 'next' | 'read'> {
     const waiting = state.waiting.shift();
@@ -246,7 +277,7 @@ export class KeyOrder<T> {
     const taken = state.logged.shift();
     if (taken !== undefined) {
       // Its id is known once it is back in the shard (`arrive` with `from`).
-      state.head = { id: '', held: false, logged: false, from: taken.offset, taken };
+      state.head = { id: '', held: false, logged: false, from: taken.offset, seq: taken.seq, taken };
       return { read: { key, offset: taken.offset } };
     }
     if (state.appending === 0) this.keys.delete(key);

@@ -26,8 +26,9 @@ export interface Head<T> {
   id: string;
   held: boolean;
   logged: boolean;
-  /** The follower it was read from (`from`, its offset now), taken out of the line: first again if it cannot be put back. */
+  /** The follower it was read from (`from`, its offset then; `seq`, where first logged), taken out of the line: first again if it cannot be put back. */
   from?: number;
+  seq?: number;
   taken?: Follower;
   stopped?: boolean;
   running?: boolean;
@@ -53,8 +54,8 @@ export class FollowerLine {
   }
 
   /** A follower appended behind the others, seen on the log at `offset`. */
-  push(offset: number, at?: number): void {
-    this.line.push(at === undefined ? { offset, seq: offset } : { offset, seq: offset, at });
+  push(offset: number, at?: number, id?: string): void {
+    this.line.push({ offset, seq: offset, ...(at !== undefined && { at }), ...(id !== undefined && { id }) });
   }
 
   /** The oldest follower, taken out to run. */
@@ -81,11 +82,15 @@ export class FollowerLine {
     return true;
   }
 
-  /** The follower read from `offset` (or any copy of it) leaves the line: it runs now. */
-  remove(offset: number): void {
-    const seq = this.line.find((f) => f.offset === offset)?.seq ?? offset;
-    const at = this.line.findIndex((f) => f.seq === seq);
-    if (at >= 0) this.line.splice(at, 1);
+  /**
+   * The follower read from `offset` leaves the line: it runs now. Found by that offset, else as the one
+   * of callback `id` (a later copy of it took its place); returns its seq.
+   */
+  remove(offset: number, id?: string): number | undefined {
+    let at = this.line.findIndex((f) => f.offset === offset);
+    if (at < 0) at = this.line.findIndex((f) => f.seq === offset || (id !== undefined && f.id === id));
+    if (at < 0) return undefined;
+    return this.line.splice(at, 1)[0]?.seq;
   }
 
   /** The follower at `offset`, if it is in the line. */

@@ -14,11 +14,34 @@ const RECORDS: LogRecord[] = [
   { kind: 'claim', owner: 'w1', first: 7 },
   { kind: 'hold', owner: 'w1', key: 'k', head: 'a', at: 1_764_000_000_000 },
   { kind: 'follower', owner: 'w1', key: 'k', id: 'b', behind: 'a', renews: 10, at: 1_764_000_000_000 },
+  // A follower that ran from a copy: where it was first logged.
+  { kind: 'done', owner: 'w1', key: 'k', offset: 20, seq: 10 },
+  { kind: 'hold', owner: 'w1', key: 'k', head: 'b', from: 20, seq: 10 },
+  // A taker's fences, written again behind its claim.
+  {
+    kind: 'claim',
+    owner: 'w3',
+    first: 300,
+    fences: [
+      { owner: 'w1', offset: 10 },
+      { owner: 'w2', offset: 100 },
+    ],
+  },
 ];
 
 describe('log records', () => {
   it('reads back every kind of record from its headers', () => {
     for (const record of RECORDS) expect(recordOf(recordHeaders(record))).toEqual(record);
+  });
+
+  it('a claim whose fences do not read as such counts as a claim without them', () => {
+    for (const fences of ['not json', '{"w1":1}', '[["w1","x"]]', '[[1,2]]'])
+      expect(
+        recordOf({ [LOG_RECORD_HEADER.record]: 'claim', [LOG_RECORD_HEADER.owner]: 'w3', [LOG_RECORD_HEADER.fences]: fences }),
+      ).toEqual({
+        kind: 'claim',
+        owner: 'w3',
+      });
   });
 
   it('every header it writes is an x-order- header, so a follower keeps its callback headers apart', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { replay, type LogRecord } from '../../../src/policy/key-log.js';
+import { fencesToKeep, replay, type LogRecord } from '../../../src/policy/key-log.js';
 import { KeyOrder } from '../../../src/policy/key-order.js';
 
 const DAY = 86_400_000;
@@ -152,6 +152,58 @@ describe('KeyOrder: a held key renewed in its log', () => {
     expect(ran.read).toEqual({ key: 'k', offset: 21 });
   });
 
+  it('a copy seen while its follower is being put back to run replaces it if the put-back fails', () => {
+    const now = { ms: 0 };
+    const order = heldKey(now);
+    now.ms = 8 * DAY;
+    order.renew('k', DAY, [10, 11, 12]);
+    expect(order.settled('k', 'a').read).toEqual({ key: 'k', offset: 10 });
+    copiesLogged(order, 20, [10, 11, 12], 8 * DAY);
+    order.readFailed('k', 10);
+    expect(order.next('k').read).toEqual({ key: 'k', offset: 20 });
+  });
+
+  it('a running head a taker knew only from followers, back from a copy that is gone, leaves its line by its id', () => {
+    // Its line holds a later copy (offset 8) of the follower it ran from (first at 2, put back from 5).
+    const order = new KeyOrder<string>('w2', Number.POSITIVE_INFINITY, () => 0);
+    order.restore(
+      new Map([
+        [
+          'k',
+          {
+            head: 's',
+            running: true,
+            followers: [
+              { offset: 8, seq: 2, id: 's' },
+              { offset: 9, seq: 9, id: 't' },
+            ],
+          },
+        ],
+      ]),
+    );
+    expect(order.arrive(from('k', 's', 5)).kind).toBe('attempt');
+    const ran = order.settled('k', 's');
+    expect(ran.records[0]).toEqual({ kind: 'done', owner: 'w2', key: 'k', offset: 5, seq: 2 });
+    expect(ran.read).toEqual({ key: 'k', offset: 9 });
+  });
+
+  it('a follower gone from the log (past its retention) is done and its key moves on; one with a copy since is read from the copy', () => {
+    const now = { ms: 0 };
+    const order = heldKey(now);
+    expect(order.settled('k', 'a').read).toEqual({ key: 'k', offset: 10 });
+    expect(order.gone('k', 10)).toEqual({
+      records: [{ kind: 'done', owner: 'w1', key: 'k', offset: 10, seq: 10 }],
+      toLog: [],
+      read: { key: 'k', offset: 11 },
+    });
+    // Only for the follower being put back.
+    expect(order.gone('k', 12).records).toEqual([]);
+    now.ms = 8 * DAY;
+    order.renew('k', DAY, [11, 12]);
+    copiesLogged(order, 21, [11], 8 * DAY);
+    expect(order.gone('k', 11)).toEqual({ records: [], toLog: [], read: { key: 'k', offset: 21 } });
+  });
+
   it('a follower whose put-back failed goes first again, as its copy', () => {
     const now = { ms: 0 };
     const order = heldKey(now);
@@ -216,9 +268,9 @@ describe('replay: renewed records', () => {
     head: 'a',
     headAt: 900,
     followers: [
-      { offset: 6, seq: 2, at: 900 },
-      { offset: 7, seq: 3, at: 900 },
-      { offset: 8, seq: 8, at: 950 },
+      { offset: 6, seq: 2, at: 900, id: 'b' },
+      { offset: 7, seq: 3, at: 900, id: 'c' },
+      { offset: 8, seq: 8, at: 950, id: 'd' },
     ],
   };
   const offsets = (saved: { followers: Array<{ offset: number }> } | undefined) => saved?.followers.map((f) => f.offset);
@@ -229,8 +281,8 @@ describe('replay: renewed records', () => {
       head: 'a',
       headAt: 100,
       followers: [
-        { offset: 2, seq: 2, at: 101 },
-        { offset: 3, seq: 3, at: 102 },
+        { offset: 2, seq: 2, at: 101, id: 'b' },
+        { offset: 3, seq: 3, at: 102, id: 'c' },
       ],
     });
   });
@@ -274,6 +326,52 @@ describe('replay: renewed records', () => {
     for (const cut of [5, 6, 8]) expect(replay(taken.slice(cut)).get('k')).toEqual(whole);
     expect(whole).toMatchObject({ head: 'a', headAt: 900 });
     expect(offsets(whole)).toEqual([10, 11]);
+  });
+
+  it('a done names the follower first logged, so a later copy outliving the copy it ran from ends too', () => {
+    const renewedTwice = [
+      ...log.slice(0, 4),
+      at(4, { kind: 'hold', owner: 'w1', key: 'k', head: 'a', at: 900 }),
+      at(5, { kind: 'follower', owner: 'w1', key: 'k', id: 'b', behind: 'a', renews: 2, at: 900 }),
+      at(6, { kind: 'claim', owner: 'w1', first: 0 }),
+      at(7, { kind: 'hold', owner: 'w1', key: 'k', head: 'a', at: 1800 }),
+      // Issued before b was taken out to run from 5, seen after.
+      at(8, { kind: 'follower', owner: 'w1', key: 'k', id: 'b', behind: 'a', renews: 2, at: 1800 }),
+      at(9, { kind: 'release', owner: 'w1', key: 'k', head: 'a' }),
+      at(10, { kind: 'done', owner: 'w1', key: 'k', offset: 5, seq: 2 }),
+    ];
+    expect(offsets(replay(renewedTwice).get('k'))).toEqual([3]);
+    // Retention drops everything up to b's first copy: the done still ends the second.
+    expect(offsets(replay(renewedTwice.slice(6)).get('k'))).toBeUndefined();
+  });
+
+  it('a taker writes again the fences it found, so a stale owner stays fenced out once the claims are gone', () => {
+    // A took the shard at 10, B at 100. A, not knowing yet, renewed its claim and held k; B logged j; then C took over.
+    const taken = [
+      at(10, { kind: 'claim', owner: 'A' }),
+      at(100, { kind: 'claim', owner: 'B' }),
+      at(150, { kind: 'claim', owner: 'A', first: 10 }),
+      at(151, { kind: 'hold', owner: 'A', key: 'k', head: 'x' }),
+      at(160, { kind: 'follower', owner: 'B', key: 'j', id: 'j1' }),
+    ];
+    expect(fencesToKeep(taken)).toEqual([
+      { owner: 'A', offset: 10 },
+      { owner: 'B', offset: 100 },
+    ]);
+    const log2 = [
+      ...taken,
+      at(300, { kind: 'claim', owner: 'C' }),
+      at(301, { kind: 'claim', owner: 'C', first: 300, fences: fencesToKeep(taken) }),
+    ];
+    const whole = replay(log2);
+    expect([...whole.keys()]).toEqual(['j']);
+    // Retention drops both earlier claims: the same state.
+    expect(replay(log2.slice(2))).toEqual(whole);
+    // Only fences that still decide a record are kept: a later taker forgets A's.
+    expect(fencesToKeep(log2.slice(2))).toEqual([
+      { owner: 'B', offset: 100 },
+      { owner: 'C', offset: 300 },
+    ]);
   });
 
   it('a follower that runs from its first offset while its copy is written: a crash before it settles keeps it; its done ends both', () => {
