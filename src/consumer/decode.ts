@@ -30,7 +30,7 @@ export interface Delivery extends CallbackState {
   orderStamp?: OrderStamp | undefined;
 }
 
-export type OrderStamp = { kind: 'copy' } | { kind: 'from'; offset: number };
+export type OrderStamp = { kind: 'copy' } | { kind: 'from'; offset: number; seq?: number };
 
 export type Decoded = { ok: true; delivery: Delivery } | { ok: false; id: string; attempt: number; error: string };
 
@@ -111,10 +111,16 @@ export function orderReleaseOf(headers: Record<string, unknown> | undefined): st
 
 /** The relay's own stamps on an ordered callback; an unreadable one counts as none. */
 function orderStampOf(headers: Record<string, unknown> | undefined): OrderStamp | undefined {
-  const from = headers?.[HEADER.orderFrom];
-  const offset = typeof from === 'bigint' ? Number(from) : typeof from === 'number' ? from : Number.NaN;
-  if (Number.isSafeInteger(offset) && offset >= 0) return { kind: 'from', offset };
+  const offset = offsetOf(headers?.[HEADER.orderFrom]);
+  const seq = offsetOf(headers?.[HEADER.orderSeq]);
+  if (offset !== undefined) return seq === undefined ? { kind: 'from', offset } : { kind: 'from', offset, seq };
   return headers?.[HEADER.orderCopy] === undefined ? undefined : { kind: 'copy' };
+}
+
+/** A stream offset in a header, if it reads as one. */
+function offsetOf(value: unknown): number | undefined {
+  const n = typeof value === 'bigint' ? Number(value) : typeof value === 'number' ? value : Number.NaN;
+  return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
 }
 
 /** What open circuits' holds left in the headers: this attempt's start of hold and deferrals, and the earlier attempts' total. */

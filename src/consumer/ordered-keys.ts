@@ -284,14 +284,22 @@ export class OrderedKeys {
     }
   }
 
-  /** The log's follower at `offset` goes back into its shard, stamped with the offset, to run as its key's head. */
+  /**
+   * The log's follower at `offset` goes back into its shard, stamped with the offset (and where it was
+   * first logged), to run as its key's head.
+   */
   private async resume(shard: Shard, key: string, offset: number): Promise<void> {
     try {
       if (!shard.log) throw new Error('the shard has no log');
       const entry = await shard.log.read(offset);
       if (entry === undefined) return await this.gone(shard, key, offset);
       const { exchange, routingKey } = this.deps.resumeRoute(key);
-      const headers = { ...callbackHeaders(entry.headers), [HEADER.orderFrom]: offset };
+      const seq = shard.order.putBackSeq(key, offset);
+      const headers = {
+        ...callbackHeaders(entry.headers),
+        [HEADER.orderFrom]: offset,
+        ...(seq !== undefined && { [HEADER.orderSeq]: seq }),
+      };
       const options = { ...entry.properties, headers, persistent: true, mandatory: true };
       await publishConfirmed(shard.channel, { exchange, routingKey }, entry.body, options, this.deps.publishTimeoutMs);
     } catch (error) {
@@ -301,11 +309,16 @@ export class OrderedKeys {
         { key, offset, err: (error as Error).message },
         'an ordered follower could not be put back in its shard; tried again soon',
       );
-      setTimeout(() => {
-        const step = shard.closed ? undefined : shard.order.next(key);
-        if (step?.read) void this.resume(shard, step.read.key, step.read.offset);
-      }, RESUME_RETRY_MS).unref();
+      this.retryLater(shard, key);
     }
+  }
+
+  /** The key's next head, still to be put back, is read again after a while. */
+  private retryLater(shard: Shard, key: string): void {
+    setTimeout(() => {
+      const step = shard.closed ? undefined : shard.order.retryRead(key);
+      if (step?.read) void this.resume(shard, step.read.key, step.read.offset);
+    }, RESUME_RETRY_MS).unref();
   }
 
   /**
@@ -328,6 +341,8 @@ export class OrderedKeys {
     }
     if (step.next) this.deps.run(step.next);
     if (step.read) await this.resume(shard, step.read.key, step.read.offset);
+    // Its renewal copy is still being written: read again once it is there.
+    else if (step.records.length === 0 && !step.next) this.retryLater(shard, key);
   }
 
   /** Renews the shard's log (log-renewal.ts); a failed append hands the shard on, like any other. */

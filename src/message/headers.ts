@@ -59,6 +59,8 @@ export const HEADER = {
    */
   orderCopy: 'x-callback-order-copy',
   orderFrom: 'x-callback-order-from',
+  /** With `orderFrom`: the offset the follower was first logged at (a copy's differs from where it was read). */
+  orderSeq: 'x-callback-order-seq',
   /** A message without a callback that workers send each shard now and then, so that its active consumer takes it over. */
   orderWake: 'x-callback-order-wake',
   /** An operator's release of a stopped key (`callback-relay ordered release`): the key, sent into its shard. */
@@ -66,7 +68,14 @@ export const HEADER = {
 } as const;
 
 /** Per-publish headers: they belong to the one publish that set them, never to its copies. */
-const PER_PUBLISH: ReadonlySet<string> = new Set([HEADER.delay, HEADER.copy, HEADER.dueAt, HEADER.orderCopy, HEADER.orderFrom]);
+const PER_PUBLISH: ReadonlySet<string> = new Set([
+  HEADER.delay,
+  HEADER.copy,
+  HEADER.dueAt,
+  HEADER.orderCopy,
+  HEADER.orderFrom,
+  HEADER.orderSeq,
+]);
 
 /** A deferral's headers belong to one deferred attempt: moves carry them, a retry or dead-letter copy (a new record) does not. */
 export const DEFERRAL_HEADERS: readonly string[] = [HEADER.heldSince, HEADER.deferrals];

@@ -35,6 +35,7 @@ export const LOG_RECORD_HEADER = {
 } as const;
 
 const H = LOG_RECORD_HEADER;
+const LEGACY_RENEW = 'x-order-renew';
 
 /** A record as its log message's headers (a follower's are added to the callback's own). */
 export function recordHeaders(record: LogRecord): Record<string, unknown> {
@@ -63,6 +64,8 @@ export function recordOf(headers: Record<string, unknown>): LogRecord | undefine
   const owner = str(headers[H.owner]);
   if (owner === undefined) return undefined;
   if (kind === 'claim') {
+    // A renewed claim of an earlier version (a flag, no offset): where its fence stands is unknown, so it is none.
+    if (headers[LEGACY_RENEW] !== undefined && headers[H.first] === undefined) return undefined;
     const first = num(headers[H.first]);
     const fences = fencesOf(headers[H.fences]);
     return { kind, owner, ...(first === undefined ? {} : { first }), ...(fences === undefined ? {} : { fences }) };

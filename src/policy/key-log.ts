@@ -46,8 +46,6 @@ export interface Follower {
   /** The offset the follower was first logged at: its place in its key's line, the same in every copy. */
   seq: number;
   at?: number;
-  /** Its callback id. */
-  id?: string;
 }
 
 /** A key as the log left it: its held (or stopped) head, and its followers not yet run. */
@@ -115,11 +113,7 @@ export function replay(entries: Iterable<{ offset: number; record: LogRecord }>,
         if (record.from !== undefined) drop(record.from, record.seq);
         break;
       case 'follower':
-        follower(
-          state,
-          { offset, seq: record.renews ?? offset, id: record.id, ...(record.at !== undefined && { at: record.at }) },
-          counted,
-        );
+        follower(state, { offset, seq: record.renews ?? offset, ...(record.at !== undefined && { at: record.at }) }, counted);
         if (record.behind !== undefined && state.head === undefined) {
           state.head = record.behind;
           state.running = true;
@@ -160,16 +154,18 @@ export function fencesOf(log: Iterable<{ offset: number; record: LogRecord }>): 
 }
 
 /**
- * The fences a worker taking the shard over writes again (a claim's `fences`): those that still
- * decide a record of `log` (read up to its own claim), so none is lost with the claim it stood on.
+ * The fences a worker taking the shard over writes again (a claim's `fences`): those that decide a
+ * record of `log` (read up to its own claim), so none is lost with the claim it stood on. A fence with
+ * no record between it and the next decides nothing, and never will (the log only grows at its end):
+ * left out, so that owners that came and went (a crash loop) do not pile up.
  */
 export function fencesToKeep(log: ReadonlyArray<{ offset: number; record: LogRecord }>): Fence[] {
-  const start = log[0]?.offset;
-  if (start === undefined) return [];
   const fences = fencesOf(log);
-  const before = fences.filter((fence) => fence.offset <= start).length;
-  // The last fence at or before the log's start decides its first records; any earlier one, nothing.
-  return fences.slice(Math.max(0, before - 1));
+  const records = log.filter(({ record }) => record.kind !== 'claim').map(({ offset }) => offset);
+  return fences.filter((fence, i) => {
+    const end = fences[i + 1]?.offset ?? Number.POSITIVE_INFINITY;
+    return records.some((offset) => offset >= fence.offset && offset < end);
+  });
 }
 
 /**

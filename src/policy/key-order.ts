@@ -33,7 +33,7 @@ export interface Arrival<T> {
    * What the relay stamped on it: `copy`, a held head back from the delay path; `from`, a follower
    * the owner took from the log at that offset and put back in the shard to run; absent, a producer's.
    */
-  stamp?: { kind: 'copy' } | { kind: 'from'; offset: number } | undefined;
+  stamp?: { kind: 'copy' } | { kind: 'from'; offset: number; seq?: number | undefined } | undefined;
   item: T;
   /** When it arrived (ms): one that waits in the worker too long goes to the log (`spill`). */
   at?: number;
@@ -119,7 +119,7 @@ export class KeyOrder<T> {
       // in the delay path), and it runs now, as an unstamped one would. Its offset has run then. Still
       // `running`: the log has no hold of it, so none is written again (renewal).
       if (state !== undefined && head?.id === id && head.held && head.running) {
-        const seq = state.logged.remove(stamp.offset, id);
+        const seq = state.logged.remove(stamp.offset, stamp.seq);
         state.head = { id, held: false, logged: true, running: true, from: stamp.offset, ...(seq !== undefined && { seq }) };
         return { kind: 'attempt', item };
       }
@@ -205,22 +205,18 @@ export class KeyOrder<T> {
    * returns the log read to start, if it is next. A copy (`renews`) takes its follower's place; one
    * whose follower left the line meanwhile is ignored (its follower's own done or hold ends it too).
    */
-  followerLogged(
-    key: string,
-    offset: number,
-    record: { renews?: number | undefined; at?: number | undefined; id?: string | undefined } = {},
-  ): Step<T> {
+  followerLogged(key: string, offset: number, record: { renews?: number | undefined; at?: number | undefined } = {}): Step<T> {
     const state = this.keys.get(key);
     if (state === undefined) return { records: [], toLog: [] };
     if (record.renews !== undefined) {
+      state.copying?.delete(record.renews);
       const { taken } = state.head ?? {};
-      // Its follower is being put back to run: if that fails, it goes back first as this copy.
-      if (!state.logged.replace(record.renews, offset, record.at) && taken?.seq === record.renews)
-        Object.assign(taken, { offset }, record.at !== undefined && { at: record.at });
+      // Its follower is being put back to run: if that fails, it is read again from this copy.
+      if (!state.logged.replace(record.renews, offset, record.at) && taken?.seq === record.renews) taken.offset = offset;
       return { records: [], toLog: [] };
     }
     if (state.appending > 0) state.appending -= 1;
-    state.logged.push(offset, record.at, record.id);
+    state.logged.push(offset, record.at);
     return { records: [], toLog: [], ...(state.head === undefined ? this.advance(key, state) : {}) };
   }
 
@@ -233,35 +229,44 @@ export class KeyOrder<T> {
     return { records, toLog: [], ...this.advance(key, state) };
   }
 
-  /** What runs next for a key with no head (a follower whose put-back failed, tried again). */
-  next(key: string): Step<T> {
-    const state = this.keys.get(key);
-    if (state === undefined || state.head !== undefined) return { records: [], toLog: [] };
-    return { records: [], toLog: [], ...this.advance(key, state) };
+  /**
+   * The follower being put back from `offset` could not be: it stays its key's next head (nothing of
+   * the key runs before it), read again by `retryRead`, from a copy of it if one landed since.
+   */
+  readFailed(key: string, offset: number): void {
+    const head = this.keys.get(key)?.head;
+    if (head?.from !== offset || head.id !== '' || head.taken === undefined) return;
+    head.from = head.taken.offset;
   }
 
-  /** The follower taken from the log at `offset` could not be put back to run: it stays first. */
-  readFailed(key: string, offset: number): void {
-    const state = this.keys.get(key);
-    const taken = state?.head?.taken;
-    if (state?.head?.from !== offset || taken === undefined) return;
-    state.head = undefined;
-    state.logged.unshift(taken);
+  /** The read to try again for a key whose next head is still to be put back (`readFailed`, or `gone` waiting for a copy). */
+  retryRead(key: string): Step<T> {
+    const head = this.keys.get(key)?.head;
+    if (head?.id !== '' || head.from === undefined) return { records: [], toLog: [] };
+    return { records: [], toLog: [], read: { key, offset: head.from } };
+  }
+
+  /** Where the follower being put back from `offset` was first logged (its put-back is stamped with it). */
+  putBackSeq(key: string, offset: number): number | undefined {
+    const head = this.keys.get(key)?.head;
+    return head?.id === '' && head.from === offset ? head.seq : undefined;
   }
 
   /**
    * The follower taken from the log at `offset` is gone from it (retention dropped it: nobody renewed
    * it in time): its key moves on without it rather than wait for good. If a copy of it landed since,
-   * that copy is read instead.
+   * that copy is read instead; if one is being written, nothing is done yet (try `retryRead` later).
    */
   gone(key: string, offset: number): Step<T> {
     const state = this.keys.get(key);
     const head = state?.head;
     if (state === undefined || head?.from !== offset || head.id !== '') return { records: [], toLog: [] };
+    // A copy of it landed since: read that. One still being written: wait for it (`retryRead` later).
     if (head.taken !== undefined && head.taken.offset !== offset) {
-      this.readFailed(key, offset);
-      return this.next(key);
+      head.from = head.taken.offset;
+      return this.retryRead(key);
     }
+    if (head.seq !== undefined && state.copying?.has(head.seq)) return { records: [], toLog: [] };
     const records: LogRecord[] = [{ kind: 'done', owner: this.owner, key, offset, ...(head.seq !== undefined && { seq: head.seq }) }];
     state.head = undefined;
     return { records, toLog: [], ...this.advance(key, state) };

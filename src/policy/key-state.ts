@@ -20,6 +20,8 @@ export interface KeyState<T> {
   logged: FollowerLine;
   /** Followers appended and not yet seen on the log: they come before any later arrival. */
   appending: number;
+  /** Followers (by seq) whose renewal copy is being written: not gone from the log, whatever it says now. */
+  copying?: Set<number>;
 }
 
 export interface Head<T> {
@@ -54,18 +56,13 @@ export class FollowerLine {
   }
 
   /** A follower appended behind the others, seen on the log at `offset`. */
-  push(offset: number, at?: number, id?: string): void {
-    this.line.push({ offset, seq: offset, ...(at !== undefined && { at }), ...(id !== undefined && { id }) });
+  push(offset: number, at?: number): void {
+    this.line.push({ offset, seq: offset, ...(at !== undefined && { at }) });
   }
 
   /** The oldest follower, taken out to run. */
   shift(): Follower | undefined {
     return this.line.shift();
-  }
-
-  /** A follower taken out to run that could not be: first again. */
-  unshift(follower: Follower): void {
-    this.line.unshift(follower);
   }
 
   /**
@@ -83,12 +80,13 @@ export class FollowerLine {
   }
 
   /**
-   * The follower read from `offset` leaves the line: it runs now. Found by that offset, else as the one
-   * of callback `id` (a later copy of it took its place); returns its seq.
+   * The follower read from `offset` leaves the line: it runs now. Found by that offset, else by `seq`
+   * (a later copy of it took its place), else as the one first logged there; returns its seq.
    */
-  remove(offset: number, id?: string): number | undefined {
+  remove(offset: number, seq?: number): number | undefined {
     let at = this.line.findIndex((f) => f.offset === offset);
-    if (at < 0) at = this.line.findIndex((f) => f.seq === offset || (id !== undefined && f.id === id));
+    if (at < 0 && seq !== undefined) at = this.line.findIndex((f) => f.seq === seq);
+    if (at < 0) at = this.line.findIndex((f) => f.seq === offset);
     if (at < 0) return undefined;
     return this.line.splice(at, 1)[0]?.seq;
   }
@@ -160,6 +158,7 @@ export function renewal(
     const follower = line.at(offset);
     if (follower === undefined) continue;
     copies.push({ offset, renews: follower.seq });
+    (state.copying ??= new Set()).add(follower.seq);
     // Written now: asked for again only once this copy is old (it takes the follower's place when seen).
     follower.at = at;
   }

@@ -44,6 +44,10 @@ describe('log records', () => {
       });
   });
 
+  it('a renewed claim of an earlier version (x-order-renew, no offset) is no record', () => {
+    expect(recordOf({ [LOG_RECORD_HEADER.record]: 'claim', [LOG_RECORD_HEADER.owner]: 'w1', 'x-order-renew': 1 })).toBeUndefined();
+  });
+
   it('every header it writes is an x-order- header, so a follower keeps its callback headers apart', () => {
     for (const record of RECORDS) for (const name of Object.keys(recordHeaders(record))) expect(name).toMatch(/^x-order-/);
     expect(Object.values(LOG_RECORD_HEADER).every((name) => name.startsWith('x-order-'))).toBe(true);

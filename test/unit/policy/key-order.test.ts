@@ -82,7 +82,24 @@ describe('KeyOrder', () => {
     expect(order.arrive(fresh('k', 'a'))).toEqual({ kind: 'attempt', item: 'a' });
     expect(order.settled('k', 'a').read).toEqual({ key: 'k', offset: 3 });
     order.readFailed('k', 3);
-    expect(order.followerLogged('k', 9).read).toEqual({ key: 'k', offset: 3 });
+    // It stays the next head: a later follower or arrival never runs before it.
+    expect(order.followerLogged('k', 9).read).toBeUndefined();
+    expect(order.arrive(fresh('k', 'c'))).toEqual({ kind: 'log', item: 'c', behind: undefined });
+    expect(order.retryRead('k').read).toEqual({ key: 'k', offset: 3 });
+  });
+
+  it('a follower whose put-back failed stays next: what arrived meanwhile waits behind it', () => {
+    const order = new KeyOrder<string>('w1');
+    order.arrive(fresh('k', 'a'));
+    order.held('k', 'a');
+    order.arrive(fresh('k', 'f'));
+    order.followerLogged('k', 10);
+    expect(order.settled('k', 'a').read).toEqual({ key: 'k', offset: 10 });
+    expect(order.arrive(fresh('k', 'w'))).toEqual({ kind: 'wait' });
+    order.readFailed('k', 10);
+    expect(order.retryRead('k')).toEqual({ records: [], toLog: [], read: { key: 'k', offset: 10 } });
+    expect(order.arrive(from('k', 'f', 10))).toEqual({ kind: 'attempt', item: 'f' });
+    expect(order.settled('k', 'f').next).toBe('w');
   });
 
   it('restores a claimed shard: keys without a held head start their oldest follower', () => {

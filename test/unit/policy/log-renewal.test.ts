@@ -160,10 +160,11 @@ describe('KeyOrder: a held key renewed in its log', () => {
     expect(order.settled('k', 'a').read).toEqual({ key: 'k', offset: 10 });
     copiesLogged(order, 20, [10, 11, 12], 8 * DAY);
     order.readFailed('k', 10);
-    expect(order.next('k').read).toEqual({ key: 'k', offset: 20 });
+    expect(order.retryRead('k').read).toEqual({ key: 'k', offset: 20 });
+    expect(order.putBackSeq('k', 20)).toBe(10);
   });
 
-  it('a running head a taker knew only from followers, back from a copy that is gone, leaves its line by its id', () => {
+  it('a running head a taker knew only from followers, back from a copy that is gone, leaves its line by the seq it is stamped with', () => {
     // Its line holds a later copy (offset 8) of the follower it ran from (first at 2, put back from 5).
     const order = new KeyOrder<string>('w2', Number.POSITIVE_INFINITY, () => 0);
     order.restore(
@@ -174,14 +175,14 @@ describe('KeyOrder: a held key renewed in its log', () => {
             head: 's',
             running: true,
             followers: [
-              { offset: 8, seq: 2, id: 's' },
-              { offset: 9, seq: 9, id: 't' },
+              { offset: 8, seq: 2 },
+              { offset: 9, seq: 9 },
             ],
           },
         ],
       ]),
     );
-    expect(order.arrive(from('k', 's', 5)).kind).toBe('attempt');
+    expect(order.arrive({ ...from('k', 's', 5), stamp: { kind: 'from', offset: 5, seq: 2 } }).kind).toBe('attempt');
     const ran = order.settled('k', 's');
     expect(ran.records[0]).toEqual({ kind: 'done', owner: 'w2', key: 'k', offset: 5, seq: 2 });
     expect(ran.read).toEqual({ key: 'k', offset: 9 });
@@ -204,6 +205,18 @@ describe('KeyOrder: a held key renewed in its log', () => {
     expect(order.gone('k', 11)).toEqual({ records: [], toLog: [], read: { key: 'k', offset: 21 } });
   });
 
+  it('a follower gone from the log whose renewal copy is still being written waits for it', () => {
+    const now = { ms: 0 };
+    const order = heldKey(now);
+    now.ms = 8 * DAY;
+    order.renew('k', DAY, [10, 11, 12]);
+    expect(order.settled('k', 'a').read).toEqual({ key: 'k', offset: 10 });
+    expect(order.gone('k', 10)).toEqual({ records: [], toLog: [] });
+    copiesLogged(order, 20, [10], 8 * DAY);
+    expect(order.retryRead('k').read).toEqual({ key: 'k', offset: 10 });
+    expect(order.gone('k', 10).read).toEqual({ key: 'k', offset: 20 });
+  });
+
   it('a follower whose put-back failed goes first again, as its copy', () => {
     const now = { ms: 0 };
     const order = heldKey(now);
@@ -212,7 +225,7 @@ describe('KeyOrder: a held key renewed in its log', () => {
     copiesLogged(order, 20, [10, 11, 12], 8 * DAY);
     expect(order.settled('k', 'a').read).toEqual({ key: 'k', offset: 20 });
     order.readFailed('k', 20);
-    expect(order.next('k').read).toEqual({ key: 'k', offset: 20 });
+    expect(order.retryRead('k').read).toEqual({ key: 'k', offset: 20 });
     order.arrive(from('k', 'b', 20));
     expect(order.settled('k', 'b').read).toEqual({ key: 'k', offset: 21 });
   });
@@ -268,9 +281,9 @@ describe('replay: renewed records', () => {
     head: 'a',
     headAt: 900,
     followers: [
-      { offset: 6, seq: 2, at: 900, id: 'b' },
-      { offset: 7, seq: 3, at: 900, id: 'c' },
-      { offset: 8, seq: 8, at: 950, id: 'd' },
+      { offset: 6, seq: 2, at: 900 },
+      { offset: 7, seq: 3, at: 900 },
+      { offset: 8, seq: 8, at: 950 },
     ],
   };
   const offsets = (saved: { followers: Array<{ offset: number }> } | undefined) => saved?.followers.map((f) => f.offset);
@@ -281,8 +294,8 @@ describe('replay: renewed records', () => {
       head: 'a',
       headAt: 100,
       followers: [
-        { offset: 2, seq: 2, at: 101, id: 'b' },
-        { offset: 3, seq: 3, at: 102, id: 'c' },
+        { offset: 2, seq: 2, at: 101 },
+        { offset: 3, seq: 3, at: 102 },
       ],
     });
   });
@@ -354,10 +367,8 @@ describe('replay: renewed records', () => {
       at(151, { kind: 'hold', owner: 'A', key: 'k', head: 'x' }),
       at(160, { kind: 'follower', owner: 'B', key: 'j', id: 'j1' }),
     ];
-    expect(fencesToKeep(taken)).toEqual([
-      { owner: 'A', offset: 10 },
-      { owner: 'B', offset: 100 },
-    ]);
+    // A's own span (10 to 100) holds no record: only B's fence decides anything.
+    expect(fencesToKeep(taken)).toEqual([{ owner: 'B', offset: 100 }]);
     const log2 = [
       ...taken,
       at(300, { kind: 'claim', owner: 'C' }),
@@ -367,11 +378,23 @@ describe('replay: renewed records', () => {
     expect([...whole.keys()]).toEqual(['j']);
     // Retention drops both earlier claims: the same state.
     expect(replay(log2.slice(2))).toEqual(whole);
-    // Only fences that still decide a record are kept: a later taker forgets A's.
-    expect(fencesToKeep(log2.slice(2))).toEqual([
+    // A later taker keeps B's, which still decides records, as long as they are in the log.
+    expect(fencesToKeep(log2.slice(2))).toEqual([{ owner: 'B', offset: 100 }]);
+    expect(fencesToKeep([...log2.slice(2), at(400, { kind: 'done', owner: 'C', key: 'j', offset: 160 })])).toEqual([
       { owner: 'B', offset: 100 },
       { owner: 'C', offset: 300 },
     ]);
+  });
+
+  it('owners that came and went without a record (a crash loop) are not carried on', () => {
+    const loop = [
+      at(1, { kind: 'claim', owner: 'X1' }),
+      at(2, { kind: 'claim', owner: 'X2' }),
+      at(3, { kind: 'claim', owner: 'X3' }),
+      at(4, { kind: 'claim', owner: 'X3', first: 3, fences: [{ owner: 'X0', offset: 0 }] }),
+      at(5, { kind: 'follower', owner: 'X3', key: 'k', id: 'a' }),
+    ];
+    expect(fencesToKeep(loop)).toEqual([{ owner: 'X3', offset: 3 }]);
   });
 
   it('a follower that runs from its first offset while its copy is written: a crash before it settles keeps it; its done ends both', () => {
