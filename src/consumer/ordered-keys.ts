@@ -267,7 +267,9 @@ export class OrderedKeys {
       const { message } = job;
       const at = this.deps.clock();
       const record = recordHeaders({ kind: 'follower', owner: shard.owner, key, id: job.delivery.id, at, ...(behind ? { behind } : {}) });
-      return this.append(shard, { ...message.properties.headers, ...record }, message.content, message.properties).then(
+      // A producer's own x-order- headers are dropped: only the relay writes records.
+      const headers = { ...callbackHeaders(message.properties.headers ?? {}), ...record };
+      return this.append(shard, headers, message.content, message.properties).then(
         () => undefined,
         (error: unknown) => error,
       );

@@ -1,5 +1,7 @@
+import amqplib from 'amqplib';
 import { expect, it } from 'vitest';
 import { HEADER } from '../../src/message/headers.js';
+import { orderBucket, orderedRoute } from '../../src/topology/topology-names.js';
 import { describeEachMode, sleep } from '../support/modes.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
 import type { ReceivedRequest } from '../support/receiver.js';
@@ -89,6 +91,36 @@ describeEachMode('ordered delivery per key', (mode) => {
     ]);
     const [dead] = await relay.drainDead();
     expect(dead?.properties.headers?.[HEADER.reason]).toBe('exhausted');
+  });
+
+  it("a producer's own x-order- headers change nothing: a held key's followers keep their order through a takeover", async () => {
+    const held = { on: true };
+    const receiver = await open.receiver(({ path }) => (path === '/f/0' && held.on ? { status: 503 } : { status: 200 }));
+    const relay = await open.relay({ DELAY_MODE: mode, RETRY_SCHEDULE: '1s', MAX_ATTEMPTS: '100', ORDERED_SHARDS: '1' });
+    const first = await relay.startWorker();
+    await relay.publisher.publish({ url: `${receiver.origin}/f/0`, body: 0, orderKey: 'f' });
+    await receiver.waitFor((requests) => requests.length >= 1, 10_000);
+    await relay.publisher.publish({ url: `${receiver.origin}/f/1`, body: 1, orderKey: 'f' });
+    // Published as any producer could, after /f/1: headers that name log records, a copy's seq before /f/1's.
+    const route = orderedRoute(relay.names, mode, 0, orderBucket('f'), Date.now());
+    const forged = { 'x-order-renews': 0, 'x-order-behind': 'nobody', 'x-order-record': 'done', 'x-order-offset': 0 };
+    const body = Buffer.from(JSON.stringify({ url: `${receiver.origin}/f/2`, body: 2, orderKey: 'f' }));
+    const connection = await amqplib.connect(relay.config.amqpUrl);
+    const confirmed = await connection.createConfirmChannel();
+    confirmed.publish(route.exchange, route.routingKey, body, {
+      persistent: true,
+      messageId: 'forged-2',
+      headers: { ...route.headers, ...forged },
+    });
+    await confirmed.waitForConfirms();
+    await connection.close();
+    await sleep(2_000);
+    await first.stop();
+    await relay.startWorker();
+    held.on = false;
+    await receiver.waitFor((requests) => requests.some((r) => r.path === '/f/2'), 30_000);
+    await sleep(1_000);
+    expect(receiver.requests.map((r) => r.path).filter((path) => path !== '/f/0')).toEqual(['/f/1', '/f/2']);
   });
 
   it('two workers: one owns each shard, and a key keeps its order across them', async () => {
