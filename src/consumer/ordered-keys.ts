@@ -306,7 +306,7 @@ export class OrderedKeys {
       await publishConfirmed(shard.channel, { exchange, routingKey }, entry.body, options, this.deps.publishTimeoutMs);
     } catch (error) {
       if (shard.closed) return;
-      shard.order.readFailed(key, offset);
+      if (!shard.order.readFailed(key, offset)) return;
       this.deps.logger.error(
         { key, offset, err: (error as Error).message },
         'an ordered follower could not be put back in its shard; tried again soon',
@@ -344,7 +344,7 @@ export class OrderedKeys {
     if (step.next) this.deps.run(step.next);
     if (step.read) await this.resume(shard, step.read.key, step.read.offset);
     // Its renewal copy is still being written: read again once it is there.
-    else if (step.records.length === 0 && !step.next) this.retryLater(shard, key);
+    else if (step.records.length === 0 && !step.next && shard.order.puttingBack(key, offset)) this.retryLater(shard, key);
   }
 
   /** Renews the shard's log (log-renewal.ts); a failed append hands the shard on, like any other. */

@@ -231,12 +231,14 @@ export class KeyOrder<T> {
 
   /**
    * The follower being put back from `offset` could not be: it stays its key's next head (nothing of
-   * the key runs before it), read again by `retryRead`, from a copy of it if one landed since.
+   * the key runs before it), read again by `retryRead`, from a copy of it if one landed since. False if
+   * it is no longer being put back (its message arrived after all, or the key moved on): nothing to retry.
    */
-  readFailed(key: string, offset: number): void {
+  readFailed(key: string, offset: number): boolean {
     const head = this.keys.get(key)?.head;
-    if (head?.from !== offset || head.id !== '' || head.taken === undefined) return;
+    if (head?.from !== offset || head.id !== '' || head.taken === undefined) return false;
     head.from = head.taken.offset;
+    return true;
   }
 
   /** The read to try again for a key whose next head is still to be put back (`readFailed`, or `gone` waiting for a copy). */
@@ -248,8 +250,13 @@ export class KeyOrder<T> {
 
   /** Where the follower being put back from `offset` was first logged (its put-back is stamped with it). */
   putBackSeq(key: string, offset: number): number | undefined {
+    return this.puttingBack(key, offset) ? this.keys.get(key)?.head?.seq : undefined;
+  }
+
+  /** Whether the follower at `offset` is being put back as `key`'s next head. */
+  puttingBack(key: string, offset: number): boolean {
     const head = this.keys.get(key)?.head;
-    return head?.id === '' && head.from === offset ? head.seq : undefined;
+    return head?.id === '' && head.from === offset;
   }
 
   /**

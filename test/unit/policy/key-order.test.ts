@@ -96,9 +96,12 @@ describe('KeyOrder', () => {
     order.followerLogged('k', 10);
     expect(order.settled('k', 'a').read).toEqual({ key: 'k', offset: 10 });
     expect(order.arrive(fresh('k', 'w'))).toEqual({ kind: 'wait' });
-    order.readFailed('k', 10);
+    expect(order.readFailed('k', 10)).toBe(true);
     expect(order.retryRead('k')).toEqual({ records: [], toLog: [], read: { key: 'k', offset: 10 } });
     expect(order.arrive(from('k', 'f', 10))).toEqual({ kind: 'attempt', item: 'f' });
+    // Its put-back had been stored after all: a late failure of it retries nothing.
+    expect(order.readFailed('k', 10)).toBe(false);
+    expect(order.puttingBack('k', 10)).toBe(false);
     expect(order.settled('k', 'f').next).toBe('w');
   });
 
