@@ -26,6 +26,7 @@ describe('HEADER', () => {
       heldMs: 'x-callback-held-ms',
       orderCopy: 'x-callback-order-copy',
       orderFrom: 'x-callback-order-from',
+      orderSeq: 'x-callback-order-seq',
       orderWake: 'x-callback-order-wake',
       orderRelease: 'x-callback-order-release',
     });
