@@ -20,8 +20,9 @@ import { takeOver, type Shard } from './shard-takeover.js';
  * announces is stored and before the ack it concerns; the log's oldest follower of a key whose head
  * settled is put back in the shard, stamped.
  *
- * Taking a shard over (the first message on a new shard channel) is shard-takeover.ts. A shard whose channel closes is forgotten at once: the broker gives its
- * unacked messages to the next owner, who rebuilds the rest from the log.
+ * Taking a shard over (on the first message of a new shard channel) is shard-takeover.ts. A shard
+ * whose channel closes is forgotten at once: the broker gives its unacked messages to the next owner,
+ * who rebuilds the rest from the log.
  */
 
 /** After how long a follower that could not be put back in its shard is tried again. */
