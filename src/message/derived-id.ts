@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { carriedHeaders } from './headers.js';
+import { carriedHeaders, isLogHeader } from './headers.js';
 
 /** What a message looks like to `derivedId`: its body and the properties a producer set. */
 export interface IdSource {
@@ -11,15 +11,19 @@ export interface IdSource {
  * The id of a callback published with neither `id` nor `message_id`: a hash of its body and of the
  * properties its producer set, so every redelivery of the same message gets the same `webhook-id`
  * and a receiver can deduplicate. Broker-added headers (x-death, x-delivery-count…) are left out:
- * they change between deliveries. Two identical messages published without ids share it; a producer
+ * they change between deliveries; so are log headers (`isLogHeader`): an ordered callback's log drops
+ * them. Two identical messages published without ids share it; a producer
  * that means two events gives them ids.
  */
 export function derivedId(message: IdSource): string {
   const { headers, timestamp, correlationId, appId, type } = message.properties;
   const stable = JSON.stringify(
-    [timestamp ?? null, correlationId ?? null, appId ?? null, type ?? null, carriedHeaders(headers)],
+    [timestamp ?? null, correlationId ?? null, appId ?? null, type ?? null, ownHeaders(headers)],
     (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value),
   );
   const hash = createHash('sha256').update(stable).update('\n').update(message.content).digest('base64url');
   return `msg_${hash}`;
 }
+
+const ownHeaders = (headers: Record<string, unknown> | undefined): Record<string, unknown> =>
+  Object.fromEntries(Object.entries(carriedHeaders(headers)).filter(([name]) => !isLogHeader(name)));

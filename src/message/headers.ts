@@ -77,6 +77,13 @@ const PER_PUBLISH: ReadonlySet<string> = new Set([
   HEADER.orderSeq,
 ]);
 
+/**
+ * Headers the relay writes on an ordered key's log records (x-order-…) and those a stream adds as it is
+ * read (x-stream-…): never a callback's own, so a producer's are dropped on the way to the log and no id
+ * is derived from them.
+ */
+export const isLogHeader = (name: string): boolean => name.startsWith('x-order-') || name.startsWith('x-stream-');
+
 /** A deferral's headers belong to one deferred attempt: moves carry them, a retry or dead-letter copy (a new record) does not. */
 export const DEFERRAL_HEADERS: readonly string[] = [HEADER.heldSince, HEADER.deferrals];
 

@@ -1,3 +1,4 @@
+import { isLogHeader } from '../message/headers.js';
 import type { Fence, LogRecord } from '../policy/key-log.js';
 
 /**
@@ -103,7 +104,7 @@ export function recordOf(headers: Record<string, unknown>): LogRecord | undefine
 /** A follower's callback as the shard had it: its log message's headers minus the record's. */
 export function callbackHeaders(headers: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(headers)) if (!name.startsWith('x-order-') && !name.startsWith('x-stream-')) out[name] = value;
+  for (const [name, value] of Object.entries(headers)) if (!isLogHeader(name)) out[name] = value;
   return out;
 }
 

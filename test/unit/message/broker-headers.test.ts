@@ -39,4 +39,11 @@ describe('the broker-header list', () => {
     });
     expect(derivedId(delivery(1))).toBe(derivedId(delivery(2)));
   });
+
+  it("keeps a derived id stable when an ordered key's log drops a producer's x-order- and x-stream- headers", () => {
+    const sent = { content: Buffer.from('{}'), properties: { headers: { 'x-tenant': 'acme', 'x-order-key': 'k', 'x-stream-offset': 4 } } };
+    const logged = { content: Buffer.from('{}'), properties: { headers: { 'x-tenant': 'acme' } } };
+    expect(derivedId(sent)).toBe(derivedId(logged));
+    expect(derivedId(logged)).not.toBe(derivedId({ content: Buffer.from('{}'), properties: { headers: { 'x-tenant': 'other' } } }));
+  });
 });
