@@ -35,7 +35,10 @@ export interface LaneChannels {
     queues: ReadonlyArray<readonly [queue: string, lane: Lane, prefetch?: number]>,
     prefetch: number,
   ): Promise<void>;
-  /** Cancels every consumer, so nothing more arrives (the worker's stop); the channels stay open to settle. */
+  /**
+   * Cancels every consumer but those `closeOnStop` names, so nothing more arrives (the worker's stop);
+   * the channels stay open to settle.
+   */
   cancel(): Promise<void>;
   /** Every queue of the latest `open()` has its consumer (what readiness needs besides the connection). */
   consuming(): boolean;
@@ -61,6 +64,12 @@ export interface LaneChannelOptions {
   /** Declares the topology again (topology/connect-topology.ts), before a lane is opened again. */
   redeclare(): Promise<void>;
   stopping(): boolean;
+  /**
+   * Lanes a stop never cancels, only closes (ordered shards): a single active consumer's successor gets
+   * the queue's next messages as soon as it cancels, while it still holds unacked ones; a channel's close
+   * returns those first, in order (https://www.rabbitmq.com/docs/consumers#single-active-consumer).
+   */
+  closeOnStop(lane: Lane): boolean;
   logger: Logger;
 }
 
@@ -116,7 +125,7 @@ export function createLaneChannels(options: LaneChannelOptions): LaneChannels {
     );
     consumers.set(lane, { channel, tag: consumerTag, acks });
     // The worker's stop began while this consumer was being registered: cancel() has been and gone.
-    if (options.stopping()) await channel.cancel(consumerTag).catch(() => {});
+    if (options.stopping()) await (options.closeOnStop(lane) ? channel.close() : channel.cancel(consumerTag)).catch(() => {});
   }
 
   function reopenLater(connection: ChannelModel, queue: string, lane: Lane, prefetch: number, mine: number, alive: () => boolean): void {
@@ -164,7 +173,7 @@ export function createLaneChannels(options: LaneChannelOptions): LaneChannels {
       );
     },
     async cancel() {
-      for (const { channel, tag } of consumers.values()) await channel.cancel(tag).catch(() => {});
+      for (const [lane, { channel, tag }] of consumers) if (!options.closeOnStop(lane)) await channel.cancel(tag).catch(() => {});
     },
     consuming: () => expected > 0 && consumers.size === expected,
     flushAcks() {

@@ -102,6 +102,8 @@ class Pipeline {
       };
       const { ordered } = this.context;
       if (ordered?.isOrdered(lane)) {
+        // The worker stops: the shard's channel closes once what runs has ended (`giveBack`).
+        if (this.givenBack) return finish();
         const { headers } = message.properties;
         if (isOrderWake(headers)) return void ordered.woken(lane, channel, () => channel.ack(message)).then(() => finish(), finish);
         const released = orderReleaseOf(headers);
@@ -333,9 +335,14 @@ class Pipeline {
     return waiting.length;
   }
 
-  /** A job the stopping worker will not attempt goes back to its queue at once (effects.ts `giveBack`). */
+  /**
+   * A job the stopping worker will not attempt goes back to its queue at once (effects.ts `giveBack`).
+   * One of an ordered shard stays unacked: the shard's channel closes once what runs has ended, and the
+   * broker returns its messages, in order, before the shard's next consumer gets any (lane-channels.ts
+   * `closeOnStop`); given back one by one, they would reach that consumer while a head still runs here.
+   */
   private giveBack(job: Job): void {
-    this.effects.giveBack(job);
+    if (!this.context.ordered?.isOrdered(job.lane)) this.effects.giveBack(job);
     job.finish();
   }
 

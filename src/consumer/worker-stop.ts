@@ -97,7 +97,8 @@ export async function drainAndClose(parts: Draining, drainTimeoutMs: number, log
   const closeReserve = Math.min(CLOSE_RESERVE_MS, drainTimeoutMs / 4);
   const left = (reserve = 0): number => Math.max(0, deadline - reserve - Date.now());
   // No attempt starts from here on; once the consumers are cancelled nothing more arrives, and what
-  // only waited for a slot goes back to its queue unattempted (pipeline.ts giveBack).
+  // only waited for a slot goes back to its queue unattempted (pipeline.ts giveBack). Ordered shards
+  // are not cancelled: what they delivered stays unacked until the close below hands them on.
   parts.pipeline()?.stop();
   if (!(await settlesWithin(lanes.cancel(), left(closeReserve))))
     logger.warn('the broker did not confirm the cancel of the consumers in time; draining anyway');

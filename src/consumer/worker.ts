@@ -18,6 +18,7 @@ import { loadTracing, type Tracing } from '../tracing/tracing.js';
 import { dueAtOf } from './decode.js';
 import { createDueHold, giveBackHeld, HOLD_PREFETCH } from './hold-until-due.js';
 import { createLaneChannels } from './lane-channels.js';
+import { withTimeout } from '../util/with-timeout.js';
 import { createDueMover, type DueMover } from './move-due.js';
 import { observeAll } from '../reports.js';
 import { createPipeline, type Job, type Lane } from './pipeline.js';
@@ -31,6 +32,8 @@ import { declareAtStart, deliveryAgent, orderedShards, startLimits, startSteps }
 
 /** How often a worker knocks on every ordered shard (ordered-keys.ts wakeAll). */
 const WAKE_EVERY_MS = 30_000;
+/** How long a stopping worker waits for its last knock's confirms before it closes the shards anyway. */
+const HAND_OVER_KNOCK_MS = 2_000;
 /** How long a reconnect's setup waits for each extra channel it declares bindings on. */
 const SETUP_CHANNEL_OPEN_MS = 5_000;
 
@@ -88,6 +91,8 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   let pipeline: ReturnType<typeof createPipeline> | undefined;
   let orderedKeys: OrderedKeys | undefined;
   let wakes: NodeJS.Timeout | undefined;
+  /** Knocks on every ordered shard, on the latest setup's channel. */
+  let knock: (() => Promise<void>) | undefined;
   // From now on this worker sees its targets' results: what it knows of their successes starts here.
   const isolation = settings.isolation && new TargetIsolation<Job>(settings.isolation, clock());
   const metrics = createRelayMetrics(
@@ -108,6 +113,7 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
       if (!stopping) metrics.laneChannelClosed();
     },
     stopping: () => stopping,
+    closeOnStop: (lane) => orderedKeys?.isOrdered(lane) ?? false,
     redeclare: () => redeclare?.() ?? Promise.resolve(),
     logger,
   });
@@ -209,7 +215,11 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
           inFlight.settled();
         });
       };
-      dueHold.hold(dueAtOf(message.properties.headers), ch, release, () => giveBackHeld(ch, message));
+      // An ordered shard's message is not given back: it returns when the shard's channel closes (pipeline.ts `giveBack`).
+      const giveBack = (): void => {
+        if (!orderedKeys?.isOrdered(lane)) giveBackHeld(ch, message);
+      };
+      dueHold.hold(dueAtOf(message.properties.headers), ch, release, giveBack);
     };
     if (topology.mode === 'plugin') dueMover = createDueMover(topology.names, consume.duePrefetch, logger, redeclare);
     let declaredAtStart = true;
@@ -264,8 +274,9 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
         // Plugin mode: messages whose delay ended are moved from P.due into their lanes (move-due.ts).
         if (manager?.connection) dueMover?.attach(manager.connection);
         // A knock on every ordered shard now and then: its active consumer takes it over (ordered-keys.ts wakeAll).
+        knock = () => orderedKeys?.wakeAll(ch) ?? Promise.resolve();
         const wake = (): void =>
-          void orderedKeys?.wakeAll(ch).catch((error: Error) => logger.warn({ err: error.message }, 'could not wake the ordered shards'));
+          void knock?.().catch((error: Error) => logger.warn({ err: error.message }, 'could not wake the ordered shards'));
         clearInterval(wakes);
         wakes = setInterval(wake, WAKE_EVERY_MS).unref();
         wake();
@@ -303,6 +314,9 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
   /** Closes the broker side in the order the acks need (lanes, their last acks flushed, first) and, beside it, the local side. */
   async function closeAll(): Promise<void> {
     const broker = async (): Promise<void> => {
+      // The close below hands the ordered shards to their next consumers; a knock makes those take them
+      // over at once, not at their next one (WAKE_EVERY_MS), when a shard's keys wait only in its log.
+      await withTimeout(knock?.() ?? Promise.resolve(), HAND_OVER_KNOCK_MS, () => new Error('knock')).catch(() => {});
       await lanes.close();
       await orderedKeys?.close();
       await channel?.close().catch(() => {});

@@ -48,6 +48,7 @@ function lanes() {
     },
     closed: (channel) => closed.push(channel),
     stopping: () => stopping,
+    closeOnStop: () => false,
     redeclare: async () => {
       redeclared += 1;
       await declare();

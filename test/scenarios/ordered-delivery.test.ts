@@ -138,6 +138,37 @@ describeEachMode('ordered delivery per key', (mode) => {
     expect(receiver.requests).toHaveLength(30 + 6);
   });
 
+  // A shard's next consumer (single active consumer) gets the queue's messages as soon as the one before
+  // cancels, while that one still holds unacked ones: a stop hands a shard on only by closing it, with a
+  // knock so that keys waiting only in the log move on at once. Key s's followers wait in the worker
+  // (two at most), key t's in the log.
+  it('a worker stopped while heads run hands its shard on after those attempts, at once; each key keeps its order', async () => {
+    const receiver = await open.receiver(({ path }) => (path.endsWith('/0') ? { status: 200, delayMs: 3_000 } : { status: 200 }));
+    const relay = await open.relay({ DELAY_MODE: mode, ORDERED_SHARDS: '1', HTTP_TIMEOUT: '20s', DRAIN_TIMEOUT: '20s' });
+    const first = await relay.startWorker();
+    await relay.startWorker();
+    await publishKeys(relay, receiver.origin, ['s'], 3);
+    await publishKeys(relay, receiver.origin, ['t'], 5);
+    await receiver.waitFor((requests) => requests.length >= 2, 10_000);
+    await first.stop();
+    // Each head answered 3 s after it arrived: its key's next was not attempted before.
+    const gap = (key: string): number => {
+      const at = new Map(receiver.requests.map((r) => [r.path, r.at]));
+      return at.get(`/${key}/1`)! - at.get(`/${key}/0`)!;
+    };
+    await receiver.waitFor((requests) => requests.some((r) => r.path === '/s/1'), 10_000);
+    expect(gap('s')).toBeGreaterThanOrEqual(2_900);
+    // Well before the next periodic knock (30 s).
+    await receiver.waitFor((requests) => requests.length >= 8, 20_000);
+    expect(gap('t')).toBeGreaterThanOrEqual(2_900);
+    expect(seenPerKey(receiver.requests)).toEqual(
+      new Map([
+        ['s', [0, 1, 2]],
+        ['t', [0, 1, 2, 3, 4]],
+      ]),
+    );
+  });
+
   it('a held head cancelled while it waits is parked when its delay ends, and its key moves on', async () => {
     const receiver = await open.receiver(({ path }) => (path === '/c/0' ? { status: 503 } : { status: 200 }));
     const relay = await open.relay({ DELAY_MODE: mode, RETRY_SCHEDULE: '2s', MAX_ATTEMPTS: '5', ORDERED_SHARDS: '1' });
