@@ -1,5 +1,5 @@
 import amqplib from 'amqplib';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it, vi } from 'vitest';
 import { dlqEntry } from '../../src/dlq/dlq-entry.js';
 import type { OutcomeEvent } from '../../src/events/outcome-events.js';
 import { readHistory } from '../../src/history/read-history.js';
@@ -21,12 +21,22 @@ describe('URLs shown to people are masked; the delivery gets the whole URL', () 
     await receiver.waitFor((r) => r.length === 2);
     // The receiver got the whole URL (a fragment is never sent).
     expect(receiver.requests.map((r) => r.path).sort()).toEqual(['/gone?sig=s3cret-gone', '/ok?token=s3cret-ok&page=2']);
-    await sleep(300);
-    const events: Array<{ id: string; type: string; url: string }> = [];
-    for (let m = await relay.channel.get(queue, { noAck: true }); m; m = await relay.channel.get(queue, { noAck: true })) {
-      expect(m.content.toString()).not.toContain('s3cret');
-      events.push(JSON.parse(m.content.toString()));
-    }
+    // Outcome events are published after the HTTP response: collect until both are there, then check every one.
+    const contents: string[] = [];
+    let events: Array<{ id: string; type: string; url: string }> = [];
+    await vi.waitFor(
+      async () => {
+        for (let m = await relay.channel.get(queue, { noAck: true }); m; m = await relay.channel.get(queue, { noAck: true }))
+          contents.push(m.content.toString());
+        events = contents.map((content) => JSON.parse(content));
+        expect({ delivered: events.some((e) => e.id === ok.id), dead: events.some((e) => e.type === 'dead') }).toEqual({
+          delivered: true,
+          dead: true,
+        });
+      },
+      { timeout: 10_000 },
+    );
+    for (const content of contents) expect(content).not.toContain('s3cret');
     expect(events.find((e) => e.id === ok.id)).toMatchObject({ type: 'delivered', url: `${receiver.origin}/ok?token=***&page=***` });
     expect(events.find((e) => e.type === 'dead')).toMatchObject({ url: `${receiver.origin}/gone?sig=***` });
     const [dead] = await relay.drainDead();
@@ -41,27 +51,39 @@ describe('URLs shown to people are masked; the delivery gets the whole URL', () 
     await relay.startWorker();
     const { id } = await relay.publisher.publish({ url: `${receiver.origin}/h?token=s3cret-h`, body: 1 });
     await receiver.waitFor((r) => r.length === 1);
-    const old = {
-      type: 'delivered',
-      id: 'old-1',
-      url: 'https://user:pw@old.example/h?sig=s3cret-old#f',
-      attempt: 1,
-      worker: 'w/1',
-      at: new Date().toISOString(),
-    };
-    relay.channel.publish(relay.names.eventsExchange, 'delivered', Buffer.from(JSON.stringify(old)), { contentType: 'application/json' });
-    const events: OutcomeEvent[] = [];
     const connection = await amqplib.connect(inject('amqpUrl'));
-    try {
-      for (let tries = 0; tries < 20 && events.length < 2; tries += 1) {
-        events.length = 0;
-        await sleep(200);
-        await readHistory(await connection.createChannel(), relay.names.historyQueue, {
+    /** P.history as it is now, read from its first event. */
+    const history = async (): Promise<OutcomeEvent[]> => {
+      const read: OutcomeEvent[] = [];
+      const channel = await connection.createChannel();
+      try {
+        await readHistory(channel, relay.names.historyQueue, {
           from: 'first',
           follow: false,
           match: () => true,
-          onEvent: (event) => events.push(event),
+          onEvent: (event) => read.push(event),
         });
+      } finally {
+        await channel.close().catch(() => {});
+      }
+      return read;
+    };
+    let events: OutcomeEvent[] = [];
+    try {
+      // The worker publishes its event after the HTTP response: `old` goes in only once that one is stored, so the order is known.
+      await vi.waitFor(async () => expect((await history()).map((e) => e.id)).toContain(id), { timeout: 10_000 });
+      const old = {
+        type: 'delivered',
+        id: 'old-1',
+        url: 'https://user:pw@old.example/h?sig=s3cret-old#f',
+        attempt: 1,
+        worker: 'w/1',
+        at: new Date().toISOString(),
+      };
+      relay.channel.publish(relay.names.eventsExchange, 'delivered', Buffer.from(JSON.stringify(old)), { contentType: 'application/json' });
+      for (let tries = 0; tries < 20 && events.length < 2; tries += 1) {
+        await sleep(200);
+        events = await history();
       }
     } finally {
       await connection.close();

@@ -1,4 +1,5 @@
-import { describe, expect, it } from 'vitest';
+import type { GetMessage } from 'amqplib';
+import { describe, expect, it, vi } from 'vitest';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { createWorker } from '../../src/consumer/worker.js';
@@ -23,6 +24,11 @@ const sample = (text: string, line: string): number | undefined => {
   return found === undefined ? undefined : Number(found.slice(line.length + 1));
 };
 
+/** Takes every message `queue` holds now (no ack) and appends it to `into`. */
+async function takeAll(fixture: RelayFixture, queue: string, into: GetMessage[]): Promise<void> {
+  for (let m = await fixture.channel.get(queue, { noAck: true }); m; m = await fixture.channel.get(queue, { noAck: true })) into.push(m);
+}
+
 describe('operations', () => {
   it('metrics over HTTP count attempts and outcomes; /healthz and /readyz answer', async () => {
     receiver = await open.receiver(({ path }) => ({ status: path === '/gone' ? 404 : 200 }));
@@ -35,19 +41,25 @@ describe('operations', () => {
     relay.channel.publish(relay.names.exchange, 'deliver', Buffer.from('not json'));
     await relay.waitForDead(2);
     await sleep(200);
-    const { status, text } = await get(port, '/metrics');
-    expect(status).toBe(200);
-    expect(sample(text, 'callback_relay_callbacks_total{outcome="delivered",reason=""}')).toBe(1);
-    expect(sample(text, 'callback_relay_callbacks_total{outcome="dead",reason="rejected"}')).toBe(1);
-    expect(sample(text, 'callback_relay_callbacks_total{outcome="dead",reason="invalid"}')).toBe(1);
-    expect(sample(text, 'callback_relay_attempts_total{lane="0",result="success"}')).toBe(1);
-    expect(sample(text, 'callback_relay_attempts_total{lane="0",result="terminal"}')).toBe(1);
-    expect(sample(text, 'callback_relay_attempt_duration_seconds_count{lane="0"}')).toBe(2);
-    expect(sample(text, 'callback_relay_publish_confirm_seconds_count{kind="dead"}')).toBe(2);
-    expect(sample(text, 'callback_relay_in_flight')).toBe(0);
-    expect(sample(text, 'callback_relay_degraded_targets')).toBe(0);
-    expect(text).toContain('process_cpu_user_seconds_total');
-    expect(text).not.toContain(receiver.origin);
+    // A dead-letter copy is in P.dead before its original is acked and counted, and in flight until then.
+    await vi.waitFor(
+      async () => {
+        const { status, text } = await get(port, '/metrics');
+        expect(status).toBe(200);
+        expect(sample(text, 'callback_relay_callbacks_total{outcome="delivered",reason=""}')).toBe(1);
+        expect(sample(text, 'callback_relay_callbacks_total{outcome="dead",reason="rejected"}')).toBe(1);
+        expect(sample(text, 'callback_relay_callbacks_total{outcome="dead",reason="invalid"}')).toBe(1);
+        expect(sample(text, 'callback_relay_attempts_total{lane="0",result="success"}')).toBe(1);
+        expect(sample(text, 'callback_relay_attempts_total{lane="0",result="terminal"}')).toBe(1);
+        expect(sample(text, 'callback_relay_attempt_duration_seconds_count{lane="0"}')).toBe(2);
+        expect(sample(text, 'callback_relay_publish_confirm_seconds_count{kind="dead"}')).toBe(2);
+        expect(sample(text, 'callback_relay_in_flight')).toBe(0);
+        expect(sample(text, 'callback_relay_degraded_targets')).toBe(0);
+        expect(text).toContain('process_cpu_user_seconds_total');
+        expect(text).not.toContain(receiver!.origin);
+      },
+      { timeout: 10_000 },
+    );
     // ?name= picks metrics: a poller's cheap read, without Node's default metrics.
     const picked = await get(port, '/metrics?name=callback_relay_callbacks_total&name=callback_relay_in_flight&name=no_such_metric');
     expect(picked.status).toBe(200);
@@ -87,20 +99,32 @@ describe('operations', () => {
     await relay.waitForDead(1);
     await receiver.waitFor((r) => r.length === 4);
     await sleep(300);
-    const events: Record<string, unknown>[] = [];
-    for (let m = await relay.channel.get(queue, { noAck: true }); m; m = await relay.channel.get(queue, { noAck: true })) {
+    // Outcome events are published after the HTTP response: take them until the four expected are there (the sleep
+    // gives an unexpected one time to show).
+    const messages: GetMessage[] = [];
+    const events = (): Record<string, unknown>[] => messages.map((m) => JSON.parse(m.content.toString()));
+    const of = (id: string) =>
+      events()
+        .filter((e) => e.id === id)
+        .map((e) => e.type);
+    await vi.waitFor(
+      async () => {
+        await takeAll(relay!, queue, messages);
+        expect([of(ok.id).length, of(flaky.id).length, of(gone.id).length]).toEqual([1, 2, 1]);
+      },
+      { timeout: 10_000 },
+    );
+    for (const m of messages) {
       expect(m.fields.routingKey).toBe(JSON.parse(m.content.toString()).type);
       expect(m.content.toString()).not.toContain('do-not-leak');
-      events.push(JSON.parse(m.content.toString()));
     }
-    const of = (id: string) => events.filter((e) => e.id === id).map((e) => e.type);
     expect(of(ok.id)).toEqual(['delivered']);
     expect(of(flaky.id)).toEqual(['retry-scheduled', 'delivered']);
     expect(of(gone.id)).toEqual(['dead']);
-    const retry = events.find((e) => e.type === 'retry-scheduled');
+    const retry = events().find((e) => e.type === 'retry-scheduled');
     expect(retry).toMatchObject({ attempt: 1, status: 503, url: `${receiver.origin}/flaky` });
     expect(Date.parse(String(retry?.nextAttemptAt))).toBeGreaterThan(Date.parse(String(retry?.at)));
-    expect(events.find((e) => e.type === 'dead')).toMatchObject({ reason: 'rejected', status: 404 });
+    expect(events().find((e) => e.type === 'dead')).toMatchObject({ reason: 'rejected', status: 404 });
   });
 
   it('outcome events nobody listens for are paused, and flow within 1.25 s of a queue being bound, after one probe', async () => {
@@ -120,10 +144,15 @@ describe('operations', () => {
     for (let i = 0; i < 5; i++) after.push((await relay.publisher.publish({ url: `${receiver.origin}/after`, body: i })).id);
     await receiver.waitFor((r) => r.length === 11);
     await sleep(300);
-    const ids: unknown[] = [];
-    for (let m = await relay.channel.get(queue, { noAck: true }); m; m = await relay.channel.get(queue, { noAck: true }))
-      ids.push(JSON.parse(m.content.toString()).id);
-    expect(ids.sort()).toEqual(after.sort());
+    // Outcome events are published after the HTTP response: take them until the six are there (and nothing else).
+    const messages: GetMessage[] = [];
+    await vi.waitFor(
+      async () => {
+        await takeAll(relay!, queue, messages);
+        expect(messages.map((m) => JSON.parse(m.content.toString()).id).sort()).toEqual([...after].sort());
+      },
+      { timeout: 10_000 },
+    );
   });
 
   it('logs: one info line per dead-letter, attempts only at debug, no payloads or broker passwords', async () => {

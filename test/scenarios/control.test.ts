@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import amqplib, { type Channel, type ConsumeMessage } from 'amqplib';
-import { expect, inject, it } from 'vitest';
+import { expect, inject, it, vi } from 'vitest';
 import { startControlReader } from '../../src/control/control-reader.js';
 import { controlStream } from '../../src/topology/declare-control.js';
 import type { OutcomeEvent } from '../../src/events/outcome-events.js';
@@ -94,10 +94,15 @@ describeEachMode('cancel', (mode) => {
     expect(headerOf(parked!, 'x-callback-last-status')).toBe('503');
     expect(receiver.requests).toHaveLength(1);
     await sleep(200);
-    expect(events.filter((e) => e.id === id).map((e) => [e.type, e.attempt, e.reason])).toEqual([
-      ['retry-scheduled', 1, undefined],
-      ['canceled', 1, 'canceled'],
-    ]);
+    // The canceled event follows the dead-letter copy's confirm and the ack (the sleep gives an unexpected one time to show).
+    await vi.waitFor(
+      () =>
+        expect(events.filter((e) => e.id === id).map((e) => [e.type, e.attempt, e.reason])).toEqual([
+          ['retry-scheduled', 1, undefined],
+          ['canceled', 1, 'canceled'],
+        ]),
+      { timeout: 10_000 },
+    );
   });
 
   it('a cancel written while no worker runs holds across a restart; a replay from P.dead delivers the callback', async () => {
@@ -348,10 +353,15 @@ describeEachMode('pause a target', (mode) => {
     expect((await cli(relay, ['target', 'resume', receiver.origin])).code).toBe(0);
     await receiver.waitFor((r) => r.length === 1, 40_000);
     await sleep(300);
-    expect(events.filter((e) => e.id === id).map((e) => [e.type, e.attempt])).toEqual([
-      ['paused', 0],
-      ['delivered', 1],
-    ]);
+    // The delivered event is published after the HTTP response (the sleep gives an unexpected one time to show).
+    await vi.waitFor(
+      () =>
+        expect(events.filter((e) => e.id === id).map((e) => [e.type, e.attempt])).toEqual([
+          ['paused', 0],
+          ['delivered', 1],
+        ]),
+      { timeout: 10_000 },
+    );
 
     const timeline = await cli(relay, ['history', id]);
     expect(timeline.code, timeline.stderr).toBe(0);

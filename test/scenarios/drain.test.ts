@@ -1,4 +1,4 @@
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, inject, it, vi } from 'vitest';
 import { laneBucket, laneOf } from '../../src/topology/topology-names.js';
 import { sleep } from '../support/modes.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
@@ -80,9 +80,15 @@ describe.each(['on', 'off'])('drain with ISOLATION=%s', (isolation) => {
     // The stopped worker attempted only what was in flight at the SIGTERM, and acked those.
     const attemptedByStopped = allRequests(receivers).length;
     expect(attemptedByStopped).toBe(PREFETCH);
-    let queued = 0;
-    for (const queue of [...relay.names.workQueues, relay.names.slowQueue]) queued += await relay.messageCount(queue);
-    expect(queued).toBe(CALLBACKS - PREFETCH);
+    // What the stopped worker returned reaches a quorum queue's ready count after a Raft commit.
+    await vi.waitFor(
+      async () => {
+        let queued = 0;
+        for (const queue of [...relay.names.workQueues, relay.names.slowQueue]) queued += await relay.messageCount(queue);
+        expect(queued).toBe(CALLBACKS - PREFETCH);
+      },
+      { timeout: 10_000 },
+    );
 
     holdMs = 0;
     await relay.startWorker({}, { prefetch: 20 });

@@ -185,7 +185,7 @@ describe('hostile input (queues mode)', () => {
     const dead = await relay.drainDead();
     expect(receiver.requests).toHaveLength(0);
     // The dead-letter copy is confirmed before the original is acked: the last ack may still be on its way.
-    await vi.waitFor(() => expect(inProcess.inFlight).toBe(0), { timeout: 2_000 });
+    await vi.waitFor(() => expect(inProcess.inFlight).toBe(0), { timeout: 10_000 });
     expect(dead.map((m) => [m.properties.messageId, m.properties.headers?.[HEADER.reason]])).toEqual(
       unsendable.map((_, i) => [`h-${i}`, 'invalid']),
     );

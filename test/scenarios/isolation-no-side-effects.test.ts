@@ -113,7 +113,8 @@ describeEachMode('isolation without side effects', (mode) => {
   it("a quiet target queued behind a busy one in the same lane is served at once; the busy one's excess moves to P.slow and is all delivered", async () => {
     const busy = await open.receiver(() => ({ status: 200, delayMs: 150 }));
     const quiet = await receiverInLaneOf(busy, () => ({ status: 200 }));
-    const relay = await open.relay({ DELAY_MODE: mode, LANES: String(LANES), PREFETCH: '20' });
+    // HTTP_TIMEOUT 20 s: on a loaded machine a 150 ms answer never times out and is sent again (each is sent once).
+    const relay = await open.relay({ DELAY_MODE: mode, LANES: String(LANES), PREFETCH: '20', HTTP_TIMEOUT: '20s' });
     await ownProcess(relay);
     const backlog = await publishMany(relay, busy, 600, 'b');
     const quietIds = await publishMany(relay, quiet, 10, 'q');
@@ -130,7 +131,14 @@ describeEachMode('isolation without side effects', (mode) => {
   // they do not, and the same busy target's excess moves (the control: it is busy, and worth moving).
   it("a busy target whose backlog fits below its lane's line is not moved (queues mode); one that does not fit is (plugin mode)", async () => {
     const busy = await open.receiver(() => ({ status: 200, delayMs: 200 }));
-    const relay = await open.relay({ DELAY_MODE: mode, LANES: String(LANES), PREFETCH: '20', METRICS_PORT: String(await freePort()) });
+    // HTTP_TIMEOUT 20 s: on a loaded machine a 200 ms answer never times out and is sent again (each is sent once).
+    const relay = await open.relay({
+      DELAY_MODE: mode,
+      LANES: String(LANES),
+      PREFETCH: '20',
+      METRICS_PORT: String(await freePort()),
+      HTTP_TIMEOUT: '20s',
+    });
     const worker = await relay.startWorker();
     const backlog = await publishMany(relay, busy, 150, 'w');
     await busy.waitFor((r) => ids(r).size === backlog.length, 30_000);

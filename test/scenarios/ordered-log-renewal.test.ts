@@ -146,7 +146,8 @@ describeEachMode('the ordered log renewed past its retention', (mode) => {
       n += 1;
       await sleep(200);
     }
-    const entries = await logEntries(relay);
+    // The worker logs an arrival after consuming it: wait until the last one is in the log.
+    const entries = await logUntil(relay, (all) => replay(all).get('b')?.followers.length === n - 1, 10_000);
     const [claim] = entries.filter(({ record }) => record.kind === 'claim');
     // Renewed claims name the first one; copies were written while followers kept arriving.
     expect(entries.some(({ record }) => record.kind === 'claim' && record.first === claim!.offset)).toBe(true);

@@ -1,4 +1,4 @@
-import { expect, it } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import { describeEachMode, sleep } from '../support/modes.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
 import type { Receiver } from '../support/receiver.js';
@@ -38,6 +38,8 @@ describeEachMode('worker failure', (mode) => {
       TARGET_CONCURRENCY: '5',
       TARGET_INITIAL_CONCURRENCY: '5',
       DRAIN_TIMEOUT: '5s',
+      // The 800 ms answers never time out on a loaded machine: a timed-out attempt is sent again, and the count below is exact.
+      HTTP_TIMEOUT: '20s',
     });
     const ids = await Promise.all(
       Array.from({ length: 30 }, (_, i) => relay!.publisher.publish({ url: `${receiver!.origin}/d/${i}`, body: i }).then((r) => r.id)),
@@ -53,8 +55,10 @@ describeEachMode('worker failure', (mode) => {
     expect(worker.output()).toContain('worker stopped');
     expect(worker.output()).not.toContain('drain timeout');
     const deliveredBeforeStop = receiver.requests.length;
-    const queued = await relay.messageCount(relay.names.workQueue);
-    expect(queued + deliveredBeforeStop).toBe(ids.length);
+    // The messages the worker gave back reach a quorum queue's ready count after a Raft commit.
+    await vi.waitFor(async () => expect((await relay.messageCount(relay.names.workQueue)) + deliveredBeforeStop).toBe(ids.length), {
+      timeout: 10_000,
+    });
     await relay.startWorker();
     await receiver.waitFor((r) => new Set(r.map((x) => x.headers['webhook-id'])).size === ids.length, 30_000);
     await sleep(1_000);
