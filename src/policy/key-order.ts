@@ -160,16 +160,19 @@ export class KeyOrder<T> {
   held(key: string, id: string): Step<T> {
     const state = this.keys.get(key);
     if (state?.head?.id !== id) return { records: [], toLog: [] };
-    const written = this.written();
-    const record: LogRecord = { kind: 'hold', owner: this.owner, key, head: id, ...written };
-    Object.assign(record, ranFrom(state.head));
-    const { early } = state.head;
+    const { head } = state;
+    // Held again (its next retry failed, a paused target's recheck): the log's hold of it stands. A new
+    // one each time would grow the log with every recheck of every paused key; the renewal rewrites it.
+    const again = head.logged && !head.running && !head.stopped && head.from === undefined;
+    const written = again ? { ...(head.at !== undefined && { at: head.at }) } : this.written();
+    const records: LogRecord[] = again ? [] : [{ kind: 'hold', owner: this.owner, key, head: id, ...written, ...ranFrom(head) }];
+    const { early } = head;
     // A copy already back runs once the hold is recorded, as if it had come after it.
     state.head = { id, held: early === undefined, logged: true, ...written };
     const toLog = state.waiting.map((waiting) => waiting.item);
     state.waiting = [];
     state.appending += toLog.length;
-    return { records: [record], toLog, behind: id, ...(early !== undefined && { next: early }) };
+    return { records, toLog, behind: id, ...(early !== undefined && { next: early }) };
   }
 
   /**

@@ -164,3 +164,16 @@ describeEachMode('the ordered log renewed past its retention', (mode) => {
     expect(paths).toEqual(Array.from({ length: n - 1 }, (_, i) => `/b/${i + 1}`));
   });
 });
+
+describeEachMode('what the ordered log keeps of a retried head', (mode) => {
+  it('one hold, however often the head is held again: retries (and rechecks of a paused target) do not grow the log', async () => {
+    const receiver = await open.receiver(({ path, nth }) => (path === '/r/0' && nth <= 4 ? { status: 503 } : { status: 200 }));
+    const relay = await open.relay({ DELAY_MODE: mode, RETRY_SCHEDULE: '1s', MAX_ATTEMPTS: '10', ORDERED_SHARDS: '1' });
+    await relay.startWorker();
+    for (const n of [0, 1]) await relay.publisher.publish({ url: `${receiver.origin}/r/${n}`, body: n, orderKey: 'r' });
+    await receiver.waitFor((requests) => requests.some((r) => r.path === '/r/1'), 30_000);
+    expect(receiver.requests.map((r) => r.path)).toEqual(['/r/0', '/r/0', '/r/0', '/r/0', '/r/0', '/r/1']);
+    const holds = (await logEntries(relay)).filter(({ record }) => record.kind === 'hold');
+    expect(holds).toHaveLength(1);
+  });
+});

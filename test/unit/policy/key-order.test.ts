@@ -21,6 +21,26 @@ describe('KeyOrder', () => {
     expect(order.size).toBe(0);
   });
 
+  it("a head held again writes no new hold (the first stands, so a paused key's rechecks do not grow the log); its renewal age counts from the first", () => {
+    const now = { ms: 1_000 };
+    const order = new KeyOrder<string>('w1', Number.POSITIVE_INFINITY, () => now.ms);
+    order.arrive(fresh('k', 'a'));
+    order.arrive(fresh('k', 'b'));
+    expect(order.held('k', 'a').records).toEqual([{ kind: 'hold', owner: 'w1', key: 'k', head: 'a', at: 1_000 }]);
+    for (const ms of [16_000, 31_000]) {
+      now.ms = ms;
+      expect(order.arrive(copy('k', 'a'))).toEqual({ kind: 'attempt', item: 'a' });
+      expect(order.held('k', 'a')).toMatchObject({ records: [], behind: 'a' });
+    }
+    expect(order.renewable(2_000).map((r) => r.key)).toEqual(['k']);
+    // A head put back from the log is held with the offset it ran from: that hold is written.
+    order.followerLogged('k', 10);
+    order.arrive(copy('k', 'a'));
+    expect(order.settled('k', 'a').read).toEqual({ key: 'k', offset: 10 });
+    order.arrive(from('k', 'b', 10));
+    expect(order.held('k', 'b').records).toMatchObject([{ kind: 'hold', head: 'b', from: 10 }]);
+  });
+
   it('holds a failed head: its waiting followers and every later arrival go to the log, in order, until it is settled', () => {
     const order = new KeyOrder<string>('w1');
     order.arrive(fresh('k', 'a'));
