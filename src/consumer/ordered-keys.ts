@@ -38,6 +38,8 @@ export interface OrderedKeysDeps {
   resumeRoute: (key: string) => { exchange: string; routingKey: string };
   /** A route into shard `shard`, for its wake. */
   wakeRoute: (shard: number) => { exchange: string; routingKey: string };
+  /** The lane of the shard `key` belongs to: its copies and put-backs go there, whatever shard it came in. */
+  homeLane: (key: string) => Lane;
   connection: () => ChannelModel | undefined;
   /** A job may be attempted: it enters the pipeline's admission. */
   run: (job: Job) => void;
@@ -64,6 +66,15 @@ export class OrderedKeys {
 
   isOrdered(lane: Lane): boolean {
     return this.deps.logs.has(lane);
+  }
+
+  /**
+   * The shard a callback of `key` that came in `lane` belongs to, if another (its producer's routing key
+   * named a wrong bucket): taken here, its retries would go there, to a shard that knows nothing of it.
+   */
+  misrouted(lane: Lane, key: string): Lane | undefined {
+    const home = this.deps.homeLane(key);
+    return home === lane ? undefined : home;
   }
 
   /** An operator's release of a stopped key (`callback-relay ordered release`), arrived in its shard. */

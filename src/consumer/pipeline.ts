@@ -121,6 +121,11 @@ class Pipeline {
       const key = job.delivery.callback.orderKey;
       // From an ordered shard: its key's order decides when it is attempted (ordered-keys.ts).
       if (key !== undefined && ordered?.isOrdered(lane)) {
+        const home = ordered.misrouted(lane, key);
+        if (home !== undefined) {
+          const error = `orderKey ${JSON.stringify(key)} belongs to ordered shard ${home.slice(1)} (routing key ordered.${orderBucket(key)}); it came to shard ${lane.slice(1)}`;
+          return void this.settle(job, concludeInvalid({ ok: false, id: job.delivery.id, attempt: job.delivery.attempt, error }));
+        }
         job.orderKey = key;
         job.orderBucket = orderBucket(key);
         return void ordered.arrive(job, key).catch((error: unknown) => this.handleError(job, 'prepare', error));

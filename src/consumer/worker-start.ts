@@ -8,7 +8,7 @@ import { createGuardedAgent } from '../http/guarded-agent.js';
 import type { TargetIsolation, TargetKey } from '../isolation/target-isolation.js';
 import type { Logger } from '../logger.js';
 import { applyTopology, connectTopology, type ResolvedTopology } from '../topology/connect-topology.js';
-import { orderBucket, orderedRoutingKey, type TopologyNames } from '../topology/topology-names.js';
+import { orderBucket, orderedRoutingKey, orderedShard, type TopologyNames } from '../topology/topology-names.js';
 import type { Job } from './admit.js';
 import { applyLimits, followFleet } from './apply-limits.js';
 import { OrderedKeys, type OrderedKeysDeps } from './ordered-keys.js';
@@ -99,7 +99,7 @@ export async function startLimits(isolation: TargetIsolation<Job> | undefined, a
 }
 
 /** What the ordered shards need beside the topology: OrderedKeys' dependencies less those the shards' names give. */
-export type ShardDeps = Omit<OrderedKeysDeps, 'logs' | 'resumeRoute' | 'wakeRoute' | 'maxWaiting'>;
+export type ShardDeps = Omit<OrderedKeysDeps, 'logs' | 'resumeRoute' | 'wakeRoute' | 'homeLane' | 'maxWaiting'>;
 
 /**
  * The ordered shards: each a queue with a single active consumer, whose window is `orderedPrefetch`
@@ -120,6 +120,7 @@ export function orderedShards(
     resumeRoute: (key) => ({ exchange: names.exchange, routingKey: orderedRoutingKey(orderBucket(key)) }),
     // Bucket b lands in shard b mod ORDERED_SHARDS, so bucket `shard` lands in that shard.
     wakeRoute: (shard) => ({ exchange: names.exchange, routingKey: orderedRoutingKey(shard) }),
+    homeLane: (key) => `o${orderedShard(orderBucket(key), lanes.length)}`,
     maxWaiting: Math.max(1, Math.floor(orderedPrefetch / 4)),
   });
   return { ordered, lanes };

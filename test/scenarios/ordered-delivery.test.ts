@@ -1,7 +1,7 @@
 import amqplib from 'amqplib';
 import { expect, it } from 'vitest';
 import { HEADER } from '../../src/message/headers.js';
-import { orderBucket, orderedRoute } from '../../src/topology/topology-names.js';
+import { orderBucket, orderedRoute, orderedRoutingKey, orderedShard } from '../../src/topology/topology-names.js';
 import { describeEachMode, sleep } from '../support/modes.js';
 import { openedInEachTest } from '../support/opened-in-each-test.js';
 import type { ReceivedRequest } from '../support/receiver.js';
@@ -121,6 +121,28 @@ describeEachMode('ordered delivery per key', (mode) => {
     await receiver.waitFor((requests) => requests.some((r) => r.path === '/f/2'), 30_000);
     await sleep(1_000);
     expect(receiver.requests.map((r) => r.path).filter((path) => path !== '/f/0')).toEqual(['/f/1', '/f/2']);
+  });
+
+  it("a callback routed to another key's shard is dead-lettered as invalid, naming its own; the key's others are delivered", async () => {
+    const receiver = await open.receiver(() => ({ status: 200 }));
+    const relay = await open.relay({ DELAY_MODE: mode, ORDERED_SHARDS: '2' });
+    await relay.startWorker();
+    const home = orderedShard(orderBucket('m'), 2);
+    const wrong = Array.from({ length: 64 }, (_, bucket) => bucket).find((bucket) => orderedShard(bucket, 2) !== home)!;
+    const connection = await amqplib.connect(relay.config.amqpUrl);
+    const confirmed = await connection.createConfirmChannel();
+    const body = Buffer.from(JSON.stringify({ url: `${receiver.origin}/m/0`, body: 0, orderKey: 'm' }));
+    confirmed.publish(relay.names.exchange, orderedRoutingKey(wrong), body, { persistent: true, messageId: 'misrouted' });
+    await confirmed.waitForConfirms();
+    await connection.close();
+    await relay.publisher.publish({ url: `${receiver.origin}/m/1`, body: 1, orderKey: 'm' });
+    await relay.waitForDead(1, 10_000);
+    const [dead] = await relay.drainDead();
+    expect(dead?.properties.messageId).toBe('misrouted');
+    expect(dead?.properties.headers?.[HEADER.reason]).toBe('invalid');
+    expect(String(dead?.properties.headers?.[HEADER.lastError])).toContain(`orderKey "m" belongs to ordered shard ${home}`);
+    await receiver.waitFor((requests) => requests.some((r) => r.path === '/m/1'), 10_000);
+    expect(receiver.requests.map((r) => r.path)).toEqual(['/m/1']);
   });
 
   it('two workers: one owns each shard, and a key keeps its order across them', async () => {
