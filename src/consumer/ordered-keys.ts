@@ -82,7 +82,14 @@ export class OrderedKeys {
     const shard = this.shardOf(lane, channel);
     if (!(await shard.ready) || shard.closed) return;
     const step = shard.order.release(key);
-    for (const record of step.records) await this.append(shard, recordHeaders(record));
+    try {
+      for (const record of step.records) await this.append(shard, recordHeaders(record));
+    } catch (error) {
+      // Released here but not in the log: the shard is handed on, and its next owner gets the release again.
+      this.deps.logger.error({ key, err: (error as Error).message }, 'an ordered key release could not be logged; its shard is handed on');
+      void shard.channel.close().catch(() => {});
+      return;
+    }
     this.deps.logger.info({ key, released: step.records.length > 0 }, 'ordered key release');
     ack();
     if (step.read) await this.resume(shard, step.read.key, step.read.offset);
