@@ -37,7 +37,8 @@ export interface LaneChannels {
   ): Promise<void>;
   /**
    * Cancels every consumer but those `closeOnStop` names, so nothing more arrives (the worker's stop);
-   * the channels stay open to settle.
+   * the channels stay open to settle. Of those it names, closes the ones holding no message (a shard
+   * this worker only stands by for): the broker must not make a stopping worker its active consumer.
    */
   cancel(): Promise<void>;
   /** Every queue of the latest `open()` has its consumer (what readiness needs besides the connection). */
@@ -173,7 +174,10 @@ export function createLaneChannels(options: LaneChannelOptions): LaneChannels {
       );
     },
     async cancel() {
-      for (const [lane, { channel, tag }] of consumers) if (!options.closeOnStop(lane)) await channel.cancel(tag).catch(() => {});
+      for (const [lane, { channel, tag, acks }] of consumers) {
+        if (!options.closeOnStop(lane)) await channel.cancel(tag).catch(() => {});
+        else if (acks.unsettled() === 0) await channel.close().catch(() => {});
+      }
     },
     consuming: () => expected > 0 && consumers.size === expected,
     flushAcks() {

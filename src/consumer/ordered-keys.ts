@@ -61,6 +61,8 @@ export class OrderedKeys {
   /** Each settling job's step, between its hook (before the ack) and `after`. */
   private readonly steps = new WeakMap<Job, Step<Job>>();
   private lastSpill = 0;
+  /** The worker stops (`takeWaiting`). */
+  private stopping = false;
 
   constructor(private readonly deps: OrderedKeysDeps) {}
 
@@ -121,7 +123,8 @@ export class OrderedKeys {
   /** A decoded callback with an orderKey from a shard: attempt it, let it wait, log it, or drop a duplicate. */
   async arrive(job: Job, key: string): Promise<void> {
     const shard = this.shardOf(job.lane, job.channel);
-    if (!(await shard.ready) || shard.closed) return job.finish();
+    // After the stop's `takeWaiting`, nothing more waits here: it stays unacked until the shard closes.
+    if (!(await shard.ready) || shard.closed || this.stopping) return job.finish();
     const { delivery } = job;
     const admission = shard.order.arrive({ key, id: delivery.id, stamp: delivery.orderStamp, item: job, at: this.deps.clock() });
     switch (admission.kind) {
@@ -214,6 +217,7 @@ export class OrderedKeys {
 
   /** The worker stops: every job waiting behind a head, to give back unattempted. */
   takeWaiting(): Job[] {
+    this.stopping = true;
     return [...this.shards.values()].flatMap((shard) => shard.order.takeWaiting());
   }
 

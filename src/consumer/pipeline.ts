@@ -331,13 +331,13 @@ class Pipeline {
   /**
    * The consumers are cancelled (nothing more arrives): every job still waiting for a slot goes back to
    * its queue unattempted, and so does any that would wait from now on (a move that could not be
-   * stored). Returns how many went back.
+   * stored). Returns how many went back (an ordered shard's stay until it closes: `giveBack`).
    */
   giveBackWaiting(): number {
     this.givenBack = true;
     const waiting = [...this.scheduler.drop(() => true), ...(this.context.ordered?.takeWaiting() ?? [])];
     for (const job of waiting) this.giveBack(job);
-    return waiting.length;
+    return waiting.filter((job) => !this.context.ordered?.isOrdered(job.lane)).length;
   }
 
   /**

@@ -32,7 +32,7 @@ import { declareAtStart, deliveryAgent, orderedShards, startLimits, startSteps }
 
 /** How often a worker knocks on every ordered shard (ordered-keys.ts wakeAll). */
 const WAKE_EVERY_MS = 30_000;
-/** How long a stopping worker waits for its last knock's confirms before it closes the shards anyway. */
+/** How long a stopping worker waits for its last knock's confirms. */
 const HAND_OVER_KNOCK_MS = 2_000;
 /** How long a reconnect's setup waits for each extra channel it declares bindings on. */
 const SETUP_CHANNEL_OPEN_MS = 5_000;
@@ -316,8 +316,10 @@ export function createWorker(config: RelayConfig, logger: Logger, deps: WorkerDe
     const broker = async (): Promise<void> => {
       // The close below hands the ordered shards to their next consumers; a knock makes those take them
       // over at once, not at their next one (WAKE_EVERY_MS), when a shard's keys wait only in its log.
-      await withTimeout(knock?.() ?? Promise.resolve(), HAND_OVER_KNOCK_MS, () => new Error('knock')).catch(() => {});
+      // Beside the close, not before it: the last acks must not wait for its confirms.
+      const knocked = withTimeout(knock?.() ?? Promise.resolve(), HAND_OVER_KNOCK_MS, () => new Error('knock')).catch(() => {});
       await lanes.close();
+      await knocked;
       await orderedKeys?.close();
       await channel?.close().catch(() => {});
       await manager?.close().catch(() => {});
