@@ -2,7 +2,7 @@
 export interface ChaosEvent {
   /** ms after the start of publishing. */
   atMs: number;
-  kind: 'worker-sigkill' | 'broker-restart' | 'connection-cut' | 'node-stop' | 'node-start' | 'node-fault' | 'canary';
+  kind: 'worker-sigkill' | 'worker-sigterm' | 'broker-restart' | 'connection-cut' | 'node-stop' | 'node-start' | 'node-fault' | 'canary';
   label: string;
   run: () => Promise<void> | void;
 }

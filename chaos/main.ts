@@ -100,13 +100,20 @@ const kill = (pool: WorkerPool, atMs: number): ChaosEvent => ({
   run: () => void pool.killRandom(1_000),
 });
 
-/** One node (test/support/local-broker.ts): worker kills, broker restarts, connection cuts. */
+const stop = (pool: WorkerPool, atMs: number): ChaosEvent => ({
+  atMs,
+  kind: 'worker-sigterm',
+  label: 'SIGTERM worker',
+  run: () => void pool.stopRandom(1_000),
+});
+
+/** One node (test/support/local-broker.ts): worker kills and stops, broker restarts, connection cuts. */
 async function singleNode(scenarios: ScenarioResult[], skipped: Skipped[]): Promise<Summary['broker']> {
   const node = await startChaosNode();
   const info = await inspectBroker(node.url);
   say(`broker: RabbitMQ ${info.version}, node ${node.node}, delayed-message plugin: ${info.hasDelayedPlugin ? 'yes' : 'no'}`);
   const span = PROFILE.spreadMs;
-  const [kills, restarts, cuts] = values.quick ? [4, 1, 1] : [12, 2, 3];
+  const [kills, stops, restarts, cuts] = values.quick ? [4, 2, 1, 1] : [12, 4, 2, 3];
   // Plugin mode restarts the broker the way docs/plugin-mode.md tells operators to: before-stop.sh first.
   // Without it, delayed messages that fall due while the node stops are lost inside the plugin.
   const timeline =
@@ -115,6 +122,7 @@ async function singleNode(scenarios: ScenarioResult[], skipped: Skipped[]): Prom
       // Early, before any cut or restart has returned messages: the canary wants callbacks with one copy.
       ...(canary ? [canary.event(node.url, names, ledger, 0.25 * span)] : []),
       ...spaced(kills, 0.15 * span, span).map((at) => kill(pool, at)),
+      ...spaced(stops, 0.35 * span, 0.8 * span).map((at) => stop(pool, at)),
       ...spaced(restarts, 0.45 * span, 0.75 * span).map((atMs, i) => ({
         atMs,
         kind: 'broker-restart' as const,

@@ -94,7 +94,7 @@ export function formatScenario(result: ScenarioResult): string {
     `duplicates: ${v.duplicates.deliveredTwice} delivered twice (${v.duplicates.afterRepublish} after a producer republish), ` +
       `${v.duplicates.parkedTwice} parked twice, ${v.duplicates.deliveredAndParked} delivered and parked; ${v.repeatedAttempts} repeated attempts; ` +
       `${v.unansweredSuccesses} 2xx answers never sent (worker gone)`,
-    `chaos: ${result.workers.sigkills} worker SIGKILLs, ${count('broker-restart')} broker restarts, ${count('connection-cut')} connection cuts, ` +
+    `chaos: ${result.workers.sigkills} worker SIGKILLs, ${result.workers.sigterms} SIGTERMs, ${count('broker-restart')} broker restarts, ${count('connection-cut')} connection cuts, ` +
       `${count('node-stop')} node stops / ${count('node-start')} node starts, ${count('node-fault')} node faults${failedActs ? `, ${failedActs} acts FAILED` : ''}`,
     `workers: ${result.workers.spawned} spawned, ${result.workers.disconnects} broker disconnects logged, ${result.workers.unexpectedExits} unexpected exits`,
     `publisher: ${result.publish.confirmed} confirmed, ${result.publish.republished} republished, ${result.publish.unconfirmed} unconfirmed` +

@@ -19,6 +19,8 @@ interface Slot {
 export interface PoolStats {
   spawned: number;
   sigkills: number;
+  /** SIGTERMs (a graceful stop, as an orchestrator's rolling restart sends). */
+  sigterms: number;
   /** Exits nobody asked for (a crash, or a start that gave up): a finding in itself. */
   unexpectedExits: { worker: number; code: number | null; signal: string | null }[];
   /** `disconnected from the broker` lines the workers logged. */
@@ -31,6 +33,8 @@ export interface WorkerPool {
   waitConsuming(timeoutMs: number): Promise<void>;
   /** SIGKILLs the worker of a random slot and respawns it after `respawnMs`; returns the slot. */
   killRandom(respawnMs: number): number;
+  /** SIGTERMs the worker of a random slot (it drains and exits) and respawns it `respawnMs` after its exit; returns the slot. */
+  stopRandom(respawnMs: number): number;
   /** Points a slot at another broker URL from its next (re)spawn on. */
   repoint(index: number, amqpUrl: string): void;
   /** SIGTERM (graceful drain), then SIGKILL whatever is left after `graceMs`. */
@@ -44,7 +48,7 @@ export interface WorkerPool {
  * through tsx), each with its own AMQP_URL. Logs go to `logDir/worker-N.log` for post-mortems.
  */
 export function startWorkerPool(amqpUrls: string[], env: Record<string, string>, logDir: string): WorkerPool {
-  const stats: PoolStats = { spawned: 0, sigkills: 0, unexpectedExits: [], disconnects: 0 };
+  const stats: PoolStats = { spawned: 0, sigkills: 0, sigterms: 0, unexpectedExits: [], disconnects: 0 };
   let stopping = false;
   const slots: Slot[] = amqpUrls.map((amqpUrl, index) => ({
     index,
@@ -110,6 +114,18 @@ export function startWorkerPool(amqpUrls: string[], env: Record<string, string>,
         stats.sigkills += 1;
       }
       setTimeout(() => !stopping && !slot.child && spawnInto(slot), respawnMs);
+      return slot.index;
+    },
+    stopRandom(respawnMs) {
+      const alive = slots.filter((slot) => slot.child);
+      const slot = alive[Math.floor(Math.random() * alive.length)] ?? slots[0]!;
+      const child = slot.child;
+      if (child) {
+        slot.killedByUs = true;
+        child.once('exit', () => setTimeout(() => !stopping && !slot.child && spawnInto(slot), respawnMs));
+        child.kill('SIGTERM');
+        stats.sigterms += 1;
+      }
       return slot.index;
     },
     repoint(index, amqpUrl) {
