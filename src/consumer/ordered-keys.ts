@@ -5,6 +5,7 @@ import { publishConfirmed } from '../amqp/publish-confirmed.js';
 import { HEADER } from '../message/headers.js';
 import { callbackHeaders, recordHeaders } from '../ordering/log-records.js';
 import type { LogEntry } from '../ordering/log-entry.js';
+import type { LogRecord } from '../policy/key-log.js';
 import { KeyOrder, type Step } from '../policy/key-order.js';
 import type { Lane } from '../reports.js';
 import type { SettledAs } from '../settle/settle.js';
@@ -84,14 +85,8 @@ export class OrderedKeys {
     const shard = this.shardOf(lane, channel);
     if (!(await shard.ready) || shard.closed) return;
     const step = shard.order.release(key);
-    try {
-      for (const record of step.records) await this.append(shard, recordHeaders(record));
-    } catch (error) {
-      // Released here but not in the log: the shard is handed on, and its next owner gets the release again.
-      this.deps.logger.error({ key, err: (error as Error).message }, 'an ordered key release could not be logged; its shard is handed on');
-      void shard.channel.close().catch(() => {});
-      return;
-    }
+    // Released here but not in the log: the shard is handed on, and its next owner gets the release again.
+    if (!(await this.record(shard, key, step.records, 'an ordered key release'))) return;
     this.deps.logger.info({ key, released: step.records.length > 0 }, 'ordered key release');
     ack();
     if (step.read) await this.resume(shard, step.read.key, step.read.offset);
@@ -357,13 +352,7 @@ export class OrderedKeys {
         { key, offset },
         "an ordered follower is gone from its shard's log (past its retention); its key moves on without it",
       );
-    try {
-      for (const record of step.records) await this.append(shard, recordHeaders(record));
-    } catch (error) {
-      this.deps.logger.error({ key, err: (error as Error).message }, 'an ordered record could not be logged; its shard is handed on');
-      void shard.channel.close().catch(() => {});
-      return;
-    }
+    if (!(await this.record(shard, key, step.records, 'an ordered record'))) return;
     if (step.next) this.deps.run(step.next);
     if (step.read) await this.resume(shard, step.read.key, step.read.offset);
     // Its renewal copy is still being written: read again once it is there.
@@ -379,6 +368,18 @@ export class OrderedKeys {
       if (shard.closed) return;
       this.deps.logger.error({ err: (error as Error).message }, "an ordered shard's log could not be renewed; the shard is handed on");
       void shard.channel.close().catch(() => {});
+    }
+  }
+
+  /** Appends `records` in order; one not stored hands the shard on (its channel closes): false. */
+  private async record(shard: Shard, key: string, records: readonly LogRecord[], what: string): Promise<boolean> {
+    try {
+      for (const record of records) await this.append(shard, recordHeaders(record));
+      return true;
+    } catch (error) {
+      this.deps.logger.error({ key, err: (error as Error).message }, `${what} could not be logged; its shard is handed on`);
+      void shard.channel.close().catch(() => {});
+      return false;
     }
   }
 
