@@ -11,9 +11,9 @@ export interface IdSource {
  * The id of a callback published with neither `id` nor `message_id`: a hash of its body and of the
  * properties its producer set, so every redelivery of the same message gets the same `webhook-id`
  * and a receiver can deduplicate. Broker-added headers (x-death, x-delivery-count…) are left out:
- * they change between deliveries; so are log headers (`isLogHeader`): an ordered callback's log drops
- * them. Two identical messages published without ids share it; a producer
- * that means two events gives them ids.
+ * they change between deliveries; so are log headers (`isLogHeader`), which an ordered callback's log
+ * drops. Two identical messages published without ids share it; a producer that means two events
+ * gives them ids.
  */
 export function derivedId(message: IdSource): string {
   const { headers, timestamp, correlationId, appId, type } = message.properties;
